@@ -1,0 +1,88 @@
+"""Conversion of user data to validated numeric arrays (vocabulary layer).
+
+Error messages report counts and parameter names, never the offending values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dpsense.errors import InputError
+
+__all__ = ["FloatArray", "as_data"]
+
+FloatArray = NDArray[np.float64]
+
+
+def _to_numpy(x: Any) -> NDArray[Any]:
+    # DataFrame libraries expose to_numpy(); narwhals is not needed for a single column.
+    if hasattr(x, "to_numpy") and not isinstance(x, np.ndarray):
+        return np.asarray(x.to_numpy())
+    if isinstance(x, np.ndarray):
+        return x
+    if isinstance(x, str | bytes) or not isinstance(x, Iterable):
+        raise InputError(
+            "The data must be a one-dimensional sequence of numbers (a list, a numpy array "
+            f"or a DataFrame column). Got an object of type {type(x).__name__} instead."
+        )
+    return np.asarray(list(x), dtype=object)
+
+
+def as_data(x: Any, *, name: str = "x", where: str = "dpsense", allow_empty: bool = False
+            ) -> FloatArray:
+    """Return ``x`` as a one-dimensional float64 array of finite values.
+
+    Raises
+    ------
+    InputError
+        If ``x`` is not one-dimensional, holds non-numeric entries, NaN or infinity, or is
+        empty (unless ``allow_empty``). The message gives counts, never values.
+    """
+    arr = _to_numpy(x)
+    if arr.ndim != 1:
+        raise InputError(
+            f"The '{name}' data of {where} must be one-dimensional (one column). "
+            f"Got an array with {arr.ndim} dimensions; select a single column."
+        )
+    if arr.dtype.kind in "biuf":
+        out = arr.astype(np.float64, copy=False)
+    elif arr.dtype.kind == "O" or arr.dtype.kind in "USV":
+        out = np.empty(arr.shape[0], dtype=np.float64)
+        bad = 0
+        for i, v in enumerate(arr.tolist()):
+            if isinstance(v, bool) or v is None:
+                bad += 1
+                out[i] = np.nan
+                continue
+            try:
+                out[i] = float(v)
+            except (TypeError, ValueError):
+                bad += 1
+                out[i] = np.nan
+        if bad:
+            raise InputError(
+                f"The '{name}' data of {where} must be numeric, but {bad} of {arr.shape[0]} "
+                "entries are not numbers (text, empty or missing). Clean or drop those rows, "
+                "or choose a numeric column."
+            )
+    else:
+        raise InputError(
+            f"The '{name}' data of {where} must be numeric. Got an array of dtype "
+            f"{arr.dtype} instead."
+        )
+    if out.shape[0] == 0 and not allow_empty:
+        raise InputError(
+            f"The '{name}' data of {where} is empty. Provide at least one record."
+        )
+    finite = np.isfinite(out)
+    if not finite.all():
+        bad = int(out.shape[0] - np.count_nonzero(finite))
+        raise InputError(
+            f"The '{name}' data of {where} contains {bad} NaN or infinite entries. "
+            "Drop or impute them before computing anything private."
+        )
+    return out
