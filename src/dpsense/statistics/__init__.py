@@ -1,0 +1,86 @@
+"""Statistics with closed-form global, local, distance-k and smooth sensitivity."""
+
+from __future__ import annotations
+
+from dpsense.errors import InputError
+from dpsense.statistics._profile import INFINITE_DISTANCE, Profile
+from dpsense.statistics.base import BoundedStatistic, Statistic
+from dpsense.statistics.moments import Count, Mean, Std, Sum, Variance
+from dpsense.statistics.quantile import Median, Quantile
+from dpsense.statistics.trimmed import TrimmedMean
+
+__all__ = [
+    "INFINITE_DISTANCE",
+    "STATISTIC_NAMES",
+    "BoundedStatistic",
+    "Count",
+    "Mean",
+    "Median",
+    "Profile",
+    "Quantile",
+    "Statistic",
+    "Std",
+    "Sum",
+    "TrimmedMean",
+    "Variance",
+    "make_statistic",
+]
+
+STATISTIC_NAMES = (
+    "count",
+    "sum",
+    "mean",
+    "variance",
+    "std",
+    "median",
+    "quantile",
+    "trimmed-mean",
+)
+
+
+def make_statistic(
+    name: str,
+    lower: float | None = None,
+    upper: float | None = None,
+    *,
+    p: float | None = None,
+    trim: int | None = None,
+) -> Statistic:
+    """Build a statistic from its name (as the command line does).
+
+    Raises
+    ------
+    InputError
+        For an unknown name, missing bounds, or a missing ``p`` / ``trim``.
+    """
+    key = name.strip().lower().replace("_", "-")
+    key = {"var": "variance", "stddev": "std", "trimmed": "trimmed-mean"}.get(key, key)
+    if key not in STATISTIC_NAMES:
+        raise InputError(
+            f"The 'statistic' parameter must be one of {', '.join(STATISTIC_NAMES)}. "
+            f"Got {name!r} instead."
+        )
+    if key == "count":
+        return Count()
+    from dpsense.params import validate_bounds
+
+    b = validate_bounds(lower, upper, where=f"statistic {key!r}")
+    if key == "quantile":
+        if p is None:
+            raise InputError("The quantile statistic needs its level: pass p (e.g. --p 0.9).")
+        return Quantile(p, b.lower, b.upper)
+    if key == "trimmed-mean":
+        if trim is None:
+            raise InputError(
+                "The trimmed-mean statistic needs the number of records dropped from each "
+                "end: pass trim (e.g. --trim 5)."
+            )
+        return TrimmedMean(trim, b.lower, b.upper)
+    classes: dict[str, type[Statistic]] = {
+        "sum": Sum,
+        "mean": Mean,
+        "variance": Variance,
+        "std": Std,
+        "median": Median,
+    }
+    return classes[key](b.lower, b.upper)  # type: ignore[call-arg]

@@ -1,0 +1,192 @@
+"""The statistic base class: a callable with sensitivity methods (DESIGN.md contract)."""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from dpsense._arrays import FloatArray, as_data
+from dpsense.errors import InputError
+from dpsense.neighbours import Neighbours, validate_neighbours
+from dpsense.params import check_beta, check_finite, check_int, validate_bounds
+from dpsense.statistics._profile import Profile, as_ks
+
+__all__ = ["BoundedStatistic", "Statistic"]
+
+
+@dataclass(frozen=True)
+class Statistic(ABC):
+    """A real-valued statistic of a multiset of records, with its sensitivities.
+
+    Subclasses implement the value (one dataset and a batch of equal-size datasets), the
+    global sensitivity and :meth:`profile`, from which every data-dependent sensitivity
+    is derived. Every method takes the neighbour relation explicitly; the default is
+    ``"add-remove"``, under which the number of records is private.
+    """
+
+    kind: ClassVar[str] = "statistic"
+
+    # -- to implement -------------------------------------------------------------------
+    @abstractmethod
+    def _value(self, xc: FloatArray) -> float:
+        """The statistic on clipped data (``xc`` may be empty)."""
+
+    @abstractmethod
+    def _global(self, neighbours: Neighbours, n: int | None) -> float:
+        """Global sensitivity (``n`` is the public size under substitute, or None)."""
+
+    @abstractmethod
+    def profile(self, xc: FloatArray, neighbours: Neighbours) -> Profile:
+        """The sensitivity profile of this statistic at clipped data ``xc``."""
+
+    @abstractmethod
+    def sensitivity_is_exact(self, neighbours: str = "add-remove") -> bool:
+        """Whether A(k) for k >= 1 is exact (True) or an admissible upper bound (False).
+
+        The local sensitivity (k = 0) is always exact.
+        """
+
+    # -- shared machinery ---------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        """A short human-readable name, e.g. ``"median"``."""
+        return self.kind
+
+    def clip(self, x: FloatArray) -> FloatArray:
+        """Clip data to the statistic's bounds (identity for unbounded statistics)."""
+        return x
+
+    def _prepare(self, x: Any, where: str) -> FloatArray:
+        return self.clip(as_data(x, where=where))
+
+    def __call__(self, x: Any) -> float:
+        """The statistic on ``x`` clipped to ``[lower, upper]``."""
+        return self._value(self._prepare(x, f"{self.name}(x)"))
+
+    def evaluate_batch(self, datasets: ArrayLike) -> FloatArray:
+        """The statistic on each row of a 2-D array (rows are datasets of equal size)."""
+        arr = np.asarray(datasets, dtype=np.float64)
+        if arr.ndim != 2:
+            raise InputError("evaluate_batch needs a 2-D array: one dataset per row.")
+        return self._batch(self.clip(arr))
+
+    def _batch(self, xc: FloatArray) -> FloatArray:
+        return np.array([self._value(row) for row in xc], dtype=np.float64)
+
+    def global_sensitivity(self, neighbours: str = "add-remove", *, n: int | None = None) -> float:
+        """Global sensitivity: the largest change over all pairs of neighbours.
+
+        Parameters
+        ----------
+        neighbours : {"add-remove", "substitute"}
+        n : int, optional
+            The public number of records. Some statistics (mean, variance, ...) need it
+            under ``"substitute"``, where n is public; it is ignored under add-remove,
+            where n is private.
+        """
+        where = f"{self.name}.global_sensitivity"
+        nb = validate_neighbours(neighbours, where=where)
+        size = None if n is None else check_int(n, "n", where=where, minimum=0)
+        return float(self._global(nb, size if nb == "substitute" else None))
+
+    def local_sensitivity(self, x: Any, neighbours: str = "add-remove") -> float:
+        """Exact local sensitivity LS(f, x): the largest change over neighbours of x.
+
+        This is a non-private quantity: never publish it, and never scale noise to it.
+        """
+        where = f"{self.name}.local_sensitivity"
+        nb = validate_neighbours(neighbours, where=where)
+        prof = self.profile(self._prepare(x, where), nb)
+        return float(prof.at(np.zeros(1, dtype=np.int64))[0])
+
+    def sensitivity_at_distance(
+        self, x: Any, k: ArrayLike, neighbours: str = "add-remove"
+    ) -> float | FloatArray:
+        """A(f, x, k): the largest local sensitivity within distance k of x.
+
+        ``k`` may be an int or an array of ints (vectorised). Where
+        :meth:`sensitivity_is_exact` is False this is an admissible upper bound
+        (SPEC §2): it never underestimates and it keeps smoothness and the sensitivity 1
+        of the distance to instability. Non-private.
+        """
+        where = f"{self.name}.sensitivity_at_distance"
+        nb = validate_neighbours(neighbours, where=where)
+        ks = as_ks(k)
+        prof = self.profile(self._prepare(x, where), nb)
+        vals = prof.at(ks.reshape(-1)).reshape(ks.shape)
+        if ks.ndim == 0:
+            return float(vals)
+        return vals
+
+    def smooth_sensitivity(self, x: Any, beta: float, neighbours: str = "add-remove") -> float:
+        r"""The beta-smooth upper bound :math:`\max_k e^{-k\beta} A(f, x, k)` (NRS07).
+
+        Exact :math:`S^*` when :meth:`sensitivity_is_exact`; otherwise the smooth bound
+        built from the admissible upper bound on A(k). Non-private.
+        """
+        where = f"{self.name}.smooth_sensitivity"
+        nb = validate_neighbours(neighbours, where=where)
+        b = check_beta(beta, where=where)
+        return float(self.profile(self._prepare(x, where), nb).smooth(b))
+
+    def distance_to_instability(self, x: Any, bound: float, neighbours: str = "add-remove") -> int:
+        """D(x, b) = min{k : A(f, x, k) > b}; sensitivity 1 (propose-test-release).
+
+        Returns :data:`dpsense.statistics.INFINITE_DISTANCE` when no k exceeds ``bound``
+        (b at or above the largest possible local sensitivity). Non-private.
+        """
+        where = f"{self.name}.distance_to_instability"
+        nb = validate_neighbours(neighbours, where=where)
+        b = check_finite(bound, "bound", where=where)
+        if b < 0:
+            raise InputError(
+                f"The 'bound' parameter of {where} must be a float >= 0. Got {bound!r} instead."
+            )
+        return self.profile(self._prepare(x, where), nb).distance(b)
+
+
+class BoundedStatistic(Statistic):
+    """A statistic of records clipped to public bounds ``[lower, upper]``.
+
+    Concrete subclasses are frozen dataclasses that declare ``lower`` and ``upper`` (after
+    any leading parameter such as the quantile level ``p``).
+    """
+
+    lower: float
+    upper: float
+
+    def __post_init__(self) -> None:
+        bounds = validate_bounds(self.lower, self.upper, where=type(self).__name__)
+        object.__setattr__(self, "lower", bounds.lower)
+        object.__setattr__(self, "upper", bounds.upper)
+
+    @property
+    def width(self) -> float:
+        """``upper - lower``."""
+        return self.upper - self.lower
+
+    @property
+    def midpoint(self) -> float:
+        """``(lower + upper) / 2``: the value of mean-like statistics on empty data."""
+        return 0.5 * (self.lower + self.upper)
+
+    def clip(self, x: FloatArray) -> FloatArray:
+        return np.clip(x, self.lower, self.upper)
+
+    def _need_n(self, n: int | None) -> int:
+        if n is None:
+            raise InputError(
+                f"The global sensitivity of {self.name} under 'substitute' depends on the "
+                "public number of records: pass n=... (under 'substitute' n is public)."
+            )
+        return n
+
+
+def finite_or_zero(v: float) -> float:
+    """Guard against 0/0 in degenerate closed forms."""
+    return v if math.isfinite(v) else 0.0

@@ -1,0 +1,282 @@
+r"""Quantiles and the median, with exact local, distance-k and smooth sensitivity.
+
+The quantile at level p of n records is the order statistic at rank
+:math:`r(n) = \max(1, \lceil p n \rceil)` ("inverted CDF"); for even n the median is the
+lower middle value (``numpy.median`` averages the two). On the empty dataset the quantile
+is the lower bound l (rank 0 under the boundary convention).
+
+Every sensitivity is a maximum of gaps :math:`x_{(t)} - x_{(s)}` between extended order
+statistics over pairs (s, t) whose *cost* — the distance to a dataset where that gap is a
+local sensitivity — is at most k (docs/sensitivity.md §Quantiles derives the costs):
+
+* substitute: :math:`c(s, t) = t - s - 1` for :math:`s \le r \le t` (NRS07, Prop. 3.4);
+* add-remove: :math:`c(s, t) = (t - s - 1) + \delta(s, n + 1 - t)`, with
+  :math:`\delta` the L1 distance from (s, h) to the band
+  :math:`\{(L, H): -q < pH - (1-p)L \le q\}`, :math:`q = \max(p, 1-p)`.
+
+Only a window of order statistics around the rank is needed (selected by
+``np.partition`` in O(n)); the window grows until the answer is provably exact. For the
+median under add-remove the feasible pairs have a single corner,
+:math:`A(k) = x_{(\lfloor (n+2+k)/2 \rfloor)} - x_{(\lceil (n-1-k)/2 \rceil)}`, so the smooth
+sensitivity costs O(n) selection plus O(K).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import ClassVar, Final
+
+import numpy as np
+
+from dpsense._arrays import FloatArray
+from dpsense.errors import InputError
+from dpsense.neighbours import Neighbours
+from dpsense.params import check_probability
+from dpsense.statistics._order import OrderStatistics
+from dpsense.statistics._profile import (
+    INFINITE_DISTANCE,
+    FunctionProfile,
+    IntArray,
+    Profile,
+)
+from dpsense.statistics.base import BoundedStatistic
+
+__all__ = ["Median", "Quantile"]
+
+_MAX_DENOMINATOR: Final = 1_000_000
+_PAIR_BLOCK: Final = 1 << 22
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -((-a) // b)
+
+
+class _QuantileProfile(Profile):
+    """Pairs of order statistics with their costs, over a window that grows on demand."""
+
+    def __init__(
+        self,
+        xc: FloatArray,
+        lower: float,
+        upper: float,
+        num: int,
+        den: int,
+        neighbours: Neighbours,
+    ) -> None:
+        self._order = OrderStatistics(xc, lower, upper)
+        self.n = n = int(xc.shape[0])
+        self._num, self._den = num, den
+        self._nb = neighbours
+        self._corner = neighbours == "add-remove" and 2 * num == den
+        self.rank = 0 if n == 0 else max(1, _ceil_div(num * n, den))
+        self.cap = upper - lower
+        self.exact = True
+        self._cache: tuple[int, IntArray, FloatArray] | None = None
+
+    # -- pairs ------------------------------------------------------------------------
+    def _pairs(self, K: int) -> tuple[IntArray, FloatArray]:
+        """Costs and gaps of every (non-dominated) pair with cost <= K, sorted by cost."""
+        K = min(K, self.n)  # A(k) = w for k >= n, reached by the pair (0, n + 1)
+        if self._cache is not None and self._cache[0] >= K:
+            _, c, g = self._cache
+            keep = c <= K
+            return c[keep], g[keep]
+        if self._corner:
+            costs, gaps = self._corner_pairs(K)
+        else:
+            costs, gaps = self._general_pairs(K)
+        order = np.argsort(costs, kind="stable")
+        costs, gaps = costs[order], gaps[order]
+        self._cache = (K, costs, gaps)
+        return costs, gaps
+
+    def _corner_pairs(self, K: int) -> tuple[IntArray, FloatArray]:
+        n = self.n
+        ks = np.arange(K + 1, dtype=np.int64)
+        s = np.maximum(0, -((ks - n + 1) // 2))  # ceil((n - 1 - k) / 2), floored at 0
+        t = np.minimum(n + 1, (n + 2 + ks) // 2)
+        lo, hi = int(s[-1]), int(t[-1])
+        vals = self._order.window(lo, hi)
+        return ks, vals[t - lo] - vals[s - lo]
+
+    def _general_pairs(self, K: int) -> tuple[IntArray, FloatArray]:
+        n, r = self.n, self.rank
+        if self._nb == "substitute":
+            lo, hi = max(0, r - K - 1), min(n + 1, r + K + 1)
+        else:
+            lo, hi = max(0, r - 2 * K - 3), min(n + 1, r + 2 * K + 3)
+        vals = self._order.window(lo, hi)
+        idx = np.arange(lo, hi + 1, dtype=np.int64)
+        new_block = np.ones(vals.shape[0], dtype=bool)
+        new_block[1:] = vals[1:] != vals[:-1]
+        last_of_block = np.ones(vals.shape[0], dtype=bool)
+        last_of_block[:-1] = new_block[1:]
+        if self._nb == "substitute":
+            s_mask = (last_of_block & (idx <= r)) | (idx == r)
+            t_mask = (new_block & (idx >= r)) | (idx == r)
+        else:
+            s_mask = last_of_block & (idx <= n)
+            t_mask = new_block & (idx >= 1)
+        s_idx, t_idx = idx[s_mask], idx[t_mask]
+        s_val, t_val = vals[s_mask], vals[t_mask]
+        costs: list[IntArray] = []
+        gaps: list[FloatArray] = []
+        step = max(1, _PAIR_BLOCK // max(1, t_idx.shape[0]))
+        for i in range(0, s_idx.shape[0], step):
+            s = s_idx[i : i + step, None]
+            c = self._cost(s, t_idx[None, :])
+            ok = (t_idx[None, :] > s) & (c <= K)
+            costs.append(c[ok])
+            gaps.append((t_val[None, :] - s_val[i : i + step, None])[ok])
+        if not costs:
+            return np.zeros(0, dtype=np.int64), np.zeros(0)
+        return np.concatenate(costs), np.concatenate(gaps)
+
+    def _cost(self, s: IntArray, t: IntArray) -> IntArray:
+        inner = t - s - 1
+        if self._nb == "substitute":
+            return inner
+        a, b = self._num, self._den
+        h = self.n + 1 - t
+        g = a * h - (b - a) * s  # (p h - (1 - p) s) * den
+        q = max(a, b - a)
+        over = np.maximum(0, -((-g) // q) - 1)
+        under = np.maximum(0, (-g) // q)
+        return np.asarray(inner + over + under, dtype=np.int64)
+
+    # -- profile interface ------------------------------------------------------------
+    def at(self, ks: IntArray) -> FloatArray:
+        ks = np.asarray(ks, dtype=np.int64)
+        if self._nb == "substitute" and self.n == 0:
+            return np.zeros(ks.shape)
+        if ks.size == 0:
+            return np.zeros(0)
+        costs, gaps = self._pairs(int(ks.max()))
+        if costs.size == 0:  # every pair within reach is tied: A(k) = 0
+            return np.zeros(ks.shape)
+        running = np.maximum.accumulate(gaps)
+        pos = np.searchsorted(costs, np.minimum(ks, self.n), side="right") - 1
+        return np.where(pos >= 0, running[np.maximum(pos, 0)], 0.0)
+
+    def smooth(self, beta: float) -> float:
+        if self._nb == "substitute" and self.n == 0:
+            return 0.0
+        K = max(16, math.ceil((math.log(self.n + 2.0) + 2.0) / beta))
+        while True:
+            costs, gaps = self._pairs(K)
+            weighted = np.exp(-beta * costs.astype(np.float64)) * gaps
+            best = float(weighted.max()) if weighted.size else 0.0
+            if self.n <= K or best >= math.exp(-beta * (K + 1)) * self.cap:
+                return best
+            need = math.ceil(math.log(self.cap / best) / beta) if best > 0 else 0
+            K = max(4 * K, need)
+
+    def distance(self, bound: float) -> int:
+        if not self.cap > bound or (self._nb == "substitute" and self.n == 0):
+            return INFINITE_DISTANCE
+        K = 64
+        while True:
+            costs, gaps = self._pairs(K)
+            above = np.flatnonzero(gaps > bound)
+            if above.size:
+                return int(costs[above[0]])
+            K *= 4
+
+
+@dataclass(frozen=True)
+class Quantile(BoundedStatistic):
+    r"""The p-quantile of records clipped to ``[lower, upper]``.
+
+    Parameters
+    ----------
+    p : float
+        The level, in (0, 1). Ranks are computed in exact rational arithmetic on the
+        nearest fraction with denominator at most 10^6 (so ``p=0.1`` means exactly 1/10).
+    lower, upper : float
+        Public bounds.
+
+    Notes
+    -----
+    Rank :math:`r = \max(1, \lceil p n \rceil)` (SPEC §2). Local sensitivity, A(k) and the
+    smooth sensitivity are exact under both relations (NRS07 §3.1 for substitute; the
+    add-remove costs are derived in docs/sensitivity.md).
+    """
+
+    p: float
+    lower: float
+    upper: float
+    kind: ClassVar[str] = "quantile"
+    _num: int = field(init=False, repr=False, compare=False, default=0)
+    _den: int = field(init=False, repr=False, compare=False, default=1)
+
+    def __post_init__(self) -> None:
+        p = check_probability(self.p, where=type(self).__name__)
+        frac = Fraction(p).limit_denominator(_MAX_DENOMINATOR)
+        if not 0 < frac < 1:
+            raise InputError(
+                f"The 'p' parameter of {type(self).__name__} must be a float in (0, 1) at "
+                f"least 1e-6 away from 0 and 1. Got {self.p!r} instead."
+            )
+        object.__setattr__(self, "p", p)
+        object.__setattr__(self, "_num", frac.numerator)
+        object.__setattr__(self, "_den", frac.denominator)
+        super().__post_init__()
+
+    @property
+    def name(self) -> str:
+        return f"quantile(p={self.p:g})"
+
+    def rank(self, n: int) -> int:
+        """The 1-based rank of the quantile among n records (0 for n = 0)."""
+        return 0 if n == 0 else max(1, _ceil_div(self._num * n, self._den))
+
+    def _value(self, xc: FloatArray) -> float:
+        n = xc.shape[0]
+        if n == 0:
+            return self.lower
+        r = self.rank(n)
+        return float(np.partition(xc, r - 1)[r - 1])
+
+    def _batch(self, xc: FloatArray) -> FloatArray:
+        m = xc.shape[1]
+        if m == 0:
+            return np.full(xc.shape[0], self.lower)
+        r = self.rank(m)
+        return np.partition(xc, r - 1, axis=1)[:, r - 1]
+
+    def _global(self, neighbours: Neighbours, n: int | None) -> float:
+        if neighbours == "substitute" and n == 0:
+            return 0.0
+        return self.width
+
+    def profile(self, xc: FloatArray, neighbours: Neighbours) -> Profile:
+        if neighbours == "substitute" and xc.shape[0] == 0:
+            return FunctionProfile(
+                0.0, lambda ks: np.zeros(ks.shape), cap=0.0, saturation=1, exact=True
+            )
+        return _QuantileProfile(xc, self.lower, self.upper, self._num, self._den, neighbours)
+
+    def sensitivity_is_exact(self, neighbours: str = "add-remove") -> bool:
+        return True
+
+
+@dataclass(frozen=True)
+class Median(Quantile):
+    """The median: the quantile at p = 1/2, rank ``ceil(n / 2)`` (the lower middle value).
+
+    Parameters
+    ----------
+    lower, upper : float
+        Public bounds.
+    """
+
+    p: float = field(init=False, default=0.5)
+    lower: float
+    upper: float
+    kind: ClassVar[str] = "median"
+
+    @property
+    def name(self) -> str:
+        return "median"
