@@ -16,6 +16,7 @@ from __future__ import annotations
 from dpsense.errors import BudgetExceededError, DPSenseError, InputError
 from dpsense.neighbours import NEIGHBOURS
 from dpsense.params import smooth_beta
+from dpsense.sensitivity import empirical_sensitivity
 from dpsense.statistics import (
     INFINITE_DISTANCE,
     Count,
@@ -48,6 +49,7 @@ __all__ = [
     "TrimmedMean",
     "Variance",
     "__version__",
+    "empirical_sensitivity",
     "make_statistic",
     "smooth_beta",
 ]

@@ -98,12 +98,15 @@ class Sum(BoundedStatistic):
 class Mean(BoundedStatistic):
     r"""The mean of records clipped to ``[lower, upper]`` (the midpoint on empty data).
 
-    Add-remove, with :math:`\mu` the mean of n >= 2 records:
+    Add-remove, with :math:`\mu` the mean of n >= 2 records and
+    :math:`E = \max(u - \mu, \mu - l)`:
 
     .. math::
-        LS(x) = \max\left(\frac{\max(u - \mu, \mu - l)}{n + 1},
-                          \frac{\max_i |x_i - \mu|}{n - 1}\right), \qquad
-        \hat A(k) = \frac{w}{\max(n - k, 2)} \ (k \ge 1), \qquad GS = \frac{w}{2}.
+        LS(x) = \max\left(\frac{E}{n + 1}, \frac{\max_i |x_i - \mu|}{n - 1}\right),
+        \qquad
+        \hat A(k) = \min\left(\frac{w}{\max(n - k, 2)},
+                   \frac{E + k w / (n - k)}{n - k - 1}\right) \ (k \ge 1),
+        \qquad GS = \frac{w}{2}.
 
     Substitute (n public): :math:`LS(x) = \max(u - x_{(1)}, x_{(n)} - l)/n`,
     :math:`A(k) = w/n` for k >= 1, :math:`GS = w/n`.
@@ -139,10 +142,10 @@ class Mean(BoundedStatistic):
             return FunctionProfile(
                 local, lambda ks: np.full(ks.shape, w / n), cap=w / n, saturation=1, exact=True
             )
+        mu = float(np.mean(xc)) if n else self.midpoint
         if n == 0:
             local = w / 2.0
         else:
-            mu = float(np.mean(xc))
             add = max(self.upper - mu, mu - self.lower) / (n + 1)
             if n >= 2:
                 remove = max(float(xc.max()) - mu, mu - float(xc.min())) / (n - 1)
@@ -150,8 +153,17 @@ class Mean(BoundedStatistic):
                 remove = abs(mu - self.midpoint)
             local = max(add, remove)
 
+        # E = max(u - mu, mu - l) bounds both terms of LS(y) / (|y| - 1); k steps move the
+        # mean by at most k w / (n - k), so E_y <= E + k w / (n - k) within k (docs §4).
+        spread = max(self.upper - mu, mu - self.lower) if n else w / 2.0
+
         def bound(ks: IntArray) -> FloatArray:
-            return np.asarray(w / np.maximum(n - ks, 2), dtype=np.float64)
+            size = n - ks
+            by_size = w / np.maximum(size, 2).astype(np.float64)
+            safe = np.maximum(size, 3).astype(np.float64)
+            by_spread = (spread + ks * w / safe) / (safe - 1.0)
+            tight = np.where(size >= 3, np.minimum(by_size, by_spread), by_size)
+            return np.asarray(tight, dtype=np.float64)
 
         return FunctionProfile(local, bound, cap=w / 2.0, saturation=max(n - 2, 1), exact=False)
 
@@ -215,34 +227,45 @@ class Variance(BoundedStatistic):
         return math.sqrt(g) if self._sqrt else g
 
     def _local(self, xc: FloatArray, neighbours: Neighbours) -> float:
-        """Exact local sensitivity: extremes of the neighbour variance over each change."""
+        """Exact local sensitivity: extremes of the neighbour variance over each change.
+
+        The closed forms locate the extreme neighbours in O(n); those few neighbours are
+        then recomputed with a two-pass variance, because the closed forms cancel
+        catastrophically when a neighbour's variance is near 0 (and the square root of
+        the standard deviation magnifies that error).
+        """
         n, lo, hi = xc.shape[0], self.lower, self.upper
-        if n == 0:
+        if n == 0 or (neighbours == "substitute" and n == 1):
             return 0.0
         mu, var = _var_parts(xc)
-        base = math.sqrt(var) if self._sqrt else var
         if neighbours == "add-remove":
+            d2 = (xc - mu) ** 2
             d2max = max(hi - mu, mu - lo) ** 2
             # adding v: V' = n/(n+1) V + n (v - mu)^2 / (n+1)^2, extremes at v = mu and l/u
             cands = [n * var / (n + 1), n * var / (n + 1) + n * d2max / (n + 1) ** 2]
             if n >= 2:
-                d2 = (xc - mu) ** 2
-                # removing x_i: V_{-i} = n/(n-1) (V - (x_i - mu)^2 / (n-1))
-                rem = n / (n - 1) * (var - d2 / (n - 1))
-                cands += [float(rem.min()), float(rem.max())]
+                # removing x_i: V_{-i} = n/(n-1) (V - (x_i - mu)^2 / (n-1)), monotone in d2
+                for i in {int(np.argmin(d2)), int(np.argmax(d2))}:
+                    cands.append(float(np.var(np.delete(xc, i))))
             else:
                 cands.append(0.0)
-            vals = np.maximum(np.asarray(cands), 0.0)
         else:
-            if n == 1:
-                return 0.0
-            total = float(np.sum(xc))
-            mu_rest = (total - xc) / (n - 1)
-            e2 = np.maximum(hi - mu_rest, mu_rest - lo) ** 2
-            # replacing x_i by v: V' = V + (n-1)/n^2 ((v - mu_rest)^2 - (x_i - mu_rest)^2)
-            d2 = (xc - mu_rest) ** 2
-            c = (n - 1) / (n * n)
-            vals = np.maximum(np.concatenate([var - c * d2, var + c * (e2 - d2)]), 0.0)
+            mu_rest = (float(np.sum(xc)) - xc) / (n - 1)
+            far = np.where(hi - mu_rest >= mu_rest - lo, hi, lo)
+            d2_rest = (xc - mu_rest) ** 2
+            e2_rest = (far - mu_rest) ** 2
+            # replacing x_i by v: V' = V + (n-1)/n^2 ((v - mu_rest)^2 - (x_i - mu_rest)^2):
+            # smallest at v = mu_rest for the largest d2_rest, largest at the far bound
+            cands = []
+            for i, replacement in (
+                (int(np.argmax(d2_rest)), mu_rest),
+                (int(np.argmax(e2_rest - d2_rest)), far),
+            ):
+                y = xc.copy()
+                y[i] = replacement[i]
+                cands.append(float(np.var(y)))
+        vals = np.maximum(np.asarray(cands), 0.0)
+        base = math.sqrt(var) if self._sqrt else var
         return float(np.max(np.abs(self._transform(vals) - base)))
 
     def profile(self, xc: FloatArray, neighbours: Neighbours) -> Profile:
