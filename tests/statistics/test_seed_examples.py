@@ -68,8 +68,9 @@ def test_seed_004_universe_median(model: str) -> None:
     assert es(_median, [1, 2, 3], universe, model=model, neighbours="substitute") == 1.0
     if model == "population":
         assert es(_median, [1, 2, 3], universe, model=model, scope="global") == 4.5
-        glob = es(_median, [1, 2, 3], universe, model=model, scope="global",
-                  neighbours="substitute")
+        glob = es(
+            _median, [1, 2, 3], universe, model=model, scope="global", neighbours="substitute"
+        )
         assert glob == 8.0
     # local never exceeds global, and distance 2 never falls below distance 1
     for nb in ("add-remove", "substitute"):

@@ -32,8 +32,14 @@ def test_batch_matches_single_evaluation() -> None:
     rng = np.random.default_rng(3)
     X = rng.uniform(-1, 11, size=(20, 7))
     stats = [
-        ds.Count(), ds.Sum(0, 10), ds.Mean(0, 10), ds.Variance(0, 10), ds.Std(0, 10),
-        ds.Median(0, 10), ds.Quantile(0.3, 0, 10), ds.TrimmedMean(2, 0, 10),
+        ds.Count(),
+        ds.Sum(0, 10),
+        ds.Mean(0, 10),
+        ds.Variance(0, 10),
+        ds.Std(0, 10),
+        ds.Median(0, 10),
+        ds.Quantile(0.3, 0, 10),
+        ds.TrimmedMean(2, 0, 10),
     ]
     for s in stats:
         batch = s.evaluate_batch(X)
