@@ -32,8 +32,9 @@ def _to_numpy(x: Any) -> NDArray[Any]:
     return np.asarray(list(x), dtype=object)
 
 
-def as_data(x: Any, *, name: str = "x", where: str = "dpsense", allow_empty: bool = False
-            ) -> FloatArray:
+def as_data(
+    x: Any, *, name: str = "x", where: str = "dpsense", allow_empty: bool = False
+) -> FloatArray:
     """Return ``x`` as a one-dimensional float64 array of finite values.
 
     Raises
@@ -75,9 +76,7 @@ def as_data(x: Any, *, name: str = "x", where: str = "dpsense", allow_empty: boo
             f"{arr.dtype} instead."
         )
     if out.shape[0] == 0 and not allow_empty:
-        raise InputError(
-            f"The '{name}' data of {where} is empty. Provide at least one record."
-        )
+        raise InputError(f"The '{name}' data of {where} is empty. Provide at least one record.")
     finite = np.isfinite(out)
     if not finite.all():
         bad = int(out.shape[0] - np.count_nonzero(finite))

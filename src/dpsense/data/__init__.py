@@ -1,0 +1,7 @@
+"""Getting data into dpsense: files (CSV, Parquet) and DataFrame columns."""
+
+from __future__ import annotations
+
+from dpsense.data.files import load_column
+
+__all__ = ["load_column"]

@@ -1,0 +1,260 @@
+"""Tests of dpsense.data.load_column and the bundled census data."""
+
+from __future__ import annotations
+
+import gzip
+import importlib.util
+import runpy
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from dpsense.data import load_column
+from dpsense.datasets import census_path, load_census
+from dpsense.errors import InputError
+
+SECRET = "987654.321"  # a data value that must never appear in an error message
+
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+# ------------------------------------------------------------------------------ CSV
+
+
+def test_reads_a_numeric_column(tmp_path: Path) -> None:
+    path = write(tmp_path, "d.csv", "name,age\nann,30\nbob,41.5\n")
+    np.testing.assert_array_equal(load_column(path, "age"), [30.0, 41.5])
+    assert load_column(str(path), "age").dtype == np.float64
+
+
+def test_single_column_file_needs_no_column_name(tmp_path: Path) -> None:
+    path = write(tmp_path, "d.csv", "x\n1\n2\n\n3\n")
+    np.testing.assert_array_equal(load_column(path), [1.0, 2.0, 3.0])
+
+
+@pytest.mark.parametrize("delimiter", [";", "\t", "|"])
+def test_other_delimiters(tmp_path: Path, delimiter: str) -> None:
+    path = write(tmp_path, "d.csv", f"a{delimiter}b\n1{delimiter}2\n3{delimiter}4\n")
+    np.testing.assert_array_equal(load_column(path, "b"), [2.0, 4.0])
+
+
+def test_quoted_cells_bom_and_case_insensitive_column(tmp_path: Path) -> None:
+    path = tmp_path / "d.csv"
+    path.write_bytes('\ufeff"Age","Note"\n"12","a, b"\n 13 ,c\n'.encode())
+    np.testing.assert_array_equal(load_column(path, "age"), [12.0, 13.0])
+
+
+def test_gzip_csv(tmp_path: Path) -> None:
+    path = tmp_path / "d.csv.gz"
+    with gzip.open(path, "wt", encoding="utf-8") as handle:
+        handle.write("v\n1\n2\n")
+    np.testing.assert_array_equal(load_column(path, "v"), [1.0, 2.0])
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    path = tmp_path / "nope.csv"
+    with pytest.raises(InputError, match=r"^file not found: .*nope\.csv$"):
+        load_column(path, "x")
+
+
+def test_directory_is_not_a_file(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="directory"):
+        load_column(tmp_path, "x")
+
+
+def test_empty_file(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="file is empty"):
+        load_column(write(tmp_path, "e.csv", ""), "x")
+
+
+def test_header_without_rows(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="no data rows"):
+        load_column(write(tmp_path, "h.csv", "a,b\n"), "a")
+
+
+def test_binary_file_is_unreadable(tmp_path: Path) -> None:
+    path = tmp_path / "b.csv"
+    path.write_bytes(b"a,b\n\xff\xfe\x00\x81,2\n")
+    with pytest.raises(InputError, match="not a UTF-8 text file"):
+        load_column(path, "a")
+
+
+def test_missing_column_lists_names_not_values(tmp_path: Path) -> None:
+    path = write(tmp_path, "d.csv", f"income,age\n{SECRET},30\n")
+    with pytest.raises(InputError) as info:
+        load_column(path, "salary")
+    message = str(info.value)
+    assert "'salary' not found" in message
+    assert "'income'" in message
+    assert "'age'" in message
+    assert SECRET not in message
+
+
+def test_several_columns_and_no_choice(tmp_path: Path) -> None:
+    path = write(tmp_path, "d.csv", "a,b\n1,2\n")
+    with pytest.raises(InputError, match="2 columns; choose one"):
+        load_column(path)
+
+
+def test_non_numeric_entries_are_counted_not_shown(tmp_path: Path) -> None:
+    path = write(tmp_path, "d.csv", f"v,w\n1,x\nJohn Smith,y\n,z\n{SECRET}\n3,4,5\n")
+    with pytest.raises(InputError) as info:
+        load_column(path, "w")
+    message = str(info.value)
+    assert "4 of 5 rows are not numbers" in message
+    assert "John" not in message
+    with pytest.raises(InputError) as info:
+        load_column(path, "v")
+    message = str(info.value)
+    assert "2 of 5 rows are not numbers" in message
+    assert "John" not in message
+    assert SECRET not in message
+    assert "\n" not in message
+
+
+@pytest.mark.parametrize("bad", ["nan", "NaN", "inf", "-Infinity"])
+def test_nan_and_infinity(tmp_path: Path, bad: str) -> None:
+    path = write(tmp_path, "d.csv", f"v\n{SECRET}\n{bad}\n2\n")
+    with pytest.raises(InputError, match="1 NaN or infinite entries") as info:
+        load_column(path, "v")
+    assert SECRET not in str(info.value)
+
+
+def test_headerless_numbers_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="looks like data, not a header"):
+        load_column(write(tmp_path, "d.csv", "1\n2\n3\n"))
+
+
+def test_parquet_needs_duckdb(tmp_path: Path) -> None:
+    if importlib.util.find_spec("duckdb") is not None:
+        pytest.skip("duckdb is installed")
+    path = tmp_path / "d.parquet"
+    path.write_bytes(b"PAR1")
+    with pytest.raises(InputError, match=r"pip install 'dpsense\[files\]'"):
+        load_column(path, "x")
+
+
+def test_missing_parquet_file(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="file not found"):
+        load_column(tmp_path / "d.parquet", "x")
+
+
+# ---------------------------------------------------------------------- in-memory data
+
+
+def test_list_and_array() -> None:
+    np.testing.assert_array_equal(load_column([3, 1, 2]), [3.0, 1.0, 2.0])
+    np.testing.assert_array_equal(load_column(np.arange(3)), [0.0, 1.0, 2.0])
+
+
+def test_mapping_of_columns() -> None:
+    table = {"age": [30, 41], "name": ["a", "b"]}
+    np.testing.assert_array_equal(load_column(table, "age"), [30.0, 41.0])
+    with pytest.raises(InputError, match="available columns: 'age', 'name'"):
+        load_column(table, "x")
+    with pytest.raises(InputError, match="must be numeric"):
+        load_column(table, "name")
+
+
+def test_structured_array() -> None:
+    arr = np.array([(1, 2.5), (3, 4.5)], dtype=[("a", "i8"), ("b", "f8")])
+    np.testing.assert_array_equal(load_column(arr, "b"), [2.5, 4.5])
+
+
+class FakeSeries:
+    """Duck-typed stand-in for a pandas/Polars Series."""
+
+    def __init__(self, values: list[Any], name: str | None = None) -> None:
+        self.values = values
+        self.name = name
+
+    def to_numpy(self) -> np.ndarray[Any, Any]:
+        return np.asarray(self.values, dtype=object)
+
+
+class FakeFrame:
+    """Duck-typed stand-in for a pandas/Polars DataFrame."""
+
+    def __init__(self, data: dict[str, list[Any]]) -> None:
+        self.data = data
+        self.columns = list(data)
+
+    def __getitem__(self, key: str) -> FakeSeries:
+        return FakeSeries(self.data[key], key)
+
+
+class FakeArrowTable:
+    """Duck-typed stand-in for a pyarrow Table."""
+
+    def __init__(self, data: dict[str, list[Any]]) -> None:
+        self.data = data
+        self.column_names = list(data)
+
+    def column(self, index: int) -> FakeSeries:
+        return FakeSeries(self.data[self.column_names[index]])
+
+
+def test_dataframe_like_objects() -> None:
+    frame = FakeFrame({"a": [1, 2], "b": [3.5, None]})
+    np.testing.assert_array_equal(load_column(frame, "a"), [1.0, 2.0])
+    with pytest.raises(InputError, match="1 of 2 entries are not numbers"):
+        load_column(frame, "b")
+    with pytest.raises(InputError, match="2 columns"):
+        load_column(frame)
+    table = FakeArrowTable({"x": [1.0], "y": [2.0]})
+    np.testing.assert_array_equal(load_column(table, "y"), [2.0])
+
+
+def test_series_like_object() -> None:
+    np.testing.assert_array_equal(load_column(FakeSeries([1, 2], "age")), [1.0, 2.0])
+    np.testing.assert_array_equal(load_column(FakeSeries([1, 2], "age"), "age"), [1.0, 2.0])
+    with pytest.raises(InputError, match="single unnamed sequence"):
+        load_column(FakeSeries([1, 2], "age"), "income")
+
+
+def test_bad_column_type() -> None:
+    with pytest.raises(InputError, match="'column' parameter"):
+        load_column([1, 2], 3)  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------------------ census data
+
+
+def test_census_is_bundled_and_consistent() -> None:
+    table = load_census()
+    assert census_path().is_file()
+    assert census_path().stat().st_size < 600_000
+    assert set(table) >= {
+        "age",
+        "sex",
+        "education_years",
+        "hours_per_week",
+        "income",
+        "capital_gain",
+    }
+    assert all(len(v) == 10_000 for v in table.values())
+    age = table["age"]
+    assert age.min() >= 17
+    assert age.max() <= 90
+    assert 30 < np.median(age) < 45
+    assert np.mean(table["hours_per_week"] == 40) > 0.3
+    assert table["education_years"].min() >= 1
+    assert table["education_years"].max() <= 16
+    assert np.mean(table["capital_gain"] == 0) > 0.8
+    assert np.all(table["income"] > 0)
+    assert set(np.unique(table["sex"])) == {"Female", "Male"}
+    np.testing.assert_array_equal(load_column(census_path(), "age"), age.astype(float))
+
+
+def test_census_file_matches_its_generator() -> None:
+    script = Path(__file__).resolve().parents[2] / "scripts" / "make_census.py"
+    if not script.is_file():
+        pytest.skip("scripts/ is not available (installed package)")
+    namespace = runpy.run_path(str(script), run_name="make_census")
+    assert namespace["main"](["--check"]) == 0
