@@ -97,16 +97,6 @@ class Bounds:
     lower: float
     upper: float
 
-    @property
-    def width(self) -> float:
-        """``upper - lower``."""
-        return self.upper - self.lower
-
-    @property
-    def midpoint(self) -> float:
-        """``(lower + upper) / 2``."""
-        return 0.5 * (self.lower + self.upper)
-
 
 def validate_bounds(lower: object, upper: object, *, where: str = "dpsense") -> Bounds:
     """Check public bounds: both finite and ``lower < upper``.
