@@ -14,7 +14,21 @@ and smoothed — and release answers through mechanisms that use that knowledge 
 from __future__ import annotations
 
 from dpsense.errors import BudgetExceededError, DPSenseError, InputError
+from dpsense.mechanisms import (
+    DiscreteGaussianMechanism,
+    DiscreteLaplaceMechanism,
+    ExponentialMechanism,
+    GaussianMechanism,
+    LaplaceMechanism,
+    discrete_gaussian,
+    discrete_laplace,
+    exponential,
+    gaussian,
+    laplace,
+    report_noisy_max,
+)
 from dpsense.neighbours import NEIGHBOURS
+from dpsense.noise import SeededRandomnessWarning
 from dpsense.params import smooth_beta
 from dpsense.sensitivity import empirical_sensitivity
 from dpsense.statistics import (
@@ -39,17 +53,29 @@ __all__ = [
     "BudgetExceededError",
     "Count",
     "DPSenseError",
+    "DiscreteGaussianMechanism",
+    "DiscreteLaplaceMechanism",
+    "ExponentialMechanism",
+    "GaussianMechanism",
     "InputError",
+    "LaplaceMechanism",
     "Mean",
     "Median",
     "Quantile",
+    "SeededRandomnessWarning",
     "Statistic",
     "Std",
     "Sum",
     "TrimmedMean",
     "Variance",
     "__version__",
+    "discrete_gaussian",
+    "discrete_laplace",
     "empirical_sensitivity",
+    "exponential",
+    "gaussian",
+    "laplace",
     "make_statistic",
+    "report_noisy_max",
     "smooth_beta",
 ]

@@ -1,0 +1,84 @@
+"""Shared pieces of the mechanisms: validation of values and the result record."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dpsense.errors import InputError
+
+__all__ = ["MechanismResult", "as_float_values", "as_int_values", "restore_shape"]
+
+
+@dataclass(frozen=True)
+class MechanismResult:
+    """What a mechanism released, and how.
+
+    Attributes
+    ----------
+    value : float, int or numpy.ndarray
+        The noisy value (same shape as the input; independent noise per coordinate).
+    mechanism : str
+        The mechanism's name.
+    epsilon, delta : float
+        The privacy guarantee (for a sensitivity-calibrated mechanism).
+    scale : float
+        The noise scale actually used (Laplace b, Gaussian sigma), after any rounding up.
+    grid : float or None
+        Outputs are multiples of this power of two (None for integer mechanisms).
+    seeded : bool
+        True when a reproducible, non-cryptographic generator produced the noise.
+    rho : float or None
+        The zero-concentrated DP parameter, where the mechanism has one.
+    """
+
+    value: Any
+    mechanism: str
+    epsilon: float
+    delta: float
+    scale: float
+    grid: float | None
+    seeded: bool
+    rho: float | None = None
+
+
+def as_float_values(value: Any, where: str) -> tuple[NDArray[np.float64], bool]:
+    """Validate a scalar or array of finite numbers; return it flat and whether scalar."""
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise InputError(
+            f"The 'value' parameter of {where} must be a number or an array of numbers."
+        ) from None
+    if arr.size == 0:
+        raise InputError(f"The 'value' parameter of {where} is empty.")
+    if not np.all(np.isfinite(arr)):
+        raise InputError(f"The 'value' parameter of {where} contains NaN or infinity.")
+    return arr.reshape(-1), arr.ndim == 0
+
+
+def as_int_values(value: Any, where: str) -> tuple[NDArray[np.int64], bool]:
+    """Validate integers (integer dtype, or integral floats); return flat and scalar flag."""
+    arr = np.asarray(value)
+    if arr.dtype.kind == "f":
+        if not np.all(np.isfinite(arr)) or not np.all(arr == np.round(arr)):
+            raise InputError(
+                f"The 'value' parameter of {where} must hold integers (this mechanism is "
+                "integers in, integers out)."
+            )
+        arr = arr.astype(np.int64)
+    if arr.dtype.kind not in "iub" or arr.size == 0:
+        raise InputError(
+            f"The 'value' parameter of {where} must be an integer or a non-empty array of integers."
+        )
+    return arr.astype(np.int64).reshape(-1), arr.ndim == 0
+
+
+def restore_shape(flat: NDArray[Any], like: Any, scalar: bool) -> Any:
+    """Give the output the input's shape (a Python scalar for scalar input)."""
+    if scalar:
+        return flat[0].item()
+    return flat.reshape(np.shape(like))

@@ -1,0 +1,19 @@
+"""Randomness and noise: the OS CSPRNG, exact integer samplers and grid-safe noise."""
+
+from __future__ import annotations
+
+from dpsense.noise.rng import (
+    RandomSource,
+    SeededRandom,
+    SeededRandomnessWarning,
+    SystemRandom,
+    resolve_rng,
+)
+
+__all__ = [
+    "RandomSource",
+    "SeededRandom",
+    "SeededRandomnessWarning",
+    "SystemRandom",
+    "resolve_rng",
+]
