@@ -118,6 +118,15 @@ class ExponentialMechanism:
         i = int(np.argmax(noisy))
         return Selection(i, cands[i], self.epsilon, source.seeded)
 
+    def sample_indices(self, scores: Any, size: int, rng: object = None) -> NDArray[np.int64]:
+        """``size`` independent selections (indices), vectorised; each is epsilon-DP."""
+        arr = _scores(scores, None, "exponential")
+        source = resolve_rng(rng, where="exponential")
+        noisy = self.temperature * arr[None, :] + gumbel(source, size * arr.size).reshape(
+            size, arr.size
+        )
+        return np.asarray(np.argmax(noisy, axis=1), dtype=np.int64)
+
     def accuracy(self, n_candidates: int, beta: float = 0.05) -> float:
         r"""With probability :math:`1-\beta` the chosen utility is within
         :math:`\frac{2\Delta u}{\varepsilon}(\ln|R| + \ln(1/\beta))` of the best
