@@ -31,6 +31,7 @@ bench: $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ".[dev]"
 	$(BIN)/python benchmarks/bench_smooth.py
 	$(BIN)/python benchmarks/bench_explorer.py
+	$(BIN)/python benchmarks/bench_noise.py
 
 clean:
 	rm -rf $(VENV) build .pytest_cache .mypy_cache .ruff_cache .hypothesis src/*.egg-info
