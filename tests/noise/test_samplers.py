@@ -178,3 +178,27 @@ def test_laplace_log_normal() -> None:
     band = np.sqrt(np.log(2 / ALPHA) / (2 * x.size))
     assert np.max(np.abs(empirical - true_cdf)) < band
     assert np.max(np.abs(empirical - wrong_cdf)) > band
+
+
+@pytest.mark.parametrize("kind", ["laplace", "gaussian"])
+def test_scalar_python_path_matches_the_vectorised_law(kind: str) -> None:
+    # draws of size <= 16 take the pure-Python path: same law, tested separately
+    rng = SeededRandom(12)
+    if kind == "laplace":
+        z = np.concatenate([exact.discrete_laplace(rng, Fraction(5, 2), 4) for _ in range(15_000)])
+
+        def law(b: float) -> Callable[[np.ndarray], np.ndarray]:
+            return lambda k: np.exp(-np.abs(k) / b)
+
+        true, wrong = law(2.5), law(2.5 * 1.3)
+    else:
+        z = np.concatenate(
+            [exact.discrete_gaussian(rng, Fraction(10, 3), 4) for _ in range(15_000)]
+        )
+
+        def law(var: float) -> Callable[[np.ndarray], np.ndarray]:
+            return lambda k: np.exp(-(k.astype(float) ** 2) / (2 * var))
+
+        true, wrong = law(10 / 3), law(10 / 3 * 1.69)
+    assert chi2_pvalue(z, true) > ALPHA
+    assert chi2_pvalue(z, wrong) < ALPHA

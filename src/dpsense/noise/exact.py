@@ -186,6 +186,25 @@ def _laplace_batch(rng: RandomSource, t: int, s: int, m: int) -> I64:
     return np.asarray(np.where(neg, -y, y)[ok], dtype=np.int64)
 
 
+_SCALAR_LIMIT: Final = 16  # below this many draws, pure Python beats numpy's call overhead
+
+
+def _discrete_laplace_py(rng: RandomSource, t: int, s: int) -> int:
+    """One draw of CKS Algorithm 2 in Python integers."""
+    while True:
+        u = rng.randbelow(t)
+        if not _bernoulli_exp_py(rng, u, t):
+            continue
+        v = 0
+        while _bernoulli_exp_fraction_py(rng, 1, 1, 1):
+            v += 1
+        y = (u + t * v) // s
+        negative = rng.word() & 1
+        if negative and y == 0:
+            continue
+        return -y if negative else y
+
+
 def discrete_laplace(rng: RandomSource, scale: Fraction, size: int) -> I64:
     r"""Samples with :math:`P(z) \propto e^{-|z| / \text{scale}}` on the integers, exactly.
 
@@ -195,6 +214,8 @@ def discrete_laplace(rng: RandomSource, scale: Fraction, size: int) -> I64:
     t, s = scale.numerator, scale.denominator
     if not (0 < t < 2**52 and 0 < s < 2**52):
         raise ValueError("discrete_laplace needs a scale t/s with 0 < t, s < 2^52")
+    if size <= _SCALAR_LIMIT:
+        return np.array([_discrete_laplace_py(rng, t, s) for _ in range(size)], dtype=np.int64)
     out = np.empty(size, dtype=np.int64)
     filled = 0
     while filled < size:
@@ -220,6 +241,13 @@ def discrete_gaussian(rng: RandomSource, sigma2: Fraction, size: int) -> I64:
     root = math.isqrt(a)
     square = b == 1 and root * root == a
     t = root if square else math.isqrt(a // b) + 1
+    if size <= _SCALAR_LIMIT:
+        draws = []
+        while len(draws) < size:
+            y = _discrete_laplace_py(rng, t, 1)
+            if _bernoulli_exp_py(rng, *_gauss_exponent(abs(y), t, a, b)):
+                draws.append(y)
+        return np.array(draws, dtype=np.int64)
     out = np.empty(size, dtype=np.int64)
     filled = 0
     while filled < size:

@@ -29,6 +29,7 @@ __all__ = [
 
 U64 = NDArray[np.uint64]
 _SYSTEM: Final[list[SystemRandom]] = []
+_BUFFER_WORDS: Final = 256
 
 
 class SeededRandomnessWarning(UserWarning):
@@ -50,6 +51,15 @@ class RandomSource(ABC):
         raw = self.words(nwords).view(np.uint8)
         return np.unpackbits(raw)[:size].astype(bool)
 
+    def word(self) -> int:
+        """One uniform 64-bit word as a Python int (buffered: cheap for scalar samplers)."""
+        buffer: list[int] | None = getattr(self, "_buffer", None)
+        if not buffer:
+            buffer = self.words(_BUFFER_WORDS).tolist()
+            buffer.reverse()
+            self._buffer = buffer
+        return buffer.pop()
+
     def randbelow(self, bound: int) -> int:
         """One uniform integer in ``[0, bound)`` for an arbitrarily large Python int."""
         if bound <= 0:
@@ -58,8 +68,8 @@ class RandomSource(ABC):
         nwords = -(-nbits // 64)
         while True:
             value = 0
-            for w in self.words(nwords).tolist():
-                value = (value << 64) | int(w)
+            for _ in range(nwords):
+                value = (value << 64) | self.word()
             value >>= nwords * 64 - nbits
             if value < bound:
                 return value

@@ -1,0 +1,100 @@
+"""Helpers shared by the command-line modules (formatting, parsing, statistics)."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from typing import Any
+
+import numpy as np
+from rich.console import Console
+
+from dpsense.errors import InputError
+from dpsense.statistics import Statistic, make_statistic
+
+__all__ = [
+    "_console",
+    "_fmt",
+    "_json_number",
+    "_parse_numbers",
+    "_percent",
+    "_print_json",
+    "_short",
+    "_statistic",
+]
+
+
+def _console(min_width: int = 80) -> Console:
+    # Created per command so that it writes to the current sys.stdout (tests capture it).
+    console = Console(markup=False, highlight=False, emoji=False, soft_wrap=False)
+    if not console.is_terminal and console.width < min_width:
+        # Rich assumes 80 columns when writing to a pipe or file; wide tables need more.
+        console.width = min_width
+    return console
+
+
+def _fmt(value: float) -> str:
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    if math.isnan(value):
+        return "n/a"
+    return f"{value:.6g}"
+
+
+def _short(value: float, digits: int = 3) -> str:
+    """Compact: ``digits`` significant digits, positional for everyday magnitudes."""
+    if value == 0:
+        return "0"
+    if not math.isfinite(value) or not 1e-4 <= abs(value) < 1e7:
+        return _fmt(value) if not math.isfinite(value) else f"{value:.{digits}g}"
+    return np.format_float_positional(
+        value, precision=digits, unique=False, fractional=False, trim="-"
+    )
+
+
+def _percent(fraction: float) -> str:
+    percent = 100.0 * fraction
+    return f"{percent:.0f}%" if percent >= 1 else f"{percent:.2g}%"
+
+
+def _json_number(value: float) -> float | None:
+    """JSON has no infinity: non-finite numbers become null."""
+    return float(value) if math.isfinite(value) else None
+
+
+def _print_json(payload: dict[str, Any]) -> None:
+    sys.stdout.write(json.dumps(payload, allow_nan=False) + "\n")
+
+
+def _parse_numbers(text: str, option: str) -> list[float]:
+    """Comma-separated numbers; errors name the option and the position, not the text."""
+    parts = [p.strip() for p in text.split(",")]
+    if not any(parts):
+        raise InputError(f"{option} must be a comma-separated list of numbers; it is empty.")
+    out: list[float] = []
+    for i, part in enumerate(parts, start=1):
+        try:
+            value = float(part)
+        except ValueError:
+            raise InputError(
+                f"{option} must be a comma-separated list of numbers; entry {i} of "
+                f"{len(parts)} is not a number."
+            ) from None
+        if not math.isfinite(value):
+            raise InputError(f"{option} must hold finite numbers; entry {i} is not finite.")
+        out.append(value)
+    return out
+
+
+def _statistic(
+    name: str, lower: float | None, upper: float | None, p: float | None, trim: int | None
+) -> Statistic:
+    if p is not None and name.strip().lower() != "quantile":
+        raise InputError("--p applies only to --statistic quantile.")
+    if trim is not None and name.strip().lower().replace("_", "-") not in (
+        "trimmed-mean",
+        "trimmed",
+    ):
+        raise InputError("--trim applies only to --statistic trimmed-mean.")
+    return make_statistic(name, lower, upper, p=p, trim=trim)

@@ -1,0 +1,142 @@
+"""``dpsense release``: one differentially private answer and its receipt."""
+
+from __future__ import annotations
+
+import math
+import warnings
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich import box
+from rich.table import Table
+
+from dpsense.cli._shared import _console, _fmt, _print_json, _statistic
+from dpsense.data import load_column
+from dpsense.methods import Release
+from dpsense.noise import SeededRandomnessWarning
+from dpsense.release import METHODS, release
+from dpsense.statistics import STATISTIC_NAMES
+
+__all__ = ["release_command"]
+
+
+def _options(
+    bound: float | None, noise: str | None, test_fraction: float | None, dof: int | None
+) -> dict[str, Any]:
+    options: dict[str, Any] = {}
+    if bound is not None:
+        options["bound"] = bound
+    if noise is not None:
+        options["noise"] = noise
+    if test_fraction is not None:
+        options["test_fraction"] = test_fraction
+    if dof is not None:
+        options["dof"] = dof
+    return options
+
+
+def receipt_json(result: Release) -> dict[str, Any]:
+    """The DESIGN.md ``--json`` keys first, then the rest of the receipt."""
+    payload = result.to_dict()
+    for key in ("value", "scale", "rho"):
+        value = payload[key]
+        if isinstance(value, float) and not math.isfinite(value):
+            payload[key] = None
+    return payload
+
+
+def print_receipt(result: Release, column: str | None) -> None:
+    """A readable receipt: the answer and how it was made."""
+    console = _console()
+    title = f"Private {result.statistic}" + (f" of {column}" if column else "")
+    table = Table(title=title, box=box.SIMPLE_HEAVY, show_header=False)
+    table.add_column("field")
+    table.add_column("value", justify="right")
+    table.add_row(
+        "value",
+        "refused (propose-test-release)" if result.refused else _fmt(float(result.value or 0.0)),
+    )
+    table.add_row("method", result.method)
+    table.add_row("noise", str(result.noise))
+    table.add_row(
+        "noise scale",
+        "not public (depends on the data)" if result.scale is None else _fmt(result.scale),
+    )
+    table.add_row(
+        "guarantee",
+        f"epsilon={result.epsilon:g}, delta={result.delta:g}"
+        + (f", rho={result.rho:g}-zCDP" if result.rho is not None else ""),
+    )
+    table.add_row("neighbours", result.neighbours)
+    for key, value in result.parameters.items():
+        table.add_row(key, _fmt(value) if isinstance(value, float) else str(value))
+    if result.seeded:
+        table.add_row("randomness", "SEEDED: reproducible, not secure (tests/demos only)")
+    console.print(table)
+    if result.refused:
+        console.print(
+            "The test found the data too close to a high-sensitivity dataset for the "
+            "proposed bound. The budget is spent all the same."
+        )
+
+
+def release_command(
+    data: Annotated[Path, typer.Argument(help="A CSV file (or .parquet with duckdb).")],
+    statistic: Annotated[
+        str, typer.Option("--statistic", "-s", help=f"One of: {', '.join(STATISTIC_NAMES)}.")
+    ],
+    epsilon: Annotated[float, typer.Option(help="Privacy budget epsilon of this release.")],
+    column: Annotated[str | None, typer.Option("--column", "-c", help="Column to release.")] = None,
+    lower: Annotated[
+        float | None, typer.Option(help="Public lower bound, chosen without looking at the data.")
+    ] = None,
+    upper: Annotated[
+        float | None, typer.Option(help="Public upper bound, chosen without looking at the data.")
+    ] = None,
+    delta: Annotated[float, typer.Option(help="Privacy parameter delta.")] = 0.0,
+    method: Annotated[str, typer.Option(help=f"One of: {', '.join(METHODS)}.")] = "auto",
+    neighbours: Annotated[
+        str, typer.Option(help="Neighbouring relation: add-remove or substitute.")
+    ] = "add-remove",
+    p: Annotated[float | None, typer.Option("--p", help="Level of --statistic quantile.")] = None,
+    trim: Annotated[
+        int | None, typer.Option(help="Records dropped per end (trimmed-mean).")
+    ] = None,
+    bound: Annotated[
+        float | None, typer.Option(help="ptr: proposed bound on the local sensitivity.")
+    ] = None,
+    noise: Annotated[
+        str | None,
+        typer.Option(help="global: laplace|gaussian; smooth: laplace|cauchy|student-t|lln."),
+    ] = None,
+    test_fraction: Annotated[
+        float | None, typer.Option(help="ptr: share of epsilon spent on the test (0.5).")
+    ] = None,
+    dof: Annotated[int | None, typer.Option(help="smooth student-t: degrees of freedom.")] = None,
+    seed: Annotated[
+        int | None, typer.Option(help="Seed for a reproducible demo (NOT secure; marked).")
+    ] = None,
+    json_output: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Release one differentially private statistic of a column and print its receipt."""
+    stat = _statistic(statistic, lower, upper, p, trim)
+    values = load_column(data, column)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SeededRandomnessWarning)  # the receipt says so
+        result = release(
+            values,
+            stat,
+            epsilon=epsilon,
+            delta=delta,
+            method=method,
+            neighbours=neighbours,
+            rng=seed,
+            **_options(bound, noise, test_fraction, dof),
+        )
+    if json_output:
+        _print_json(receipt_json(result))
+    else:
+        print_receipt(result, column)
+    if result.refused and not json_output:
+        raise typer.Exit(0)

@@ -1,0 +1,102 @@
+"""The receipt of a private release."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+__all__ = ["Release"]
+
+
+def _frozen(mapping: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    return MappingProxyType(dict(mapping or {}))
+
+
+@dataclass(frozen=True)
+class Release:
+    """A differentially private answer, or a refusal, with the receipt of how it was made.
+
+    Attributes
+    ----------
+    value : float or None
+        The private value; None when the method refused to answer (propose-test-release).
+    refused : bool
+        True for a refusal. A refusal costs the same privacy budget as an answer.
+    epsilon, delta : float
+        The (epsilon, delta)-DP guarantee of the whole release (test and answer included).
+    method : str
+        "global", "smooth", "ptr", "sample-aggregate", "bounded-ls", "ksw", "exponential",
+        "naive" or "local-bound" (the method actually used, also when chosen by "auto").
+    noise : str or None
+        The noise distribution ("laplace", "gaussian", "discrete-laplace", "cauchy",
+        "student-t", "lln", "exponential-mechanism").
+    scale : float or None
+        The noise scale when it is public (it depends only on public parameters). None when
+        it depends on the data — e.g. smooth sensitivity — because revealing it would
+        reveal a non-private quantity.
+    neighbours : str
+        "add-remove" or "substitute".
+    statistic : str
+        What was released (e.g. "median", "ratio").
+    seeded : bool
+        True when a reproducible, non-cryptographic generator made the noise (tests and
+        demos only).
+    rho : float or None
+        zero-concentrated DP parameter, for methods whose native guarantee is zCDP.
+    parameters : mapping
+        Public parameters of the method (proposed bound, budget split, blocks, ...). Never
+        data-dependent values.
+    """
+
+    value: float | None
+    refused: bool
+    epsilon: float
+    delta: float
+    method: str
+    noise: str | None
+    scale: float | None
+    neighbours: str
+    statistic: str = ""
+    seeded: bool = False
+    rho: float | None = None
+    parameters: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "parameters", _frozen(self.parameters))
+        if self.refused and self.value is not None:
+            raise ValueError("a refused release carries no value")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The receipt as plain data (the CLI's ``--json`` keys first)."""
+        return {
+            "value": self.value,
+            "refused": self.refused,
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "method": self.method,
+            "noise": self.noise,
+            "scale": self.scale,
+            "neighbours": self.neighbours,
+            "statistic": self.statistic,
+            "seeded": self.seeded,
+            "rho": self.rho,
+            "parameters": dict(self.parameters),
+        }
+
+    def __str__(self) -> str:
+        if self.refused:
+            head = f"{self.statistic or 'release'}: refused (propose-test-release)"
+        else:
+            head = f"{self.statistic or 'release'} = {self.value:.6g}"
+        guarantee = f"epsilon={self.epsilon:g}, delta={self.delta:g}"
+        if self.rho is not None and not math.isnan(self.rho):
+            guarantee += f" (rho={self.rho:g}-zCDP)"
+        scale = "data-dependent (not revealed)" if self.scale is None else f"{self.scale:.4g}"
+        seeded = "  [SEEDED: reproducible, not secure]" if self.seeded else ""
+        return (
+            f"{head}\n  method={self.method}, noise={self.noise}, scale={scale}, "
+            f"neighbours={self.neighbours}, {guarantee}{seeded}"
+        )

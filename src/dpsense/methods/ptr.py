@@ -1,0 +1,109 @@
+r"""Propose-test-release (Dwork & Lei 2009; seed 000, threshold corrected).
+
+1. The analyst proposes a bound b on the local sensitivity.
+2. Test: :math:`D(x, b) = \min\{k : A(x, k) > b\}` has sensitivity 1; add exact discrete
+   Laplace noise Z of scale :math:`1/\varepsilon_t`.
+3. If :math:`D + Z < m^*` refuse (⊥); else release :math:`f(x) + \mathrm{Lap}(b/\varepsilon_r)`.
+
+The threshold is the smallest integer :math:`m^*` with :math:`P(Z \ge m^*) \le \delta`, from
+the exact tail of the discrete Laplace, :math:`P(Z \ge m) = q^m/(1+q)`, :math:`q = e^{-1/s}`.
+(The continuous-Laplace version is :math:`T = \ln(1/(2\delta))/\varepsilon_t`; seed 000's
+:math:`\ln(2/\delta)/(2\varepsilon)` is too small — docs/frameworks.md.)
+
+Guarantee: :math:`(\varepsilon_t + \varepsilon_r, \delta)`-DP. A refusal spends the whole
+budget too.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+from dpsense._arrays import FloatArray
+from dpsense.errors import InputError
+from dpsense.mechanisms.additive import LaplaceMechanism
+from dpsense.methods._release import Release
+from dpsense.methods.global_sensitivity import output_range
+from dpsense.neighbours import Neighbours
+from dpsense.noise.exact import discrete_laplace
+from dpsense.noise.rng import RandomSource
+from dpsense.params import check_finite
+from dpsense.statistics import INFINITE_DISTANCE, Statistic
+
+__all__ = ["ptr_threshold", "release_ptr"]
+
+_SCALE_DENOMINATOR = 2**20
+
+
+def _test_scale(epsilon_test: float) -> Fraction:
+    """1/epsilon_t as a fraction with a small denominator, rounded up."""
+    exact = 1 / Fraction(epsilon_test)
+    if exact.denominator <= _SCALE_DENOMINATOR:
+        return exact
+    return Fraction(math.ceil(exact * _SCALE_DENOMINATOR), _SCALE_DENOMINATOR)
+
+
+def _tail(m: int, scale: float) -> float:
+    """P(Z >= m) for the discrete Laplace of this scale (m >= 0)."""
+    q = math.exp(-1.0 / scale)
+    return math.exp(-m / scale) / (1.0 + q)
+
+
+def ptr_threshold(epsilon_test: float, delta: float) -> int:
+    """The smallest integer m with P(Z >= m) <= delta for Z ~ DLap(1/epsilon_test)."""
+    scale = float(_test_scale(epsilon_test))
+    q = math.exp(-1.0 / scale)
+    m = max(0, math.ceil(scale * math.log(1.0 / (delta * (1.0 + q)))))
+    while _tail(m, scale) > delta:
+        m += 1
+    while m > 0 and _tail(m - 1, scale) <= delta:
+        m -= 1
+    return m
+
+
+def release_ptr(
+    xc: FloatArray,
+    statistic: Statistic,
+    *,
+    epsilon: float,
+    delta: float,
+    neighbours: Neighbours,
+    rng: RandomSource,
+    bound: object = None,
+    test_fraction: object = 0.5,
+) -> Release:
+    """Propose-test-release with the statistic's distance to instability."""
+    if bound is None:
+        raise InputError(
+            "Propose-test-release needs a proposed bound on the local sensitivity: pass "
+            "bound=b (--bound on the command line), chosen without looking at the data."
+        )
+    b = check_finite(bound, "bound", where="ptr")
+    frac = check_finite(test_fraction, "test_fraction", where="ptr")
+    if b <= 0:
+        raise InputError(f"The 'bound' option of ptr must be a float > 0. Got {bound!r} instead.")
+    if not 0.0 < frac < 1.0:
+        raise InputError(
+            f"The 'test_fraction' option of ptr must be in (0, 1). Got {test_fraction!r} instead."
+        )
+    if delta == 0.0:
+        raise InputError("Propose-test-release is (epsilon, delta)-DP: pass delta > 0.")
+    eps_test, eps_release = frac * epsilon, (1.0 - frac) * epsilon
+    threshold = ptr_threshold(eps_test, delta)
+    distance = statistic.profile(xc, neighbours).distance(b)
+    noise = int(discrete_laplace(rng, _test_scale(eps_test), 1)[0])
+    passed = distance == INFINITE_DISTANCE or distance + noise >= threshold
+    params = {"bound": b, "test_fraction": frac, "threshold": threshold}
+    common = {
+        "neighbours": neighbours,
+        "statistic": statistic.name,
+        "seeded": rng.seeded,
+        "parameters": params,
+    }
+    scale = b / eps_release
+    if not passed:
+        return Release(None, True, epsilon, delta, "ptr", "laplace", scale, **common)  # type: ignore[arg-type]
+    out = LaplaceMechanism(b, eps_release).release(statistic._value(xc), rng)
+    lo, hi = output_range(statistic, xc.shape[0] if neighbours == "substitute" else None)
+    value = float(min(max(out.value, lo), hi))
+    return Release(value, False, epsilon, delta, "ptr", "laplace", out.scale, **common)  # type: ignore[arg-type]

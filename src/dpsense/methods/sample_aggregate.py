@@ -1,0 +1,203 @@
+r"""Sample and aggregate (NRS07 §4; seed 000).
+
+Split the records into k disjoint blocks, evaluate any function f on each block, clip
+:math:`a_i = \mathrm{clip}(f(\text{block}_i), l, u)`, and aggregate privately:
+
+* ``mean``: :math:`\bar a + \mathrm{Lap}(w/(k\varepsilon))` — pure epsilon: one record
+  lies in one block, so it moves one :math:`a_i` by at most w and the mean by w/k;
+* ``median``: the median of :math:`a_1..a_k` with smooth-sensitivity noise, treating the
+  k values as a dataset under *substitute* (k is public; one record changes one value).
+
+The partition must not depend on the data beyond each record's own block. Under
+add-remove every record gets its block independently — from a keyed hash (HMAC-SHA256 with
+a fresh random key) of its identifier when ``ids`` are given, else from the CSPRNG — so
+adding or removing a record leaves every other record where it was. (A random split into
+equal sizes is not valid there: one more record reshuffles everyone.) Under substitute,
+where n is public, a uniformly random permutation is cut into k equal blocks.
+
+f is arbitrary user code. A block on which f raises or returns a non-finite value
+contributes the midpoint (l + u)/2 — silently, because reporting which blocks failed would
+reveal something about them; pass ``on_error="raise"`` while debugging (non-private).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dpsense.errors import InputError
+from dpsense.mechanisms.additive import LaplaceMechanism
+from dpsense.methods._release import Release
+from dpsense.methods.smooth import release_smooth
+from dpsense.neighbours import Neighbours, validate_neighbours
+from dpsense.noise.exact import uniform_below
+from dpsense.noise.rng import RandomSource, resolve_rng
+from dpsense.params import check_delta, check_epsilon, check_int, validate_bounds
+from dpsense.statistics import Median
+
+__all__ = ["assign_blocks", "sample_and_aggregate"]
+
+
+def _as_records(x: Any) -> NDArray[Any]:
+    if hasattr(x, "to_numpy") and not isinstance(x, np.ndarray):
+        x = x.to_numpy()
+    arr = np.asarray(x)
+    if arr.ndim == 0:
+        raise InputError("sample_and_aggregate needs a sequence of records (1-D or 2-D array).")
+    return arr
+
+
+def assign_blocks(
+    n: int,
+    blocks: int,
+    neighbours: Neighbours,
+    rng: RandomSource,
+    ids: Sequence[object] | None = None,
+) -> NDArray[np.int64]:
+    """Block index of each of n records (see the module docstring for why)."""
+    if neighbours == "substitute":
+        keys = rng.words(n)
+        order = np.argsort(keys, kind="stable")  # a uniform permutation (ties: prob ~n^2/2^64)
+        out = np.empty(n, dtype=np.int64)
+        out[order] = np.arange(n) % blocks
+        return out
+    if ids is None:
+        return uniform_below(rng, np.full(n, blocks, dtype=np.uint64)).astype(np.int64)
+    if len(ids) != n:
+        raise InputError("The 'ids' of sample_and_aggregate must have one entry per record.")
+    key = rng.words(4).tobytes()
+    out = np.empty(n, dtype=np.int64)
+    for i, record_id in enumerate(ids):
+        digest = hmac.new(key, repr(record_id).encode(), hashlib.sha256).digest()
+        out[i] = int.from_bytes(digest[:16], "big") % blocks
+    return out
+
+
+def sample_and_aggregate(
+    x: Any,
+    func: Callable[[NDArray[Any]], float],
+    *,
+    blocks: int,
+    lower: float,
+    upper: float,
+    epsilon: float,
+    delta: float = 0.0,
+    aggregator: str = "mean",
+    neighbours: str = "add-remove",
+    rng: object = None,
+    ids: Sequence[object] | None = None,
+    on_error: str = "midpoint",
+    noise: str | None = None,
+) -> Release:
+    """Release an aggregate of ``func`` over k disjoint blocks of the records.
+
+    Parameters
+    ----------
+    x : array-like
+        Records: a 1-D array of values or a 2-D array with one record per row.
+    func : callable
+        Any function of a block (a sub-array of ``x``) returning a number.
+    blocks : int
+        The number of blocks k (public).
+    lower, upper : float
+        Public bounds on ``func``'s output.
+    aggregator : {"mean", "median"}
+        "mean" is pure epsilon; "median" uses smooth sensitivity (Student's t noise when
+        delta = 0, Laplace when delta > 0, or ``noise=``).
+    ids : sequence, optional
+        One identifier per record, hashed with a fresh key to assign blocks under
+        add-remove (otherwise blocks are drawn independently per record).
+    on_error : {"midpoint", "raise"}
+        What a failing block contributes; "raise" is for debugging and is not private.
+    """
+    where = "sample_and_aggregate"
+    k = check_int(blocks, "blocks", where=where, minimum=1)
+    b = validate_bounds(lower, upper, where=where)
+    eps = check_epsilon(epsilon, where=where)
+    dlt = check_delta(delta, where=where)
+    nb = validate_neighbours(neighbours, where=where)
+    if aggregator not in ("mean", "median"):
+        raise InputError(
+            f"The 'aggregator' parameter of {where} must be 'mean' or 'median'. "
+            f"Got {aggregator!r} instead."
+        )
+    if on_error not in ("midpoint", "raise"):
+        raise InputError(
+            f"The 'on_error' parameter of {where} must be 'midpoint' or 'raise'. "
+            f"Got {on_error!r} instead."
+        )
+    if not callable(func):
+        raise InputError(f"The 'func' parameter of {where} must be callable.")
+    records = _as_records(x)
+    source = resolve_rng(rng, where=where)
+    n = records.shape[0]
+    assignment = assign_blocks(n, k, nb, source, ids)
+    order = np.argsort(assignment, kind="stable")
+    starts = np.searchsorted(assignment[order], np.arange(k + 1))
+    mid = 0.5 * (b.lower + b.upper)
+    answers = np.full(k, mid)
+    for i in range(k):
+        block = records[order[starts[i] : starts[i + 1]]]
+        if block.shape[0] == 0:
+            continue
+        try:
+            value = float(func(block))
+        except Exception as exc:
+            if on_error == "raise":
+                raise InputError(
+                    f"func raised {type(exc).__name__} on a block (details withheld: they "
+                    "could describe the data)."
+                ) from None
+            continue
+        if math.isfinite(value):
+            answers[i] = min(max(value, b.lower), b.upper)
+        elif on_error == "raise":
+            raise InputError("func returned NaN or infinity on a block.")
+    params = {"blocks": k, "aggregator": aggregator, "lower": b.lower, "upper": b.upper}
+    if aggregator == "mean":
+        out = LaplaceMechanism((b.upper - b.lower) / k, eps).release(float(answers.mean()), source)
+        value = float(min(max(out.value, b.lower), b.upper))
+        return Release(
+            value,
+            False,
+            eps,
+            0.0,
+            "sample-aggregate",
+            "laplace",
+            out.scale,
+            nb,
+            "sample-aggregate mean",
+            source.seeded,
+            None,
+            params,
+        )
+    median = Median(b.lower, b.upper)
+    inner = release_smooth(
+        median.clip(answers),
+        median,
+        epsilon=eps,
+        delta=dlt,
+        neighbours="substitute",
+        rng=source,
+        noise=noise,
+    )
+    return Release(
+        inner.value,
+        False,
+        inner.epsilon,
+        inner.delta,
+        "sample-aggregate",
+        inner.noise,
+        None,
+        nb,
+        "sample-aggregate median",
+        source.seeded,
+        inner.rho,
+        {**params, **inner.parameters},
+    )
