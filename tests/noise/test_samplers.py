@@ -202,3 +202,14 @@ def test_scalar_python_path_matches_the_vectorised_law(kind: str) -> None:
         true, wrong = law(10 / 3), law(10 / 3 * 1.69)
     assert chi2_pvalue(z, true) > ALPHA
     assert chi2_pvalue(z, wrong) < ALPHA
+
+
+def test_uniform_stays_strictly_inside_the_unit_interval_at_the_extreme_words() -> None:
+    class Extreme(SeededRandom):
+        def words(self, size: int) -> np.ndarray:
+            return np.resize(np.array([2**64 - 1, 0], dtype=np.uint64), size)
+
+    u = Extreme(0).uniform(4)
+    assert np.all(u > 0.0)
+    assert np.all(u < 1.0)
+    assert np.all(np.isfinite(continuous.gumbel(Extreme(0), 4)))

@@ -3,9 +3,9 @@ r"""Continuous noise drawn from CSPRNG bits by inversion (documented, not exact)
 These samplers serve the mechanisms whose noise has no exact integer sampler here:
 Gumbel (for the exponential mechanism), Cauchy and Student's t (smooth sensitivity, pure
 epsilon) and Laplace-log-normal (smooth sensitivity, zCDP). Each draw inverts the CDF at a
-uniform ``(k + 1/2) 2^{-53}`` built from 53 random bits. What is *not* exact:
+uniform ``(k + 1/2) 2^{-52}`` built from 52 random bits. What is *not* exact:
 
-* the uniform has 2^53 values, so quantiles beyond probability 2^-54 in either tail are
+* the uniform has 2^52 values, so quantiles beyond probability 2^-53 in either tail are
   never produced (the distribution is truncated there);
 * the inverse CDF is evaluated in double precision (relative error ~1e-15).
 
