@@ -27,9 +27,13 @@ from dpsense.mechanisms import (
     laplace,
     report_noisy_max,
 )
+from dpsense.methods import Release
+from dpsense.methods.ratio import private_ratio
+from dpsense.methods.sample_aggregate import sample_and_aggregate
 from dpsense.neighbours import NEIGHBOURS
 from dpsense.noise import SeededRandomnessWarning
 from dpsense.params import smooth_beta
+from dpsense.release import release
 from dpsense.sensitivity import empirical_sensitivity
 from dpsense.statistics import (
     INFINITE_DISTANCE,
@@ -62,6 +66,7 @@ __all__ = [
     "Mean",
     "Median",
     "Quantile",
+    "Release",
     "SeededRandomnessWarning",
     "Statistic",
     "Std",
@@ -76,6 +81,9 @@ __all__ = [
     "gaussian",
     "laplace",
     "make_statistic",
+    "private_ratio",
+    "release",
     "report_noisy_max",
+    "sample_and_aggregate",
     "smooth_beta",
 ]

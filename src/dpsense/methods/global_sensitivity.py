@@ -77,58 +77,47 @@ def release_global(
         )
     if noise == "gaussian" and delta == 0.0:
         raise InputError("Gaussian noise needs delta > 0: pass delta=... or noise='laplace'.")
-    common = {"neighbours": neighbours, "statistic": statistic.name, "seeded": rng.seeded}
+
+    def receipt(
+        value: float, dlt: float, kind: str | None, scale: float | None, rho: float | None = None
+    ) -> Release:
+        return Release(
+            value,
+            False,
+            epsilon,
+            dlt,
+            "global",
+            kind,
+            scale,
+            neighbours,
+            statistic.name,
+            rng.seeded,
+            rho,
+        )
 
     if isinstance(statistic, Count):
         if neighbours == "substitute":  # n is public: no noise is needed
-            return Release(float(n), False, epsilon, 0.0, "global", None, 0.0, **common)
-        mech = DiscreteLaplaceMechanism.for_privacy(1, epsilon)
-        out = mech.release(n, rng)
-        return Release(
-            float(max(out.value, 0)),
-            False,
-            epsilon,
-            0.0,
-            "global",
-            "discrete-laplace",
-            out.scale,
-            **common,
-        )
+            return receipt(float(n), 0.0, None, 0.0)
+        out = DiscreteLaplaceMechanism.for_privacy(1, epsilon).release(n, rng)
+        return receipt(float(max(out.value, 0)), 0.0, "discrete-laplace", out.scale)
 
     if isinstance(statistic, Mean) and neighbours == "add-remove":
-        return _noisy_sum_over_count(xc, statistic, epsilon, rng, common)
+        return _noisy_sum_over_count(xc, statistic, epsilon, rng)
 
     sensitivity = statistic.global_sensitivity(neighbours, n=public_n)
     value = statistic._value(xc)
     if noise == "gaussian":
         gauss = GaussianMechanism(sensitivity, epsilon, delta)
         out = gauss.release(value, rng)
-        return Release(
-            _clip(out.value, statistic, public_n),
-            False,
-            epsilon,
-            delta,
-            "global",
-            "gaussian",
-            out.scale,
-            rho=gauss.rho,
-            **common,
+        return receipt(
+            _clip(out.value, statistic, public_n), delta, "gaussian", out.scale, gauss.rho
         )
     out = LaplaceMechanism(sensitivity, epsilon).release(value, rng)
-    return Release(
-        _clip(out.value, statistic, public_n),
-        False,
-        epsilon,
-        0.0,
-        "global",
-        "laplace",
-        out.scale,
-        **common,
-    )
+    return receipt(_clip(out.value, statistic, public_n), 0.0, "laplace", out.scale)
 
 
 def _noisy_sum_over_count(
-    xc: FloatArray, statistic: Mean, epsilon: float, rng: RandomSource, common: dict[str, object]
+    xc: FloatArray, statistic: Mean, epsilon: float, rng: RandomSource
 ) -> Release:
     """Seed 000's mean under add-remove: (noisy centred sum) / (noisy count) + midpoint."""
     half = epsilon / 2.0
@@ -145,6 +134,9 @@ def _noisy_sum_over_count(
         "global",
         "laplace",
         None,
-        parameters={"construction": "noisy sum / noisy count", "budget_split": 0.5},
-        **common,  # type: ignore[arg-type]
+        "add-remove",
+        statistic.name,
+        rng.seeded,
+        None,
+        {"construction": "noisy sum / noisy count", "budget_split": 0.5},
     )

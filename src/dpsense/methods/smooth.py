@@ -167,7 +167,7 @@ def release_smooth(
             "method='global' (smooth sensitivity cannot help it)."
         )
     assert isinstance(statistic, BoundedStatistic)
-    plan = plan_smooth(epsilon, delta, noise, **noise_options)  # type: ignore[arg-type]
+    plan = plan_smooth(epsilon, delta, noise, **noise_options)
     profile = statistic.profile(xc, neighbours)
     cap = profile.cap
     k_floor = math.ceil(_FLOOR_EXPONENT / plan.beta)

@@ -242,11 +242,11 @@ def discrete_gaussian(rng: RandomSource, sigma2: Fraction, size: int) -> I64:
     square = b == 1 and root * root == a
     t = root if square else math.isqrt(a // b) + 1
     if size <= _SCALAR_LIMIT:
-        draws = []
+        draws: list[int] = []
         while len(draws) < size:
-            y = _discrete_laplace_py(rng, t, 1)
-            if _bernoulli_exp_py(rng, *_gauss_exponent(abs(y), t, a, b)):
-                draws.append(y)
+            proposal = _discrete_laplace_py(rng, t, 1)
+            if _bernoulli_exp_py(rng, *_gauss_exponent(abs(proposal), t, a, b)):
+                draws.append(proposal)
         return np.array(draws, dtype=np.int64)
     out = np.empty(size, dtype=np.int64)
     filled = 0

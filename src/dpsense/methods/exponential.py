@@ -1,0 +1,50 @@
+"""The ``exponential`` method: quantiles by the exponential mechanism (Smith 2011).
+
+The standard baseline for private quantiles: pure epsilon, no sensitivity analysis of the
+data needed. See :mod:`dpsense.mechanisms.quantile` and docs/quantile_mechanisms.md.
+"""
+
+from __future__ import annotations
+
+from dpsense._arrays import FloatArray
+from dpsense.errors import InputError
+from dpsense.mechanisms.quantile import ExponentialQuantile
+from dpsense.methods._release import Release
+from dpsense.neighbours import Neighbours
+from dpsense.noise.rng import RandomSource
+from dpsense.statistics import Quantile, Statistic
+
+__all__ = ["release_exponential"]
+
+
+def release_exponential(
+    xc: FloatArray,
+    statistic: Statistic,
+    *,
+    epsilon: float,
+    delta: float,
+    neighbours: Neighbours,
+    rng: RandomSource,
+) -> Release:
+    """Release a quantile with the exponential mechanism (pure epsilon; delta unused)."""
+    if not isinstance(statistic, Quantile):
+        raise InputError(
+            "method='exponential' releases quantiles (Quantile or Median); "
+            f"got {statistic.name}. Use 'global', 'smooth' or 'ptr'."
+        )
+    mech = ExponentialQuantile(statistic.p, statistic.lower, statistic.upper, epsilon)
+    out = mech.release(xc, rng)
+    return Release(
+        float(out.value),
+        False,
+        epsilon,
+        0.0,
+        "exponential",
+        "exponential-mechanism",
+        None,
+        neighbours,
+        statistic.name,
+        rng.seeded,
+        None,
+        {"grid": mech.grid},
+    )

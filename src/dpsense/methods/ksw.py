@@ -1,0 +1,238 @@
+r"""The Kulesza–Suresh–Wang (KSW) estimator of a fraction, for ratios and means.
+
+Under add-remove neighbours the number of records is private, so a mean is a ratio of two
+private quantities. KSW observe that for values :math:`y_i \in [0, 1]` the
+two-dimensional query
+
+.. math::
+
+    q(y) = \Big(\sum_i y_i,\; \sum_i (1 - y_i)\Big)
+
+has L1 sensitivity 1 under add-remove (adding or removing :math:`y` changes the two
+coordinates by :math:`y` and :math:`1 - y`) and 2 under substitution (replacing
+:math:`y` by :math:`y'` changes each coordinate by :math:`|y - y'| \le 1`). One Laplace
+release :math:`(\hat s, \hat z) = q(y) + \mathrm{Lap}(\Delta_1/\varepsilon)^2` therefore
+costs :math:`\varepsilon` and estimates the fraction
+
+.. math::
+
+    \hat p = \operatorname{clip}\!\Big(\frac{\hat s}{\hat s + \hat z},\, 0,\, 1\Big),
+    \qquad \hat p = \tfrac12 \text{ if } \hat s + \hat z \le 0,
+
+which needs no separate budget for the count :math:`n = s + z`. For a ratio ``a / b`` with
+per-user contributions :math:`(a_i, 1)`, :math:`a_i \in \{0, 1\}`, the query is
+``(a, b - a)``; for a mean of values in ``[lower, upper]`` it is applied to the values
+rescaled to ``[0, 1]``. docs/ratios.md derives both sensitivities.
+
+References
+----------
+Kulesza, Suresh and Wang, "Mean estimation in the add-remove model of differential
+privacy", ICML 2024, PMLR 235, pp. 25642–25661 (the simple two-count algorithm; the paper's
+optimal version replaces the Laplace noise by its hourglass mechanism). Seed 001
+(``seeds/001_1e952dafcc0d3a12.txt``), section "Private ratios".
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dpsense._arrays import as_data
+from dpsense.mechanisms.additive import LaplaceMechanism
+from dpsense.methods._release import Release
+from dpsense.neighbours import ADD_REMOVE, Neighbours, validate_neighbours
+from dpsense.noise.rng import RandomSource, resolve_rng
+from dpsense.params import check_epsilon, validate_bounds
+
+__all__ = ["ksw_mean", "ksw_sensitivity"]
+
+FloatArray = NDArray[np.float64]
+
+UNIT_QUANTUM: Final = 2.0**-24
+"""Rescaled values are rounded to multiples of this, so that both sums are exact in float64
+(every partial sum is a multiple of 2^-24 below 2^29 for fewer than 2^29 records)."""
+
+
+def ksw_sensitivity(neighbours: Neighbours) -> float:
+    r"""L1 sensitivity of :math:`(\sum y_i, \sum (1 - y_i))` for :math:`y_i \in [0, 1]`.
+
+    .. math::
+
+        \Delta_1 = \begin{cases} 1 & \text{add-remove} \\ 2 & \text{substitute} \end{cases}
+
+    Parameters
+    ----------
+    neighbours : {"add-remove", "substitute"}
+        The neighbour relation (already validated).
+
+    Returns
+    -------
+    float
+        1.0 under add-remove, 2.0 under substitute.
+
+    References
+    ----------
+    Kulesza, Suresh and Wang, ICML 2024; derivation in docs/ratios.md §4.
+    """
+    return 1.0 if neighbours == ADD_REMOVE else 2.0
+
+
+def ksw_draws(
+    ones: float,
+    zeros: float,
+    *,
+    sensitivity: float,
+    epsilon: float,
+    source: RandomSource,
+    size: int = 1,
+) -> tuple[FloatArray, float]:
+    r"""``size`` independent KSW estimates of :math:`s / (s + z)` from the counts (s, z).
+
+    Each repetition releases :math:`(s + L_1, z + L_2)` with Laplace noise of scale
+    ``sensitivity / epsilon`` (the exact grid Laplace mechanism) and post-processes it to
+    :math:`\operatorname{clip}(\hat s/(\hat s + \hat z), 0, 1)`, or 1/2 when
+    :math:`\hat s + \hat z \le 0` (a data-independent fallback).
+
+    With ``size = 1`` this is exactly the release made by :func:`ksw_mean` and by
+    ``private_ratio(method="ksw")``. With ``size > 1`` (used by the audits) all
+    repetitions are noised as one vector, so the grid is finer; each repetition is still
+    ``epsilon``-DP for a query of this L1 sensitivity.
+
+    Parameters
+    ----------
+    ones, zeros : float
+        The two coordinates :math:`s = \sum y_i` and :math:`z = \sum (1 - y_i)`.
+    sensitivity : float
+        L1 sensitivity of (s, z), from :func:`ksw_sensitivity`.
+    epsilon : float
+        Privacy parameter of each repetition.
+    source : RandomSource
+        Source of randomness (already resolved).
+    size : int, default 1
+        Number of independent repetitions.
+
+    Returns
+    -------
+    estimates : ndarray of float, shape (size,)
+        The clipped fractions.
+    scale : float
+        The Laplace scale actually used per coordinate (public).
+    """
+    counts = np.tile(np.array([ones, zeros], dtype=np.float64), size)
+    result = LaplaceMechanism(sensitivity, epsilon).release(counts, source)
+    noisy = np.asarray(result.value, dtype=np.float64).reshape(size, 2)
+    denominator = noisy[:, 0] + noisy[:, 1]
+    positive = denominator > 0.0
+    fraction = np.full(size, 0.5)
+    fraction[positive] = noisy[positive, 0] / denominator[positive]
+    return np.clip(fraction, 0.0, 1.0), float(result.scale)
+
+
+def unit_sums(x: Any, lower: float, upper: float, *, where: str) -> tuple[float, float]:
+    """Clip ``x`` to ``[lower, upper]``, rescale to [0, 1] and return (sum y, sum (1 - y)).
+
+    The rescaled values are rounded to multiples of :data:`UNIT_QUANTUM` (at most
+    ``2^-25 (upper - lower)`` per record), which makes both sums exact, so the released
+    vector moves by exactly its claimed L1 sensitivity between neighbours.
+    """
+    values = as_data(x, where=where, allow_empty=True)
+    width = upper - lower
+    unit = np.clip((np.clip(values, lower, upper) - lower) / width, 0.0, 1.0)
+    unit = np.rint(unit / UNIT_QUANTUM) * UNIT_QUANTUM
+    return float(np.sum(unit)), float(np.sum(1.0 - unit))
+
+
+def ksw_mean(
+    x: Any,
+    *,
+    lower: float,
+    upper: float,
+    epsilon: float,
+    neighbours: str = "add-remove",
+    rng: object = None,
+) -> Release:
+    r"""Pure epsilon-DP mean of bounded data with the Kulesza–Suresh–Wang construction.
+
+    The values are clipped to the public bounds and rescaled to :math:`y_i \in [0, 1]`;
+    the vector :math:`(s, z) = (\sum y_i, \sum(1 - y_i))` is released with Laplace noise
+    calibrated to its L1 sensitivity, and the estimate is
+
+    .. math::
+
+        \hat\mu = \ell + w \cdot \operatorname{clip}\!\Big(\frac{\hat s}{\hat s + \hat z},
+        0, 1\Big), \qquad w = u - \ell,
+
+    or the midpoint :math:`(\ell + u)/2` when :math:`\hat s + \hat z \le 0`. The
+    sensitivity is
+
+    .. math::
+
+        \Delta_1 = 1 \text{ (add-remove)}, \qquad \Delta_1 = 2 \text{ (substitute)},
+
+    so the release is :math:`\varepsilon`-DP (Laplace mechanism, then post-processing). The
+    count n is never released or used on its own.
+
+    Parameters
+    ----------
+    x : array_like
+        The data (one column). Empty data is allowed: the answer is then noise around the
+        midpoint, and nothing reveals that n = 0.
+    lower, upper : float
+        Public clipping bounds, ``lower < upper``; never inferred from the data.
+    epsilon : float
+        Privacy parameter in (0, inf).
+    neighbours : {"add-remove", "substitute"}, default "add-remove"
+        The neighbour relation.
+    rng : None, int, numpy.random.Generator or RandomSource, optional
+        None uses the OS CSPRNG; a seed is reproducible but insecure (it warns).
+
+    Returns
+    -------
+    Release
+        ``method="ksw"``, ``noise="laplace"``, ``statistic="mean"``, ``delta=0``; ``scale``
+        is the Laplace scale added to each of the two unit sums (public).
+
+    Raises
+    ------
+    InputError
+        For a bad parameter or non-numeric data (messages never contain data values).
+
+    References
+    ----------
+    Kulesza, Suresh and Wang, "Mean estimation in the add-remove model of differential
+    privacy", ICML 2024, PMLR 235. SPEC §4 "Private ratios"; docs/ratios.md §4.
+
+    Examples
+    --------
+    >>> from dpsense.noise.rng import SeededRandom
+    >>> release = ksw_mean([0.2, 0.4, 0.9] * 1000, lower=0.0, upper=1.0, epsilon=1.0,
+    ...                    rng=SeededRandom(0))
+    >>> abs(release.value - 0.5) < 0.01
+    True
+    """
+    where = "ksw_mean"
+    bounds = validate_bounds(lower, upper, where=where)
+    eps = check_epsilon(epsilon, where=where)
+    relation = validate_neighbours(neighbours, where=where)
+    ones, zeros = unit_sums(x, bounds.lower, bounds.upper, where=where)
+    source = resolve_rng(rng, where=where)
+    fraction, scale = ksw_draws(
+        ones, zeros, sensitivity=ksw_sensitivity(relation), epsilon=eps, source=source
+    )
+    width = bounds.upper - bounds.lower
+    value = min(max(bounds.lower + width * float(fraction[0]), bounds.lower), bounds.upper)
+    return Release(
+        value=value,
+        refused=False,
+        epsilon=eps,
+        delta=0.0,
+        method="ksw",
+        noise="laplace",
+        scale=scale,
+        neighbours=relation,
+        statistic="mean",
+        seeded=source.seeded,
+        parameters={"lower": bounds.lower, "upper": bounds.upper},
+    )

@@ -1,0 +1,510 @@
+r"""Private ratios a/b: naive, local-bound (seed 001, fixed) and Kulesza–Suresh–Wang.
+
+Every user contributes :math:`(a_i, b_i)` with :math:`a_i \le b_i \in \{0, 1\}` (seed 001:
+a user counts towards b, or towards a and b); the statistic is
+
+.. math::
+
+    f(a, b) = \begin{cases} a / b & b \ge 1 \\ 1/2 & b = 0 \end{cases}
+
+(the value 1/2 for the empty case is a data-independent convention). Three methods:
+
+* ``"naive"``: noisy a over noisy b. Under add-remove the vector (a, b) has L1
+  sensitivity 2, so each count gets :math:`\mathrm{Lap}(2/\varepsilon)`; under substitute b
+  is public and only a is noised, with :math:`\mathrm{Lap}(1/\varepsilon)`.
+* ``"local-bound"``: seed 001's algorithm with its bugs fixed: spend
+  :math:`\varepsilon_1` on noisy counts, turn them into intervals that hold with
+  probability :math:`1 - \delta` (exact discrete-Laplace tails, union bound), bound the
+  local sensitivity of a/b on those intervals and add Laplace noise scaled to that bound
+  with the remaining :math:`\varepsilon_2`; fall back to the naive method with
+  :math:`\varepsilon_2` when the lower bound on b is at most 1.
+* ``"ksw"`` (default): the two-count estimator of Kulesza, Suresh and Wang on
+  :math:`(a, b - a)`, L1 sensitivity 1 under add-remove and 2 under substitute.
+
+All outputs are clipped to [0, 1] (post-processing). docs/ratios.md has the derivations
+and the list of seed 001's bugs.
+
+References
+----------
+Seed 001 (``seeds/001_1e952dafcc0d3a12.txt``), "Private ratios". Kulesza, Suresh and Wang,
+"Mean estimation in the add-remove model of differential privacy", ICML 2024.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Mapping
+from typing import Any, Final, Literal, TypeAlias
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from dpsense._arrays import as_data
+from dpsense.errors import InputError
+from dpsense.mechanisms.additive import DiscreteLaplaceMechanism, LaplaceMechanism
+from dpsense.methods._release import Release
+from dpsense.methods.bounded_ls import (
+    check_bound_fraction,
+    discrete_laplace_margin,
+    laplace_with_private_bound,
+)
+from dpsense.methods.ksw import ksw_draws, ksw_sensitivity
+from dpsense.neighbours import ADD_REMOVE, Neighbours, validate_neighbours
+from dpsense.noise.rng import RandomSource, resolve_rng
+from dpsense.params import check_delta, check_epsilon
+
+__all__ = [
+    "DEFAULT_BOUND_FRACTION",
+    "METHODS",
+    "RatioMethod",
+    "count_intervals",
+    "naive_draws",
+    "private_ratio",
+    "ratio_counts",
+    "ratio_sensitivity_bound",
+]
+
+RatioMethod: TypeAlias = Literal["ksw", "naive", "local-bound"]
+METHODS: Final[tuple[RatioMethod, ...]] = ("ksw", "naive", "local-bound")
+DEFAULT_BOUND_FRACTION: Final = 0.1
+"""Share of epsilon spent on bounding the local sensitivity (seed 001's default)."""
+
+FloatArray = NDArray[np.float64]
+_RELATIVE_PAD: Final = 2.0**-48
+"""Relative rounding-up of the float sensitivity bound (covers a few ulps of error)."""
+_RATIO_FLOAT_PAD: Final = 2.0**-51
+"""Absolute pad: two ratios in [0, 1], each rounded once, differ by at most 2^-52 more than
+the exact ratios do."""
+_SCALE_SLACK: Final = 2.0**-40
+
+
+# ----------------------------------------------------------------------------- inputs
+
+
+def _total(value: object, name: str, where: str) -> int:
+    """A non-negative integer total; the message never repeats the value."""
+    if isinstance(value, np.ndarray):
+        value = value.item()
+    if isinstance(value, bool | np.bool_):
+        raise InputError(
+            f"The '{name}' parameter of {where} must be a non-negative integer total. "
+            "Got a boolean instead."
+        )
+    if isinstance(value, numbers.Integral):
+        total = int(value)
+    elif isinstance(value, numbers.Real) and math.isfinite(value) and float(value).is_integer():
+        total = int(float(value))
+    else:
+        raise InputError(
+            f"The '{name}' parameter of {where} must be a non-negative integer total or a "
+            f"per-user array of 0/1 values. Got an object of type {type(value).__name__} "
+            "that is not an integer."
+        )
+    if total < 0:
+        raise InputError(
+            f"The '{name}' parameter of {where} must be a non-negative integer total. "
+            "Got a negative value instead."
+        )
+    return total
+
+
+def ratio_counts(a: Any, b: Any, neighbours: Neighbours, *, where: str) -> tuple[int, int]:
+    r"""Validate the inputs of a ratio and return the totals (a, b).
+
+    ``a`` and ``b`` are either two non-negative integer totals with ``a <= b`` (trusted to
+    come from per-user contributions :math:`(a_i, 1)`, :math:`a_i \in \{0, 1\}`), or two
+    per-user arrays of equal length with :math:`a_i, b_i \in \{0, 1\}` and
+    :math:`a_i \le b_i`. Under substitute the denominator is the public number of users,
+    so every :math:`b_i` must be 1. Messages never contain data values.
+    """
+    scalar_a, scalar_b = np.ndim(a) == 0, np.ndim(b) == 0
+    if scalar_a and scalar_b:
+        ones, total = _total(a, "a", where), _total(b, "b", where)
+        if ones > total:
+            raise InputError(
+                f"The totals of {where} must satisfy a <= b (a counts users who are also "
+                "counted in b). Got a > b instead; check which total is which."
+            )
+        return ones, total
+    if scalar_a != scalar_b:
+        raise InputError(
+            f"The 'a' and 'b' parameters of {where} must both be integer totals or both be "
+            "per-user arrays. Got one of each instead."
+        )
+    per_a = as_data(a, name="a", where=where, allow_empty=True)
+    per_b = as_data(b, name="b", where=where, allow_empty=True)
+    if per_a.shape != per_b.shape:
+        raise InputError(
+            f"The per-user arrays 'a' and 'b' of {where} must have the same length "
+            "(one entry per user in each)."
+        )
+    for name, arr in (("a", per_a), ("b", per_b)):
+        bad = int(np.count_nonzero((arr != 0.0) & (arr != 1.0)))
+        if bad:
+            raise InputError(
+                f"The per-user array '{name}' of {where} must hold only 0 and 1, but {bad} "
+                f"of {arr.shape[0]} entries are other values. Encode each user's "
+                "contribution as 0 or 1."
+            )
+    above = int(np.count_nonzero(per_a > per_b))
+    if above:
+        raise InputError(
+            f"The per-user arrays of {where} must satisfy a_i <= b_i (a user counted in a "
+            f"is also counted in b), but {above} users have a_i = 1 and b_i = 0."
+        )
+    if neighbours != ADD_REMOVE and not np.all(per_b == 1.0):
+        raise InputError(
+            f"Under substitute neighbours the denominator of {where} is the public number "
+            "of users, so every b_i must be 1. Drop the users outside the denominator "
+            "before the release, or use neighbours='add-remove'."
+        )
+    return int(np.count_nonzero(per_a)), int(np.count_nonzero(per_b))
+
+
+def _check_method(method: object, where: str) -> RatioMethod:
+    for name in METHODS:
+        if method == name:
+            return name
+    raise InputError(
+        f"The 'method' parameter of {where} must be one of 'ksw', 'naive' or "
+        f"'local-bound'. Got {method!r} instead."
+    )
+
+
+def _bound_fraction(options: Mapping[str, object], method: RatioMethod, where: str) -> float:
+    unknown = sorted(set(options) - {"bound_fraction"})
+    if unknown:
+        raise InputError(
+            f"{where} got unexpected option(s) {', '.join(map(repr, unknown))}; the only "
+            "option is 'bound_fraction' (method='local-bound')."
+        )
+    if "bound_fraction" not in options:
+        return DEFAULT_BOUND_FRACTION
+    if method != "local-bound":
+        raise InputError(
+            f"The 'bound_fraction' option of {where} applies only to method='local-bound'. "
+            f"Got it with method={method!r}; remove it."
+        )
+    return check_bound_fraction(options["bound_fraction"], where=where)
+
+
+# ----------------------------------------------------------------------------- naive
+
+
+def naive_draws(
+    ones: int,
+    total: int,
+    *,
+    epsilon: float,
+    neighbours: Neighbours,
+    source: RandomSource,
+    size: int = 1,
+) -> tuple[FloatArray, float]:
+    r"""``size`` independent naive estimates of a/b; the Laplace scale per count.
+
+    Add-remove: the vector (a, b) has L1 sensitivity 2 (a user with :math:`a_i = 1` moves
+    both counts), so
+
+    .. math::
+
+        (\hat a, \hat b) = (a, b) + \mathrm{Lap}(2/\varepsilon)^2, \qquad
+        \hat r = \operatorname{clip}(\hat a / \hat b, 0, 1)
+        \;(\tfrac12 \text{ if } \hat b \le 0).
+
+    Substitute: b is public and a has sensitivity 1:
+    :math:`\hat r = \operatorname{clip}((a + \mathrm{Lap}(1/\varepsilon))/b, 0, 1)`
+    (1/2 when b = 0).
+
+    With ``size = 1`` this is exactly ``private_ratio(method="naive")``; ``size > 1``
+    noises all repetitions as one vector (finer grid, each repetition still
+    ``epsilon``-DP), for the audits.
+    """
+    if neighbours == ADD_REMOVE:
+        counts = np.tile(np.array([ones, total], dtype=np.float64), size)
+        result = LaplaceMechanism(2.0, epsilon).release(counts, source)
+        noisy = np.asarray(result.value, dtype=np.float64).reshape(size, 2)
+        numerator, denominator = noisy[:, 0], noisy[:, 1]
+    else:
+        result = LaplaceMechanism(1.0, epsilon).release(np.full(size, float(ones)), source)
+        numerator = np.asarray(result.value, dtype=np.float64).reshape(size)
+        denominator = np.full(size, float(total))
+    positive = denominator > 0.0
+    estimate = np.full(size, 0.5)
+    estimate[positive] = numerator[positive] / denominator[positive]
+    return np.clip(estimate, 0.0, 1.0), float(result.scale)
+
+
+# ----------------------------------------------------------------------------- local bound
+
+
+def count_intervals(
+    noisy_a: ArrayLike, noisy_b: ArrayLike, margin: int
+) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+    r"""Intervals :math:`[a_\ell, a_u]`, :math:`[b_\ell, b_u]` from the noisy counts.
+
+    .. math::
+
+        a_\ell = \max(0, \hat a - T), \quad a_u = \hat a + T, \quad
+        b_\ell = \hat b - T, \quad b_u = \hat b + T.
+
+    With :math:`\Pr[|Z| > T] \le \delta/2` for each count, both intervals hold with
+    probability at least :math:`1 - \delta` (union bound).
+    """
+    a_hat = np.asarray(noisy_a, dtype=np.float64)
+    b_hat = np.asarray(noisy_b, dtype=np.float64)
+    return np.maximum(a_hat - margin, 0.0), a_hat + margin, b_hat - margin, b_hat + margin
+
+
+def ratio_sensitivity_bound(a_low: ArrayLike, a_high: ArrayLike, b_low: ArrayLike) -> FloatArray:
+    r"""An upper bound on :math:`LS(a/b)` (add-remove) valid for every a, b in the intervals.
+
+    For integers :math:`0 \le a \le b` with :math:`b \ge 2`,
+    :math:`LS(a/b) \le \max(a, b - a) / (b^2 - b)` (docs/ratios.md §2). Seed 001 bounds the
+    two terms separately over :math:`a \in [a_\ell, a_u]`, :math:`b \in [b_\ell, b_u]`,
+    :math:`b_\ell \ge 2`:
+
+    .. math::
+
+        g = \max\Big(\frac{a_u}{b_\ell^2 - b_\ell},\;
+        \max_{b \in [b_\ell, b_u]} \frac{b - a_\ell}{b^2 - b}\Big)
+          = \frac{\max(a_u,\; b_\ell - a_\ell)}{b_\ell^2 - b_\ell}.
+
+    The first term increases in a and decreases in b. The second,
+    :math:`h(b) = (b - c)/(b^2 - b)` with :math:`c = a_\ell`, increases up to
+    :math:`b_x = c + \sqrt{c^2 - c}` and decreases after it; but whenever
+    :math:`b_\ell < b_x`, the first term already dominates
+    :math:`h(b_x) = \sqrt{c^2 - c}/(b_x^2 - b_x) \le c/(b_\ell^2 - b_\ell)`, so the
+    maximum over b may be taken at :math:`b_\ell` (docs/ratios.md §2 proves the equality;
+    the upper end :math:`b_u` is therefore not needed). Seed 001's code swaps :math:`a_\ell` and
+    :math:`a_u` here, which underestimates.
+
+    The result is rounded up by a relative :math:`2^{-48}`, plus :math:`2^{-51}` for the
+    rounding of the two ratios a/b and a'/b' in floating point, and capped at 1 (every ratio
+    lies in [0, 1]). Only meaningful where :math:`b_\ell \ge 2`; it is then positive.
+
+    Parameters
+    ----------
+    a_low, a_high, b_low : array_like
+        Interval ends (integer-valued), ``b_low >= 2``.
+
+    Returns
+    -------
+    ndarray of float
+        The bounds, elementwise.
+
+    References
+    ----------
+    Seed 001, "An upper bound on local sensitivity" (with a_l and a_u in the right places).
+    """
+    a_lo = np.asarray(a_low, dtype=np.float64)
+    a_hi = np.asarray(a_high, dtype=np.float64)
+    b_lo = np.asarray(b_low, dtype=np.float64)
+    numerator = np.maximum(a_hi, b_lo - a_lo)
+    bound = numerator / (b_lo * (b_lo - 1.0)) * (1.0 + _RELATIVE_PAD) + _RATIO_FLOAT_PAD
+    return np.asarray(np.minimum(bound, 1.0), dtype=np.float64)
+
+
+def _ratio(ones: int, total: int) -> float:
+    return ones / total if total else 0.5
+
+
+def _local_bound(
+    ones: int,
+    total: int,
+    *,
+    epsilon: float,
+    delta: float,
+    fraction: float,
+    source: RandomSource,
+) -> tuple[float, dict[str, Any]]:
+    """Seed 001's local-bound ratio under add-remove, fixed; returns (value, parameters)."""
+    eps_bound = fraction * epsilon
+    eps_noise = epsilon - eps_bound
+    # Two counts, each with sensitivity 1: the vector has L1 sensitivity 2, so scale
+    # 2/eps_bound spends eps_bound in total (eps_bound/2 per count, as in the seed).
+    counts = DiscreteLaplaceMechanism(2.0 / eps_bound).release(
+        np.array([ones, total], dtype=np.int64), source
+    )
+    margin = discrete_laplace_margin(
+        float(counts.scale) * (1.0 + _SCALE_SLACK), delta / 2.0, two_sided=True
+    )
+    noisy = np.asarray(counts.value, dtype=np.int64)
+    a_low, a_high, b_low, _ = count_intervals(noisy[0], noisy[1], margin)
+    parameters: dict[str, Any] = {
+        "bound_fraction": fraction,
+        "epsilon_bound": eps_bound,
+        "epsilon_noise": eps_noise,
+        "tail_margin": margin,
+    }
+    if float(b_low) <= 1.0:
+        # Bail out: the naive method on (a, b) with the remaining budget.
+        estimate, _ = naive_draws(
+            ones, total, epsilon=eps_noise, neighbours=ADD_REMOVE, source=source
+        )
+        return float(estimate[0]), parameters
+    bound = float(ratio_sensitivity_bound(a_low, a_high, b_low))
+    noisy_ratio = laplace_with_private_bound(
+        _ratio(ones, total), bound, epsilon=eps_noise, rng=source
+    )
+    return min(max(float(noisy_ratio.value), 0.0), 1.0), parameters
+
+
+# ----------------------------------------------------------------------------- front door
+
+
+def private_ratio(
+    a: Any,
+    b: Any,
+    *,
+    epsilon: float,
+    delta: float = 0.0,
+    method: str = "ksw",
+    neighbours: str = "add-remove",
+    rng: object = None,
+    **options: object,
+) -> Release:
+    r"""A differentially private estimate of the ratio a/b, clipped to [0, 1].
+
+    Users contribute :math:`(a_i, b_i)` with :math:`a_i \le b_i`, both in {0, 1}; the
+    ratio of no users (b = 0) is 1/2 by convention.
+
+    ``method="ksw"`` (pure :math:`\varepsilon`):
+
+    .. math::
+
+        (\hat s, \hat z) = (a, b - a) + \mathrm{Lap}(\Delta/\varepsilon)^2, \quad
+        \hat r = \operatorname{clip}\Big(\frac{\hat s}{\hat s + \hat z}, 0, 1\Big),
+        \quad \Delta = 1 \text{ (add-remove)},\; 2 \text{ (substitute)}.
+
+    ``method="naive"`` (pure :math:`\varepsilon`): add-remove
+    :math:`\hat r = \operatorname{clip}(\hat a / \hat b, 0, 1)` with
+    :math:`\mathrm{Lap}(2/\varepsilon)` on each count; substitute (b public)
+    :math:`\hat r = \operatorname{clip}((a + \mathrm{Lap}(1/\varepsilon))/b, 0, 1)`.
+
+    ``method="local-bound"`` (:math:`(\varepsilon, \delta)`, add-remove): with
+    :math:`\varepsilon_1 = f\varepsilon` (``bound_fraction`` f, default 0.1 as in seed 001)
+    and :math:`\varepsilon_2 = \varepsilon - \varepsilon_1`,
+
+    .. math::
+
+        \hat a = a + \mathrm{DLap}(2/\varepsilon_1), \quad
+        \hat b = b + \mathrm{DLap}(2/\varepsilon_1), \quad
+        T = \min\Big\{t : \frac{2 q^{t+1}}{1 + q} \le \frac{\delta}{2}\Big\},\;
+        q = e^{-\varepsilon_1/2},
+
+    intervals :math:`\hat a \pm T`, :math:`\hat b \pm T` (both hold with probability
+    :math:`\ge 1 - \delta`), a bound g on :math:`LS(a/b)` over them
+    (:func:`ratio_sensitivity_bound`) and :math:`\hat r = \operatorname{clip}(a/b +
+    \mathrm{Lap}(g/\varepsilon_2), 0, 1)`; if :math:`b_\ell = \hat b - T \le 1` the naive
+    method runs on (a, b) with :math:`\varepsilon_2`. Total :math:`(\varepsilon_1 +
+    \varepsilon_2, \delta)`. Under substitute b is public and :math:`LS = 1/b` exactly, so
+    the method *is* the naive one (pure :math:`\varepsilon`, no budget spent on a bound).
+
+    Parameters
+    ----------
+    a, b : int or array_like
+        Two non-negative integer totals with ``a <= b`` — trusted to come from per-user
+        contributions :math:`(a_i \in \{0, 1\}, 1)`; the guarantee is per user only then —
+        or two per-user 0/1 arrays of equal length with :math:`a_i \le b_i`. Under
+        substitute every :math:`b_i` must be 1 (b is the public number of users).
+    epsilon : float
+        Privacy parameter in (0, inf).
+    delta : float, default 0.0
+        In [0, 1); ``method="local-bound"`` under add-remove needs delta > 0. The pure
+        methods report delta = 0 whatever is passed.
+    method : {"ksw", "naive", "local-bound"}, default "ksw"
+        The estimator.
+    neighbours : {"add-remove", "substitute"}, default "add-remove"
+        The neighbour relation.
+    rng : None, int, numpy.random.Generator or RandomSource, optional
+        None uses the OS CSPRNG; a seed is reproducible but insecure (it warns, and the
+        release is marked ``seeded``).
+    **options
+        ``bound_fraction`` (float in (0, 1), default 0.1): the share of epsilon spent on
+        bounding the local sensitivity; only with ``method="local-bound"``.
+
+    Returns
+    -------
+    Release
+        ``statistic="ratio"``, ``noise="laplace"``. ``scale`` is the Laplace scale added to
+        each noised count for ``"naive"`` and ``"ksw"`` (public); for ``"local-bound"``
+        under add-remove it is None (the scale of its final noise is itself a private
+        output and is not reported); under substitute it is the scale on a.
+        ``parameters`` holds the budget split and the tail margin T (all public).
+
+    Raises
+    ------
+    InputError
+        For a bad parameter, an unknown method or option, ``method="local-bound"`` without
+        delta under add-remove, negative totals, a > b, or per-user values that are not
+        0/1 with :math:`a_i \le b_i`. Messages never contain data values.
+
+    References
+    ----------
+    Seed 001 (naive and local-bound methods; its bugs and their fixes are listed in
+    docs/ratios.md §7). Kulesza, Suresh and Wang, "Mean estimation in the add-remove model
+    of differential privacy", ICML 2024. Dwork and Roth 2014, Theorem 3.16 (composition).
+
+    Examples
+    --------
+    >>> from dpsense.noise.rng import SeededRandom
+    >>> release = private_ratio(3000, 10000, epsilon=1.0, rng=SeededRandom(0))
+    >>> release.method, abs(release.value - 0.3) < 0.01
+    ('ksw', True)
+    """
+    where = "private_ratio"
+    eps = check_epsilon(epsilon, where=where)
+    dlt = check_delta(delta, where=where)
+    chosen = _check_method(method, where)
+    relation = validate_neighbours(neighbours, where=where)
+    fraction = _bound_fraction(options, chosen, where)
+    if chosen == "local-bound" and relation == ADD_REMOVE and dlt == 0.0:
+        raise InputError(
+            "local-bound needs delta > 0 under add-remove neighbours: its bound on the local "
+            "sensitivity fails with probability delta. Pass delta (e.g. 1e-6), or use "
+            "method='ksw' for pure epsilon-DP."
+        )
+    ones, total = ratio_counts(a, b, relation, where=where)
+    source = resolve_rng(rng, where=where)
+
+    guarantee_delta = 0.0
+    parameters: dict[str, Any] = {}
+    scale: float | None
+    if chosen == "ksw":
+        estimate, scale = ksw_draws(
+            float(ones),
+            float(total - ones),
+            sensitivity=ksw_sensitivity(relation),
+            epsilon=eps,
+            source=source,
+        )
+        value = float(estimate[0])
+    elif chosen == "naive" or relation != ADD_REMOVE:
+        estimate, scale = naive_draws(ones, total, epsilon=eps, neighbours=relation, source=source)
+        value = float(estimate[0])
+        if chosen == "local-bound":
+            parameters = {
+                "bound_fraction": 0.0,
+                "sensitivity_bound": "1/b with b public (substitute): same as naive",
+            }
+    else:
+        value, parameters = _local_bound(
+            ones, total, epsilon=eps, delta=dlt, fraction=fraction, source=source
+        )
+        scale = None
+        guarantee_delta = dlt
+
+    return Release(
+        value=value,
+        refused=False,
+        epsilon=eps,
+        delta=guarantee_delta,
+        method=chosen,
+        noise="laplace",
+        scale=scale,
+        neighbours=relation,
+        statistic="ratio",
+        seeded=source.seeded,
+        parameters=parameters,
+    )
