@@ -179,3 +179,61 @@ def test_seeded_release_is_marked(capsys: pytest.CaptureFixture[str]) -> None:
     )
     assert code == 0
     assert json.loads(out)["seeded"] is True
+
+
+def test_sample_aggregate_and_ratio_are_reachable_from_the_cli(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, out, err = run(
+        capsys,
+        "release",
+        CENSUS,
+        *AGE,
+        "--statistic",
+        "median",
+        "--epsilon",
+        "1",
+        "--method",
+        "sample-aggregate",
+        "--blocks",
+        "50",
+        "--json",
+    )
+    assert code == 0, err
+    assert json.loads(out)["method"] == "sample-aggregate"
+    users = tmp_path / "users.csv"
+    users.write_text("clicked,active\n" + "1,1\n0,1\n0,0\n" * 200)
+    for method, extra in [("ksw", []), ("naive", []), ("local-bound", ["--delta", "1e-6"])]:
+        code, out, err = run(
+            capsys,
+            "ratio",
+            str(users),
+            "--numerator",
+            "clicked",
+            "--denominator",
+            "active",
+            "--epsilon",
+            "1",
+            "--method",
+            method,
+            "--json",
+            *extra,
+        )
+        assert code == 0, err
+        payload = json.loads(out)
+        assert payload["method"] == method
+        assert 0.0 <= payload["value"] <= 1.0
+    code, _, err = run(
+        capsys,
+        "release",
+        CENSUS,
+        *AGE,
+        "--statistic",
+        "median",
+        "--epsilon",
+        "1",
+        "--method",
+        "sample-aggregate",
+    )
+    assert code == 2
+    assert "--blocks" in err

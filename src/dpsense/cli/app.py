@@ -35,7 +35,7 @@ from dpsense.cli._shared import (
     _short,
     _statistic,
 )
-from dpsense.cli.release_cmd import release_command
+from dpsense.cli.release_cmd import ratio_command, release_command
 from dpsense.data import load_column
 from dpsense.errors import BudgetExceededError, DPSenseError, InputError
 from dpsense.neighbours import NEIGHBOURS, Neighbours, validate_neighbours
@@ -577,6 +577,7 @@ def _print_explorer(
 
 
 app.command(name="release", no_args_is_help=True)(release_command)
+app.command(name="ratio", no_args_is_help=True)(ratio_command)
 
 
 # ------------------------------------------------------------------------ entry point

@@ -13,12 +13,16 @@ from rich.table import Table
 
 from dpsense.cli._shared import _console, _fmt, _print_json, _statistic
 from dpsense.data import load_column
+from dpsense.errors import InputError
 from dpsense.methods import Release
+from dpsense.methods.global_sensitivity import output_range
+from dpsense.methods.ratio import private_ratio
+from dpsense.methods.sample_aggregate import sample_and_aggregate
 from dpsense.noise import SeededRandomnessWarning
 from dpsense.release import METHODS, release
-from dpsense.statistics import STATISTIC_NAMES
+from dpsense.statistics import STATISTIC_NAMES, BoundedStatistic, Count, Statistic, Sum
 
-__all__ = ["release_command"]
+__all__ = ["ratio_command", "release_command"]
 
 
 def _options(
@@ -34,6 +38,40 @@ def _options(
     if dof is not None:
         options["dof"] = dof
     return options
+
+
+def _sample_aggregate(
+    values: Any,
+    stat: Statistic,
+    blocks: int | None,
+    aggregator: str,
+    epsilon: float,
+    delta: float,
+    neighbours: str,
+    seed: int | None,
+    noise: str | None,
+) -> Release:
+    if blocks is None:
+        raise InputError("--method sample-aggregate needs --blocks K (the number of blocks).")
+    if isinstance(stat, Count | Sum) or not isinstance(stat, BoundedStatistic):
+        raise InputError(
+            "sample-aggregate needs a statistic with a bounded output (mean, median, "
+            "quantile, variance, std, trimmed-mean)."
+        )
+    lo, hi = output_range(stat)
+    return sample_and_aggregate(
+        values,
+        stat._value,
+        blocks=blocks,
+        lower=lo,
+        upper=hi,
+        epsilon=epsilon,
+        delta=delta,
+        aggregator=aggregator,
+        neighbours=neighbours,
+        rng=seed,
+        noise=noise,
+    )
 
 
 def receipt_json(result: Release) -> dict[str, Any]:
@@ -95,7 +133,9 @@ def release_command(
         float | None, typer.Option(help="Public upper bound, chosen without looking at the data.")
     ] = None,
     delta: Annotated[float, typer.Option(help="Privacy parameter delta.")] = 0.0,
-    method: Annotated[str, typer.Option(help=f"One of: {', '.join(METHODS)}.")] = "auto",
+    method: Annotated[
+        str, typer.Option(help=f"One of: {', '.join(METHODS)}, sample-aggregate.")
+    ] = "auto",
     neighbours: Annotated[
         str, typer.Option(help="Neighbouring relation: add-remove or substitute.")
     ] = "add-remove",
@@ -114,29 +154,91 @@ def release_command(
         float | None, typer.Option(help="ptr: share of epsilon spent on the test (0.5).")
     ] = None,
     dof: Annotated[int | None, typer.Option(help="smooth student-t: degrees of freedom.")] = None,
+    blocks: Annotated[
+        int | None, typer.Option(help="sample-aggregate: number of disjoint blocks k.")
+    ] = None,
+    aggregator: Annotated[
+        str, typer.Option(help="sample-aggregate: mean (pure epsilon) or median (smooth).")
+    ] = "mean",
     seed: Annotated[
         int | None, typer.Option(help="Seed for a reproducible demo (NOT secure; marked).")
     ] = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
-    """Release one differentially private statistic of a column and print its receipt."""
+    """Release one differentially private statistic of a column and print its receipt.
+
+    With --method sample-aggregate the statistic is evaluated on each of --blocks disjoint
+    blocks and the block answers are aggregated privately (seed 000, NRS07).
+    """
     stat = _statistic(statistic, lower, upper, p, trim)
     values = load_column(data, column)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SeededRandomnessWarning)  # the receipt says so
-        result = release(
-            values,
-            stat,
-            epsilon=epsilon,
-            delta=delta,
-            method=method,
-            neighbours=neighbours,
-            rng=seed,
-            **_options(bound, noise, test_fraction, dof),
-        )
+        if method == "sample-aggregate":
+            result = _sample_aggregate(
+                values, stat, blocks, aggregator, epsilon, delta, neighbours, seed, noise
+            )
+        else:
+            if blocks is not None:
+                raise InputError("--blocks applies only to --method sample-aggregate.")
+            result = release(
+                values,
+                stat,
+                epsilon=epsilon,
+                delta=delta,
+                method=method,
+                neighbours=neighbours,
+                rng=seed,
+                **_options(bound, noise, test_fraction, dof),
+            )
     if json_output:
         _print_json(receipt_json(result))
     else:
         print_receipt(result, column)
     if result.refused and not json_output:
         raise typer.Exit(0)
+
+
+def ratio_command(
+    data: Annotated[Path, typer.Argument(help="A CSV file with one row per user.")],
+    numerator: Annotated[str, typer.Option(help="Column of 0/1 contributions to the numerator a.")],
+    epsilon: Annotated[float, typer.Option(help="Privacy budget epsilon of this release.")],
+    denominator: Annotated[
+        str | None,
+        typer.Option(help="Column of 0/1 contributions to b (default: every user counts)."),
+    ] = None,
+    delta: Annotated[float, typer.Option(help="Privacy parameter delta (local-bound).")] = 0.0,
+    method: Annotated[str, typer.Option(help="ksw, naive or local-bound.")] = "ksw",
+    neighbours: Annotated[
+        str, typer.Option(help="Neighbouring relation: add-remove or substitute.")
+    ] = "add-remove",
+    bound_fraction: Annotated[
+        float | None, typer.Option(help="local-bound: share of epsilon for the bound (0.1).")
+    ] = None,
+    seed: Annotated[
+        int | None, typer.Option(help="Seed for a reproducible demo (NOT secure; marked).")
+    ] = None,
+    json_output: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Release the ratio a/b of user contributions (seed 001; Kulesza-Suresh-Wang 2024)."""
+    a = load_column(data, numerator)
+    b = load_column(data, denominator) if denominator is not None else None
+    options: dict[str, Any] = {}
+    if bound_fraction is not None:
+        options["bound_fraction"] = bound_fraction
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SeededRandomnessWarning)  # the receipt says so
+        result = private_ratio(
+            a,
+            b if b is not None else [1.0] * len(a),
+            epsilon=epsilon,
+            delta=delta,
+            method=method,
+            neighbours=neighbours,
+            rng=seed,
+            **options,
+        )
+    if json_output:
+        _print_json(receipt_json(result))
+    else:
+        print_receipt(result, numerator)
