@@ -394,11 +394,58 @@ def demo() -> None:
     console.print(table)
     console.print(Text(_WHY_NOT_LOCAL))
     console.print()
+    _demo_releases(console, table_data)
+    console.print()
     console.print(
         "Try: dpsense analyze "
         f"{census_path()} --column age --statistic median --lower 0 --upper 100 "
         "--plot profile.png",
         soft_wrap=True,
+    )
+
+
+_DEMO_RELEASES: tuple[tuple[str, str, float, float, str, float, dict[str, Any]], ...] = (
+    # column, statistic, lower, upper, method, delta, options
+    ("age", "median", 0.0, 100.0, "smooth", 0.0, {}),
+    ("age", "median", 0.0, 100.0, "exponential", 0.0, {}),
+    ("age", "median", 0.0, 100.0, "ptr", 1e-6, {"bound": 1.0}),
+    ("income", "median", 0.0, 500_000.0, "auto", 0.0, {}),
+    ("hours_per_week", "mean", 0.0, 100.0, "ksw", 0.0, {}),
+    ("hours_per_week", "mean", 0.0, 100.0, "global", 0.0, {}),
+)
+
+
+def _demo_releases(console: Console, table_data: dict[str, Any]) -> None:
+    """A few differentially private releases with their receipts (OS CSPRNG noise)."""
+    from dpsense.release import release
+
+    table = Table(
+        title="Differentially private releases (epsilon = 1 each; fresh noise every run)",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+    )
+    for name in ("query", "method", "noise", "guarantee", "private value"):
+        table.add_column(name, no_wrap=True, justify="right" if name == "private value" else "left")
+    for column, name, lower, upper, method, delta, options in _DEMO_RELEASES:
+        stat = make_statistic(name, lower, upper)
+        result = release(
+            load_column(table_data, column),
+            stat,
+            epsilon=1.0,
+            delta=delta,
+            method=method,
+            **options,
+        )
+        value = "refused" if result.value is None else _short(result.value, 6)
+        guarantee = f"({result.epsilon:g}, {result.delta:g})"
+        table.add_row(f"{stat.name}({column})", result.method, str(result.noise), guarantee, value)
+    console.print(table)
+    console.print(
+        Text(
+            "These values are differentially private: they may be published. Each used "
+            "epsilon = 1; together they spent epsilon = 6 (and delta = 1e-6) by basic "
+            "sequential composition."
+        )
     )
 
 
