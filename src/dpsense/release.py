@@ -15,8 +15,10 @@ from dpsense._arrays import FloatArray, as_data
 from dpsense.errors import InputError
 from dpsense.methods import Release
 from dpsense.methods.auto import choose_method
+from dpsense.methods.bounded_ls import bounded_ls_mean
 from dpsense.methods.exponential import release_exponential
 from dpsense.methods.global_sensitivity import release_global
+from dpsense.methods.ksw import ksw_mean
 from dpsense.methods.ptr import release_ptr
 from dpsense.methods.smooth import release_smooth
 from dpsense.neighbours import Neighbours, validate_neighbours
@@ -37,53 +39,36 @@ _OPTIONS: Final[dict[str, tuple[str, ...]]] = {
 }
 
 
-def _ksw(
-    xc: FloatArray,
-    statistic: Statistic,
-    *,
-    epsilon: float,
-    delta: float,
-    neighbours: Neighbours,
-    rng: RandomSource,
-) -> Release:
-    from dpsense.methods.ksw import ksw_mean
+def _for_means(
+    method: str, fn: Callable[..., Release], *, takes_delta: bool
+) -> Callable[..., Release]:
+    """Adapt a mean estimator (ksw, bounded-ls) to the common method signature."""
 
-    if not isinstance(statistic, Mean):
-        raise InputError(f"method='ksw' releases means; got {statistic.name}.")
-    return ksw_mean(
-        xc,
-        lower=statistic.lower,
-        upper=statistic.upper,
-        epsilon=epsilon,
-        neighbours=neighbours,
-        rng=rng,
-    )
+    def run(
+        xc: FloatArray,
+        statistic: Statistic,
+        *,
+        epsilon: float,
+        delta: float,
+        neighbours: Neighbours,
+        rng: RandomSource,
+        **options: Any,
+    ) -> Release:
+        if not isinstance(statistic, Mean):
+            raise InputError(f"method={method!r} releases means; got {statistic.name}.")
+        if takes_delta:
+            options["delta"] = delta
+        return fn(
+            xc,
+            lower=statistic.lower,
+            upper=statistic.upper,
+            epsilon=epsilon,
+            neighbours=neighbours,
+            rng=rng,
+            **options,
+        )
 
-
-def _bounded_ls(
-    xc: FloatArray,
-    statistic: Statistic,
-    *,
-    epsilon: float,
-    delta: float,
-    neighbours: Neighbours,
-    rng: RandomSource,
-    **options: Any,
-) -> Release:
-    from dpsense.methods.bounded_ls import bounded_ls_mean
-
-    if not isinstance(statistic, Mean):
-        raise InputError(f"method='bounded-ls' releases means; got {statistic.name}.")
-    return bounded_ls_mean(
-        xc,
-        lower=statistic.lower,
-        upper=statistic.upper,
-        epsilon=epsilon,
-        delta=delta,
-        neighbours=neighbours,
-        rng=rng,
-        **options,
-    )
+    return run
 
 
 _DISPATCH: Final[dict[str, Callable[..., Release]]] = {
@@ -91,8 +76,8 @@ _DISPATCH: Final[dict[str, Callable[..., Release]]] = {
     "smooth": release_smooth,
     "ptr": release_ptr,
     "exponential": release_exponential,
-    "ksw": _ksw,
-    "bounded-ls": _bounded_ls,
+    "ksw": _for_means("ksw", ksw_mean, takes_delta=False),
+    "bounded-ls": _for_means("bounded-ls", bounded_ls_mean, takes_delta=True),
 }
 
 

@@ -212,6 +212,35 @@ def _sample_single(
     return np.asarray(edges[chosen] + inside, dtype=np.int64)
 
 
+class _OnGrid:
+    """Grid plumbing shared by the quantile mechanisms (the grid is public: bounds only)."""
+
+    lower: float
+    upper: float
+    _grid_bits: int
+    _grid: _QuantileGrid
+
+    def _set_grid(self, where: str) -> None:
+        bounds = validate_bounds(self.lower, self.upper, where=where)
+        bits = _check_grid_bits(self._grid_bits, where)
+        object.__setattr__(self, "lower", bounds.lower)
+        object.__setattr__(self, "upper", bounds.upper)
+        object.__setattr__(self, "_grid_bits", bits)
+        object.__setattr__(
+            self, "_grid", _QuantileGrid.build(bounds.lower, bounds.upper, bits, where)
+        )
+
+    @property
+    def grid(self) -> float:
+        """The grid spacing gamma (a power of two): every output is a multiple of it."""
+        return self._grid.spacing
+
+    @property
+    def grid_size(self) -> int:
+        """The number G of candidate outputs (grid points in [lower, upper])."""
+        return self._grid.size
+
+
 @dataclass(frozen=True)
 class QuantileResult:
     """A released quantile and how it was made.
@@ -238,7 +267,7 @@ class QuantileResult:
 
 
 @dataclass(frozen=True)
-class ExponentialQuantile:
+class ExponentialQuantile(_OnGrid):
     r"""The exponential mechanism for one quantile (Smith 2011), on a power-of-two grid.
 
     The output is the grid point k with probability
@@ -289,26 +318,9 @@ class ExponentialQuantile:
 
     def __post_init__(self) -> None:
         where = "ExponentialQuantile"
-        bounds = validate_bounds(self.lower, self.upper, where=where)
-        bits = _check_grid_bits(self._grid_bits, where)
+        self._set_grid(where)
         object.__setattr__(self, "p", check_probability(self.p, where=where))
-        object.__setattr__(self, "lower", bounds.lower)
-        object.__setattr__(self, "upper", bounds.upper)
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, where=where))
-        object.__setattr__(self, "_grid_bits", bits)
-        object.__setattr__(
-            self, "_grid", _QuantileGrid.build(bounds.lower, bounds.upper, bits, where)
-        )
-
-    @property
-    def grid(self) -> float:
-        """The grid spacing gamma (a power of two): every output is a multiple of it."""
-        return self._grid.spacing
-
-    @property
-    def grid_size(self) -> int:
-        """The number G of candidate outputs (grid points in [lower, upper])."""
-        return self._grid.size
 
     def release(self, x: Any, rng: object = None) -> QuantileResult:
         """Release the quantile of ``x`` (clipped to the bounds); epsilon-DP.
@@ -680,7 +692,7 @@ class JointQuantileResult:
 
 
 @dataclass(frozen=True)
-class JointExponentialQuantiles:
+class JointExponentialQuantiles(_OnGrid):
     r"""JointExp: m quantiles from one exponential mechanism (Gillenwater et al. 2021).
 
     For non-decreasing grid points :math:`k_1 \le \dots \le k_m`, with
@@ -748,26 +760,9 @@ class JointExponentialQuantiles:
     def __post_init__(self) -> None:
         where = "JointExponentialQuantiles"
         levels = _check_levels(self.ps, where)
-        bounds = validate_bounds(self.lower, self.upper, where=where)
-        bits = _check_grid_bits(self._grid_bits, where)
+        self._set_grid(where)
         object.__setattr__(self, "ps", levels)
-        object.__setattr__(self, "lower", bounds.lower)
-        object.__setattr__(self, "upper", bounds.upper)
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, where=where))
-        object.__setattr__(self, "_grid_bits", bits)
-        object.__setattr__(
-            self, "_grid", _QuantileGrid.build(bounds.lower, bounds.upper, bits, where)
-        )
-
-    @property
-    def grid(self) -> float:
-        """The grid spacing gamma (a power of two): every output is a multiple of it."""
-        return self._grid.spacing
-
-    @property
-    def grid_size(self) -> int:
-        """The number G of grid points in [lower, upper]."""
-        return self._grid.size
 
     def release(self, x: Any, rng: object = None) -> JointQuantileResult:
         """Release all m quantiles of ``x`` (clipped to the bounds); epsilon-DP in total.
