@@ -14,6 +14,7 @@ from typing import Any, Final
 from dpsense._arrays import FloatArray, as_data
 from dpsense.errors import InputError
 from dpsense.methods import Release
+from dpsense.methods.adaptive import release_adaptive
 from dpsense.methods.auto import choose_method
 from dpsense.methods.bounded_ls import bounded_ls_mean
 from dpsense.methods.exponential import release_exponential
@@ -28,12 +29,22 @@ from dpsense.statistics import BoundedStatistic, Mean, Statistic
 
 __all__ = ["METHODS", "release"]
 
-METHODS: Final = ("auto", "global", "smooth", "ptr", "exponential", "ksw", "bounded-ls")
+METHODS: Final = (
+    "auto",
+    "global",
+    "smooth",
+    "ptr",
+    "exponential",
+    "adaptive",
+    "ksw",
+    "bounded-ls",
+)
 _OPTIONS: Final[dict[str, tuple[str, ...]]] = {
     "global": ("noise",),
     "smooth": ("noise", "dof", "t", "sigma"),
     "ptr": ("bound", "test_fraction"),
     "exponential": (),
+    "adaptive": ("test_fraction",),
     "ksw": (),
     "bounded-ls": ("bound_fraction",),
 }
@@ -76,6 +87,7 @@ _DISPATCH: Final[dict[str, Callable[..., Release]]] = {
     "smooth": release_smooth,
     "ptr": release_ptr,
     "exponential": release_exponential,
+    "adaptive": release_adaptive,
     "ksw": _for_means("ksw", ksw_mean, takes_delta=False),
     "bounded-ls": _for_means("bounded-ls", bounded_ls_mean, takes_delta=True),
 }

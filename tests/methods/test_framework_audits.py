@@ -41,6 +41,8 @@ CASES = [
     ("median", "smooth", {"noise": "lln"}, 1e-6),
     ("median", "ptr", {"bound": 0.25}, 1e-6),
     ("median", "exponential", {}, 0.0),
+    ("median", "adaptive", {}, 0.0),
+    ("median", "adaptive", {"test_fraction": 0.5}, 0.0),
     ("mean", "global", {}, 0.0),
     ("mean", "smooth", {"noise": "student-t"}, 0.0),
     ("mean", "ksw", {}, 0.0),
@@ -132,4 +134,32 @@ def test_every_method_passes_catastrophe_and_histogram_audits(
     )
     assert cat.passed, str(cat)
     audit = histogram_audit(sx, sy, epsilon=1.0, delta=delta, n=N_AUDIT)
+    assert audit.passed, str(audit)
+
+
+@pytest.mark.parametrize("relation", ["add-remove", "substitute"])
+def test_adaptive_passes_the_audit_where_its_private_test_is_a_coin_flip(relation: str) -> None:
+    # a tie block whose distance to instability sits at the test threshold (37 for
+    # epsilon = 1, test_fraction = 0.5), so both branches are taken often
+    # (under substitute the window can slide, so the block must be about twice as long)
+    block = 37 if relation == "add-remove" else 75
+    x = [0.0] * 30 + [0.5] * block + [1.0] * 30
+    y = [0.0] * 29 + [0.5] * (block + 1) + [1.0] * 30 if relation == "substitute" else [0.5, *x]
+    options = {"test_fraction": 0.5}
+    sx = _sampler(x, "median", "adaptive", options, 0.0, relation, 71)
+    sy = _sampler(y, "median", "adaptive", options, 0.0, relation, 72)
+    branches = {
+        release(
+            np.array(x),
+            MEDIAN,
+            epsilon=1.0,
+            method="adaptive",
+            neighbours=relation,
+            rng=SeededRandom(s),
+            **options,
+        ).parameters["branch"]
+        for s in range(40)
+    }
+    assert branches == {"smooth", "exponential"}
+    audit = histogram_audit(sx, sy, epsilon=1.0, n=N_AUDIT)
     assert audit.passed, str(audit)

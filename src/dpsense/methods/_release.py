@@ -29,7 +29,8 @@ class Release:
         The (epsilon, delta)-DP guarantee of the whole release (test and answer included).
     method : str
         "global", "smooth", "ptr", "sample-aggregate", "bounded-ls", "ksw", "exponential",
-        "naive" or "local-bound" (the method actually used, also when chosen by "auto").
+        "adaptive", "naive" or "local-bound" (the method actually used, also when chosen by
+        "auto"; for "adaptive" the branch taken is in ``parameters``).
     noise : str or None
         The noise distribution ("laplace", "gaussian", "discrete-laplace", "cauchy",
         "student-t", "lln", "exponential-mechanism").
