@@ -24,6 +24,7 @@ LAYERS = {
     "data": 4,
     "datasets": 4,
     "release": 5,
+    "accountant": 5,
     "cli": 5,
     "plots": 5,
     "lab": 5,

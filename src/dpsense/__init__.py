@@ -13,6 +13,8 @@ and smoothed — and release answers through mechanisms that use that knowledge 
 
 from __future__ import annotations
 
+from dpsense.accountant import Accountant
+from dpsense.accounting import LedgerError
 from dpsense.errors import BudgetExceededError, DPSenseError, InputError
 from dpsense.mechanisms import (
     DiscreteGaussianMechanism,
@@ -54,6 +56,7 @@ __version__ = "0.1.0"
 __all__ = [
     "INFINITE_DISTANCE",
     "NEIGHBOURS",
+    "Accountant",
     "BudgetExceededError",
     "Count",
     "DPSenseError",
@@ -63,6 +66,7 @@ __all__ = [
     "GaussianMechanism",
     "InputError",
     "LaplaceMechanism",
+    "LedgerError",
     "Mean",
     "Median",
     "Quantile",
