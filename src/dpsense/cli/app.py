@@ -35,6 +35,7 @@ from dpsense.cli._shared import (
     _short,
     _statistic,
 )
+from dpsense.cli.budget_cmd import budget_app
 from dpsense.cli.release_cmd import ratio_command, release_command
 from dpsense.data import load_column
 from dpsense.errors import BudgetExceededError, DPSenseError, InputError
@@ -625,6 +626,7 @@ def _print_explorer(
 
 app.command(name="release", no_args_is_help=True)(release_command)
 app.command(name="ratio", no_args_is_help=True)(ratio_command)
+app.add_typer(budget_app, name="budget")
 
 
 # ------------------------------------------------------------------------ entry point

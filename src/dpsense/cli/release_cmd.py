@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from pathlib import Path
@@ -11,6 +12,7 @@ import typer
 from rich import box
 from rich.table import Table
 
+from dpsense.accountant import Accountant
 from dpsense.cli._shared import _console, _fmt, _print_json, _statistic
 from dpsense.data import load_column
 from dpsense.errors import InputError
@@ -50,6 +52,8 @@ def _sample_aggregate(
     neighbours: str,
     seed: int | None,
     noise: str | None,
+    accountant: Accountant | None = None,
+    label: str = "",
 ) -> Release:
     if blocks is None:
         raise InputError("--method sample-aggregate needs --blocks K (the number of blocks).")
@@ -59,19 +63,32 @@ def _sample_aggregate(
             "quantile, variance, std, trimmed-mean)."
         )
     lo, hi = output_range(stat)
-    return sample_and_aggregate(
-        values,
-        stat._value,
-        blocks=blocks,
-        lower=lo,
-        upper=hi,
-        epsilon=epsilon,
-        delta=delta,
-        aggregator=aggregator,
-        neighbours=neighbours,
-        rng=seed,
-        noise=noise,
-    )
+    kwargs: dict[str, Any] = {
+        "blocks": blocks,
+        "lower": lo,
+        "upper": hi,
+        "aggregator": aggregator,
+        "neighbours": neighbours,
+        "rng": seed,
+        "noise": noise,
+    }
+    if accountant is not None:
+        return accountant.sample_and_aggregate(
+            values, stat._value, epsilon=epsilon, delta=delta, dataset=label, **kwargs
+        )
+    return sample_and_aggregate(values, stat._value, epsilon=epsilon, delta=delta, **kwargs)
+
+
+def _accountant(ledger: Path | None) -> Accountant | None:
+    """The ledger-backed accountant for --ledger (the ledger must already exist)."""
+    if ledger is None:
+        return None
+    if not ledger.exists():
+        raise InputError(
+            f"No ledger file at {ledger}; create one with 'dpsense budget init {ledger} "
+            "--epsilon E'."
+        )
+    return Accountant(ledger=ledger)
 
 
 def receipt_json(result: Release) -> dict[str, Any]:
@@ -163,6 +180,12 @@ def release_command(
     seed: Annotated[
         int | None, typer.Option(help="Seed for a reproducible demo (NOT secure; marked).")
     ] = None,
+    ledger: Annotated[
+        Path | None, typer.Option(help="Charge this release to a ledger (dpsense budget init).")
+    ] = None,
+    dataset: Annotated[
+        str | None, typer.Option(help="Dataset label recorded in the ledger (default: DATA).")
+    ] = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Release one differentially private statistic of a column and print its receipt.
@@ -172,16 +195,31 @@ def release_command(
     """
     stat = _statistic(statistic, lower, upper, p, trim)
     values = load_column(data, column)
+    accountant = _accountant(ledger)
+    label = dataset if dataset is not None else f"{data.name}:{column or ''}"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SeededRandomnessWarning)  # the receipt says so
         if method == "sample-aggregate":
             result = _sample_aggregate(
-                values, stat, blocks, aggregator, epsilon, delta, neighbours, seed, noise
+                values,
+                stat,
+                blocks,
+                aggregator,
+                epsilon,
+                delta,
+                neighbours,
+                seed,
+                noise,
+                accountant,
+                label,
             )
         else:
             if blocks is not None:
                 raise InputError("--blocks applies only to --method sample-aggregate.")
-            result = release(
+            run: Any = release
+            if accountant is not None:
+                run = functools.partial(accountant.release, dataset=label)
+            result = run(
                 values,
                 stat,
                 epsilon=epsilon,
@@ -218,6 +256,12 @@ def ratio_command(
     seed: Annotated[
         int | None, typer.Option(help="Seed for a reproducible demo (NOT secure; marked).")
     ] = None,
+    ledger: Annotated[
+        Path | None, typer.Option(help="Charge this release to a ledger (dpsense budget init).")
+    ] = None,
+    dataset: Annotated[
+        str | None, typer.Option(help="Dataset label recorded in the ledger (default: DATA).")
+    ] = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Release the ratio a/b of user contributions (seed 001; Kulesza-Suresh-Wang 2024)."""
@@ -226,9 +270,15 @@ def ratio_command(
     options: dict[str, Any] = {}
     if bound_fraction is not None:
         options["bound_fraction"] = bound_fraction
+    accountant = _accountant(ledger)
+    ratio_run: Any = private_ratio
+    if accountant is not None:
+        ratio_run = functools.partial(
+            accountant.private_ratio, dataset=dataset if dataset is not None else data.name
+        )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SeededRandomnessWarning)  # the receipt says so
-        result = private_ratio(
+        result = ratio_run(
             a,
             b if b is not None else [1.0] * len(a),
             epsilon=epsilon,
