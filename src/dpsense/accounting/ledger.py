@@ -13,7 +13,9 @@ Guarantees (docs/accounting.md):
 * **The file is never modified when something is wrong**: a file that is not a dpsense
   ledger, is corrupt, has another schema version, is read-only (no write permission bits,
   honoured even for root) or stays locked gives a :class:`LedgerError` and is left as it
-  was.
+  was. The one write a read may trigger is SQLite's own crash recovery: after a process was
+  killed mid-transaction, the interrupted transaction is rolled back to the last committed
+  state.
 * Each charge records the time, a dataset label, the statistic, the method, epsilon,
   delta, a parallel-group id and whether the answer was refused — never data values.
 """
@@ -96,6 +98,40 @@ class LedgerEntry:
             "status": self.status,
             "refused": self.refused,
         }
+
+
+def _recover_hot_journal(path: Path, timeout: float) -> None:
+    """Roll back a transaction interrupted by a crash before reading.
+
+    A process killed inside a write transaction leaves a "hot" rollback journal; only a
+    read-write connection can roll it back, restoring the last committed state (SQLite's
+    own crash recovery). Reads therefore open read-write once when such a journal exists.
+    A read-only file that needs recovery is reported, not touched.
+    """
+    journal = path.with_name(path.name + "-journal")
+    if not journal.exists() or journal.stat().st_size == 0:
+        return
+    if not os.stat(path).st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
+        raise LedgerError(
+            f"The ledger file {path} was interrupted mid-write and needs recovery, but it is "
+            "read-only; make it writable and retry. It was left untouched."
+        )
+    try:
+        con = sqlite3.connect(f"file:{path}?mode=rw", uri=True, timeout=timeout)
+        try:
+            con.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        finally:
+            con.close()
+    except sqlite3.OperationalError as exc:
+        if "locked" in str(exc) or "busy" in str(exc):
+            raise LedgerError(
+                f"The ledger file {path} is locked by another process; try again."
+            ) from None
+        raise LedgerError(f"The ledger file {path} could not be recovered.") from None
+    except sqlite3.DatabaseError:
+        raise LedgerError(
+            f"The file {path} is not a dpsense ledger or is corrupt; it was left untouched."
+        ) from None
 
 
 def _now() -> str:
@@ -192,6 +228,7 @@ class Ledger:
             raise LedgerError(
                 f"No ledger file at {p}; create one with 'dpsense budget init {p} --epsilon E'."
             )
+        _recover_hot_journal(p, timeout)
         try:
             con = sqlite3.connect(f"file:{p}?mode=ro", uri=True, timeout=timeout)
         except sqlite3.Error:
@@ -242,6 +279,8 @@ class Ledger:
                 f"The ledger file {self.path} is read-only; make it writable to record "
                 "charges. It was left untouched."
             )
+        if not write:
+            _recover_hot_journal(self.path, self.timeout)
         mode = "rw" if write else "ro"
         try:
             con = sqlite3.connect(
