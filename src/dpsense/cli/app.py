@@ -445,7 +445,8 @@ def _demo_releases(console: Console, table_data: dict[str, Any]) -> None:
         Text(
             "These values are differentially private: they may be published. Each used "
             "epsilon = 1; together they spent epsilon = 6 (and delta = 1e-6) by basic "
-            "sequential composition."
+            "sequential composition. Keep the account in a ledger: dpsense budget init "
+            "budget.db --epsilon 10, then dpsense release ... --ledger budget.db."
         )
     )
 
