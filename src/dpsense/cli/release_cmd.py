@@ -27,6 +27,23 @@ from dpsense.statistics import STATISTIC_NAMES, BoundedStatistic, Count, Statist
 __all__ = ["ratio_command", "release_command"]
 
 
+# Options shared by ``release`` and ``ratio``.
+EpsilonOpt = Annotated[float, typer.Option(help="Privacy budget epsilon of this release.")]
+NeighboursOpt = Annotated[
+    str, typer.Option(help="Neighbouring relation: add-remove or substitute.")
+]
+SeedOpt = Annotated[
+    int | None, typer.Option(help="Seed for a reproducible demo (NOT secure; marked).")
+]
+LedgerOpt = Annotated[
+    Path | None, typer.Option(help="Charge this release to a ledger (dpsense budget init).")
+]
+DatasetOpt = Annotated[
+    str | None, typer.Option(help="Dataset label recorded in the ledger (default: DATA).")
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
+
+
 def _options(
     bound: float | None, noise: str | None, test_fraction: float | None, dof: int | None
 ) -> dict[str, Any]:
@@ -141,7 +158,7 @@ def release_command(
     statistic: Annotated[
         str, typer.Option("--statistic", "-s", help=f"One of: {', '.join(STATISTIC_NAMES)}.")
     ],
-    epsilon: Annotated[float, typer.Option(help="Privacy budget epsilon of this release.")],
+    epsilon: EpsilonOpt,
     column: Annotated[str | None, typer.Option("--column", "-c", help="Column to release.")] = None,
     lower: Annotated[
         float | None, typer.Option(help="Public lower bound, chosen without looking at the data.")
@@ -153,9 +170,7 @@ def release_command(
     method: Annotated[
         str, typer.Option(help=f"One of: {', '.join(METHODS)}, sample-aggregate.")
     ] = "auto",
-    neighbours: Annotated[
-        str, typer.Option(help="Neighbouring relation: add-remove or substitute.")
-    ] = "add-remove",
+    neighbours: NeighboursOpt = "add-remove",
     p: Annotated[float | None, typer.Option("--p", help="Level of --statistic quantile.")] = None,
     trim: Annotated[
         int | None, typer.Option(help="Records dropped per end (trimmed-mean).")
@@ -177,16 +192,10 @@ def release_command(
     aggregator: Annotated[
         str, typer.Option(help="sample-aggregate: mean (pure epsilon) or median (smooth).")
     ] = "mean",
-    seed: Annotated[
-        int | None, typer.Option(help="Seed for a reproducible demo (NOT secure; marked).")
-    ] = None,
-    ledger: Annotated[
-        Path | None, typer.Option(help="Charge this release to a ledger (dpsense budget init).")
-    ] = None,
-    dataset: Annotated[
-        str | None, typer.Option(help="Dataset label recorded in the ledger (default: DATA).")
-    ] = None,
-    json_output: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    seed: SeedOpt = None,
+    ledger: LedgerOpt = None,
+    dataset: DatasetOpt = None,
+    json_output: JsonOpt = False,
 ) -> None:
     """Release one differentially private statistic of a column and print its receipt.
 
@@ -240,29 +249,21 @@ def release_command(
 def ratio_command(
     data: Annotated[Path, typer.Argument(help="A CSV file with one row per user.")],
     numerator: Annotated[str, typer.Option(help="Column of 0/1 contributions to the numerator a.")],
-    epsilon: Annotated[float, typer.Option(help="Privacy budget epsilon of this release.")],
+    epsilon: EpsilonOpt,
     denominator: Annotated[
         str | None,
         typer.Option(help="Column of 0/1 contributions to b (default: every user counts)."),
     ] = None,
     delta: Annotated[float, typer.Option(help="Privacy parameter delta (local-bound).")] = 0.0,
     method: Annotated[str, typer.Option(help="ksw, naive or local-bound.")] = "ksw",
-    neighbours: Annotated[
-        str, typer.Option(help="Neighbouring relation: add-remove or substitute.")
-    ] = "add-remove",
+    neighbours: NeighboursOpt = "add-remove",
     bound_fraction: Annotated[
         float | None, typer.Option(help="local-bound: share of epsilon for the bound (0.1).")
     ] = None,
-    seed: Annotated[
-        int | None, typer.Option(help="Seed for a reproducible demo (NOT secure; marked).")
-    ] = None,
-    ledger: Annotated[
-        Path | None, typer.Option(help="Charge this release to a ledger (dpsense budget init).")
-    ] = None,
-    dataset: Annotated[
-        str | None, typer.Option(help="Dataset label recorded in the ledger (default: DATA).")
-    ] = None,
-    json_output: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    seed: SeedOpt = None,
+    ledger: LedgerOpt = None,
+    dataset: DatasetOpt = None,
+    json_output: JsonOpt = False,
 ) -> None:
     """Release the ratio a/b of user contributions (seed 001; Kulesza-Suresh-Wang 2024)."""
     a = load_column(data, numerator)
