@@ -156,3 +156,22 @@ def test_rho_budget_costs_pure_epsilon_as_eps_squared_over_two() -> None:
 def test_bad_accountant_arguments(kwargs: dict, fragment: str) -> None:
     with pytest.raises(ds.InputError, match=fragment):
         ds.Accountant(**kwargs)
+
+
+def test_ledger_creation_works_where_hard_links_are_not_supported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+    import os
+
+    def no_links(src: object, dst: object) -> None:
+        raise OSError(errno.EPERM, "hard links not supported")
+
+    monkeypatch.setattr(os, "link", no_links)
+    path = tmp_path / "ledger.db"
+    Ledger.create(path, epsilon=1.0)
+    assert Ledger.open(path).total_epsilon == 1
+    with pytest.raises(ds.LedgerError, match="already exists"):
+        Ledger.create(path, epsilon=2.0)
+    assert Ledger.open(path).total_epsilon == 1
+    assert [p.name for p in tmp_path.iterdir()] == ["ledger.db"]  # no temporary file left

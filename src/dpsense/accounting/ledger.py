@@ -23,6 +23,7 @@ Guarantees (docs/accounting.md):
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import sqlite3
 import stat
@@ -134,6 +135,33 @@ def _recover_hot_journal(path: Path, timeout: float) -> None:
         ) from None
 
 
+def _publish(tmp: Path, target: Path) -> None:
+    """Move a finished ledger into place atomically without overwriting anything.
+
+    A hard link fails if the target exists, so a crash leaves either no ledger or a
+    complete one. Where hard links are not supported, the name is reserved with an
+    exclusive create and the finished file replaces the (empty) reservation atomically.
+    """
+    try:
+        os.link(tmp, target)
+        return
+    except FileExistsError:
+        raise
+    except OSError as exc:
+        if exc.errno not in (
+            errno.EPERM,
+            errno.ENOTSUP,
+            errno.EOPNOTSUPP,
+            errno.ENOSYS,
+            errno.EXDEV,
+            errno.EMLINK,
+        ):
+            raise
+    fd = os.open(target, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+    os.close(fd)
+    os.replace(tmp, target)
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds")
 
@@ -207,8 +235,7 @@ class Ledger:
                 )
             finally:
                 con.close()
-            # atomic: a crash leaves either no ledger or a complete one
-            os.link(tmp, p)
+            _publish(tmp, p)
         except FileExistsError:
             raise LedgerError(
                 f"The ledger file {p} already exists; it was left untouched."
