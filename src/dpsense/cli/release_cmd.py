@@ -108,6 +108,14 @@ def _accountant(ledger: Path | None) -> Accountant | None:
     return Accountant(ledger=ledger)
 
 
+def _emit(result: Release, json_output: bool, label: str | None) -> None:
+    """Print the receipt: one JSON object, or a readable table."""
+    if json_output:
+        _print_json(receipt_json(result))
+    else:
+        print_receipt(result, label)
+
+
 def receipt_json(result: Release) -> dict[str, Any]:
     """The DESIGN.md ``--json`` keys first, then the rest of the receipt."""
     payload = result.to_dict()
@@ -238,12 +246,7 @@ def release_command(
                 rng=seed,
                 **_options(bound, noise, test_fraction, dof),
             )
-    if json_output:
-        _print_json(receipt_json(result))
-    else:
-        print_receipt(result, column)
-    if result.refused and not json_output:
-        raise typer.Exit(0)
+    _emit(result, json_output, column)
 
 
 def ratio_command(
@@ -289,7 +292,4 @@ def ratio_command(
             rng=seed,
             **options,
         )
-    if json_output:
-        _print_json(receipt_json(result))
-    else:
-        print_receipt(result, numerator)
+    _emit(result, json_output, numerator)
