@@ -4,10 +4,13 @@ Exponential mechanism (McSherry & Talwar 2007): choose candidate r with probabil
 
 .. math:: P(r) \propto \exp\left(\frac{\varepsilon\, u(x, r)}{2\Delta u}\right)
 
-(:math:`\varepsilon u / \Delta u` when the utility is monotone in the data), sampled by the
-Gumbel-max trick in log space: argmax of :math:`\varepsilon u_r/(2\Delta u) + G_r` with
-i.i.d. standard Gumbel :math:`G_r`. The Gumbel variates come from 53-bit uniforms
-(docs/noise.md: what that approximation costs). Only an index is released.
+(:math:`\varepsilon u / \Delta u` when the utility is monotone in the data), sampled
+exactly by :class:`dpsense.noise.choice.ExponentialChoice` (rejection from integer
+proposal weights, acceptance decided with certified interval arithmetic where floats cannot
+decide; docs/noise.md). The multiplier :math:`\eta` is the largest double at most
+:math:`\varepsilon/(2\Delta u)`, so every candidate's probability is exactly that of the
+exponential mechanism with :math:`\eta`, which is :math:`\varepsilon`-DP. Only an index is
+released.
 
 Report-noisy-max (Dwork & Roth 2014, Claim 3.9): the index of the largest score after
 independent Laplace noise of scale :math:`2\Delta/\varepsilon` (:math:`\Delta/\varepsilon`
@@ -27,7 +30,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpsense.errors import InputError
-from dpsense.noise.continuous import gumbel
+from dpsense.noise.choice import ExponentialChoice, eta_at_most
 from dpsense.noise.exact import discrete_laplace as _sample_dlap
 from dpsense.noise.grid import pow2_at_most, round_to_grid
 from dpsense.noise.rng import resolve_rng
@@ -98,9 +101,14 @@ class ExponentialMechanism:
 
     @property
     def temperature(self) -> float:
-        """The multiplier of the utility in the log-probabilities."""
+        """The multiplier of the utility in the log-probabilities: the largest double at
+        most epsilon / (2 sensitivity) (epsilon / sensitivity when monotonic)."""
         factor = 1.0 if self.monotonic else 2.0
-        return self.epsilon / (factor * self.sensitivity)
+        return eta_at_most(self.epsilon, factor * self.sensitivity)
+
+    def _choice(self, arr: NDArray[np.float64]) -> ExponentialChoice:
+        # P(r) proportional to exp(eta u_r) = exp(-eta s_r) with s_r = -u_r (exact negation)
+        return ExponentialChoice(np.ones(arr.size), -arr, self.temperature)
 
     def probabilities(self, scores: Any) -> NDArray[np.float64]:
         """The exact selection probabilities (softmax), for inspection and tests."""
@@ -110,22 +118,18 @@ class ExponentialMechanism:
         return np.asarray(weights / weights.sum(), dtype=np.float64)
 
     def select(self, candidates: Sequence[T], scores: Any, rng: object = None) -> Selection[T]:
-        """Choose one candidate (Gumbel-max in log space)."""
+        """Choose one candidate, with exactly the exponential mechanism's probabilities."""
         cands = list(candidates)
         arr = _scores(scores, len(cands), "exponential")
         source = resolve_rng(rng, where="exponential")
-        noisy = self.temperature * arr + gumbel(source, arr.size)
-        i = int(np.argmax(noisy))
+        i = int(self._choice(arr).sample(source, 1)[0])
         return Selection(i, cands[i], self.epsilon, source.seeded)
 
     def sample_indices(self, scores: Any, size: int, rng: object = None) -> NDArray[np.int64]:
         """``size`` independent selections (indices), vectorised; each is epsilon-DP."""
         arr = _scores(scores, None, "exponential")
         source = resolve_rng(rng, where="exponential")
-        noisy = self.temperature * arr[None, :] + gumbel(source, size * arr.size).reshape(
-            size, arr.size
-        )
-        return np.asarray(np.argmax(noisy, axis=1), dtype=np.int64)
+        return self._choice(arr).sample(source, size)
 
     def accuracy(self, n_candidates: int, beta: float = 0.05) -> float:
         r"""With probability :math:`1-\beta` the chosen utility is within
