@@ -1,6 +1,8 @@
 """Conversion of user data to validated numeric arrays (vocabulary layer).
 
-Error messages report counts and parameter names, never the offending values.
+Error messages name the parameter and say what to do. They never contain the offending
+values, nor counts of records or of bad entries: under add-remove neighbours the number of
+records is private, and a count of bad entries is a statistic of the data.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ def as_data(
     ------
     InputError
         If ``x`` is not one-dimensional, holds non-numeric entries, NaN or infinity, or is
-        empty (unless ``allow_empty``). The message gives counts, never values.
+        empty (unless ``allow_empty``). The message gives neither values nor counts.
     """
     arr = _to_numpy(x)
     if arr.ndim != 1:
@@ -53,21 +55,20 @@ def as_data(
         out = arr.astype(np.float64, copy=False)
     elif arr.dtype.kind == "O" or arr.dtype.kind in "USV":
         out = np.empty(arr.shape[0], dtype=np.float64)
-        bad = 0
+        bad = False
         for i, v in enumerate(arr.tolist()):
             if isinstance(v, bool) or v is None:
-                bad += 1
-                out[i] = np.nan
-                continue
+                bad = True
+                break
             try:
                 out[i] = float(v)
             except (TypeError, ValueError):
-                bad += 1
-                out[i] = np.nan
+                bad = True
+                break
         if bad:
             raise InputError(
-                f"The '{name}' data of {where} must be numeric, but {bad} of {arr.shape[0]} "
-                "entries are not numbers (text, empty or missing). Clean or drop those rows, "
+                f"The '{name}' data of {where} must be numeric, but some entries are not "
+                "numbers (text, booleans, empty or missing). Clean or drop those entries, "
                 "or choose a numeric column."
             )
     else:
@@ -76,12 +77,13 @@ def as_data(
             f"{arr.dtype} instead."
         )
     if out.shape[0] == 0 and not allow_empty:
-        raise InputError(f"The '{name}' data of {where} is empty. Provide at least one record.")
-    finite = np.isfinite(out)
-    if not finite.all():
-        bad = int(out.shape[0] - np.count_nonzero(finite))
         raise InputError(
-            f"The '{name}' data of {where} contains {bad} NaN or infinite entries. "
+            f"The '{name}' data of {where} is empty; this computation needs at least one "
+            "record (private releases accept empty data)."
+        )
+    if not np.isfinite(out).all():
+        raise InputError(
+            f"The '{name}' data of {where} contains NaN or infinite entries. "
             "Drop or impute them before computing anything private."
         )
     return out

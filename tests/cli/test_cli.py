@@ -198,7 +198,8 @@ def test_strings_in_a_numeric_column(tmp_path: Path, capsys: pytest.CaptureFixtu
     code, out, err = run(capsys, "analyze", path, *MEDIAN_AGE)
     assert code == 2
     assert_one_line_error(err)
-    assert "1 of 3 rows are not numbers" in err
+    assert "some rows are not numbers" in err
+    assert not any(ch.isdigit() for ch in err.replace(path, ""))
     assert "Jane" not in err + out
     assert SECRET not in err + out
 

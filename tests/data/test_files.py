@@ -73,9 +73,21 @@ def test_empty_file(tmp_path: Path) -> None:
         load_column(write(tmp_path, "e.csv", ""), "x")
 
 
-def test_header_without_rows(tmp_path: Path) -> None:
+def test_header_without_rows_is_an_empty_column(tmp_path: Path) -> None:
+    # under add-remove an error here would tell the empty dataset from a one-row one
+    path = write(tmp_path, "h.csv", "a,b\n")
+    assert load_column(path, "a").shape == (0,)
+    assert load_column(write(tmp_path, "blank.csv", "a,b\n\n\n"), "b").shape == (0,)
+    with pytest.raises(InputError, match="no data rows") as info:
+        load_column(path, "a", allow_empty=False)
+    assert not any(ch.isdigit() for ch in str(info.value).replace(str(path), ""))
+
+
+def test_empty_in_memory_column() -> None:
+    assert load_column({"a": []}, "a").shape == (0,)
+    assert load_column(np.array([])).shape == (0,)
     with pytest.raises(InputError, match="no data rows"):
-        load_column(write(tmp_path, "h.csv", "a,b\n"), "a")
+        load_column({"a": []}, "a", allow_empty=False)
 
 
 def test_binary_file_is_unreadable(tmp_path: Path) -> None:
@@ -102,17 +114,19 @@ def test_several_columns_and_no_choice(tmp_path: Path) -> None:
         load_column(path)
 
 
-def test_non_numeric_entries_are_counted_not_shown(tmp_path: Path) -> None:
+def test_non_numeric_entries_are_neither_shown_nor_counted(tmp_path: Path) -> None:
     path = write(tmp_path, "d.csv", f"v,w\n1,x\nJohn Smith,y\n,z\n{SECRET}\n3,4,5\n")
     with pytest.raises(InputError) as info:
         load_column(path, "w")
     message = str(info.value)
-    assert "4 of 5 rows are not numbers" in message
+    assert "some rows are not numbers" in message
+    assert not any(ch.isdigit() for ch in message.replace(str(path), ""))
     assert "John" not in message
     with pytest.raises(InputError) as info:
         load_column(path, "v")
     message = str(info.value)
-    assert "2 of 5 rows are not numbers" in message
+    assert "some rows are not numbers" in message
+    assert not any(ch.isdigit() for ch in message.replace(str(path), ""))
     assert "John" not in message
     assert SECRET not in message
     assert "\n" not in message
@@ -121,9 +135,10 @@ def test_non_numeric_entries_are_counted_not_shown(tmp_path: Path) -> None:
 @pytest.mark.parametrize("bad", ["nan", "NaN", "inf", "-Infinity"])
 def test_nan_and_infinity(tmp_path: Path, bad: str) -> None:
     path = write(tmp_path, "d.csv", f"v\n{SECRET}\n{bad}\n2\n")
-    with pytest.raises(InputError, match="1 NaN or infinite entries") as info:
+    with pytest.raises(InputError, match="contains NaN or infinite entries") as info:
         load_column(path, "v")
     assert SECRET not in str(info.value)
+    assert not any(ch.isdigit() for ch in str(info.value).replace(str(path), ""))
 
 
 def test_headerless_numbers_are_refused(tmp_path: Path) -> None:
@@ -203,7 +218,7 @@ class FakeArrowTable:
 def test_dataframe_like_objects() -> None:
     frame = FakeFrame({"a": [1, 2], "b": [3.5, None]})
     np.testing.assert_array_equal(load_column(frame, "a"), [1.0, 2.0])
-    with pytest.raises(InputError, match="1 of 2 entries are not numbers"):
+    with pytest.raises(InputError, match="some entries are not numbers"):
         load_column(frame, "b")
     with pytest.raises(InputError, match="2 columns"):
         load_column(frame)

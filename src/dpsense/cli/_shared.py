@@ -78,8 +78,7 @@ def _parse_numbers(text: str, option: str) -> list[float]:
             value = float(part)
         except ValueError:
             raise InputError(
-                f"{option} must be a comma-separated list of numbers; entry {i} of "
-                f"{len(parts)} is not a number."
+                f"{option} must be a comma-separated list of numbers; entry {i} is not a number."
             ) from None
         if not math.isfinite(value):
             raise InputError(f"{option} must hold finite numbers; entry {i} is not finite.")

@@ -253,7 +253,7 @@ def analyze(
         if b < 0:
             raise InputError(f"The 'bound' parameter of {where} must be >= 0. Got {b:g}.")
     stat = _statistic(statistic, lower, upper, p, trim)
-    x = load_column(data, column)
+    x = load_column(data, column, allow_empty=False)
     profile = _profile(x, stat, nb, epsilon=eps, delta=dlt, max_k=k_max, bound=b)
     if lower is not None and upper is not None:
         profile["lower"], profile["upper"] = lower, upper
@@ -519,7 +519,7 @@ def explore(
             raise InputError("--column applies to a DATA file, not to --values.")
         x = load_column(_parse_numbers(values, "--values"))
     else:
-        x = load_column(data, column)
+        x = load_column(data, column, allow_empty=False)
     names = [s.strip() for s in statistics.split(",") if s.strip()]
     if not names:
         raise InputError("--statistics must name at least one statistic.")

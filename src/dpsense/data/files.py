@@ -6,7 +6,10 @@ In-memory sources may be a numpy array, a list, a mapping of column names to seq
 or any DataFrame-like object from pandas, Polars or Arrow.
 
 Every error is an :class:`~dpsense.errors.InputError` with one sentence that names the
-file, the column and counts of bad rows, never the values themselves.
+file and the column and says what to do. It never contains values, nor counts of rows or
+of bad rows: under add-remove neighbours the number of records is private. A file with a
+header but no data rows is read as an empty column (an error there would reveal that the
+data are empty).
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ _DELIMITERS = (",", ";", "\t", "|")
 _MAX_NAMES_SHOWN = 40
 
 
-def load_column(source: Any, column: str | None = None) -> FloatArray:
+def load_column(source: Any, column: str | None = None, *, allow_empty: bool = True) -> FloatArray:
     """Return one column of ``source`` as a validated one-dimensional float array.
 
     Parameters
@@ -45,18 +48,23 @@ def load_column(source: Any, column: str | None = None) -> FloatArray:
     column : str, optional
         The column to read. It may be omitted only when the source has a single column
         (or is already one-dimensional).
+    allow_empty : bool, default True
+        Return an empty array for a column without rows (a CSV file with only a header).
+        Private releases need this: under add-remove the empty dataset is a neighbour of
+        every one-row dataset. Pass False for non-private diagnostics that need data.
 
     Returns
     -------
     numpy.ndarray
-        ``float64`` values, all finite, at least one.
+        ``float64`` values, all finite (none when the column has no rows).
 
     Raises
     ------
     InputError
-        If the file is missing, unreadable or empty, the column does not exist (the
-        message lists the available column names), or entries are not numbers, NaN or
-        infinite (the message gives how many rows, never which values).
+        If the file is missing, unreadable or has no header row, the column does not
+        exist (the message lists the available column names), entries are not numbers,
+        NaN or infinite (the message says what is wrong, never which values or how many),
+        or the column has no rows and ``allow_empty`` is False.
 
     Examples
     --------
@@ -73,9 +81,18 @@ def load_column(source: Any, column: str | None = None) -> FloatArray:
     if isinstance(source, str | os.PathLike):
         path = Path(os.fspath(source))
         if path.suffix.lower() in _PARQUET_SUFFIXES:
-            return _load_parquet(path, column)
-        return _load_csv(path, column)
-    return _load_object(source, column)
+            values = _load_parquet(path, column)
+        else:
+            values = _load_csv(path, column)
+        where = str(path)
+    else:
+        values = _load_object(source, column)
+        where = "load_column"
+    if values.shape[0] == 0 and not allow_empty:
+        raise InputError(
+            f"the column of {where} has no data rows; this computation needs at least one."
+        )
+    return values
 
 
 # ----------------------------------------------------------------------------- CSV files
@@ -133,7 +150,7 @@ def _rows(handle: IO[str], path: Path) -> Iterator[list[str]]:
         # An empty first line means an empty file or a file without a header row.
         rest = handle.read(1)
         if not first or not rest:
-            raise InputError(f"file is empty: {path}")
+            raise InputError(f"file is empty: {path} needs at least a header row of names.")
         raise InputError(f"cannot read {path}: the first line must be a header row of names.")
     delimiter = _guess_delimiter(first)
     yield next(csv.reader([first], delimiter=delimiter))
@@ -181,48 +198,44 @@ def _load_csv(path: Path, column: str | None) -> FloatArray:
         ) from None
     except (gzip.BadGzipFile, EOFError):
         raise InputError(f"cannot read {path}: it is not a valid gzip file.") from None
-    except csv.Error as exc:
-        raise InputError(f"cannot read {path}: it is not a valid CSV file ({exc}).") from None
+    except csv.Error:
+        # csv's messages can name a line number, i.e. a position in the data.
+        raise InputError(
+            f"cannot read {path}: it is not a valid CSV file (check its quoting and delimiters)."
+        ) from None
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
         raise InputError(f"cannot read {path}: {reason}.") from None
 
     name = header[index]
-    total = len(cells) + short_rows
-    if total == 0:
-        raise InputError(f"file {path} has a header but no data rows.")
-    values, not_numbers = _parse_numbers(cells)
-    bad = not_numbers + short_rows
-    if bad:
+    values, all_numbers = _parse_numbers(cells)
+    if short_rows or not all_numbers:
         raise InputError(
-            f"column {name!r} of {path} must be numeric, but {bad} of {total} rows are "
-            "not numbers (text, empty or missing); clean or drop those rows."
+            f"column {name!r} of {path} must be numeric, but some rows are not numbers "
+            "(text, empty or missing); clean or drop those rows."
         )
-    non_finite = int(values.shape[0] - np.count_nonzero(np.isfinite(values)))
-    if non_finite:
+    if not np.isfinite(values).all():
         raise InputError(
-            f"column {name!r} of {path} contains {non_finite} NaN or infinite entries "
-            f"(of {total} rows); drop or impute them first."
+            f"column {name!r} of {path} contains NaN or infinite entries; drop or impute "
+            "them first."
         )
-    return as_data(values, name=name, where=str(path))
+    return as_data(values, name=name, where=str(path), allow_empty=True)
 
 
-def _parse_numbers(cells: list[str]) -> tuple[FloatArray, int]:
-    """Parse strings as floats; return the array and how many cells failed."""
+def _parse_numbers(cells: list[str]) -> tuple[FloatArray, bool]:
+    """Parse strings as floats; return the array and whether every cell parsed."""
     try:
         # Fast path: numpy parses a list of clean numeric strings in C.
-        return np.array(cells, dtype=np.float64), 0
+        return np.array(cells, dtype=np.float64), True
     except ValueError:
         pass
     out = np.empty(len(cells), dtype=np.float64)
-    bad = 0
     for i, cell in enumerate(cells):
         try:
             out[i] = float(cell)
         except ValueError:
-            out[i] = np.nan
-            bad += 1
-    return out, bad
+            return out, False
+    return out, True
 
 
 # ------------------------------------------------------------------------- Parquet files
@@ -320,4 +333,4 @@ def _to_float(values: Any, name: str, where: str) -> FloatArray:
                 ) from None
     if isinstance(arr, np.ma.MaskedArray):  # duckdb returns masked arrays for NULLs
         arr = np.ma.filled(arr.astype(np.float64), np.nan)
-    return as_data(arr, name=name, where=where)
+    return as_data(arr, name=name, where=where, allow_empty=True)
