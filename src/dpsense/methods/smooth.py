@@ -18,76 +18,116 @@ bound of :meth:`Statistic.smooth_sensitivity` at the beta the noise requires:
 For ``lln`` the caller's (epsilon, delta) is met through zCDP:
 :math:`\rho + 2\sqrt{\rho\ln(1/\delta)} = \varepsilon`, :math:`\varepsilon' = \sqrt{2\rho}`.
 
-Two safeguards (docs/frameworks.md): the smooth bound is floored at
-:math:`\mathrm{cap}\,e^{-K\beta}` with :math:`K = \lceil 690/\beta \rceil` (SPEC §2's S_K, so a
-bound that underflows to 0 never means "no noise"), and the noisy double is rounded to a
-power-of-two grid fixed by the public bounds and clipped to the statistic's range, so the
-output's support never depends on the data.
+What is released is exactly the real-valued mechanism above, rounded to the nearest point
+of a public lattice (spacing about :math:`2^{-40}` times the width of the statistic's range)
+and clamped to that range: :func:`dpsense.noise.lattice.sample_on_lattice` draws that
+rounded value exactly, tails included, so the printed double has precisely the distribution
+the proof is about (post-processing of the real mechanism). No floating-point noise sample
+is ever multiplied by the data-dependent scale. Four safeguards make the scale itself an
+honest beta-smooth upper bound (docs/exact_sampling.md):
+
+* the smooth bound is computed at :math:`\beta - 2^{-37}` and inflated by
+  :math:`1 + 2^{-38}`, which absorbs its floating-point error while keeping it
+  beta-smooth;
+* it is floored at :math:`2^{-1000}` times the public cap on A(k) (a constant: the maximum
+  of a beta-smooth bound and a constant is beta-smooth), so a bound that underflows never
+  means "no noise";
+* twice the statistic's public bound on the floating-point error of its value is added
+  (a constant added to a beta-smooth bound keeps it beta-smooth and makes it cover the
+  local sensitivity of the computed value);
+* the divisor s is a rational lower bound on the exact one.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
-
-import numpy as np
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, Final
 
 from dpsense._arrays import FloatArray
 from dpsense.errors import InputError
 from dpsense.methods._release import Release
 from dpsense.methods.global_sensitivity import output_range
 from dpsense.neighbours import Neighbours
-from dpsense.noise import continuous
-from dpsense.noise.grid import pow2_at_most
+from dpsense.noise.lattice import NoiseShape, OutputLattice, sample_on_lattice
 from dpsense.noise.rng import RandomSource
 from dpsense.params import check_finite, check_int
 from dpsense.statistics import BoundedStatistic, Count, Statistic, Sum
 
-__all__ = ["SMOOTH_NOISES", "SmoothPlan", "plan_smooth", "release_smooth", "zcdp_rho_for"]
+__all__ = [
+    "LATTICE_NOTE",
+    "SMOOTH_NOISES",
+    "SmoothPlan",
+    "plan_smooth",
+    "release_smooth",
+    "smooth_scale",
+    "zcdp_rho_for",
+]
 
-SMOOTH_NOISES = ("laplace", "cauchy", "student-t", "lln")
-_FLOOR_EXPONENT = 690.0  # e^-690 ~ 1e-300: the smallest floor that is still a double
-_GRID_BITS = 40
+SMOOTH_NOISES: Final = ("laplace", "cauchy", "student-t", "lln")
+BETA_MARGIN: Final = 2.0**-37
+"""The smooth bound is computed at beta minus this (absorbs its floating-point error)."""
+_MIN_BETA: Final = 2.0**-30
+_BOUND_SLACK: Final = Fraction(1) + Fraction(1, 2**38)
+_FLOOR: Final = Fraction(1, 2**1000)
+_DIVISOR_SLACK: Final = Fraction(1) - Fraction(1, 2**40)
+LATTICE_NOTE: Final = (
+    "the output is the real-valued release rounded to a public lattice; where the noise is "
+    "smaller than the lattice spacing it may equal the exact value on that lattice, which is "
+    "still private: rounding is post-processing of a mechanism proven private over the reals"
+)
 
 
+@dataclass(frozen=True)
 class SmoothPlan:
-    """The public parameters of one smooth-sensitivity release."""
+    """The public parameters of one smooth-sensitivity release.
 
-    def __init__(
-        self,
-        noise: str,
-        beta: float,
-        divisor: float,
-        epsilon: float,
-        delta: float,
-        rho: float | None,
-        parameters: dict[str, Any],
-    ) -> None:
-        self.noise = noise
-        self.beta = beta
-        self.divisor = divisor
-        self.epsilon = epsilon
-        self.delta = delta
-        self.rho = rho
-        self.parameters = parameters
+    ``beta`` is the smoothness the privacy theorem needs; the bound is computed at
+    ``bound_beta`` (slightly smaller, see the module docstring). ``divisor`` is an exact
+    rational lower bound on the theorem's divisor s: noise of scale S/divisor is at least
+    the scale the theorem asks for.
+    """
 
-    def draw(self, rng: RandomSource) -> float:
-        """One draw of the standard noise Z."""
-        if self.noise == "laplace":
-            return float(continuous.standard_laplace(rng, 1)[0])
-        if self.noise == "cauchy":
-            return float(continuous.cauchy(rng, 1)[0])
-        if self.noise == "student-t":
-            return float(continuous.student_t(rng, float(self.parameters["dof"]), 1)[0])
-        return float(continuous.laplace_log_normal(rng, float(self.parameters["sigma"]), 1)[0])
+    noise: str
+    beta: float
+    divisor: Fraction
+    epsilon: float
+    delta: float
+    rho: float | None
+    shape: NoiseShape
+    parameters: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def bound_beta(self) -> float:
+        """The beta at which the smooth bound is computed."""
+        return self.beta - BETA_MARGIN
 
 
 def zcdp_rho_for(epsilon: float, delta: float) -> float:
     r"""The rho with :math:`\rho + 2\sqrt{\rho \ln(1/\delta)} = \varepsilon` (Bun & Steinke
-    2016, Proposition 1.3): rho-zCDP then implies (epsilon, delta)-DP."""
+    2016, Proposition 1.3): rho-zCDP then implies (epsilon, delta)-DP.
+
+    Computed as :math:`(\varepsilon / (\sqrt{L + \varepsilon} + \sqrt L))^2`,
+    :math:`L = \ln(1/\delta)`, which has no cancellation (relative error of a few ulps).
+    """
     log_term = math.log(1.0 / delta)
-    root = math.sqrt(log_term + epsilon) - math.sqrt(log_term)
+    root = epsilon / (math.sqrt(log_term + epsilon) + math.sqrt(log_term))
     return root * root
+
+
+def _sqrt_down(d: int) -> Fraction:
+    """A rational lower bound on sqrt(d) within 2^-60."""
+    return Fraction(math.isqrt(d << 120), 1 << 60)
+
+
+def _check_beta(beta: float) -> float:
+    if not beta >= _MIN_BETA:
+        raise InputError(
+            "This epsilon is too small for smooth sensitivity (its smoothness parameter "
+            "would be below 2^-30); use method='global' or a larger epsilon."
+        )
+    return beta
 
 
 def plan_smooth(
@@ -107,46 +147,95 @@ def plan_smooth(
             f"The 'noise' option of the smooth method must be one of {', '.join(SMOOTH_NOISES)}. "
             f"Got {noise!r} instead."
         )
+    eps = Fraction(epsilon)
     if noise == "laplace":
         if delta == 0.0:
             raise InputError(
                 "Smooth sensitivity with Laplace noise needs delta > 0; pass delta=... or use "
                 "noise='student-t' or 'cauchy' for pure epsilon."
             )
-        beta = epsilon / (2.0 * math.log(2.0 / delta))
-        return SmoothPlan(noise, beta, epsilon / 2.0, epsilon, delta, None, {"beta": beta})
+        beta = _check_beta(epsilon / (2.0 * math.log(2.0 / delta)))
+        return SmoothPlan(
+            noise, beta, eps / 2, epsilon, delta, None, NoiseShape("laplace"), {"beta": beta}
+        )
     if noise == "cauchy":
-        beta = epsilon / 6.0
-        return SmoothPlan(noise, beta, epsilon / 6.0, epsilon, 0.0, None, {"beta": beta})
+        beta = _check_beta(epsilon / 6.0)
+        return SmoothPlan(
+            noise, beta, eps / 6, epsilon, 0.0, None, NoiseShape("cauchy"), {"beta": beta}
+        )
     if noise == "student-t":
         d = check_int(dof, "dof", where="smooth method", minimum=1)
-        limit = epsilon / (d + 1)
-        beta = limit / 2.0 if t is None else check_finite(t, "t", where="smooth method")
+        if d > 64:
+            raise InputError(
+                f"The 'dof' option of the smooth method must be an int in [1, 64]. "
+                f"Got {dof!r} instead."
+            )
+        limit = eps / (d + 1)
+        beta = float(limit) / 2.0 if t is None else check_finite(t, "t", where="smooth method")
         if not 0.0 < beta < limit:
             raise InputError(
                 f"The 't' option of the smooth method must be in (0, epsilon/(dof+1)) = "
-                f"(0, {limit:g}). Got {t!r} instead."
+                f"(0, {float(limit):g}). Got {t!r} instead."
             )
-        divisor = 2.0 * math.sqrt(d) * (limit - beta)
-        return SmoothPlan(noise, beta, divisor, epsilon, 0.0, None, {"beta": beta, "dof": d})
+        _check_beta(beta)
+        divisor = 2 * _sqrt_down(d) * (limit - Fraction(beta))
+        return SmoothPlan(
+            noise,
+            beta,
+            divisor,
+            epsilon,
+            0.0,
+            None,
+            NoiseShape("student-t", dof=d),
+            {"beta": beta, "dof": d},
+        )
     if delta == 0.0:
         raise InputError(
             "Laplace-log-normal noise gives zCDP, which needs delta > 0 to state an "
             "(epsilon, delta) guarantee; pass delta=... or use noise='student-t'."
         )
     rho = zcdp_rho_for(epsilon, delta)
-    eps_prime = math.sqrt(2.0 * rho)
+    # sqrt(2 rho) has a relative error of a few ulps: round it down by far more
+    eps_prime = Fraction(math.sqrt(2.0 * rho)) * _DIVISOR_SLACK
     sig = 0.5 if sigma is None else check_finite(sigma, "sigma", where="smooth method")
-    beta = eps_prime * sig / 2.0 if t is None else check_finite(t, "t", where="smooth method")
-    if not (sig > 0 and 0.0 < beta < eps_prime * sig):
+    if not (sig > 0 and sig <= 8):
         raise InputError(
-            "The lln noise needs sigma > 0 and 0 < t < epsilon' * sigma, where "
-            f"epsilon' = {eps_prime:g} comes from (epsilon, delta) via zCDP."
+            f"The 'sigma' option of the lln noise must be in (0, 8]. Got {sigma!r} instead."
         )
-    divisor = math.exp(-1.5 * sig * sig) * (eps_prime - beta / sig)
-    return SmoothPlan(
-        noise, beta, divisor, epsilon, delta, rho, {"beta": beta, "sigma": sig, "t": beta}
+    beta = (
+        float(eps_prime * Fraction(sig)) / 2.0
+        if t is None
+        else check_finite(t, "t", where="smooth method")
     )
+    gap = eps_prime - Fraction(beta) / Fraction(sig)
+    if not (beta > 0 and gap > 0):
+        raise InputError(
+            "The lln noise needs 0 < t < epsilon' * sigma, where "
+            f"epsilon' = {float(eps_prime):g} comes from (epsilon, delta) via zCDP."
+        )
+    _check_beta(beta)
+    damping = Fraction(math.exp(-1.5 * sig * sig)) * _DIVISOR_SLACK
+    return SmoothPlan(
+        noise,
+        beta,
+        damping * gap,
+        epsilon,
+        delta,
+        rho,
+        NoiseShape("lln", sigma=sig),
+        {"beta": beta, "sigma": sig, "t": beta},
+    )
+
+
+def smooth_scale(
+    xc: FloatArray, statistic: BoundedStatistic, neighbours: Neighbours, plan: SmoothPlan
+) -> Fraction:
+    """The exact rational noise scale S/s of one release (data-dependent: never publish)."""
+    profile = statistic.profile(xc, neighbours)
+    computed = Fraction(profile.smooth(plan.bound_beta)) * _BOUND_SLACK
+    bound = max(computed, Fraction(profile.cap) * _FLOOR)
+    bound += 2 * Fraction(statistic.value_error)
+    return bound / plan.divisor
 
 
 def release_smooth(
@@ -168,18 +257,12 @@ def release_smooth(
         )
     assert isinstance(statistic, BoundedStatistic)
     plan = plan_smooth(epsilon, delta, noise, **noise_options)
-    profile = statistic.profile(xc, neighbours)
-    cap = profile.cap
-    k_floor = math.ceil(_FLOOR_EXPONENT / plan.beta)
-    smooth = max(profile.smooth(plan.beta), cap * math.exp(-plan.beta * k_floor))
-    value = statistic._value(xc)
-    raw = value + (smooth / plan.divisor) * plan.draw(rng)
     lo, hi = output_range(statistic, xc.shape[0] if neighbours == "substitute" else None)
-    grid = pow2_at_most(statistic.width) * 2.0**-_GRID_BITS
-    rounded = float(np.rint(raw / grid) * grid) if math.isfinite(raw) else raw
-    released = float(min(max(rounded, lo), hi))
+    lattice = OutputLattice.for_range(lo, hi)
+    scale = smooth_scale(xc, statistic, neighbours, plan)
+    k = sample_on_lattice(rng, plan.shape, statistic._value(xc), scale, lattice)
     return Release(
-        released,
+        lattice.value(k),
         False,
         plan.epsilon,
         plan.delta,
@@ -190,5 +273,5 @@ def release_smooth(
         statistic.name,
         rng.seeded,
         plan.rho,
-        {**plan.parameters, "grid": grid},
+        {**plan.parameters, "lattice": lattice.spacing, "note": LATTICE_NOTE},
     )

@@ -1,0 +1,391 @@
+r"""Continuous noise whose *rounded* output is sampled exactly.
+
+A release :math:`f + cZ` with a data-dependent scale c cannot be computed as the double
+``f + c * z`` for a floating-point draw z: z takes finitely many values with uneven
+spacing, the scale moves them onto different doubles for neighbouring datasets, and the
+tails are cut (Mironov 2012). Here the released double is instead a fixed function of the
+*real* number :math:`Y = f + cZ`: the point of a public lattice :math:`\gamma\mathbb{Z}` nearest
+to Y, clamped to the statistic's range,
+
+.. math:: K = \min(\max(\lfloor Y/\gamma + 1/2 \rfloor, k_{lo}), k_{hi}),
+   \qquad \text{output} = K\gamma .
+
+K is drawn exactly. Z is written as a fixed function :math:`h(U_1, \dots, U_m)` of
+independent uniforms (inverse CDF, Box–Muller, chi-square as :math:`-2\ln \prod U_i`). Each
+uniform is a real number whose binary digits are drawn lazily, 64 at a time: after j digits
+:math:`U_i` is known to lie in a dyadic box :math:`[a_i, a_i + 2^{-j}]`. Interval arithmetic
+(``mpmath.iv``: every operation rounds outward, so the computed interval always contains
+the exact value) encloses :math:`h` over the boxes, hence Y, hence K. When both ends of the
+enclosure give the same K, that K is the value of the function at the (unknown) exact
+uniforms, and it is returned; otherwise more digits are drawn and the precision raised.
+The set of uniforms on which the enclosure never decides is contained in a finite union
+of cell boundaries and poles, which has probability 0, so the loop ends with probability 1
+and **the output has exactly the distribution of the rounded real-valued mechanism**,
+tails included: every lattice point has the positive probability the real mechanism gives
+its cell. docs/exact_sampling.md gives the argument in full.
+
+References
+----------
+I. Mironov. "On significance of the least significant bits for differential privacy."
+CCS 2012.
+
+G. E. P. Box, M. E. Muller. "A note on the generation of random normal deviates."
+Ann. Math. Statist. 29(2), 1958.
+
+C. F. F. Karney. "Sampling exactly from the normal distribution." ACM TOMS 42(1), 2016
+(lazily drawn uniform digits for exact sampling).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, Final
+
+from dpsense.errors import DPSenseError, InputError
+from dpsense.noise.rng import RandomSource
+
+__all__ = [
+    "LATTICE_BITS",
+    "NOISE_SHAPES",
+    "NoiseShape",
+    "OutputLattice",
+    "cell_probability",
+    "noise_cdf",
+    "sample_on_lattice",
+]
+
+LATTICE_BITS: Final = 40
+"""The output lattice has spacing about 2^-40 times the width of the statistic's range."""
+NOISE_SHAPES: Final = ("laplace", "cauchy", "student-t", "lln")
+_MAX_DOF: Final = 64
+_DIGITS: Final = 64
+_MAX_ROUNDS: Final = 64
+_MIN_EXPONENT: Final = -1074
+
+
+@dataclass(frozen=True)
+class OutputLattice:
+    r"""The points :math:`k\gamma`, :math:`k_{lo} \le k \le k_{hi}`, fixed by public bounds.
+
+    :math:`\gamma` is a power of two, at least :math:`2^{-40}` times the range's width
+    (rounded down to a power of two) and at least the spacing of doubles at the range's
+    largest magnitude, so every lattice point is an exact double and ``k`` never reaches
+    :math:`2^{53}` in absolute value.
+    """
+
+    lower: float
+    upper: float
+    spacing: float
+    first: int
+    last: int
+
+    @classmethod
+    def for_range(cls, lower: float, upper: float, bits: int = LATTICE_BITS) -> OutputLattice:
+        """The lattice of a statistic whose values lie in ``[lower, upper]``."""
+        if not (math.isfinite(lower) and math.isfinite(upper) and lower <= upper):
+            raise InputError(
+                "The output range of this release must be finite; check the bounds of the "
+                "statistic."
+            )
+        width = upper - lower
+        if not math.isfinite(width):
+            raise InputError(
+                "The bounds are too far apart: upper - lower overflows a double. Narrow them."
+            )
+        exponent = _MIN_EXPONENT
+        if width > 0:
+            exponent = max(exponent, math.frexp(width)[1] - 1 - bits)
+        magnitude = max(abs(lower), abs(upper))
+        if magnitude > 0:
+            exponent = max(exponent, math.frexp(magnitude)[1] - 53)
+        spacing = math.ldexp(1.0, exponent)
+        first = math.ceil(Fraction(lower) / Fraction(spacing))
+        last = math.floor(Fraction(upper) / Fraction(spacing))
+        if first > last:  # a degenerate range narrower than one step: its nearest point
+            first = last = round(Fraction(lower) / Fraction(spacing))
+        return cls(lower, upper, spacing, first, last)
+
+    def value(self, k: int) -> float:
+        """The double ``k * spacing`` (exact)."""
+        return float(k) * self.spacing
+
+    def cell_of(self, y: Fraction) -> int:
+        """The lattice index of the real number ``y`` (nearest point, clamped)."""
+        k = math.floor(y / Fraction(self.spacing) + Fraction(1, 2))
+        return min(max(k, self.first), self.last)
+
+
+@dataclass(frozen=True)
+class NoiseShape:
+    """A standard noise distribution written as a function of independent uniforms.
+
+    * ``laplace``: :math:`\\ln(2U)` for U < 1/2, :math:`-\\ln(2 - 2U)` otherwise;
+    * ``cauchy``: :math:`\\tan(\\pi(U - 1/2))`;
+    * ``student-t`` with integer ``dof`` d: :math:`N_1 / \\sqrt{\\chi^2_d / d}` with
+      :math:`(N_1, N_2)` from one Box–Muller pair and
+      :math:`\\chi^2_d = -2\\ln(U_1 \\cdots U_{\\lfloor d/2\\rfloor}) + [d \\text{ odd}] N_2^2`;
+    * ``lln`` (Laplace-log-normal, ``sigma``): :math:`X e^{\\sigma N_1}`, X Laplace.
+    """
+
+    name: str
+    dof: int = 3
+    sigma: float = 0.5
+
+    def __post_init__(self) -> None:
+        if self.name not in NOISE_SHAPES:
+            raise InputError(
+                f"The noise must be one of {', '.join(NOISE_SHAPES)}. Got {self.name!r} instead."
+            )
+        if self.name == "student-t" and not (
+            isinstance(self.dof, int) and 1 <= self.dof <= _MAX_DOF
+        ):
+            raise InputError(
+                f"The 'dof' option of Student's t noise must be an int in [1, {_MAX_DOF}]. "
+                f"Got {self.dof!r} instead."
+            )
+        if self.name == "lln" and not (math.isfinite(self.sigma) and self.sigma > 0):
+            raise InputError(
+                f"The 'sigma' option of lln noise must be a float > 0. Got {self.sigma!r} instead."
+            )
+
+    @property
+    def uniforms(self) -> int:
+        """How many independent uniforms one draw uses."""
+        if self.name in ("laplace", "cauchy"):
+            return 1
+        if self.name == "student-t":
+            return self.dof // 2 + 2
+        return 3
+
+    def enclose(self, iv: Any, boxes: list[Any]) -> Any:
+        """An interval containing Z for every choice of the uniforms inside ``boxes``."""
+        if self.name == "laplace":
+            return _laplace(iv, boxes[0])
+        if self.name == "cauchy":
+            return iv.tan(iv.pi * (boxes[0] - iv.mpf(0.5)))
+        if self.name == "lln":
+            first, _ = _box_muller(iv, boxes[1], boxes[2])
+            return _laplace(iv, boxes[0]) * iv.exp(iv.mpf(self.sigma) * first)
+        d = self.dof
+        first, second = _box_muller(iv, boxes[-2], boxes[-1])
+        chi = iv.mpf(0)
+        for box in boxes[: d // 2]:
+            chi = chi + _nonneg(iv, iv.mpf(-2) * iv.log(box))
+        if d % 2:
+            chi = chi + _square(iv, second)
+        if not chi.a > 0:
+            return _UNBOUNDED(iv)
+        return first / iv.sqrt(chi / iv.mpf(d))
+
+
+def _UNBOUNDED(iv: Any) -> Any:
+    return iv.mpf(["-inf", "inf"])
+
+
+def _nonneg(iv: Any, x: Any) -> Any:
+    """Intersect with [0, inf] (outward rounding may dip below 0 at exact zeros)."""
+    return iv.mpf([max(x.a, 0), max(x.b, 0)])
+
+
+def _square(iv: Any, x: Any) -> Any:
+    lo, hi = x.a, x.b
+    top = max(lo * lo, hi * hi)
+    bottom = 0 if lo <= 0 <= hi else min(lo * lo, hi * hi)
+    return iv.mpf([bottom, top])
+
+
+def _laplace(iv: Any, box: Any) -> Any:
+    half = iv.mpf(0.5)
+    if box.b <= half.a:
+        return iv.log(iv.mpf(2) * box)
+    if box.a >= half.a:
+        return -iv.log(iv.mpf(2) * (iv.mpf(1) - box))
+    return _UNBOUNDED(iv)  # the box straddles the median: undecided, refine
+
+
+def _box_muller(iv: Any, u: Any, v: Any) -> tuple[Any, Any]:
+    radius = iv.sqrt(_nonneg(iv, iv.mpf(-2) * iv.log(u)))
+    angle = iv.mpf(2) * iv.pi * v
+    return radius * iv.cos(angle), radius * iv.sin(angle)
+
+
+_CONTEXTS = threading.local()
+
+
+def _interval_context() -> Any:
+    """A private ``mpmath`` interval context per thread (its precision is ours to set)."""
+    context = getattr(_CONTEXTS, "iv", None)
+    if context is None:
+        from mpmath.ctx_iv import MPIntervalContext  # lazily: only data-dependent scales
+
+        context = MPIntervalContext()
+        _CONTEXTS.iv = context
+    return context
+
+
+class _LazyUniform:
+    """A uniform real in (0, 1) of which the first ``bits`` binary digits are known."""
+
+    __slots__ = ("bits", "numerator")
+
+    def __init__(self, rng: RandomSource) -> None:
+        self.numerator = rng.word()
+        self.bits = _DIGITS
+
+    def refine(self, rng: RandomSource) -> None:
+        self.numerator = (self.numerator << _DIGITS) | rng.word()
+        self.bits += _DIGITS
+
+    def box(self, iv: Any) -> Any:
+        scale = iv.ldexp(iv.mpf(1), -self.bits)
+        low = iv.mpf(self.numerator) * scale
+        high = iv.mpf(self.numerator + 1) * scale
+        return iv.mpf([low.a, high.b])
+
+
+def _floor_endpoint(raw: Any, lattice: OutputLattice) -> int:
+    """floor of a raw mpmath endpoint (possibly infinite), clamped to the lattice."""
+    from mpmath import libmp
+
+    if raw == libmp.finf:
+        return lattice.last
+    if raw == libmp.fninf:
+        return lattice.first
+    k = int(libmp.to_int(raw, libmp.round_floor))
+    return min(max(k, lattice.first), lattice.last)
+
+
+def sample_on_lattice(
+    rng: RandomSource,
+    shape: NoiseShape,
+    center: float,
+    scale: Fraction,
+    lattice: OutputLattice,
+) -> int:
+    r"""The lattice index of :math:`f + cZ`, drawn exactly (Z of the given ``shape``).
+
+    Parameters
+    ----------
+    rng : RandomSource
+        Where the uniform digits come from.
+    shape : NoiseShape
+        The standard noise Z.
+    center : float
+        f, a finite double (an exact rational).
+    scale : Fraction
+        c > 0, an exact rational.
+    lattice : OutputLattice
+        The public output lattice; the result is clamped to its range.
+
+    Returns
+    -------
+    int
+        K with ``lattice.value(K)`` the released double.
+    """
+    iv = _interval_context()
+    if not (math.isfinite(center) and scale > 0):
+        raise InputError("The noise needs a finite centre and a positive scale.")
+    uniforms = [_LazyUniform(rng) for _ in range(shape.uniforms)]
+    for _ in range(_MAX_ROUNDS):
+        iv.prec = uniforms[0].bits + 64
+        z = shape.enclose(iv, [u.box(iv) for u in uniforms])
+        c = iv.mpf(scale.numerator) / iv.mpf(scale.denominator)
+        t = (iv.mpf(center) + c * z) / iv.mpf(lattice.spacing) + iv.mpf(0.5)
+        low_end, high_end = t._mpi_
+        low = _floor_endpoint(low_end, lattice)
+        high = _floor_endpoint(high_end, lattice)
+        if low == high:
+            return low
+        for u in uniforms:
+            u.refine(rng)
+    raise DPSenseError(  # probability far below 2^-1000 for any valid input
+        "The exact noise sampler did not converge; this indicates a bug, please report it."
+    )
+
+
+def noise_cdf(shape: NoiseShape, z: Any, *, upper: bool = False) -> Any:
+    """P(Z <= z) (or P(Z > z) with ``upper=True``) in ``mpmath`` at its current precision.
+
+    The distribution :func:`sample_on_lattice` samples from, written as a CDF: it lets
+    tests and audits compute the exact probability of every output.
+    """
+    import mpmath
+
+    z = mpmath.mpf(z)
+    if upper:  # every shape is symmetric about 0
+        z = -z
+    if mpmath.isinf(z):
+        return mpmath.mpf(1 if z > 0 else 0)
+    if shape.name == "laplace":
+        return mpmath.exp(z) / 2 if z < 0 else 1 - mpmath.exp(-z) / 2
+    if shape.name == "cauchy":
+        return mpmath.mpf(1) / 2 + mpmath.atan(z) / mpmath.pi
+    if shape.name == "student-t":
+        d = shape.dof
+        tail = (
+            mpmath.betainc(
+                mpmath.mpf(d) / 2, mpmath.mpf(1) / 2, 0, d / (d + z * z), regularized=True
+            )
+            / 2
+        )
+        return tail if z < 0 else 1 - tail
+    half_mass = _lln_laplace_transform(abs(z), mpmath.mpf(shape.sigma)) / 2
+    return half_mass if z < 0 else 1 - half_mass
+
+
+def _lln_laplace_transform(a: Any, sigma: Any) -> Any:
+    r""":math:`G(a) = E[\exp(-a e^{-\sigma Y})]`, Y ~ N(0, 1), so that for the
+    Laplace-log-normal Z, :math:`P(Z \le -a) = G(a)/2` (condition on Y).
+
+    Gauss–Legendre quadrature on panels around the peak of the integrand, which lies
+    where :math:`y = a\sigma e^{-\sigma y}` (found by Newton's method).
+    """
+    import mpmath
+
+    if a == 0:
+        return mpmath.mpf(1)
+    y = mpmath.mpf(0)
+    for _ in range(100):
+        pull = a * sigma * mpmath.exp(-sigma * y)
+        step = (y - pull) / (1 + sigma * pull)
+        y -= step
+        if abs(step) < mpmath.mpf(2) ** -30:
+            break
+    width = 1 / mpmath.sqrt(max(1 + sigma * y, mpmath.mpf(1)))
+
+    def integrand(t: Any) -> Any:
+        return mpmath.exp(-a * mpmath.exp(-sigma * t)) * mpmath.npdf(t)
+
+    panels = [y + width * k for k in (-60, -20, -8, -3, 0, 3, 8, 20, 60)]
+    return mpmath.quad(integrand, panels, method="gauss-legendre")
+
+
+def cell_probability(
+    shape: NoiseShape, center: float, scale: Fraction, lattice: OutputLattice, k: int
+) -> Any:
+    r"""The exact probability that :func:`sample_on_lattice` returns ``k`` (an mpmath number).
+
+    :math:`P(K = k) = F(b_{k+1}) - F(b_k)` with :math:`b_k = (\gamma(k - 1/2) - f)/c`,
+    :math:`b_{k_{lo}} = -\infty` and :math:`b_{k_{hi}+1} = +\infty` (the clamped tails).
+    Computed in the tail away from the centre, so tiny probabilities keep their digits.
+    """
+    import mpmath
+
+    if not lattice.first <= k <= lattice.last:
+        return mpmath.mpf(0)
+    c = mpmath.mpf(scale.numerator) / scale.denominator
+
+    def edge(j: int) -> Any:
+        if j == lattice.first:
+            return -mpmath.inf
+        if j == lattice.last + 1:
+            return mpmath.inf
+        return (mpmath.mpf(lattice.spacing) * (mpmath.mpf(j) - mpmath.mpf(0.5)) - center) / c
+
+    low, high = edge(k), edge(k + 1)
+    if low >= 0:
+        return noise_cdf(shape, low, upper=True) - noise_cdf(shape, high, upper=True)
+    return noise_cdf(shape, high) - noise_cdf(shape, low)
