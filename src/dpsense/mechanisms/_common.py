@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -10,7 +11,13 @@ from numpy.typing import NDArray
 
 from dpsense.errors import InputError
 
-__all__ = ["MechanismResult", "as_float_values", "as_int_values", "restore_shape"]
+__all__ = [
+    "MechanismResult",
+    "as_exact_values",
+    "as_float_values",
+    "as_int_values",
+    "restore_shape",
+]
 
 
 @dataclass(frozen=True)
@@ -58,6 +65,29 @@ def as_float_values(value: Any, where: str) -> tuple[NDArray[np.float64], bool]:
     if not np.all(np.isfinite(arr)):
         raise InputError(f"The 'value' parameter of {where} contains NaN or infinity.")
     return arr.reshape(-1), arr.ndim == 0
+
+
+def as_exact_values(value: Any, where: str) -> tuple[list[Fraction], bool] | None:
+    """Exact rational input: a :class:`~fractions.Fraction`, or a non-empty list, tuple or
+    object array whose first element is one. Returns the values flat and whether scalar,
+    or None for any other input (handled as doubles by :func:`as_float_values`).
+
+    Exact values are rounded to a noise grid in exact arithmetic, so a value far from 0
+    relative to its sensitivity loses nothing to a double before the noise is added.
+    """
+    if isinstance(value, Fraction):
+        return [value], True
+    if isinstance(value, list | tuple) or (isinstance(value, np.ndarray) and value.dtype == object):
+        flat = list(np.asarray(value, dtype=object).reshape(-1))
+        if not flat or not isinstance(flat[0], Fraction):
+            return None
+        try:
+            return [Fraction(v) for v in flat], False
+        except (TypeError, ValueError, OverflowError):
+            raise InputError(
+                f"The 'value' parameter of {where} must hold finite numbers."
+            ) from None
+    return None
 
 
 def as_int_values(value: Any, where: str) -> tuple[NDArray[np.int64], bool]:

@@ -18,11 +18,14 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+import numpy as np
+from numpy.typing import NDArray
 from scipy import special
 
 from dpsense.errors import InputError
 from dpsense.mechanisms._common import (
     MechanismResult,
+    as_exact_values,
     as_float_values,
     as_int_values,
     restore_shape,
@@ -65,6 +68,17 @@ def _rational_at_least(value: float) -> Fraction:
     return Fraction(math.ceil(exact * _MAX_DENOMINATOR), _MAX_DENOMINATOR)
 
 
+def _as_doubles(flat: Any) -> NDArray[np.float64]:
+    """A copy of the values as doubles (only where no noise is added at all)."""
+    return np.array([float(v) for v in flat], dtype=np.float64)
+
+
+def _restore(noisy: NDArray[np.float64], like: Any, scalar: bool, exact: bool) -> Any:
+    if exact and not scalar:
+        return noisy.reshape(np.shape(np.asarray(like, dtype=object)))
+    return restore_shape(noisy, like, scalar)
+
+
 @dataclass(frozen=True)
 class LaplaceMechanism:
     r"""The Laplace mechanism: :math:`f(x) + \mathrm{Lap}(\Delta_1/\varepsilon)` per coordinate.
@@ -95,16 +109,22 @@ class LaplaceMechanism:
         return self.sensitivity / self.epsilon
 
     def release(self, value: Any, rng: object = None) -> MechanismResult:
-        """Add noise to ``value`` (scalar or array)."""
-        flat, scalar = as_float_values(value, "laplace")
+        """Add noise to ``value`` (scalar or array).
+
+        ``value`` may also be an exact :class:`~fractions.Fraction` (or a list of them):
+        it is then rounded to the noise grid in exact arithmetic (a statistic's
+        ``_value_exact``), and the result is a float (or a float array).
+        """
+        exact = as_exact_values(value, "laplace")
+        flat, scalar = exact if exact is not None else as_float_values(value, "laplace")
         source = resolve_rng(rng, where="laplace")
         if self.sensitivity == 0.0:
-            noisy, scale, grid = flat.copy(), 0.0, None
+            noisy, scale, grid = _as_doubles(flat), 0.0, None
         else:
             noisy, info = grid_laplace(flat, self.sensitivity, self.epsilon, source)
             scale, grid = info.scale, info.grid
         return MechanismResult(
-            restore_shape(noisy, value, scalar),
+            _restore(noisy, value, scalar, exact is not None),
             "laplace",
             self.epsilon,
             0.0,
@@ -176,16 +196,17 @@ class GaussianMechanism:
         return 0.0 if self.sigma == 0 else self.sensitivity**2 / (2.0 * self.sigma**2)
 
     def release(self, value: Any, rng: object = None) -> MechanismResult:
-        """Add noise to ``value`` (scalar or array)."""
-        flat, scalar = as_float_values(value, "gaussian")
+        """Add noise to ``value`` (scalar or array; exact Fractions as for Laplace)."""
+        exact = as_exact_values(value, "gaussian")
+        flat, scalar = exact if exact is not None else as_float_values(value, "gaussian")
         source = resolve_rng(rng, where="gaussian")
         if self.sensitivity == 0.0:
-            noisy, scale, grid = flat.copy(), 0.0, None
+            noisy, scale, grid = _as_doubles(flat), 0.0, None
         else:
             noisy, info = grid_gaussian(flat, self.sensitivity, self.sigma, source)
             scale, grid = info.scale, info.grid
         return MechanismResult(
-            restore_shape(noisy, value, scalar),
+            _restore(noisy, value, scalar, exact is not None),
             "gaussian",
             self.epsilon,
             self.delta,

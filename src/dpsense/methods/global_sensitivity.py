@@ -3,10 +3,16 @@ r"""The ``global`` method: noise calibrated to global sensitivity.
 * Count: discrete Laplace (pure epsilon) or discrete Gaussian (zCDP, when delta > 0 and
   ``noise="gaussian"``); under substitute the count is public and released as is.
 * Mean under add-remove (n private): noisy sum over noisy count (seed 000), each with half
-  the budget; the sum is of values centred at the midpoint, so its sensitivity is w/2.
+  the budget; the sum is of the records mapped to a fine public grid centred at the
+  midpoint (accumulated exactly in integers), so its sensitivity is about w/2.
 * Everything else: Laplace at the global sensitivity (pure epsilon), or the analytic
   Gaussian when ``noise="gaussian"`` and delta > 0. Under substitute the global
   sensitivity uses the public n.
+
+Floating point: the value is the statistic's exact rational ``_value_exact``, rounded to
+the noise grid in exact arithmetic, and the sensitivity is inflated by twice its proven
+error bound ``exact_value_error`` (|f^(x) - f^(x')| <= |f(x) - f(x')| + 2E), so the
+guarantee is about the computed value (docs/sensitivity.md §Floating-point error of f).
 
 Outputs are clipped to the statistic's range (post-processing).
 """
@@ -14,8 +20,7 @@ Outputs are clipped to the statistic's range (post-processing).
 from __future__ import annotations
 
 import math
-
-import numpy as np
+from fractions import Fraction
 
 from dpsense._arrays import FloatArray
 from dpsense.errors import InputError
@@ -28,8 +33,20 @@ from dpsense.methods._release import Release
 from dpsense.neighbours import Neighbours
 from dpsense.noise.rng import RandomSource
 from dpsense.statistics import BoundedStatistic, Count, Mean, Statistic
+from dpsense.statistics._exact import RecordGrid, float_up
 
-__all__ = ["output_range", "release_global"]
+__all__ = ["inflated_sensitivity", "output_range", "release_global"]
+
+
+def inflated_sensitivity(sensitivity: float, statistic: Statistic) -> float:
+    """``sensitivity + 2 * exact_value_error``, rounded up: covers the computed value."""
+    error = statistic.exact_value_error
+    if not math.isfinite(error):
+        raise InputError(
+            f"The {statistic.name} statistic has no proven bound on the floating-point "
+            "error of its value; implement exact_value_error to release it."
+        )
+    return float_up(Fraction(sensitivity) + 2 * Fraction(error))
 
 
 def output_range(statistic: Statistic, n: int | None = None) -> tuple[float, float]:
@@ -104,8 +121,10 @@ def release_global(
     if isinstance(statistic, Mean) and neighbours == "add-remove":
         return _noisy_sum_over_count(xc, statistic, epsilon, rng)
 
-    sensitivity = statistic.global_sensitivity(neighbours, n=public_n)
-    value = statistic._value(xc)
+    sensitivity = inflated_sensitivity(
+        statistic.global_sensitivity(neighbours, n=public_n), statistic
+    )
+    value = statistic._value_exact(xc)
     if noise == "gaussian":
         gauss = GaussianMechanism(sensitivity, epsilon, delta)
         out = gauss.release(value, rng)
@@ -119,13 +138,19 @@ def release_global(
 def _noisy_sum_over_count(
     xc: FloatArray, statistic: Mean, epsilon: float, rng: RandomSource
 ) -> Release:
-    """Seed 000's mean under add-remove: (noisy centred sum) / (noisy count) + midpoint."""
+    r"""Seed 000's mean under add-remove: (noisy centred sum) / (noisy count) + centre.
+
+    The centred sum is :math:`\sum_i (\varphi(x_i) - c) = \gamma \sum_i k_i`, exact in
+    integers, with sensitivity :math:`\gamma \max(|k_\ell|, |k_u|) \le w/2 + \gamma`
+    (:class:`~dpsense.statistics._exact.RecordGrid`); the estimate is post-processing.
+    """
     half = epsilon / 2.0
-    mid, w = statistic.midpoint, statistic.width
-    centred_sum = float(np.sum(xc - mid))
-    noisy_sum = LaplaceMechanism(w / 2.0, half).release(centred_sum, rng).value
+    grid = RecordGrid.for_bounds(statistic.lower, statistic.upper)
+    centred_sum = Fraction(grid.grid) * grid.integer_sum(xc)
+    sensitivity = float(grid.max_offset)  # exact: an integer below 2^42 times 2^j
+    noisy_sum = LaplaceMechanism(sensitivity, half).release(centred_sum, rng).value
     noisy_count = DiscreteLaplaceMechanism.for_privacy(1, half).release(xc.shape[0], rng).value
-    value = mid + noisy_sum / max(noisy_count, 1)
+    value = grid.centre + noisy_sum / max(noisy_count, 1)
     return Release(
         _clip(value, statistic, None),
         False,

@@ -12,6 +12,12 @@ the exact tail of the discrete Laplace, :math:`P(Z \ge m) = q^m/(1+q)`, :math:`q
 
 Guarantee: :math:`(\varepsilon_t + \varepsilon_r, \delta)`-DP. A refusal spends the whole
 budget too.
+
+Floating point: the released value is the statistic's exact rational ``_value_exact``,
+within E = ``exact_value_error`` of f, so its local sensitivity is at most
+:math:`LS_f + 2E`. The test therefore uses :math:`D(x, b - 2E)` (a distance to instability
+of the same A(k), hence sensitivity 1), and refuses outright when :math:`b \le 2E`
+(docs/sensitivity.md §Floating-point error of f).
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from dpsense.noise.exact import discrete_laplace
 from dpsense.noise.rng import RandomSource
 from dpsense.params import check_finite
 from dpsense.statistics import INFINITE_DISTANCE, Statistic
+from dpsense.statistics._exact import float_up
 
 __all__ = ["ptr_threshold", "release_ptr"]
 
@@ -61,6 +68,17 @@ def ptr_threshold(epsilon_test: float, delta: float) -> int:
     return m
 
 
+def _test_bound(bound: float, error: float) -> float | None:
+    """The largest double <= bound - 2 * error, or None when that is negative or unknown."""
+    if not math.isfinite(error):
+        return None
+    target = Fraction(bound) - 2 * Fraction(error)
+    if target < 0:
+        return None
+    down = -float_up(-target)
+    return max(down, 0.0)
+
+
 def release_ptr(
     xc: FloatArray,
     statistic: Statistic,
@@ -90,7 +108,9 @@ def release_ptr(
         raise InputError("Propose-test-release is (epsilon, delta)-DP: pass delta > 0.")
     eps_test, eps_release = frac * epsilon, (1.0 - frac) * epsilon
     threshold = ptr_threshold(eps_test, delta)
-    distance = statistic.profile(xc, neighbours).distance(b)
+    test_bound = _test_bound(b, statistic.exact_value_error)
+    # b <= 2E: no dataset is certified safe, so the distance is 0
+    distance = 0 if test_bound is None else statistic.profile(xc, neighbours).distance(test_bound)
     noise = int(discrete_laplace(rng, _test_scale(eps_test), 1)[0])
     passed = distance == INFINITE_DISTANCE or distance + noise >= threshold
     params = {"bound": b, "test_fraction": frac, "threshold": threshold}
@@ -103,7 +123,7 @@ def release_ptr(
     scale = b / eps_release
     if not passed:
         return Release(None, True, epsilon, delta, "ptr", "laplace", scale, **common)  # type: ignore[arg-type]
-    out = LaplaceMechanism(b, eps_release).release(statistic._value(xc), rng)
+    out = LaplaceMechanism(b, eps_release).release(statistic._value_exact(xc), rng)
     lo, hi = output_range(statistic, xc.shape[0] if neighbours == "substitute" else None)
     value = float(min(max(out.value, lo), hi))
     return Release(value, False, epsilon, delta, "ptr", "laplace", out.scale, **common)  # type: ignore[arg-type]

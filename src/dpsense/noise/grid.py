@@ -18,9 +18,10 @@ Google's library; docs/noise.md gives the derivation.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Final
+from typing import Final, TypeAlias
 
 import numpy as np
 from numpy.typing import NDArray
@@ -29,9 +30,18 @@ from dpsense.errors import InputError
 from dpsense.noise.exact import discrete_gaussian, discrete_laplace
 from dpsense.noise.rng import RandomSource
 
-__all__ = ["GridNoise", "grid_gaussian", "grid_laplace", "pow2_at_most", "round_to_grid"]
+__all__ = [
+    "GridNoise",
+    "grid_gaussian",
+    "grid_laplace",
+    "pow2_at_most",
+    "round_exact_to_grid",
+    "round_to_grid",
+]
 
 F64 = NDArray[np.float64]
+Values: TypeAlias = "F64 | Sequence[Fraction]"
+"""Doubles, or exact rationals (rounded to the grid in exact arithmetic, never via a double)."""
 _LAPLACE_BITS: Final = 20  # grid = sensitivity / (d 2^20): inflation of at most 2^-20
 _GAUSS_BITS: Final = 20  # integer sigma of at least 2^20 ...
 _GAUSS_MAX_BITS: Final = 24  # ... and below 2^25
@@ -67,19 +77,65 @@ def round_to_grid(values: F64, grid: float) -> NDArray[np.float64]:
     return np.rint(scaled)
 
 
-def _add_integer_noise(m: F64, z: NDArray[np.int64], grid: float) -> F64:
-    """grid * (m + z) where the sum is formed exactly as an integer, then converted."""
-    if np.all(np.abs(m) < _INT_LIMIT):
-        total = m.astype(np.int64) + z
-        return np.asarray(total.astype(np.float64) * grid, dtype=np.float64)
-    out = np.empty(m.shape, dtype=np.float64)
-    for i, (mi, zi) in enumerate(zip(m.tolist(), z.tolist(), strict=True)):
-        out[i] = float(int(mi) + int(zi)) * grid
+def round_exact_to_grid(values: Sequence[Fraction], grid: float) -> list[int]:
+    """``round(v / grid)`` (half to even, like ``rint``) in exact rational arithmetic.
+
+    An exact value far from 0 relative to the grid (a mean near 2^52 with a sensitivity
+    of 1) keeps every bit: nothing is rounded to a double before the noise is added.
+    """
+    g = Fraction(grid)
+    cache: dict[Fraction, int] = {}
+    out = []
+    for v in values:
+        m = cache.get(v)
+        if m is None:
+            m = cache[v] = round(v / g)
+        out.append(m)
     return out
 
 
+def _to_double(total: int, grid: float) -> float:
+    try:
+        return float(total) * grid
+    except OverflowError:
+        raise InputError(
+            "A value is too large for the noise grid implied by the sensitivity; "
+            "check the bounds and the sensitivity."
+        ) from None
+
+
+def _add_integer_noise(m: F64 | list[int], z: NDArray[np.int64], grid: float) -> F64:
+    """grid * (m + z) where the sum is formed exactly as an integer, then converted.
+
+    The conversion of the integer m + z to a double is post-processing of the private
+    integer; int64 arithmetic is used only where it cannot overflow.
+    """
+    small = isinstance(m, np.ndarray) and np.all(np.abs(m) < _INT_LIMIT)
+    if small and np.all(np.abs(z) < _INT_LIMIT):
+        assert isinstance(m, np.ndarray)
+        total = m.astype(np.int64) + z
+        return np.asarray(total.astype(np.float64) * grid, dtype=np.float64)
+    ms = m.tolist() if isinstance(m, np.ndarray) else m
+    out = np.empty(len(ms), dtype=np.float64)
+    for i, (mi, zi) in enumerate(zip(ms, z.tolist(), strict=True)):
+        out[i] = _to_double(int(mi) + int(zi), grid)
+    return out
+
+
+def _integers(values: Values, grid: float) -> F64 | list[int]:
+    if isinstance(values, np.ndarray) and values.dtype != object:
+        return round_to_grid(values, grid)
+    return round_exact_to_grid([Fraction(v) for v in values], grid)
+
+
+def _size(values: Values) -> int:
+    if isinstance(values, np.ndarray):
+        return int(values.size)
+    return len(values)
+
+
 def grid_laplace(
-    values: F64, l1_sensitivity: float, epsilon: float, rng: RandomSource
+    values: Values, l1_sensitivity: float, epsilon: float, rng: RandomSource
 ) -> tuple[F64, GridNoise]:
     r"""Pure epsilon-DP Laplace noise on a power-of-two grid (exact integer noise).
 
@@ -87,19 +143,22 @@ def grid_laplace(
     integer sensitivity :math:`\Delta_g = \lfloor \Delta_1/\gamma \rfloor + d` and integer
     scale :math:`t = \lceil \Delta_g / \varepsilon \rceil`, the discrete Laplace
     :math:`P(z) \propto e^{-|z|/t}` gives :math:`\Delta_g / t \le \varepsilon`.
+
+    ``values`` is a flat float array, or a sequence of exact :class:`~fractions.Fraction`
+    values, rounded to the grid in exact arithmetic.
     """
-    flat = np.asarray(values, dtype=np.float64).reshape(-1)
-    d = max(1, flat.size)
+    size = _size(values)
+    d = max(1, size)
     grid = pow2_at_most(l1_sensitivity / (d * 2.0**_LAPLACE_BITS))
     delta_g = math.floor(l1_sensitivity / grid) + d
     t = math.ceil(Fraction(delta_g) / Fraction(epsilon))
-    m = round_to_grid(flat, grid)
-    z = discrete_laplace(rng, Fraction(t), flat.size)
+    m = _integers(values, grid)
+    z = discrete_laplace(rng, Fraction(t), size)
     return _add_integer_noise(m, z, grid), GridNoise(grid, t, t * grid)
 
 
 def grid_gaussian(
-    values: F64, l2_sensitivity: float, sigma: float, rng: RandomSource
+    values: Values, l2_sensitivity: float, sigma: float, rng: RandomSource
 ) -> tuple[F64, GridNoise]:
     r"""Gaussian noise of scale at least ``sigma`` on a power-of-two grid (exact integers).
 
@@ -111,8 +170,8 @@ def grid_gaussian(
     ratio — hence every (epsilon, delta) and zCDP guarantee of the continuous Gaussian
     with scale sigma — is preserved or improved (docs/noise.md).
     """
-    flat = np.asarray(values, dtype=np.float64).reshape(-1)
-    d = max(1, flat.size)
+    size = _size(values)
+    d = max(1, size)
     # fine enough that rounding inflates the sensitivity by ~2^-20, but with the integer
     # sigma at most ~2^25 so the exact sampler stays in 64-bit arithmetic
     grid = max(
@@ -121,8 +180,8 @@ def grid_gaussian(
     )
     inflated = Fraction(sigma) * (Fraction(l2_sensitivity) + Fraction(grid) * _sqrt_up(d))
     t = math.ceil(inflated / (Fraction(l2_sensitivity) * Fraction(grid)))
-    m = round_to_grid(flat, grid)
-    z = discrete_gaussian(rng, Fraction(t * t), flat.size)
+    m = _integers(values, grid)
+    z = discrete_gaussian(rng, Fraction(t * t), size)
     return _add_integer_noise(m, z, grid), GridNoise(grid, t, t * grid)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any, ClassVar
 
 import numpy as np
@@ -50,6 +51,38 @@ class Statistic(ABC):
 
         The local sensitivity (k = 0) is always exact.
         """
+
+    # -- floating-point error of the value ---------------------------------------------
+    @property
+    def value_error(self) -> float:
+        """A bound on ``|self._value(xc) - f(xc)|`` valid for every dataset within the bounds.
+
+        ``f`` is the exact real statistic; the bound depends only on public parameters
+        (bounds, trim, p), never on the data or on n, and holds under both neighbour
+        relations, the empty dataset included. A method that releases ``_value`` must
+        cover it: the computed value's local sensitivity is at most the exact one plus
+        ``2 * value_error``. ``inf`` where no finite bound is proved (the base class, and
+        :class:`Sum`, whose double cannot hold every sum: use :meth:`_value_exact`).
+        docs/sensitivity.md §Floating-point error of f proves every bound.
+        """
+        return math.inf
+
+    @property
+    def exact_value_error(self) -> float:
+        """A bound on ``|self._value_exact(xc) - f(xc)|`` (at most :attr:`value_error`).
+
+        Smaller than :attr:`value_error` where the last rounding to a double is the
+        dominant error (a mean far from 0 relative to its width).
+        """
+        return self.value_error
+
+    def _value_exact(self, xc: FloatArray) -> Fraction:
+        """The computed value as an exact rational, within :attr:`exact_value_error` of f.
+
+        The mechanisms round this number to their noise grid in exact arithmetic, so no
+        rounding to a double happens before the noise is added.
+        """
+        return Fraction(self._value(xc))
 
     # -- shared machinery ---------------------------------------------------------------
     @property

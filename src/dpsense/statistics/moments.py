@@ -10,12 +10,21 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import ClassVar
 
 import numpy as np
 
 from dpsense._arrays import FloatArray
 from dpsense.neighbours import Neighbours
+from dpsense.statistics._exact import (
+    ETA,
+    UNIT_ROUNDOFF,
+    RecordGrid,
+    centred_mean_parts,
+    float_up,
+    fsum_rows,
+)
 from dpsense.statistics._profile import FunctionProfile, IntArray, Profile
 from dpsense.statistics.base import BoundedStatistic, Statistic
 
@@ -43,6 +52,11 @@ class Count(Statistic):
     def _batch(self, xc: FloatArray) -> FloatArray:
         return np.full(xc.shape[0], float(xc.shape[1]))
 
+    @property
+    def value_error(self) -> float:
+        """0: a count below 2^53 (any array that fits in memory) is an exact double."""
+        return 0.0
+
     def _global(self, neighbours: Neighbours, n: int | None) -> float:
         return 1.0 if neighbours == "add-remove" else 0.0
 
@@ -55,43 +69,129 @@ class Count(Statistic):
 
 @dataclass(frozen=True)
 class Sum(BoundedStatistic):
-    r"""The sum of records clipped to ``[lower, upper]``.
+    r"""The sum of records clipped to ``[lower, upper]``, each on a fine public grid.
+
+    To be computed exactly, the sum is of :math:`\varphi(x_i)`, a per-record map onto the
+    grid :math:`c + \gamma\mathbb{Z}` (c the midpoint, :math:`\gamma = 2^{-40}` times the
+    largest power of two <= w), clamped into ``[lower, upper]``:
+    :math:`|\varphi(x) - x| \le \gamma + 2^{-53} w` and :math:`\varphi` is non-decreasing.
+    The sum of :math:`\varphi` is accumulated in integers, so :meth:`_value_exact` is exact
+    (``exact_value_error = 0``); the double returned by calling the statistic is its
+    correctly rounded value. Sensitivities are those of :math:`\sum_i \varphi(x_i)`:
 
     .. math::
-        GS_{\text{add-remove}} = \max(|l|, |u|), \qquad GS_{\text{substitute}} = u - l,
+        GS_{\text{add-remove}} = \max(|l|, |u|), \qquad
+        GS_{\text{substitute}} = \varphi(u) - \varphi(l) \le u - l,
 
-    and under substitute :math:`LS(x) = \max(u - x_{(1)}, x_{(n)} - l)`, :math:`A(k) = w`
-    for k >= 1 (seed 003; docs/sensitivity.md §Sum).
+    and under substitute :math:`LS(x) = \max(\varphi(u) - \varphi(x_{(1)}),
+    \varphi(x_{(n)}) - \varphi(l))`, :math:`A(k) = \varphi(u) - \varphi(l)` for k >= 1
+    (docs/sensitivity.md §Sum and §Floating-point error of f).
     """
 
     lower: float
     upper: float
     kind: ClassVar[str] = "sum"
 
+    @property
+    def _grid(self) -> RecordGrid:
+        return RecordGrid.for_bounds(self.lower, self.upper)
+
+    def _value_exact(self, xc: FloatArray) -> Fraction:
+        grid = self._grid
+        return grid.total(int(xc.shape[0]), grid.integer_sum(xc))
+
     def _value(self, xc: FloatArray) -> float:
-        return float(np.sum(xc))
+        return float(self._value_exact(xc))
 
     def _batch(self, xc: FloatArray) -> FloatArray:
-        return np.asarray(np.sum(xc, axis=1), dtype=np.float64)
+        grid, n = self._grid, int(xc.shape[1])
+        return np.array([float(grid.total(n, k)) for k in grid.integer_sums(xc)])
+
+    @property
+    def value_error(self) -> float:
+        """inf: the double of a sum of unbounded length has no data-independent error.
+
+        :meth:`_value_exact` is exact (:attr:`exact_value_error` is 0); every dpsense
+        method releases that rational, not the double.
+        """
+        return math.inf
+
+    @property
+    def exact_value_error(self) -> float:
+        """0: the sum of the grid values is accumulated exactly in integers."""
+        return 0.0
+
+    def _span(self) -> float:
+        grid = self._grid
+        return float(Fraction(grid.grid) * (grid.k_high - grid.k_low))
 
     def _global(self, neighbours: Neighbours, n: int | None) -> float:
         if neighbours == "add-remove":
             return max(abs(self.lower), abs(self.upper))
-        return self.width
+        return self._span()
 
     def profile(self, xc: FloatArray, neighbours: Neighbours) -> Profile:
         if neighbours == "add-remove":
             return _const(self._global(neighbours, None))
         if xc.shape[0] == 0:
             return _const(0.0)
-        local = max(self.upper - float(xc.min()), float(xc.max()) - self.lower)
-        w = self.width
+        grid = self._grid
+        k = grid.integers(xc)
+        gap = max(grid.k_high - int(k.min()), int(k.max()) - grid.k_low)
+        local = float(Fraction(grid.grid) * gap)  # exact: an integer below 2^42 times 2^j
+        w = self._span()
         return FunctionProfile(
             local, lambda ks: np.full(ks.shape, w), cap=w, saturation=1, exact=True
         )
 
     def sensitivity_is_exact(self, neighbours: str = "add-remove") -> bool:
         return True
+
+
+def _centre(lower: float, upper: float) -> float:
+    """A public double in [lower, upper] near the midpoint (no overflow for huge bounds)."""
+    return min(max(0.5 * lower + 0.5 * upper, lower), upper)
+
+
+def _width_and_magnitude(lower: float, upper: float) -> tuple[Fraction, Fraction]:
+    lo, hi = Fraction(lower), Fraction(upper)
+    return hi - lo, max(abs(lo), abs(hi))
+
+
+def mean_errors(lower: float, upper: float) -> tuple[float, float]:
+    r"""(exact, double) error bounds of the centred fsum mean on ``[lower, upper]``.
+
+    Exact rational :math:`c + S/n`: :math:`(2u + u^2) W + \eta`; the double
+    :math:`\mathrm{fl}(c + \mathrm{fl}(S/n))` adds :math:`u(1+u)^2 W + u(M + W) + 2\eta`
+    (docs/sensitivity.md §Floating-point error of f, Mean).
+    """
+    u = UNIT_ROUNDOFF
+    width, magnitude = _width_and_magnitude(lower, upper)
+    exact = (2 * u + u * u) * width + ETA
+    double = exact + u * (1 + u) ** 2 * width + u * (magnitude + width) + 2 * ETA
+    return float_up(exact), float_up(double)
+
+
+def mean_value(xc: FloatArray, lower: float, upper: float) -> float:
+    """``clip(fl(c + fl(fsum(fl(x - c)) / n)))``, c the public centre (n >= 1)."""
+    c = _centre(lower, upper)
+    _, total = centred_mean_parts(xc, c)
+    return float(min(max(c + total / xc.shape[0], lower), upper))
+
+
+def mean_value_exact(xc: FloatArray, lower: float, upper: float) -> Fraction:
+    """The rational ``clip(c + fsum(fl(x - c)) / n)`` (n >= 1)."""
+    c = _centre(lower, upper)
+    _, total = centred_mean_parts(xc, c)
+    value = Fraction(c) + Fraction(total) / int(xc.shape[0])
+    return Fraction(min(max(value, Fraction(lower)), Fraction(upper)))
+
+
+def mean_rows(xc: FloatArray, lower: float, upper: float) -> FloatArray:
+    """:func:`mean_value` of each row of a 2-D array, with the same operations."""
+    c = _centre(lower, upper)
+    totals = fsum_rows(xc - c)
+    return np.asarray(np.clip(c + totals / xc.shape[1], lower, upper), dtype=np.float64)
 
 
 @dataclass(frozen=True)
@@ -120,12 +220,27 @@ class Mean(BoundedStatistic):
     kind: ClassVar[str] = "mean"
 
     def _value(self, xc: FloatArray) -> float:
-        return float(np.mean(xc)) if xc.shape[0] else self.midpoint
+        return mean_value(xc, self.lower, self.upper) if xc.shape[0] else self.midpoint
+
+    def _value_exact(self, xc: FloatArray) -> Fraction:
+        if xc.shape[0] == 0:
+            return Fraction(self.midpoint)
+        return mean_value_exact(xc, self.lower, self.upper)
 
     def _batch(self, xc: FloatArray) -> FloatArray:
         if xc.shape[1] == 0:
             return np.full(xc.shape[0], self.midpoint)
-        return np.asarray(np.mean(xc, axis=1), dtype=np.float64)
+        return mean_rows(xc, self.lower, self.upper)
+
+    @property
+    def value_error(self) -> float:
+        """About ``4u w + u max(|l|, |u|)`` (u = 2^-53): centred fsum, two roundings."""
+        return mean_errors(self.lower, self.upper)[1]
+
+    @property
+    def exact_value_error(self) -> float:
+        """About ``2u w``: the rational ``c + fsum(x - c)/n`` is not rounded again."""
+        return mean_errors(self.lower, self.upper)[0]
 
     def _global(self, neighbours: Neighbours, n: int | None) -> float:
         if neighbours == "add-remove":
@@ -142,7 +257,7 @@ class Mean(BoundedStatistic):
             return FunctionProfile(
                 local, lambda ks: np.full(ks.shape, w / n), cap=w / n, saturation=1, exact=True
             )
-        mu = float(np.mean(xc)) if n else self.midpoint
+        mu = self._value(xc)
         if n == 0:
             local = w / 2.0
         else:
@@ -176,6 +291,38 @@ def _var_parts(xc: FloatArray) -> tuple[float, float]:
     return mu, float(np.mean((xc - mu) ** 2))
 
 
+def variance_rows(xc: FloatArray, lower: float, upper: float) -> FloatArray:
+    r"""Two-pass population variance of each row (rows of n >= 1 values).
+
+    :math:`d = \mathrm{fl}(x - c)`, :math:`q = \mathrm{fl}(\mathrm{fsum}(d)/n)`,
+    :math:`e = \mathrm{fl}(d - q)`, :math:`V = \mathrm{fl}(\mathrm{fsum}(\mathrm{fl}(e^2))/n)`
+    (docs/sensitivity.md §Floating-point error of f, Variance).
+    """
+    n = xc.shape[1]
+    d = xc - _centre(lower, upper)
+    q = fsum_rows(d) / n
+    e = d - q[:, None]
+    return np.asarray(fsum_rows(e * e) / n, dtype=np.float64)
+
+
+def variance_errors(lower: float, upper: float) -> tuple[float, float]:
+    """(variance, standard deviation) bounds on the error of :func:`variance_rows`."""
+    u, eta = UNIT_ROUNDOFF, ETA
+    width, _ = _width_and_magnitude(lower, upper)
+    mean_exact = (2 * u + u * u) * width + eta
+    eps_q = u * (1 + u) ** 2 * width + eta + mean_exact  # |q - (mu - c)|
+    a = u * width + eps_q  # |(d_i - q) - (x_i - mu)|
+    b = a + u * (width + a)  # |e_i - (x_i - mu)|
+    big = (width + b) ** 2  # bound on e_i^2
+    a1 = b * (2 * width + b) + u * big + eta  # mean of |fl(e_i^2) - (x_i - mu)^2|
+    a2 = u * (1 + u) * big + eta  # fsum rounding, divided by n
+    a3 = u * (1 + u) ** 2 * big + eta  # the division by n
+    var = float_up(a1 + a2 + a3)
+    root = math.nextafter(math.sqrt(var), math.inf)
+    std = float_up(Fraction(root) * (1 + u) + u * width / 2 + eta)
+    return var, std
+
+
 @dataclass(frozen=True)
 class Variance(BoundedStatistic):
     r"""The population variance :math:`\frac1n \sum (x_i - \mu)^2` of clipped records.
@@ -201,12 +348,22 @@ class Variance(BoundedStatistic):
     def _value(self, xc: FloatArray) -> float:
         if xc.shape[0] == 0:
             return 0.0
-        return float(self._transform(np.asarray(_var_parts(xc)[1])))
+        return float(self._batch(xc.reshape(1, -1))[0])
 
     def _batch(self, xc: FloatArray) -> FloatArray:
         if xc.shape[1] == 0:
             return np.zeros(xc.shape[0])
-        return self._transform(np.asarray(np.var(xc, axis=1), dtype=np.float64))
+        return self._transform(variance_rows(xc, self.lower, self.upper))
+
+    @property
+    def value_error(self) -> float:
+        r"""About ``13 u w^2`` for the variance, ``sqrt(13 u) w`` for the standard deviation.
+
+        u = 2^-53; two-pass with correctly rounded sums (Higham 2002, §1.9 and §4; Shewchuk
+        1997), and :math:`|\sqrt a - \sqrt b| \le \sqrt{|a - b|}` for the square root.
+        """
+        var, std = variance_errors(self.lower, self.upper)
+        return std if self._sqrt else var
 
     def _h(self, m: IntArray) -> FloatArray:
         """Upper bound on the add-remove local sensitivity of any dataset of size >= m."""
@@ -237,7 +394,8 @@ class Variance(BoundedStatistic):
         n, lo, hi = xc.shape[0], self.lower, self.upper
         if n == 0 or (neighbours == "substitute" and n == 1):
             return 0.0
-        mu, var = _var_parts(xc)
+        mu, _ = _var_parts(xc)
+        var = float(variance_rows(xc.reshape(1, -1), lo, hi)[0])
         if neighbours == "add-remove":
             d2 = (xc - mu) ** 2
             d2max = max(hi - mu, mu - lo) ** 2

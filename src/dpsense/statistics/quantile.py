@@ -246,6 +246,11 @@ class Quantile(BoundedStatistic):
         r = self.rank(m)
         return np.partition(xc, r - 1, axis=1)[:, r - 1]
 
+    @property
+    def value_error(self) -> float:
+        """0: the value is one of the clipped records (or the lower bound), not computed."""
+        return 0.0
+
     def _global(self, neighbours: Neighbours, n: int | None) -> float:
         if neighbours == "substitute" and n == 0:
             return 0.0

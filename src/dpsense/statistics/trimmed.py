@@ -21,6 +21,7 @@ docs/sensitivity.md §Trimmed mean derives both.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import ClassVar
 
 import numpy as np
@@ -30,6 +31,7 @@ from dpsense.neighbours import Neighbours
 from dpsense.params import check_int
 from dpsense.statistics._profile import FunctionProfile, IntArray, Profile
 from dpsense.statistics.base import BoundedStatistic
+from dpsense.statistics.moments import mean_errors, mean_rows, mean_value, mean_value_exact
 
 __all__ = ["TrimmedMean"]
 
@@ -59,17 +61,35 @@ class TrimmedMean(BoundedStatistic):
     def name(self) -> str:
         return f"trimmed-mean(trim={self.trim})"
 
-    def _value(self, xc: FloatArray) -> float:
+    def _middle(self, xc: FloatArray) -> FloatArray:
         n, m = xc.shape[0], self.trim
-        if n <= 2 * m:
+        return np.sort(xc)[m : n - m]
+
+    def _value(self, xc: FloatArray) -> float:
+        if xc.shape[0] <= 2 * self.trim:
             return self.midpoint
-        return float(np.mean(np.sort(xc)[m : n - m]))
+        return mean_value(self._middle(xc), self.lower, self.upper)
+
+    def _value_exact(self, xc: FloatArray) -> Fraction:
+        if xc.shape[0] <= 2 * self.trim:
+            return Fraction(self.midpoint)
+        return mean_value_exact(self._middle(xc), self.lower, self.upper)
 
     def _batch(self, xc: FloatArray) -> FloatArray:
         n, m = xc.shape[1], self.trim
         if n <= 2 * m:
             return np.full(xc.shape[0], self.midpoint)
-        return np.asarray(np.mean(np.sort(xc, axis=1)[:, m : n - m], axis=1), dtype=np.float64)
+        return mean_rows(np.sort(xc, axis=1)[:, m : n - m], self.lower, self.upper)
+
+    @property
+    def value_error(self) -> float:
+        """As for :class:`Mean`: the kept records are averaged by a centred fsum."""
+        return mean_errors(self.lower, self.upper)[1]
+
+    @property
+    def exact_value_error(self) -> float:
+        """As for :class:`Mean`: about ``2u w``."""
+        return mean_errors(self.lower, self.upper)[0]
 
     def _global(self, neighbours: Neighbours, n: int | None) -> float:
         if neighbours == "add-remove":
