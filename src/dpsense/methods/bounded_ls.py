@@ -27,6 +27,7 @@ differential privacy", NeurIPS 2020, Algorithm 2 (exact discrete Laplace samplin
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from typing import Any, Final
 
 import numpy as np
@@ -40,6 +41,7 @@ from dpsense.methods._release import Release
 from dpsense.neighbours import ADD_REMOVE, validate_neighbours
 from dpsense.noise.rng import RandomSource, resolve_rng
 from dpsense.params import check_delta, check_epsilon, check_finite, validate_bounds
+from dpsense.statistics import Mean
 
 __all__ = [
     "DEFAULT_MEAN_BOUND_FRACTION",
@@ -257,22 +259,25 @@ def private_lower_bound(
 
 
 def _float_pad(lower: float, upper: float) -> float:
-    """Absolute slack covering the floating-point error of a mean of values in [lower, upper]."""
-    return 2.0**-48 * max(abs(lower), abs(upper))
+    """Twice the proven error of the released mean (``Mean.exact_value_error``, about
+    ``2^-52 w``): the computed mean's local sensitivity is at most the exact one plus this.
+    """
+    return 2.0 * Mean(lower, upper).exact_value_error
 
 
 def mean_sensitivity_bound(count: int, lower: float, upper: float) -> float:
     r"""Add-remove bound :math:`w / \max(m, 2)` on :math:`LS(\mu, y)` for all y of size >= m.
 
-    Rounded up by a relative :math:`2^{-40}` and an absolute :math:`2^{-48}\max(|\ell|,
-    |u|)`, which covers the rounding of ``upper - lower`` and of the computed means.
+    Rounded up by a relative :math:`2^{-40}` (the rounding of ``upper - lower`` and of the
+    division) plus twice the proven error E of the computed mean
+    (:attr:`Mean.exact_value_error`): :math:`LS(\hat\mu, y) \le LS(\mu, y) + 2E`.
     """
     width = upper - lower
     return width / max(count, 2) * (1.0 + _SCALE_SLACK) + _float_pad(lower, upper)
 
 
 def bounded_ls_mean_draws(
-    mean: float,
+    mean: float | Fraction,
     count: int,
     *,
     lower: float,
@@ -309,9 +314,11 @@ def bounded_ls_mean_draws(
     for low in np.unique(lows).tolist():
         chosen = lows == low
         bound = mean_sensitivity_bound(int(low), lower, upper)
-        result = laplace_with_private_bound(
-            np.full(int(np.count_nonzero(chosen)), mean), bound, epsilon=epsilon_noise, rng=source
+        count_chosen = int(np.count_nonzero(chosen))
+        repeated: Any = (
+            [mean] * count_chosen if isinstance(mean, Fraction) else np.full(count_chosen, mean)
         )
+        result = laplace_with_private_bound(repeated, bound, epsilon=epsilon_noise, rng=source)
         values[chosen] = result.value
         scales[chosen] = result.scale
     return np.clip(values, lower, upper), scales, margin
@@ -354,9 +361,11 @@ def bounded_ls_mean(
     to :math:`\mu(x) + \mathrm{Lap}(w/(n\varepsilon))`; the guarantee is pure
     (:math:`\delta = 0` is reported) and no budget is spent on the bound.
 
-    The mean of empty data is the midpoint :math:`(\ell + u)/2` by convention. The bound is
-    rounded up by a relative :math:`2^{-40}` plus :math:`2^{-48}\max(|\ell|, |u|)` so that the
-    floating-point error of the computed mean is covered.
+    The mean of empty data is the midpoint :math:`(\ell + u)/2` by convention. The mean is
+    computed as the exact rational :math:`c + \mathrm{fsum}(x - c)/n` (within
+    :math:`E \approx 2^{-52} w` of the real mean, docs/sensitivity.md) and rounded to the
+    noise grid exactly; the bound is rounded up by a relative :math:`2^{-40}` plus 2E so that
+    it covers the local sensitivity of the computed mean.
 
     Parameters
     ----------
@@ -411,8 +420,10 @@ def bounded_ls_mean(
 
     n = int(values.shape[0])
     width = bounds.upper - bounds.lower
-    midpoint = bounds.lower + width / 2.0
-    mean = math.fsum(values.tolist()) / n if n else midpoint
+    statistic = Mean(bounds.lower, bounds.upper)
+    midpoint = statistic.midpoint
+    # the exact rational c + fsum(x - c)/n, within Mean.exact_value_error of the mean
+    mean = statistic._value_exact(values)
 
     if relation == ADD_REMOVE:
         eps_bound = fraction * eps

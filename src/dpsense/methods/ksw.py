@@ -34,6 +34,7 @@ optimal version replaces the Laplace noise by its hourglass mechanism). Seed 001
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Any, Final
 
 import numpy as np
@@ -51,8 +52,12 @@ __all__ = ["ksw_mean", "ksw_sensitivity"]
 FloatArray = NDArray[np.float64]
 
 UNIT_QUANTUM: Final = 2.0**-24
-"""Rescaled values are rounded to multiples of this, so that both sums are exact in float64
-(every partial sum is a multiple of 2^-24 below 2^29 for fewer than 2^29 records)."""
+"""Rescaled values are rounded to multiples of this (a per-record map into [0, 1]), and the
+two sums are accumulated exactly in integers, whatever the number of records."""
+_QUANTA: Final = 2**24
+_BLOCK: Final = 1 << 30  # a block of 2^30 records sums below 2^54 quanta: exact in int64
+SCALE_UNITS: Final = "rescaled [0, 1]"
+"""What the ``scale`` of a KSW mean is measured in: the values rescaled to [0, 1]."""
 
 
 def ksw_sensitivity(neighbours: Neighbours) -> float:
@@ -80,8 +85,8 @@ def ksw_sensitivity(neighbours: Neighbours) -> float:
 
 
 def ksw_draws(
-    ones: float,
-    zeros: float,
+    ones: float | Fraction,
+    zeros: float | Fraction,
     *,
     sensitivity: float,
     epsilon: float,
@@ -102,8 +107,9 @@ def ksw_draws(
 
     Parameters
     ----------
-    ones, zeros : float
-        The two coordinates :math:`s = \sum y_i` and :math:`z = \sum (1 - y_i)`.
+    ones, zeros : float or Fraction
+        The two coordinates :math:`s = \sum y_i` and :math:`z = \sum (1 - y_i)`, exact
+        (a Fraction that is not a double is rounded to the noise grid exactly).
     sensitivity : float
         L1 sensitivity of (s, z), from :func:`ksw_sensitivity`.
     epsilon : float
@@ -120,8 +126,13 @@ def ksw_draws(
     scale : float
         The Laplace scale actually used per coordinate (public).
     """
-    counts = np.tile(np.array([ones, zeros], dtype=np.float64), size)
-    result = LaplaceMechanism(sensitivity, epsilon).release(counts, source)
+    pair = [Fraction(ones), Fraction(zeros)]
+    mechanism = LaplaceMechanism(sensitivity, epsilon)
+    if all(Fraction(float(v)) == v for v in pair):
+        counts: Any = np.tile(np.array([float(v) for v in pair], dtype=np.float64), size)
+    else:  # beyond 2^53 quanta: keep the sums exact (rounded to the grid in integers)
+        counts = pair * size
+    result = mechanism.release(counts, source)
     noisy = np.asarray(result.value, dtype=np.float64).reshape(size, 2)
     denominator = noisy[:, 0] + noisy[:, 1]
     positive = denominator > 0.0
@@ -130,18 +141,21 @@ def ksw_draws(
     return np.clip(fraction, 0.0, 1.0), float(result.scale)
 
 
-def unit_sums(x: Any, lower: float, upper: float, *, where: str) -> tuple[float, float]:
+def unit_sums(x: Any, lower: float, upper: float, *, where: str) -> tuple[Fraction, Fraction]:
     """Clip ``x`` to ``[lower, upper]``, rescale to [0, 1] and return (sum y, sum (1 - y)).
 
-    The rescaled values are rounded to multiples of :data:`UNIT_QUANTUM` (at most
-    ``2^-25 (upper - lower)`` per record), which makes both sums exact, so the released
-    vector moves by exactly its claimed L1 sensitivity between neighbours.
+    Each rescaled value is rounded to a multiple of :data:`UNIT_QUANTUM` (a per-record map
+    into [0, 1], so the sensitivities hold for the rounded values) and both sums are
+    accumulated exactly in integers: the pair is exact, for any number of records, and
+    the released vector moves by at most its claimed L1 sensitivity between neighbours.
     """
     values = as_data(x, where=where, allow_empty=True)
     width = upper - lower
     unit = np.clip((np.clip(values, lower, upper) - lower) / width, 0.0, 1.0)
-    unit = np.rint(unit / UNIT_QUANTUM) * UNIT_QUANTUM
-    return float(np.sum(unit)), float(np.sum(1.0 - unit))
+    quanta = np.rint(unit * _QUANTA).astype(np.int64)
+    ones = sum(int(quanta[i : i + _BLOCK].sum()) for i in range(0, quanta.shape[0], _BLOCK))
+    total = int(quanta.shape[0]) * _QUANTA
+    return Fraction(ones, _QUANTA), Fraction(total - ones, _QUANTA)
 
 
 def ksw_mean(
@@ -191,8 +205,10 @@ def ksw_mean(
     Returns
     -------
     Release
-        ``method="ksw"``, ``noise="laplace"``, ``statistic="mean"``, ``delta=0``; ``scale``
-        is the Laplace scale added to each of the two unit sums (public).
+        ``method="ksw"``, ``noise="laplace"``, ``statistic="mean"``, ``delta=0``. ``scale``
+        is the Laplace scale added to each of the two sums of the values **rescaled to
+        [0, 1]** (public), not a scale in the data's units; ``parameters["scale_units"]``
+        says so (``"rescaled [0, 1]"``).
 
     Raises
     ------
@@ -234,5 +250,9 @@ def ksw_mean(
         neighbours=relation,
         statistic="mean",
         seeded=source.seeded,
-        parameters={"lower": bounds.lower, "upper": bounds.upper},
+        parameters={
+            "lower": bounds.lower,
+            "upper": bounds.upper,
+            "scale_units": SCALE_UNITS,
+        },
     )

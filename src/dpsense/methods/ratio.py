@@ -35,6 +35,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Mapping
+from fractions import Fraction
 from typing import Any, Final, Literal, TypeAlias
 
 import numpy as np
@@ -305,8 +306,9 @@ def ratio_sensitivity_bound(a_low: ArrayLike, a_high: ArrayLike, b_low: ArrayLik
     return np.asarray(np.minimum(bound, 1.0), dtype=np.float64)
 
 
-def _ratio(ones: int, total: int) -> float:
-    return ones / total if total else 0.5
+def _ratio(ones: int, total: int) -> Fraction:
+    """a/b exactly (1/2 for b = 0): rounded to the noise grid in exact arithmetic."""
+    return Fraction(ones, total) if total else Fraction(1, 2)
 
 
 def _local_bound(
