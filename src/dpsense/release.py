@@ -110,8 +110,10 @@ def release(
     ----------
     x : array-like
         One column of numbers (list, numpy array, pandas/Polars series). Values are
-        clipped to the statistic's public bounds. Empty data is allowed: under
-        add-remove an error would reveal that there are no records.
+        clipped to the statistic's public bounds. Under add-remove, empty data is
+        released like any other (the empty dataset is a neighbour of every one-record
+        dataset, so an error would reveal that there are no records). Under substitute
+        the number of records is public and empty data is an ``InputError``.
     statistic : Statistic
         e.g. ``ds.Median(0, 100)``.
     epsilon, delta : float
@@ -158,6 +160,15 @@ def release(
             f"Unknown option(s) {', '.join(unknown)} for method={chosen!r}; allowed: {hint}."
         )
     data = as_data(x, where=where, allow_empty=True)
+    if nb == "substitute" and data.shape[0] == 0:
+        # Under substitute the number of records is public, so saying so reveals nothing;
+        # under add-remove empty data is released like any other (it is a neighbour of
+        # every one-record dataset, and an error would single it out).
+        raise InputError(
+            "The data of release has no records. Under neighbours='substitute' the number "
+            "of records is public and there is nothing to release; pass "
+            "neighbours='add-remove' if the number of records is private."
+        )
     xc = statistic.clip(data) if isinstance(statistic, BoundedStatistic) else data
     source = resolve_rng(rng, where=where)
     return _DISPATCH[chosen](

@@ -200,7 +200,11 @@ def test_sample_aggregate_and_ratio_are_reachable_from_the_cli(
         "--json",
     )
     assert code == 0, err
-    assert json.loads(out)["method"] == "sample-aggregate"
+    payload = json.loads(out)
+    assert payload["method"] == "sample-aggregate"
+    assert payload["parameters"]["aggregator"] == "mean"
+    assert payload["parameters"]["function"] == "median"
+    assert payload["parameters"]["blocks"] == 50
     users = tmp_path / "users.csv"
     users.write_text("clicked,active\n" + "1,1\n0,1\n0,0\n" * 200)
     for method, extra in [("ksw", []), ("naive", []), ("local-bound", ["--delta", "1e-6"])]:
@@ -237,3 +241,31 @@ def test_sample_aggregate_and_ratio_are_reachable_from_the_cli(
     )
     assert code == 2
     assert "--blocks" in err
+
+
+def test_sample_aggregate_receipt_shows_aggregator_function_and_blocks(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, err = run(
+        capsys,
+        "release",
+        CENSUS,
+        *AGE,
+        "--statistic",
+        "mean",
+        "--epsilon",
+        "1",
+        "--method",
+        "sample-aggregate",
+        "--blocks",
+        "20",
+        "--aggregator",
+        "median",
+        "--seed",
+        "3",
+    )
+    assert code == 0, err
+    rows = {line.split()[0]: line.split()[-1] for line in out.splitlines() if line.split()}
+    assert rows["aggregator"] == "median"
+    assert rows["function"] == "mean"
+    assert rows["blocks"] == "20"

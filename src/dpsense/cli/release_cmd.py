@@ -88,6 +88,7 @@ def _sample_aggregate(
         "neighbours": neighbours,
         "rng": seed,
         "noise": noise,
+        "function_name": stat.name,  # the receipt names f by the statistic evaluated per block
     }
     if accountant is not None:
         return accountant.sample_and_aggregate(

@@ -41,7 +41,24 @@ from dpsense.noise.rng import RandomSource, resolve_rng
 from dpsense.params import check_delta, check_epsilon, check_int, validate_bounds
 from dpsense.statistics import Median
 
-__all__ = ["assign_blocks", "sample_and_aggregate"]
+__all__ = ["assign_blocks", "function_label", "sample_and_aggregate"]
+
+
+def function_label(func: Callable[..., Any]) -> str:
+    """A public label for ``func`` on the receipt: its module and qualified name.
+
+    Only names from the code are used, never ``repr(func)``: the repr of a callable object
+    or of a bound method can show the state of an object that holds data.
+    """
+    target: Any = func
+    name = getattr(target, "__qualname__", None) or getattr(target, "__name__", None)
+    if not isinstance(name, str):
+        target = type(func)
+        name = target.__qualname__
+    module = getattr(target, "__module__", None)
+    if isinstance(module, str) and module not in ("builtins", "__main__"):
+        return f"{module}.{name}"
+    return name
 
 
 def _as_records(x: Any) -> NDArray[Any]:
@@ -94,6 +111,7 @@ def sample_and_aggregate(
     ids: Sequence[object] | None = None,
     on_error: str = "midpoint",
     noise: str | None = None,
+    function_name: str | None = None,
 ) -> Release:
     """Release an aggregate of ``func`` over k disjoint blocks of the records.
 
@@ -115,6 +133,16 @@ def sample_and_aggregate(
         add-remove (otherwise blocks are drawn independently per record).
     on_error : {"midpoint", "raise"}
         What a failing block contributes; "raise" is for debugging and is not private.
+    noise : str, optional
+        The smooth-sensitivity noise of the "median" aggregator.
+    function_name : str, optional
+        How the receipt names ``func`` (default: its module and qualified name).
+
+    Returns
+    -------
+    Release
+        ``parameters`` holds the public description of the release: ``aggregator``,
+        ``function`` (the name of ``func``), ``blocks`` (k) and the output bounds.
     """
     where = "sample_and_aggregate"
     k = check_int(blocks, "blocks", where=where, minimum=1)
@@ -134,6 +162,9 @@ def sample_and_aggregate(
         )
     if not callable(func):
         raise InputError(f"The 'func' parameter of {where} must be callable.")
+    if function_name is not None and not isinstance(function_name, str):
+        raise InputError(f"The 'function_name' parameter of {where} must be a string.")
+    label = function_name if function_name is not None else function_label(func)
     records = _as_records(x)
     source = resolve_rng(rng, where=where)
     n = records.shape[0]
@@ -159,7 +190,13 @@ def sample_and_aggregate(
             answers[i] = min(max(value, b.lower), b.upper)
         elif on_error == "raise":
             raise InputError("func returned NaN or infinity on a block.")
-    params = {"blocks": k, "aggregator": aggregator, "lower": b.lower, "upper": b.upper}
+    params = {
+        "aggregator": aggregator,
+        "function": label,
+        "blocks": k,
+        "lower": b.lower,
+        "upper": b.upper,
+    }
     if aggregator == "mean":
         out = LaplaceMechanism((b.upper - b.lower) / k, eps).release(float(answers.mean()), source)
         value = float(min(max(out.value, b.lower), b.upper))
@@ -199,5 +236,5 @@ def sample_and_aggregate(
         "sample-aggregate median",
         source.seeded,
         inner.rho,
-        {**params, **inner.parameters},
+        {**inner.parameters, **params},
     )
