@@ -331,3 +331,23 @@ def test_bounded_ls_mean_int_seed_warns() -> None:
     with pytest.warns(SeededRandomnessWarning):
         release = bounded_ls_mean([0.5], lower=0.0, upper=1.0, epsilon=1.0, delta=1e-6, rng=4)
     assert release.seeded
+
+
+def test_ksw_mean_scale_is_labelled_as_rescaled_units() -> None:
+    release = ksw_mean([3.0, 7.0], lower=0.0, upper=100.0, epsilon=1.0, rng=SeededRandom(2))
+    assert release.parameters["scale_units"] == "rescaled [0, 1]"
+    assert release.scale is not None
+    assert release.scale == pytest.approx(1.0, rel=1e-5)  # sensitivity 1 on [0, 1], not w
+
+
+def test_unit_sums_are_exact_rationals_and_ksw_draws_accept_them() -> None:
+    from fractions import Fraction
+
+    s, z = unit_sums([0.1, 0.7, 1 / 3], 0.0, 1.0, where="test")
+    assert isinstance(s, Fraction)
+    assert s + z == 3  # exact: sum y + sum (1 - y) = n
+    assert (s * 2**24).denominator == 1
+    # a pair that is not a double (as for more than 2^29 records) stays exact
+    big = Fraction(2**60 + 1, 2**24)
+    estimate, _ = ksw_draws(big, big, sensitivity=1.0, epsilon=1.0, source=SeededRandom(3))
+    assert estimate[0] == pytest.approx(0.5, abs=1e-6)

@@ -160,3 +160,29 @@ def test_bounded_ls_bound_covers_the_local_sensitivity_of_the_computed_mean() ->
                 for i in range(size):  # remove the i-th record
                     y = np.delete(x, i)
                     assert abs(stat._value_exact(y) - fx) <= bound
+
+
+def test_laplace_and_gaussian_round_exact_values_in_integers() -> None:
+    """An exact value keeps its bits: the same draws as the double path where they agree,
+    and the exact grid point where the double would have rounded."""
+    from dpsense.mechanisms.additive import GaussianMechanism, LaplaceMechanism
+    from dpsense.noise.grid import round_exact_to_grid
+
+    for value in (Fraction(3, 4), Fraction(A) + Fraction(3, 2), Fraction(-(2**70) - 1, 7)):
+        grid = 2.0**-20
+        expected = round(value / Fraction(grid))
+        assert round_exact_to_grid([value], grid) == [expected]
+    lap = LaplaceMechanism(1.0, 0.5)
+    exact = lap.release(Fraction(3, 4), SeededRandom(5)).value
+    double = lap.release(0.75, SeededRandom(5)).value
+    assert exact == double
+    gauss = GaussianMechanism(1.0, 1.0, 1e-6)
+    assert gauss.release([Fraction(1, 2)], SeededRandom(6)).value.tolist() == (
+        gauss.release(np.array([0.5]), SeededRandom(6)).value.tolist()
+    )
+    # a mean near 2^52 + 1.5: the noisy output is centred on the exact value, not on 2^52 + 2
+    draws = [
+        lap.release(Fraction(A) + Fraction(3, 2), SeededRandom(seed)).value - A
+        for seed in range(400)
+    ]
+    assert abs(float(np.median(draws)) - 1.5) <= 0.5
