@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from fractions import Fraction
 
 import mpmath
 import numpy as np
@@ -176,6 +177,21 @@ def test_exponential_mechanism_follows_its_softmax() -> None:
     wrong = ds.ExponentialMechanism(1.0, 1.5 * 1.3).probabilities(scores)
     assert stats.chisquare(counts, wrong * counts.sum()).pvalue < 1e-3
     assert mech.accuracy(4, 0.05) == pytest.approx(2 / 1.5 * (math.log(4) + math.log(20)))
+
+
+def test_exponential_mechanism_gives_far_candidates_positive_probability() -> None:
+    """Utility gap 2000 at eps/(2 Delta) = 1/2: weight ratio e^-1000, positive, certified."""
+    mech = ds.ExponentialMechanism(1.0, 1.0)
+    choice = mech._choice(np.array([0.0, -2000.0, -1.0]))
+    assert choice.probability_lower_bound(1) > 0
+    assert Fraction(mech.temperature) <= Fraction(1, 2)
+    picks = mech.sample_indices([0.0, -2000.0, -1.0], 2000, SeededRandom(8))
+    assert set(picks.tolist()) <= {0, 2}
+    exact = mech._choice(np.array([0.0, 1.0, 2.0, 4.0])).sample(SeededRandom(9), 5000, _exact=True)
+    p = ds.ExponentialMechanism(1.0, 1.5).probabilities([0.0, 1.0, 2.0, 4.0])
+    assert stats.chisquare(np.bincount(exact, minlength=4), p * 5000).pvalue < 1e-3  # wrong eps
+    right = mech.probabilities([0.0, 1.0, 2.0, 4.0])
+    assert stats.chisquare(np.bincount(exact, minlength=4), right * 5000).pvalue > 1e-3
 
 
 def test_report_noisy_max_prefers_the_largest_score() -> None:

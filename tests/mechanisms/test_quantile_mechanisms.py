@@ -1,18 +1,18 @@
-"""Quantile mechanisms (SPEC §3; docs/quantile_mechanisms.md): exactness and privacy.
+"""Quantile mechanisms (docs/quantile_mechanisms.md): exactness, support and privacy.
 
-* The sampling distributions are checked against pmfs computed by brute force from the
-  definitions (every grid point, every non-decreasing tuple): chi-square at alpha = 0.001
-  accepts the true pmf and rejects one with a 30% wrong epsilon.
+* The sampling distribution is checked against the pmf computed by brute force from the
+  definition (every grid point): chi-square at alpha = 0.001 accepts the true pmf and
+  rejects one with a 30% wrong epsilon, on the fast path and on the certified path alone.
+* Support: an interval e^-1000 times less likely than the best has a certified positive
+  probability.
 * Privacy: on every neighbour (add, remove, substitute) of small datasets the log-ratio of
   the brute-force pmfs never exceeds epsilon, which checks the sensitivity claims; a
   mechanism with half the utility sensitivity fails the same check.
-* The JointExp dynamic program, its convolution and its multiset sampler are compared
-  with naive computations.
+* JointExp is withdrawn and says what to use instead.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 import warnings
 from collections.abc import Callable
@@ -29,15 +29,11 @@ from dpsense.errors import InputError
 from dpsense.mechanisms.quantile import (
     ExponentialQuantile,
     JointExponentialQuantiles,
-    JointQuantileResult,
     QuantileResult,
-    _joint_tables,
-    _log_convolve_past,
+    _interval_edges,
     _QuantileGrid,
-    _sample_joint,
     _sample_single,
-    _single_log_weights,
-    _uniform_multisets,
+    _single_choice,
     exponential_quantile,
     joint_quantiles,
 )
@@ -75,35 +71,6 @@ def single_log_pmf(
     return np.asarray(log_w - logsumexp(log_w))
 
 
-def joint_outcomes(size: int, m: int) -> list[tuple[int, ...]]:
-    return list(itertools.combinations_with_replacement(range(size), m))
-
-
-def joint_log_weights(
-    x: list[float], ps: tuple[float, ...], epsilon: float, values: NDArray[np.float64], rate: float
-) -> NDArray[np.float64]:
-    """rate * epsilon * u(k) for every k_1 <= ... <= k_m, counts over (k_{j-1}, k_j]."""
-    z = rounded_records(x, values)
-    n, size, m = len(x), values.size, len(ps)
-    levels = [0.0, *ps, 1.0]
-    log_w = []
-    for ks in joint_outcomes(size, m):
-        edges = [-1, *ks, size - 1]
-        u = 0.0
-        for j in range(1, m + 2):
-            count = int(np.sum((z > edges[j - 1]) & (z <= edges[j])))
-            u -= abs(count - (levels[j] - levels[j - 1]) * n)
-        log_w.append(rate * epsilon * u)
-    return np.asarray(log_w)
-
-
-def joint_log_pmf(
-    x: list[float], ps: tuple[float, ...], epsilon: float, values: NDArray[np.float64], rate: float
-) -> NDArray[np.float64]:
-    log_w = joint_log_weights(x, ps, epsilon, values, rate)
-    return np.asarray(log_w - logsumexp(log_w))
-
-
 def chisquare_pvalue(samples: NDArray[np.int64], log_pmf: NDArray[np.float64]) -> float:
     """Chi-square goodness of fit; cells with expected count below 5 are pooled."""
     observed = np.bincount(samples, minlength=log_pmf.size).astype(float)
@@ -119,13 +86,6 @@ def chisquare_pvalue(samples: NDArray[np.int64], log_pmf: NDArray[np.float64]) -
 def sorted_offsets(x: list[float], lower: float, upper: float, bits: int) -> NDArray[np.int64]:
     grid = _QuantileGrid.build(lower, upper, bits, "test")
     return np.sort(grid.offsets(np.asarray(x, dtype=float)))
-
-
-def encode(rows: NDArray[np.int64], size: int) -> NDArray[np.int64]:
-    """Index of each non-decreasing tuple in joint_outcomes order."""
-    m = rows.shape[1]
-    lookup = {ks: t for t, ks in enumerate(joint_outcomes(size, m))}
-    return np.array([lookup[tuple(r)] for r in rows.tolist()])
 
 
 # ----------------------------------------------------------------------------------------
@@ -190,25 +150,14 @@ def test_outputs_are_grid_multiples_within_the_bounds(
     single = ExponentialQuantile(p, lower, upper, 1.0).release(x, rng)
     assert lower <= single.value <= upper
     assert (single.value / single.grid).is_integer()
-    joint = JointExponentialQuantiles((p / 2, p, (1 + p) / 2), lower, upper, 1.0).release(x, rng)
-    values = joint.array
-    assert np.all((lower <= values) & (values <= upper))
-    assert np.all(np.diff(values) >= 0)
-    assert all((v / joint.grid).is_integer() for v in joint.values)
 
 
 def test_empty_data_is_uniform_over_the_grid() -> None:
     rng = SeededRandom(3)
     assert 0.0 <= exponential_quantile([], 0.5, lower=0.0, upper=1.0, epsilon=1.0, rng=rng) <= 1
-    out = joint_quantiles([], [0.2, 0.8], lower=0.0, upper=1.0, epsilon=1.0, rng=rng)
-    assert out.shape == (2,)
-    assert out[0] <= out[1]
     size = 9  # bits = 3 on [0, 1]
     samples = _sample_single(rng, np.empty(0, dtype=np.int64), size, 0.5, 1.0, 20_000)
     assert chisquare_pvalue(samples, np.full(size, -math.log(size))) > ALPHA
-    pairs = _sample_joint(rng, np.empty(0, dtype=np.int64), size, (0.2, 0.8), 1.0, 20_000)
-    uniform = np.full(len(joint_outcomes(size, 2)), -math.log(len(joint_outcomes(size, 2))))
-    assert chisquare_pvalue(encode(pairs, size), uniform) > ALPHA
 
 
 def test_a_million_records_run() -> None:
@@ -216,10 +165,6 @@ def test_a_million_records_run() -> None:
     x = np.random.default_rng(0).normal(size=1_000_000)
     value = exponential_quantile(x, 0.5, lower=-10, upper=10, epsilon=1.0, rng=SeededRandom(1))
     assert abs(value - np.quantile(x, 0.5)) < 0.01
-    out = joint_quantiles(
-        x[:100_000], [0.1, 0.5, 0.9], lower=-10, upper=10, epsilon=1.0, rng=SeededRandom(2)
-    )
-    assert np.all(np.diff(out) >= 0)
 
 
 # ----------------------------------------------------------------------------------------
@@ -239,6 +184,43 @@ def test_single_quantile_sampler_matches_the_exact_pmf() -> None:
     assert chisquare_pvalue(samples, wrong) < ALPHA
 
 
+def test_certified_path_alone_gives_the_same_distribution() -> None:
+    """Every acceptance decided by interval arithmetic (the fallback), no float shortcut."""
+    lower, upper, bits, p, eps = 0.0, 1.0, 3, 0.5, 1.0
+    x = [0.2, 0.21, 0.7]
+    _, values = grid_values(lower, upper, bits)
+    samples = _sample_single(
+        SeededRandom(22),
+        sorted_offsets(x, lower, upper, bits),
+        values.size,
+        p,
+        eps,
+        20_000,
+        _exact=True,
+    )
+    assert chisquare_pvalue(samples, single_log_pmf(x, p, eps, values, 0.5)) > ALPHA
+    assert chisquare_pvalue(samples, single_log_pmf(x, p, 1.3 * eps, values, 0.5)) < ALPHA
+
+
+def test_far_intervals_have_certified_positive_probability() -> None:
+    """2000 records, eps = 2: interval 0 is e^-1000 times less likely than the median's.
+
+    With floating-point Gumbel-max it had probability exactly 0 (a log-weight gap above 40
+    is never bridged), which broke pure epsilon-DP; now its probability is bounded below by
+    a positive certified rational.
+    """
+    n, eps = 2000, 2.0
+    z = np.arange(1, n + 1, dtype=np.int64) * 3
+    _, counts = _interval_edges(z, 3 * n + 5)
+    choice = _single_choice(counts, 0.5, eps)
+    for i in (0, 1, 30, n):
+        bound = choice.probability_lower_bound(i)
+        assert bound > 0
+        if i == 30:
+            assert float(bound) == pytest.approx(choice.pmf()[i], rel=1e-6)
+    assert choice.pmf()[0] == 0.0  # in float64 it underflows: the bound is what certifies
+
+
 def test_single_interval_weights_equal_the_brute_force_pmf() -> None:
     rs = np.random.default_rng(5)
     for _ in range(50):
@@ -249,103 +231,10 @@ def test_single_interval_weights_equal_the_brute_force_pmf() -> None:
         z = sorted_offsets(x, 0.0, 1.0, bits)
         edges = np.concatenate(([0], z, [values.size]))
         counts = np.diff(edges)
-        log_w = _single_log_weights(counts, p, eps)
-        per_point = np.repeat(log_w - np.log(np.maximum(counts, 1)), counts)
+        pmf = _single_choice(counts, p, eps).pmf()
+        per_point = np.repeat(pmf / np.maximum(counts, 1), counts)
         want = single_log_pmf(x, p, eps, values, 0.5)
-        np.testing.assert_allclose(per_point - logsumexp(per_point), want, atol=1e-12)
-
-
-@pytest.mark.parametrize(
-    ("x", "ps", "eps", "bits"),
-    [
-        ([0.1, 0.45, 0.8], (0.3, 0.7), 2.0, 4),  # 17 grid points, 153 pairs
-        ([0.25, 0.25, 0.6, 1.0], (0.2, 0.5, 0.8), 1.5, 3),  # ties, a record at the bound
-    ],
-)
-def test_joint_sampler_matches_the_exact_pmf(
-    x: list[float], ps: tuple[float, ...], eps: float, bits: int
-) -> None:
-    _, values = grid_values(0.0, 1.0, bits)
-    rows = _sample_joint(
-        SeededRandom(21), sorted_offsets(x, 0.0, 1.0, bits), values.size, ps, eps, DRAWS
-    )
-    assert np.all(np.diff(rows, axis=1) >= 0)
-    samples = encode(rows, values.size)
-    assert chisquare_pvalue(samples, joint_log_pmf(x, ps, eps, values, 0.25)) > ALPHA
-    wrong = joint_log_pmf(x, ps, 1.3 * eps, values, 0.25)
-    assert chisquare_pvalue(samples, wrong) < ALPHA
-
-
-def test_joint_dynamic_program_normaliser_equals_brute_force() -> None:
-    rs = np.random.default_rng(6)
-    for _ in range(80):
-        size = int(rs.integers(1, 11))
-        n = int(rs.integers(0, 8))
-        m = int(rs.integers(1, 4))
-        z = np.sort(rs.integers(0, size, n)).astype(np.int64)
-        ps = tuple(sorted(float(v) for v in rs.choice(np.arange(1, 20) / 20, m, replace=False)))
-        eps = float(rs.uniform(0.1, 5.0))
-        values = np.arange(size, dtype=float)
-        got = logsumexp(_joint_tables(z, size, ps, eps).log_total())
-        want = logsumexp(joint_log_weights(z.astype(float).tolist(), ps, eps, values, 0.25))
-        assert got == pytest.approx(want, abs=1e-9)
-
-
-def test_convolution_matches_the_naive_sum() -> None:
-    rs = np.random.default_rng(7)
-    for _ in range(300):
-        length = int(rs.integers(1, 40))
-        log_f = rs.normal(size=length) * 5
-        log_f[rs.random(length) < 0.3] = -np.inf
-        rate = float(rs.uniform(0.01, 3.0))
-        target = float(
-            rs.choice([0.0, rs.uniform(0, length + 3), float(rs.integers(0, length + 3))])
-        )
-        got = _log_convolve_past(log_f, rate, target)
-        for i in range(length):
-            terms = [log_f[k] - rate * abs(i - k - target) for k in range(i)]
-            want = logsumexp(terms) if terms and np.isfinite(terms).any() else -np.inf
-            if np.isfinite(want):
-                assert got[i] == pytest.approx(want, abs=1e-10)
-            else:
-                assert got[i] == -np.inf
-
-
-def test_multisets_are_uniform() -> None:
-    rng = SeededRandom(8)
-    groups = 60_000
-    rows = _uniform_multisets(rng, np.full(groups, 3, dtype=np.int64), np.full(groups, 3))
-    outcomes = joint_outcomes(3, 3)  # C(5, 3) = 10 multisets
-    assert np.all(np.diff(rows, axis=1) >= 0)
-    assert rows.min() >= 0
-    assert rows.max() <= 2
-    samples = encode(rows, 3)
-    assert chisquare_pvalue(samples, np.full(len(outcomes), -math.log(len(outcomes)))) > ALPHA
-    single_point = _uniform_multisets(rng, np.array([1, 1]), np.array([4, 1]))
-    assert single_point[0].tolist() == [0, 0, 0, 0]
-    assert single_point[1, 0] == 0
-
-
-def test_one_joint_quantile_is_the_single_quantile_mechanism() -> None:
-    """m = 1: u = -2|N(k) - pn| and Delta u = 2 give Smith's pmf with Delta u = 1."""
-    _, values = grid_values(0.0, 1.0, 4)
-    rs = np.random.default_rng(9)
-    for _ in range(20):
-        x = rs.uniform(-0.1, 1.1, size=int(rs.integers(0, 7))).tolist()
-        p, eps = float(rs.uniform(0.05, 0.95)), float(rs.uniform(0.1, 4.0))
-        np.testing.assert_allclose(
-            joint_log_pmf(x, (p,), eps, values, 0.25),
-            single_log_pmf(x, p, eps, values, 0.5),
-            atol=1e-12,
-        )
-        z = sorted_offsets(x, 0.0, 1.0, 4)
-        edges = np.concatenate(([0], z, [values.size]))
-        total = _joint_tables(z, values.size, (p,), eps).log_total()
-        single = _single_log_weights(np.diff(edges), p, eps)
-        finite = np.isfinite(single)
-        assert np.array_equal(finite, np.isfinite(total))
-        shift = total[finite] - single[finite]
-        np.testing.assert_allclose(shift, shift[0], atol=1e-12)
+        np.testing.assert_allclose(per_point, np.exp(want), rtol=1e-9, atol=1e-300)
 
 
 # ----------------------------------------------------------------------------------------
@@ -404,17 +293,6 @@ def test_single_quantile_privacy_loss_is_at_most_epsilon(eps: float) -> None:
     assert too_hot > eps
 
 
-@pytest.mark.parametrize("eps", [0.5, 2.0])
-def test_joint_privacy_loss_is_at_most_epsilon(eps: float) -> None:
-    _, values = grid_values(0.0, 1.0, 3)
-    ps = (0.3, 0.7)
-    for relation in ("add-remove", "substitute"):
-        worst = worst_log_ratio(lambda x, e: joint_log_pmf(x, ps, e, values, 0.25), eps, relation)
-        assert 0.4 * eps < worst <= eps + 1e-9
-    too_hot = worst_log_ratio(lambda x, e: joint_log_pmf(x, ps, e, values, 0.5), eps)
-    assert too_hot > eps
-
-
 # ----------------------------------------------------------------------------------------
 # Accuracy
 # ----------------------------------------------------------------------------------------
@@ -431,10 +309,6 @@ def test_accuracy_on_normal_data() -> None:
             x, p, lower=lower, upper=upper, epsilon=1.0, rng=SeededRandom(int(p * 100))
         )
         assert abs(value - truth) < tolerance
-    ps = [0.1, 0.25, 0.5, 0.75, 0.9]
-    truths = [xs[max(1, math.ceil(p * x.size)) - 1] for p in ps]
-    out = joint_quantiles(x, ps, lower=lower, upper=upper, epsilon=1.0, rng=SeededRandom(12))
-    assert np.all(np.abs(out - truths) < tolerance)
 
 
 def test_accuracy_bound_holds_where_the_ln_n_bound_fails() -> None:
@@ -473,16 +347,12 @@ def test_seeded_randomness_warns_and_is_marked() -> None:
     with pytest.warns(SeededRandomnessWarning):
         exponential_quantile([0.5], 0.5, lower=0.0, upper=1.0, epsilon=1.0, rng=5)
     with pytest.warns(SeededRandomnessWarning):
-        joint_quantiles([0.5], [0.5], lower=0.0, upper=1.0, epsilon=1.0, rng=5)
-    with pytest.warns(SeededRandomnessWarning):
         result = ExponentialQuantile(0.5, 0.0, 1.0, 1.0).release([0.5], rng=5)
     assert result.seeded
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         secure = ExponentialQuantile(0.5, 0.0, 1.0, 1.0).release([0.5])
-        joint = JointExponentialQuantiles((0.5,), 0.0, 1.0, 1.0).release([0.5])
     assert not secure.seeded
-    assert not joint.seeded
 
 
 def test_results_are_frozen_and_reproducible() -> None:
@@ -500,14 +370,6 @@ def test_results_are_frozen_and_reproducible() -> None:
     assert a.value == float(offset[0]) * 2.0**-32
     with pytest.raises(AttributeError):
         a.value = 0.0  # type: ignore[misc]
-    joint = JointExponentialQuantiles((0.25, 0.75), 0.0, 1.0, 1.0)
-    r = joint.release(x, SeededRandom(4))
-    assert isinstance(r, JointQuantileResult)
-    assert r == joint.release(x, SeededRandom(4))
-    assert r.ps == (0.25, 0.75)
-    assert r.mechanism == "joint-exponential-quantiles"
-    out = joint_quantiles(x, (0.25, 0.75), lower=0.0, upper=1.0, epsilon=1.0, rng=SeededRandom(4))
-    assert out.tolist() == list(r.values)
 
 
 # ----------------------------------------------------------------------------------------
@@ -537,33 +399,21 @@ def test_single_quantile_validation(kwargs: dict[str, object], match: str) -> No
         exponential_quantile([0.5], rng=SeededRandom(0), **args)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize(
-    ("ps", "match"),
-    [
-        ([], "at least one"),
-        ([0.5, 0.5], "strictly increasing"),
-        ([0.7, 0.2], "strictly increasing"),
-        ([0.0, 0.5], "'ps' parameter"),
-        ([0.5, 1.0], "'ps' parameter"),
-        ("0.5", "'ps' parameter"),
-        (0.5, "'ps' parameter"),
-    ],
-)
-def test_joint_validation(ps: object, match: str) -> None:
-    with pytest.raises(InputError, match=match):
-        joint_quantiles([0.5], ps, lower=0.0, upper=1.0, epsilon=1.0)  # type: ignore[arg-type]
-    with pytest.raises(InputError, match=match):
-        JointExponentialQuantiles(ps, 0.0, 1.0, 1.0)  # type: ignore[arg-type]
+def test_joint_exp_is_withdrawn_with_the_alternative_named() -> None:
+    for call in (
+        lambda: joint_quantiles([0.5], [0.2, 0.8], lower=0.0, upper=1.0, epsilon=1.0),
+        lambda: JointExponentialQuantiles((0.2, 0.8), 0.0, 1.0, 1.0),
+    ):
+        with pytest.raises(InputError, match="withdrawn") as info:
+            call()
+        assert "exponential_quantile" in str(info.value)
+        assert "epsilon / m" in str(info.value)
 
 
 @pytest.mark.parametrize(
     "x", [[123456.789, float("nan")], [[123456.789, 1.0]], ["123456.789", "abc"], 123456.789]
 )
 def test_bad_data_is_refused_without_echoing_values(x: object) -> None:
-    for release in (
-        lambda: exponential_quantile(x, 0.5, lower=0.0, upper=1.0, epsilon=1.0),
-        lambda: joint_quantiles(x, [0.5], lower=0.0, upper=1.0, epsilon=1.0),
-    ):
-        with pytest.raises(InputError) as info:
-            release()
-        assert "123456" not in str(info.value)
+    with pytest.raises(InputError) as info:
+        exponential_quantile(x, 0.5, lower=0.0, upper=1.0, epsilon=1.0)
+    assert "123456" not in str(info.value)

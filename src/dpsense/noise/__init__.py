@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dpsense.noise.choice import ExponentialChoice
 from dpsense.noise.rng import (
     RandomSource,
     SeededRandom,
@@ -11,6 +12,7 @@ from dpsense.noise.rng import (
 )
 
 __all__ = [
+    "ExponentialChoice",
     "RandomSource",
     "SeededRandom",
     "SeededRandomnessWarning",

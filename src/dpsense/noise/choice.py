@@ -260,10 +260,13 @@ class ExponentialChoice:
                 return True  # V < v_hi <= A_i
             if libmp.mpf_ge(v_lo, hi):
                 return False  # V >= v_lo >= A_i
-            # undecided: V's interval and A_i's interval overlap; refine both
-            precision *= 2
-            bits = (bits << 64) | rng.word()
-            nbits += 64
+            # undecided: the intervals of V and A_i overlap; refine the wider one
+            width = libmp.mpf_sub(hi, lo, 53, libmp.round_up)
+            if libmp.mpf_gt(width, libmp.from_man_exp(1, -nbits)):
+                precision *= 2
+            else:
+                bits = (bits << 64) | rng.word()
+                nbits += 64
 
     def probability_lower_bound(self, i: int) -> Fraction:
         r"""A certified lower bound on P(i): :math:`Q_i \underline{A_i} / \sum_j Q_j`.
