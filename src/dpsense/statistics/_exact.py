@@ -63,13 +63,14 @@ def half_ulp_bound(magnitude: Fraction) -> Fraction:
 
 def fsum_rows(d: FloatArray) -> FloatArray:
     """``math.fsum`` of each row of a 2-D array (correctly rounded row sums)."""
-    return np.array([math.fsum(row) for row in d.tolist()], dtype=np.float64)
+    rows = d if d.shape[1] > 256 else d.tolist()  # long rows: no Python list copy
+    return np.array([math.fsum(row) for row in rows], dtype=np.float64)
 
 
 def centred_mean_parts(xc: FloatArray, centre: float) -> tuple[FloatArray, float]:
     """``d = fl(x - c)`` and the correctly rounded ``S = fsum(d)`` (one dataset)."""
     d = xc - centre
-    return d, math.fsum(d.tolist())
+    return d, math.fsum(d)
 
 
 @dataclass(frozen=True)
