@@ -3,8 +3,8 @@
 SPEC §6. Pairs (checked by brute force below): for the median, a dataset whose local
 sensitivity is 0 next to one whose local sensitivity is not — exactly where noise scaled to
 the raw local sensitivity leaks. A refusal (propose-test-release) is mapped to a sentinel
-output so the audit sees it as its own outcome. Seeded; each sampler calls the real
-``ds.release`` code path.
+output so the audit sees it as its own outcome. Seeded with fixed integers (never ``hash()``,
+which changes with PYTHONHASHSEED); each sampler calls the real ``ds.release`` code path.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from dpsense.release import release
 
 REFUSED = -1e9
 N_AUDIT = 30_000
+RELATIONS = ("add-remove", "substitute")
 
 MEDIAN = ds.Median(0.0, 1.0)
 MEAN = ds.Mean(0.0, 1.0)
@@ -125,7 +126,8 @@ def test_every_method_passes_catastrophe_and_histogram_audits(
     name: str, method: str, options: dict, delta: float, relation: str
 ) -> None:
     x, y = PAIRS[(name, relation)]
-    seed = abs(hash((name, method, str(options), relation))) % 10_000
+    # a fixed integer per case: hash() of strings changes with PYTHONHASHSEED
+    seed = 7_000 + 20 * CASES.index((name, method, options, delta)) + RELATIONS.index(relation)
     sx = _sampler(x, name, method, options, delta, relation, seed)
     sy = _sampler(y, name, method, options, delta, relation, seed + 1)
     exact_value = _stat(name)(np.array(x, dtype=float))
@@ -162,4 +164,63 @@ def test_adaptive_passes_the_audit_where_its_private_test_is_a_coin_flip(relatio
     }
     assert branches == {"smooth", "exponential"}
     audit = histogram_audit(sx, sy, epsilon=1.0, n=N_AUDIT)
+    assert audit.passed, str(audit)
+
+
+# ------------------------------------------- the mean under add-remove: n is not public
+
+
+def _mean_sampler(data: list[float], method: str, epsilon: float, seed: int) -> Callable:
+    rng = SeededRandom(seed)
+    x = np.array(data, dtype=float)
+    delta = 1e-6 if method == "bounded-ls" else 0.0
+
+    def sample(n: int) -> np.ndarray:
+        return np.array(
+            [
+                release(x, MEAN, epsilon=epsilon, delta=delta, method=method, rng=rng).value
+                for _ in range(n)
+            ]
+        )
+
+    return sample
+
+
+def test_a_mean_that_divides_by_the_true_count_fails_this_audit() -> None:
+    """Power check of the pair below, on a reference in numpy: a noisy sum over the TRUE
+    count (sum noise Lap(w/epsilon), i.e. half the budget) on x = (1) and x' = (1, 1) lands
+    inside (0, 1) about twice as often on x' as on x: ln 2, seven times epsilon."""
+    rng = np.random.default_rng(5_150)
+    eps = 0.1
+
+    def true_count(n_records: int) -> Callable[[int], np.ndarray]:
+        # centred sum n/2 plus Lap(w / eps), over the true n, plus the midpoint
+        return lambda k: np.clip(
+            0.5 + (0.5 * n_records + rng.laplace(0.0, 1.0 / eps, k)) / n_records, 0.0, 1.0
+        )
+
+    audit = histogram_audit(true_count(1), true_count(2), epsilon=eps, n=8_000, bins=10)
+    assert not audit.passed
+    assert audit.epsilon_lower_bound > 2 * eps
+
+
+@pytest.mark.parametrize(
+    ("method", "seed"),
+    [("global", 811), ("ksw", 821), pytest.param("bounded-ls", 831, marks=pytest.mark.slow)],
+)
+def test_add_remove_mean_keeps_n_private_when_n_is_tiny(method: str, seed: int) -> None:
+    """Neighbours (1) and (1, 1) under add-remove at epsilon = 0.1: their means are equal,
+    but a release that treats n as public (a noisy sum over the true count, or the whole
+    budget on the sum) has noise of scale w/(n epsilon) and leaks n by ln 2 per release;
+    the budget split between sum and count (or the KSW / bounded-ls constructions) must
+    not."""
+    eps = 0.1
+    audit = histogram_audit(
+        _mean_sampler([1.0], method, eps, seed),
+        _mean_sampler([1.0, 1.0], method, eps, seed + 1),
+        epsilon=eps,
+        delta=1e-6 if method == "bounded-ls" else 0.0,
+        n=8_000,
+        bins=10,
+    )
     assert audit.passed, str(audit)

@@ -1,4 +1,4 @@
-"""Statistical audits of differential privacy claims (SPEC §6).
+"""Statistical audits of differential privacy claims (Ding et al. 2018; Jagielski et al. 2020).
 
 An audit runs a mechanism many times on a pair of neighbouring datasets and looks for an
 event whose probabilities under the two datasets differ by more than the claim allows.

@@ -4,7 +4,7 @@ Local sensitivity can be zero on one dataset and positive on its neighbour; a me
 that scales its noise to the raw local sensitivity then outputs :math:`f(x')` exactly,
 every time, on the dataset with zero sensitivity, and (almost) never on the other. The
 event "output equals :math:`f(x')`" has probability 1 under one dataset and 0 under the
-other, which no :math:`\varepsilon` can cover (SPEC §6; NRS07, Section 1.1). The test
+other, which no :math:`\varepsilon` can cover (NRS07, Section 1.1). The test
 counts such an event on ``n`` draws from each dataset and needs only about a hundred.
 """
 

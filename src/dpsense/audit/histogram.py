@@ -1,4 +1,4 @@
-r"""Histogram audit of a mechanism on one pair of neighbouring datasets (SPEC §6).
+r"""Histogram audit of a mechanism on one pair of neighbouring datasets (Ding et al. 2018).
 
 The audit draws many outputs of the mechanism on ``x`` and on its neighbour ``x'``,
 sorts them into events fixed in advance (bins, and for approximate DP also the tails),

@@ -479,7 +479,7 @@ def explore(
         typer.Option(
             help=(
                 "domain: added records are any universe value; population: the universe "
-                "is a finite population and the data a subset of it (seed 004)."
+                "is a finite population and the data a subset of it."
             )
         ),
     ] = "domain",
@@ -499,7 +499,7 @@ def explore(
     """Brute-force local and global sensitivity by Hamming distance (NON-PRIVATE).
 
     Enumerates neighbours over a small universe for add-remove and substitute, local
-    and global scope, h = 1..max-hamming (seed 004). Bounds are the universe's min/max.
+    and global scope, h = 1..max-hamming. Bounds are the universe's min/max.
     """
     from dpsense.sensitivity import empirical_sensitivity
 

@@ -209,7 +209,8 @@ def release_command(
     """Release one differentially private statistic of a column and print its receipt.
 
     With --method sample-aggregate the statistic is evaluated on each of --blocks disjoint
-    blocks and the block answers are aggregated privately (seed 000, NRS07).
+    blocks and the block answers are aggregated privately (Nissim, Raskhodnikova and
+    Smith 2007, Section 4); the receipt names the aggregator, the statistic and k.
     """
     stat = _statistic(statistic, lower, upper, p, trim)
     values = load_column(data, column)
@@ -269,7 +270,7 @@ def ratio_command(
     dataset: DatasetOpt = None,
     json_output: JsonOpt = False,
 ) -> None:
-    """Release the ratio a/b of user contributions (seed 001; Kulesza-Suresh-Wang 2024)."""
+    """Release the ratio a/b of user contributions (Kulesza, Suresh and Wang 2024)."""
     a = load_column(data, numerator)
     b = load_column(data, denominator) if denominator is not None else None
     options: dict[str, Any] = {}

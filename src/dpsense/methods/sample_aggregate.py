@@ -1,4 +1,4 @@
-r"""Sample and aggregate (NRS07 §4; seed 000).
+r"""Sample and aggregate (Nissim, Raskhodnikova and Smith 2007, Section 4).
 
 Split the records into k disjoint blocks, evaluate any function f on each block, clip
 :math:`a_i = \mathrm{clip}(f(\text{block}_i), l, u)`, and aggregate privately:
