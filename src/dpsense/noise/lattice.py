@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Final
 
-from dpsense.errors import DPSenseError, InputError
+from dpsense.errors import InputError
 from dpsense.noise.rng import RandomSource
 
 __all__ = [
@@ -62,7 +62,6 @@ LATTICE_BITS: Final = 40
 NOISE_SHAPES: Final = ("laplace", "cauchy", "student-t", "lln")
 _MAX_DOF: Final = 64
 _DIGITS: Final = 64
-_MAX_ROUNDS: Final = 64
 _MIN_EXPONENT: Final = -1074
 
 
@@ -289,7 +288,9 @@ def sample_on_lattice(
     if not (math.isfinite(center) and scale > 0):
         raise InputError("The noise needs a finite centre and a positive scale.")
     uniforms = [_LazyUniform(rng) for _ in range(shape.uniforms)]
-    for _ in range(_MAX_ROUNDS):
+    # No cap on the rounds: an abort would be an event whose probability depends on the
+    # data. The loop ends with probability 1 (docs/exact_sampling.md).
+    while True:
         iv.prec = uniforms[0].bits + 64
         z = shape.enclose(iv, [u.box(iv) for u in uniforms])
         c = iv.mpf(scale.numerator) / iv.mpf(scale.denominator)
@@ -301,9 +302,6 @@ def sample_on_lattice(
             return low
         for u in uniforms:
             u.refine(rng)
-    raise DPSenseError(  # probability far below 2^-1000 for any valid input
-        "The exact noise sampler did not converge; this indicates a bug, please report it."
-    )
 
 
 def noise_cdf(shape: NoiseShape, z: Any, *, upper: bool = False) -> Any:

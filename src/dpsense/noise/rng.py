@@ -74,17 +74,6 @@ class RandomSource(ABC):
             if value < bound:
                 return value
 
-    def uniform(self, size: int) -> NDArray[np.float64]:
-        """Uniform doubles strictly inside (0, 1): ``(k + 1/2) 2^-52`` for 52 random bits.
-
-        ``k + 1/2`` is exact for ``k < 2^52``, so every value lies in
-        ``[2^-53, 1 - 2^-53]`` (with 53 bits the largest would round to 1.0). Only for
-        samplers whose inexactness is documented (Cauchy, Student's t, Gumbel); the
-        Laplace and Gaussian mechanisms never use it.
-        """
-        k = (self.words(size) >> np.uint64(12)).astype(np.float64)
-        return (k + 0.5) * 2.0**-52
-
 
 class SystemRandom(RandomSource):
     """The operating system's CSPRNG (``os.urandom``), read in one call per request."""

@@ -1,0 +1,147 @@
+"""Mutation check of the privacy tests: break a mechanism on purpose, watch tests fail.
+
+Each mutant is a small textual change to ``src/dpsense`` that makes a release less private
+than it claims. The script copies the working tree to a temporary directory, applies one
+mutant there (the checkout itself is never modified), runs the given test files against the
+mutated copy and reports which tests failed. A mutant that no test kills means the tests
+are not done; a mutant whose text no longer matches the source is reported as stale, so
+the check cannot pass silently after a refactor.
+
+Run: ``.venv/bin/python scripts/mutation_check.py [--only NAME ...]``
+Exit status: 0 when every mutant is killed, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: str
+    description: str
+    path: str
+    edits: tuple[tuple[str, str], ...]
+    tests: tuple[str, ...]
+
+
+MUTANTS = (
+    Mutant(
+        "smooth-noise-divided-by-3",
+        "smooth sensitivity noise scale divided by 3",
+        "src/dpsense/methods/smooth.py",
+        (("    return bound / plan.divisor\n", "    return bound / plan.divisor / 3\n"),),
+        ("tests/methods/test_smooth_support.py", "tests/methods/test_framework_audits.py"),
+    ),
+    Mutant(
+        "n-treated-as-public",
+        "add-remove mean: the whole budget on the sum, divided by the true count",
+        "src/dpsense/methods/global_sensitivity.py",
+        (),  # filled in from MUTANT_EDITS below when present
+        ("tests/methods",),
+    ),
+    Mutant(
+        "sample-aggregate-noise-halved",
+        "sample-and-aggregate mean aggregator with half the Laplace noise",
+        "src/dpsense/methods/sample_aggregate.py",
+        (),
+        ("tests/methods/test_sample_aggregate_audit.py", "tests/methods"),
+    ),
+    Mutant(
+        "smooth-floor-removed-beta-doubled",
+        "smooth bound computed at 2 beta and without its floor",
+        "src/dpsense/methods/smooth.py",
+        (
+            (
+                "profile.smooth(plan.bound_beta)",
+                "profile.smooth(2 * plan.bound_beta)",
+            ),
+            (
+                "    bound = max(computed, Fraction(profile.cap) * _FLOOR)\n",
+                "    bound = computed\n",
+            ),
+        ),
+        ("tests/methods/test_smooth_support.py", "tests/methods/test_framework_audits.py"),
+    ),
+)
+
+
+def _copy_tree(destination: Path) -> None:
+    listed = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.split()
+    for name in listed:
+        source = ROOT / name
+        if source.is_file():
+            target = destination / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target)
+
+
+def _apply(mutant: Mutant, tree: Path) -> str | None:
+    path = tree / mutant.path
+    text = path.read_text()
+    for old, new in mutant.edits:
+        if text.count(old) != 1:
+            return f"stale: {old.strip()!r} is not found exactly once in {mutant.path}"
+        text = text.replace(old, new)
+    path.write_text(text)
+    return None
+
+
+def run(mutant: Mutant, workers: int) -> tuple[bool, list[str]]:
+    with tempfile.TemporaryDirectory(prefix="dpsense-mutant-") as tmp:
+        tree = Path(tmp)
+        _copy_tree(tree)
+        problem = _apply(mutant, tree)
+        if problem is not None:
+            return False, [problem]
+        env = {**os.environ, "PYTHONPATH": str(tree / "src")}
+        command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rf"]
+        if workers > 1:
+            command += ["-n", str(workers)]
+        result = subprocess.run(
+            [*command, *mutant.tests], cwd=tree, env=env, capture_output=True, text=True
+        )
+        failed = re.findall(r"^FAILED (\S+)", result.stdout, flags=re.MULTILINE)
+        return bool(failed), failed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--only", nargs="*", default=None, help="mutant names to run")
+    parser.add_argument("--workers", type=int, default=2)
+    args = parser.parse_args()
+    survivors = 0
+    for mutant in MUTANTS:
+        if args.only and mutant.name not in args.only:
+            continue
+        if not mutant.edits:
+            print(f"[skipped] {mutant.name}: no edit defined")
+            survivors += 1
+            continue
+        killed, details = run(mutant, args.workers)
+        survivors += not killed
+        status = "killed" if killed else "SURVIVED"
+        print(f"[{status}] {mutant.name}: {mutant.description}")
+        for line in details:
+            print(f"    {line}")
+    sys.exit(1 if survivors else 0)
+
+
+if __name__ == "__main__":
+    main()
