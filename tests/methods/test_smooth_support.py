@@ -125,7 +125,7 @@ def _mechanism(case: Case, data: np.ndarray) -> tuple[float, object, OutputLatti
     plan = plan_smooth(case.epsilon, case.delta, case.noise)
     n = xc.shape[0] if case.neighbours == "substitute" else None
     lattice = OutputLattice.for_range(*output_range(st, n))
-    return st._value(xc), smooth_scale(xc, st, case.neighbours, plan), lattice, plan.shape
+    return st._value_exact(xc), smooth_scale(xc, st, case.neighbours, plan), lattice, plan.shape
 
 
 def _released_cells(case: Case, draws: int) -> list[int]:

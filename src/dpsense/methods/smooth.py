@@ -23,18 +23,20 @@ of a public lattice (spacing about :math:`2^{-40}` times the width of the statis
 and clamped to that range: :func:`dpsense.noise.lattice.sample_on_lattice` draws that
 rounded value exactly, tails included, so the printed double has precisely the distribution
 the proof is about (post-processing of the real mechanism). No floating-point noise sample
-is ever multiplied by the data-dependent scale. Four safeguards make the scale itself an
+is ever multiplied by the data-dependent scale. Five safeguards make the scale itself an
 honest beta-smooth upper bound (docs/exact_sampling.md):
 
 * the smooth bound is computed at :math:`\beta - 2^{-37}` and inflated by
   :math:`1 + 2^{-38}`, which absorbs its floating-point error while keeping it
   beta-smooth;
-* it is floored at :math:`2^{-1000}` times the public cap on A(k) (a constant: the maximum
-  of a beta-smooth bound and a constant is beta-smooth), so a bound that underflows never
-  means "no noise";
+* it is floored at :math:`\max(2^{-1000}\,\mathrm{cap}, 2^{-960})` (a constant: the
+  maximum of a beta-smooth bound and a constant is beta-smooth), so a bound that underflows
+  never means "no noise" and no subnormal rounding error reaches the maximum;
 * twice the statistic's public bound on the floating-point error of its value is added
   (a constant added to a beta-smooth bound keeps it beta-smooth and makes it cover the
-  local sensitivity of the computed value);
+  local sensitivity of the computed value), and for statistics other than quantiles a
+  margin of :math:`2^{-30}` times the cap covers the rounding of their closed-form local
+  sensitivities;
 * the divisor s is a rational lower bound on the exact one.
 """
 
@@ -53,7 +55,7 @@ from dpsense.neighbours import Neighbours
 from dpsense.noise.lattice import NoiseShape, OutputLattice, sample_on_lattice
 from dpsense.noise.rng import RandomSource
 from dpsense.params import check_finite, check_int
-from dpsense.statistics import BoundedStatistic, Count, Statistic, Sum
+from dpsense.statistics import BoundedStatistic, Count, Quantile, Statistic, Sum
 
 __all__ = [
     "LATTICE_NOTE",
@@ -71,6 +73,8 @@ BETA_MARGIN: Final = 2.0**-37
 _MIN_BETA: Final = 2.0**-30
 _BOUND_SLACK: Final = Fraction(1) + Fraction(1, 2**38)
 _FLOOR: Final = Fraction(1, 2**1000)
+_ABSOLUTE_FLOOR: Final = Fraction(1, 2**960)
+_PROFILE_MARGIN: Final = Fraction(1, 2**30)
 _DIVISOR_SLACK: Final = Fraction(1) - Fraction(1, 2**40)
 LATTICE_NOTE: Final = (
     "the output is the real-valued release rounded to a public lattice; where the noise is "
@@ -230,11 +234,22 @@ def plan_smooth(
 def smooth_scale(
     xc: FloatArray, statistic: BoundedStatistic, neighbours: Neighbours, plan: SmoothPlan
 ) -> Fraction:
-    """The exact rational noise scale S/s of one release (data-dependent: never publish)."""
+    """The exact rational noise scale S/s of one release (data-dependent: never publish).
+
+    Every term added or maxed in here is a public constant, so the result stays
+    beta-smooth (docs/exact_sampling.md §3).
+    """
     profile = statistic.profile(xc, neighbours)
+    cap = Fraction(profile.cap)
     computed = Fraction(profile.smooth(plan.bound_beta)) * _BOUND_SLACK
-    bound = max(computed, Fraction(profile.cap) * _FLOOR)
-    bound += 2 * Fraction(statistic.value_error)
+    # Floors: relative to the cap, and absolute so that every term that can reach the
+    # maximum was computed from normal (not subnormal) doubles.
+    bound = max(computed, cap * _FLOOR, _ABSOLUTE_FLOOR)
+    bound += 2 * Fraction(statistic.exact_value_error)
+    if not isinstance(statistic, Quantile):
+        # closed-form and recomputed local sensitivities (means, variances) carry
+        # rounding errors far below this public margin
+        bound += cap * _PROFILE_MARGIN
     return bound / plan.divisor
 
 
@@ -260,7 +275,7 @@ def release_smooth(
     lo, hi = output_range(statistic, xc.shape[0] if neighbours == "substitute" else None)
     lattice = OutputLattice.for_range(lo, hi)
     scale = smooth_scale(xc, statistic, neighbours, plan)
-    k = sample_on_lattice(rng, plan.shape, statistic._value(xc), scale, lattice)
+    k = sample_on_lattice(rng, plan.shape, statistic._value_exact(xc), scale, lattice)
     return Release(
         lattice.value(k),
         False,

@@ -190,10 +190,8 @@ def _nonneg(iv: Any, x: Any) -> Any:
 
 
 def _square(iv: Any, x: Any) -> Any:
-    lo, hi = x.a, x.b
-    top = max(lo * lo, hi * hi)
-    bottom = 0 if lo <= 0 <= hi else min(lo * lo, hi * hi)
-    return iv.mpf([bottom, top])
+    """x^2 over an interval (mpmath's integer power knows that [-a, b]^2 = [0, max])."""
+    return x**2
 
 
 def _laplace(iv: Any, box: Any) -> Any:
@@ -260,7 +258,7 @@ def _floor_endpoint(raw: Any, lattice: OutputLattice) -> int:
 def sample_on_lattice(
     rng: RandomSource,
     shape: NoiseShape,
-    center: float,
+    center: float | Fraction,
     scale: Fraction,
     lattice: OutputLattice,
 ) -> int:
@@ -272,8 +270,8 @@ def sample_on_lattice(
         Where the uniform digits come from.
     shape : NoiseShape
         The standard noise Z.
-    center : float
-        f, a finite double (an exact rational).
+    center : float or Fraction
+        f, a finite double or an exact rational.
     scale : Fraction
         c > 0, an exact rational.
     lattice : OutputLattice
@@ -285,8 +283,9 @@ def sample_on_lattice(
         K with ``lattice.value(K)`` the released double.
     """
     iv = _interval_context()
-    if not (math.isfinite(center) and scale > 0):
-        raise InputError("The noise needs a finite centre and a positive scale.")
+    center = Fraction(center)  # exact; raises for NaN or infinity
+    if not scale > 0:
+        raise InputError("The noise needs a positive scale.")
     uniforms = [_LazyUniform(rng) for _ in range(shape.uniforms)]
     # No cap on the rounds: an abort would be an event whose probability depends on the
     # data. The loop ends with probability 1 (docs/exact_sampling.md).
@@ -294,7 +293,8 @@ def sample_on_lattice(
         iv.prec = uniforms[0].bits + 64
         z = shape.enclose(iv, [u.box(iv) for u in uniforms])
         c = iv.mpf(scale.numerator) / iv.mpf(scale.denominator)
-        t = (iv.mpf(center) + c * z) / iv.mpf(lattice.spacing) + iv.mpf(0.5)
+        f = iv.mpf(center.numerator) / iv.mpf(center.denominator)
+        t = (f + c * z) / iv.mpf(lattice.spacing) + iv.mpf(0.5)
         low_end, high_end = t._mpi_
         low = _floor_endpoint(low_end, lattice)
         high = _floor_endpoint(high_end, lattice)
@@ -362,7 +362,7 @@ def _lln_laplace_transform(a: Any, sigma: Any) -> Any:
 
 
 def cell_probability(
-    shape: NoiseShape, center: float, scale: Fraction, lattice: OutputLattice, k: int
+    shape: NoiseShape, center: float | Fraction, scale: Fraction, lattice: OutputLattice, k: int
 ) -> Any:
     r"""The exact probability that :func:`sample_on_lattice` returns ``k`` (an mpmath number).
 
@@ -375,13 +375,14 @@ def cell_probability(
     if not lattice.first <= k <= lattice.last:
         return mpmath.mpf(0)
     c = mpmath.mpf(scale.numerator) / scale.denominator
+    f = mpmath.mpf(Fraction(center).numerator) / Fraction(center).denominator
 
     def edge(j: int) -> Any:
         if j == lattice.first:
             return -mpmath.inf
         if j == lattice.last + 1:
             return mpmath.inf
-        return (mpmath.mpf(lattice.spacing) * (mpmath.mpf(j) - mpmath.mpf(0.5)) - center) / c
+        return (mpmath.mpf(lattice.spacing) * (mpmath.mpf(j) - mpmath.mpf(0.5)) - f) / c
 
     low, high = edge(k), edge(k + 1)
     if low >= 0:
