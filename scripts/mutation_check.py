@@ -47,15 +47,29 @@ MUTANTS = (
         "n-treated-as-public",
         "add-remove mean: the whole budget on the sum, divided by the true count",
         "src/dpsense/methods/global_sensitivity.py",
-        (),  # filled in from MUTANT_EDITS below when present
-        ("tests/methods",),
+        (
+            (
+                "LaplaceMechanism(sensitivity, half).release(centred_sum, rng)",
+                "LaplaceMechanism(sensitivity, epsilon).release(centred_sum, rng)",
+            ),
+            (
+                "    value = grid.centre + noisy_sum / max(noisy_count, 1)\n",
+                "    value = grid.centre + noisy_sum / max(xc.shape[0], 1)\n",
+            ),
+        ),
+        ("tests/methods/test_framework_audits.py",),
     ),
     Mutant(
         "sample-aggregate-noise-halved",
         "sample-and-aggregate mean aggregator with half the Laplace noise",
         "src/dpsense/methods/sample_aggregate.py",
-        (),
-        ("tests/methods/test_sample_aggregate_audit.py", "tests/methods"),
+        (
+            (
+                "inflated_sensitivity((b.upper - b.lower) / k, aggregate)",
+                "inflated_sensitivity((b.upper - b.lower) / (2 * k), aggregate)",
+            ),
+        ),
+        ("tests/methods/test_sample_aggregate_audit.py",),
     ),
     Mutant(
         "smooth-floor-removed-beta-doubled",
@@ -129,10 +143,6 @@ def main() -> None:
     survivors = 0
     for mutant in MUTANTS:
         if args.only and mutant.name not in args.only:
-            continue
-        if not mutant.edits:
-            print(f"[skipped] {mutant.name}: no edit defined")
-            survivors += 1
             continue
         killed, details = run(mutant, args.workers)
         survivors += not killed

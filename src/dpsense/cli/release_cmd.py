@@ -142,7 +142,12 @@ def print_receipt(result: Release, column: str | None) -> None:
     table.add_row("noise", str(result.noise))
     table.add_row(
         "noise scale",
-        "not public (depends on the data)" if result.scale is None else _fmt(result.scale),
+        "not public (depends on the data)"
+        if result.scale is None
+        else _fmt(result.scale)
+        + (
+            f" ({result.parameters['scale_units']})" if result.parameters.get("scale_units") else ""
+        ),
     )
     table.add_row(
         "guarantee",

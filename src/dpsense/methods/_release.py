@@ -96,6 +96,8 @@ class Release:
         if self.rho is not None and not math.isnan(self.rho):
             guarantee += f" (rho={self.rho:g}-zCDP)"
         scale = "data-dependent (not revealed)" if self.scale is None else f"{self.scale:.4g}"
+        if self.scale is not None and self.parameters.get("scale_units"):
+            scale += f" ({self.parameters['scale_units']})"
         seeded = "  [SEEDED: reproducible, not secure]" if self.seeded else ""
         return (
             f"{head}\n  method={self.method}, noise={self.noise}, scale={scale}, "

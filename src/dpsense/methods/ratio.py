@@ -141,18 +141,15 @@ def ratio_counts(a: Any, b: Any, neighbours: Neighbours, *, where: str) -> tuple
             "(one entry per user in each)."
         )
     for name, arr in (("a", per_a), ("b", per_b)):
-        bad = int(np.count_nonzero((arr != 0.0) & (arr != 1.0)))
-        if bad:
+        if np.any((arr != 0.0) & (arr != 1.0)):
             raise InputError(
-                f"The per-user array '{name}' of {where} must hold only 0 and 1, but {bad} "
-                f"of {arr.shape[0]} entries are other values. Encode each user's "
-                "contribution as 0 or 1."
+                f"The per-user array '{name}' of {where} must hold only 0 and 1, but some "
+                "entries are other values. Encode each user's contribution as 0 or 1."
             )
-    above = int(np.count_nonzero(per_a > per_b))
-    if above:
+    if np.any(per_a > per_b):
         raise InputError(
             f"The per-user arrays of {where} must satisfy a_i <= b_i (a user counted in a "
-            f"is also counted in b), but {above} users have a_i = 1 and b_i = 0."
+            "is also counted in b), but some users have a_i = 1 and b_i = 0."
         )
     if neighbours != ADD_REMOVE and not np.all(per_b == 1.0):
         raise InputError(

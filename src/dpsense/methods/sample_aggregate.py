@@ -34,12 +34,13 @@ from numpy.typing import NDArray
 from dpsense.errors import InputError
 from dpsense.mechanisms.additive import LaplaceMechanism
 from dpsense.methods._release import Release
+from dpsense.methods.global_sensitivity import inflated_sensitivity
 from dpsense.methods.smooth import release_smooth
 from dpsense.neighbours import Neighbours, validate_neighbours
 from dpsense.noise.exact import uniform_below
 from dpsense.noise.rng import RandomSource, resolve_rng
 from dpsense.params import check_delta, check_epsilon, check_int, validate_bounds
-from dpsense.statistics import Median
+from dpsense.statistics import Mean, Median
 
 __all__ = ["assign_blocks", "function_label", "sample_and_aggregate"]
 
@@ -198,7 +199,13 @@ def sample_and_aggregate(
         "upper": b.upper,
     }
     if aggregator == "mean":
-        out = LaplaceMechanism((b.upper - b.lower) / k, eps).release(float(answers.mean()), source)
+        # the mean of the clipped block answers, exactly rounded, with its sensitivity
+        # w/k inflated by twice the mean's proven floating-point error
+        aggregate = Mean(b.lower, b.upper)
+        sensitivity = inflated_sensitivity((b.upper - b.lower) / k, aggregate)
+        out = LaplaceMechanism(sensitivity, eps).release(
+            aggregate._value_exact(aggregate.clip(answers)), source
+        )
         value = float(min(max(out.value, b.lower), b.upper))
         return Release(
             value,
