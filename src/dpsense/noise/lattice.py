@@ -11,17 +11,18 @@ to Y, clamped to the statistic's range,
    \qquad \text{output} = K\gamma .
 
 K is drawn exactly. Z is written as a fixed function :math:`h(U_1, \dots, U_m)` of
-independent uniforms (inverse CDF, Box–Muller, chi-square as :math:`-2\ln \prod U_i`). Each
-uniform is a real number whose binary digits are drawn lazily, 64 at a time: after j digits
-:math:`U_i` is known to lie in a dyadic box :math:`[a_i, a_i + 2^{-j}]`. Interval arithmetic
-(``mpmath.iv``: every operation rounds outward, so the computed interval always contains
-the exact value) encloses :math:`h` over the boxes, hence Y, hence K. When both ends of the
-enclosure give the same K, that K is the value of the function at the (unknown) exact
-uniforms, and it is returned; otherwise more digits are drawn and the precision raised.
-The set of uniforms on which the enclosure never decides is contained in a finite union
-of cell boundaries and poles, which has probability 0, so the loop ends with probability 1
-and **the output has exactly the distribution of the rounded real-valued mechanism**,
-tails included: every lattice point has the positive probability the real mechanism gives
+independent uniforms (inverse CDF, Box–Muller, chi-square as :math:`-2\ln \prod U_i`).
+Each uniform is a real number whose binary digits are drawn lazily, 64 at a time: after j
+digits :math:`U_i` is known to lie in a dyadic box :math:`[a_i, a_i + 2^{-j}]`. Interval
+arithmetic (``mpmath.libmp.libmpi``, the routines behind ``mpmath.iv``: every operation
+rounds outward, so the computed interval always contains the exact value) encloses
+:math:`h` over the boxes, hence Y, hence K. When both ends of the enclosure give the same
+K, that K is the value of the function at the (unknown) exact uniforms, and it is
+returned; otherwise more digits are drawn and the precision raised. The set of uniforms on
+which the enclosure never decides is contained in a finite union of cell boundaries and
+poles, which has probability 0, so the loop ends with probability 1 and **the output has
+exactly the distribution of the rounded real-valued mechanism**, tails included: every
+lattice point has the positive probability the real mechanism gives
 its cell. docs/exact_sampling.md gives the argument in full.
 
 References
@@ -39,7 +40,6 @@ C. F. F. Karney. "Sampling exactly from the normal distribution." ACM TOMS 42(1)
 from __future__ import annotations
 
 import math
-import threading
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Final
@@ -159,68 +159,95 @@ class NoiseShape:
             return self.dof // 2 + 2
         return 3
 
-    def enclose(self, iv: Any, boxes: list[Any]) -> Any:
-        """An interval containing Z for every choice of the uniforms inside ``boxes``."""
+    def enclose(self, boxes: list[Any], prec: int) -> Any:
+        """An interval containing Z for every choice of the uniforms inside ``boxes``.
+
+        Intervals are ``mpmath.libmp`` raw pairs ``(low, high)``; every operation rounds
+        outward at ``prec`` bits (mpmath's certified interval routines, ``libmpi``).
+        """
+        from mpmath.libmp import fzero, mpf_gt
+        from mpmath.libmp import libmpi as mi
+
         if self.name == "laplace":
-            return _laplace(iv, boxes[0])
+            return _laplace(boxes[0], prec)
         if self.name == "cauchy":
-            return iv.tan(iv.pi * (boxes[0] - iv.mpf(0.5)))
+            angle = mi.mpi_mul(mi.mpi_pi(prec), mi.mpi_sub(boxes[0], _const(1, -1), prec), prec)
+            return mi.mpi_tan(angle, prec)
         if self.name == "lln":
-            first, _ = _box_muller(iv, boxes[1], boxes[2])
-            return _laplace(iv, boxes[0]) * iv.exp(iv.mpf(self.sigma) * first)
+            first, _ = _box_muller(boxes[1], boxes[2], prec)
+            sigma = _exact(Fraction(self.sigma))
+            spread = mi.mpi_exp(mi.mpi_mul(sigma, first, prec), prec)
+            return mi.mpi_mul(_laplace(boxes[0], prec), spread, prec)
         d = self.dof
-        first, second = _box_muller(iv, boxes[-2], boxes[-1])
-        chi = iv.mpf(0)
+        first, second = _box_muller(boxes[-2], boxes[-1], prec)
+        chi = _const(0)
         for box in boxes[: d // 2]:
-            chi = chi + _nonneg(iv, iv.mpf(-2) * iv.log(box))
+            chi = mi.mpi_add(chi, _minus_two_log(box, prec), prec)
         if d % 2:
-            chi = chi + _square(iv, second)
-        if not chi.a > 0:
-            return _UNBOUNDED(iv)
-        return first / iv.sqrt(chi / iv.mpf(d))
+            chi = mi.mpi_add(chi, mi.mpi_square(second, prec), prec)
+        if not mpf_gt(chi[0], fzero):
+            return _unbounded()
+        return mi.mpi_div(first, mi.mpi_sqrt(mi.mpi_div(chi, _const(d), prec), prec), prec)
 
 
-def _UNBOUNDED(iv: Any) -> Any:
-    return iv.mpf(["-inf", "inf"])
+def _const(man: int, exp: int = 0) -> Any:
+    """The exact point interval ``man * 2^exp``."""
+    from mpmath.libmp import from_man_exp
+
+    value = from_man_exp(man, exp)
+    return (value, value)
 
 
-def _nonneg(iv: Any, x: Any) -> Any:
-    """Intersect with [0, inf] (outward rounding may dip below 0 at exact zeros)."""
-    return iv.mpf([max(x.a, 0), max(x.b, 0)])
+def _exact(q: Fraction) -> Any:
+    """A dyadic rational (every double is one) as an exact point interval."""
+    if q.denominator & (q.denominator - 1):
+        raise ValueError("not a dyadic rational")
+    return _const(q.numerator, -(q.denominator.bit_length() - 1))
 
 
-def _square(iv: Any, x: Any) -> Any:
-    """x^2 over an interval (mpmath's integer power knows that [-a, b]^2 = [0, max])."""
-    return x**2
+def _enclose_fraction(q: Fraction, prec: int) -> Any:
+    """An interval of ``prec`` bits containing the rational q."""
+    from mpmath.libmp import from_int
+    from mpmath.libmp import libmpi as mi
+
+    return mi.mpi_div((from_int(q.numerator),) * 2, (from_int(q.denominator),) * 2, prec)
 
 
-def _laplace(iv: Any, box: Any) -> Any:
-    half = iv.mpf(0.5)
-    if box.b <= half.a:
-        return iv.log(iv.mpf(2) * box)
-    if box.a >= half.a:
-        return -iv.log(iv.mpf(2) * (iv.mpf(1) - box))
-    return _UNBOUNDED(iv)  # the box straddles the median: undecided, refine
+def _unbounded() -> Any:
+    from mpmath.libmp import finf, fninf
+
+    return (fninf, finf)
 
 
-def _box_muller(iv: Any, u: Any, v: Any) -> tuple[Any, Any]:
-    radius = iv.sqrt(_nonneg(iv, iv.mpf(-2) * iv.log(u)))
-    angle = iv.mpf(2) * iv.pi * v
-    return radius * iv.cos(angle), radius * iv.sin(angle)
+def _minus_two_log(box: Any, prec: int) -> Any:
+    """-2 ln(U) over a box in (0, 1], intersected with [0, inf]."""
+    from mpmath.libmp import fzero, mpf_lt
+    from mpmath.libmp import libmpi as mi
+
+    low, high = mi.mpi_mul(_const(-2), mi.mpi_log(box, prec), prec)
+    # outward rounding may dip below 0 at U = 1, where the exact value is 0
+    return (fzero if mpf_lt(low, fzero) else low, fzero if mpf_lt(high, fzero) else high)
 
 
-_CONTEXTS = threading.local()
+def _laplace(box: Any, prec: int) -> Any:
+    from mpmath.libmp import from_man_exp, mpf_ge, mpf_le
+    from mpmath.libmp import libmpi as mi
+
+    half = from_man_exp(1, -1)
+    if mpf_le(box[1], half):
+        return mi.mpi_log(mi.mpi_shift(box, 1), prec)
+    if mpf_ge(box[0], half):
+        return mi.mpi_neg(mi.mpi_log(mi.mpi_sub(_const(2), mi.mpi_shift(box, 1), prec), prec))
+    return _unbounded()  # the box straddles the median: undecided, refine
 
 
-def _interval_context() -> Any:
-    """A private ``mpmath`` interval context per thread (its precision is ours to set)."""
-    context = getattr(_CONTEXTS, "iv", None)
-    if context is None:
-        from mpmath.ctx_iv import MPIntervalContext  # lazily: only data-dependent scales
+def _box_muller(u: Any, v: Any, prec: int) -> tuple[Any, Any]:
+    from mpmath.libmp import libmpi as mi
 
-        context = MPIntervalContext()
-        _CONTEXTS.iv = context
-    return context
+    radius = mi.mpi_sqrt(_minus_two_log(u, prec), prec)
+    angle = mi.mpi_mul(mi.mpi_shift(mi.mpi_pi(prec), 1), v, prec)
+    cosine, sine = mi.mpi_cos_sin(angle, prec)
+    return mi.mpi_mul(radius, cosine, prec), mi.mpi_mul(radius, sine, prec)
 
 
 class _LazyUniform:
@@ -236,11 +263,14 @@ class _LazyUniform:
         self.numerator = (self.numerator << _DIGITS) | rng.word()
         self.bits += _DIGITS
 
-    def box(self, iv: Any) -> Any:
-        scale = iv.ldexp(iv.mpf(1), -self.bits)
-        low = iv.mpf(self.numerator) * scale
-        high = iv.mpf(self.numerator + 1) * scale
-        return iv.mpf([low.a, high.b])
+    def box(self) -> Any:
+        """The exact dyadic box ``[m 2^-bits, (m + 1) 2^-bits]``."""
+        from mpmath.libmp import from_man_exp
+
+        return (
+            from_man_exp(self.numerator, -self.bits),
+            from_man_exp(self.numerator + 1, -self.bits),
+        )
 
 
 def _floor_endpoint(raw: Any, lattice: OutputLattice) -> int:
@@ -282,20 +312,25 @@ def sample_on_lattice(
     int
         K with ``lattice.value(K)`` the released double.
     """
-    iv = _interval_context()
+    from mpmath.libmp import libmpi as mi
+
     center = Fraction(center)  # exact; raises for NaN or infinity
     if not scale > 0:
         raise InputError("The noise needs a positive scale.")
     uniforms = [_LazyUniform(rng) for _ in range(shape.uniforms)]
+    shift = -(math.frexp(lattice.spacing)[1] - 1)  # dividing by the spacing 2^e is exact
     # No cap on the rounds: an abort would be an event whose probability depends on the
     # data. The loop ends with probability 1 (docs/exact_sampling.md).
     while True:
-        iv.prec = uniforms[0].bits + 64
-        z = shape.enclose(iv, [u.box(iv) for u in uniforms])
-        c = iv.mpf(scale.numerator) / iv.mpf(scale.denominator)
-        f = iv.mpf(center.numerator) / iv.mpf(center.denominator)
-        t = (f + c * z) / iv.mpf(lattice.spacing) + iv.mpf(0.5)
-        low_end, high_end = t._mpi_
+        prec = uniforms[0].bits + 64
+        z = shape.enclose([u.box() for u in uniforms], prec)
+        noisy = mi.mpi_add(
+            _enclose_fraction(center, prec),
+            mi.mpi_mul(_enclose_fraction(scale, prec), z, prec),
+            prec,
+        )
+        t = mi.mpi_add(mi.mpi_shift(noisy, shift), _const(1, -1), prec)
+        low_end, high_end = t
         low = _floor_endpoint(low_end, lattice)
         high = _floor_endpoint(high_end, lattice)
         if low == high:
