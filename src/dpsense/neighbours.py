@@ -35,7 +35,8 @@ _ALIASES: Final[dict[str, Neighbours]] = {
 def validate_neighbours(neighbours: object, *, where: str = "dpsense") -> Neighbours:
     """Return the canonical name of a neighbour relation or raise :class:`InputError`.
 
-    ``"unbounded"`` and ``"bounded"`` (seed 004's words) are accepted as aliases.
+    ``"unbounded"`` and ``"bounded"`` (the terms of Kifer and Machanavajjhala 2011) are
+    accepted as aliases.
     """
     if isinstance(neighbours, str):
         key = neighbours.strip().lower()

@@ -132,7 +132,7 @@ def smooth_beta(epsilon: float, delta: float = 0.0) -> float:
     References
     ----------
     Nissim, Raskhodnikova and Smith, "Smooth sensitivity and sampling in private data
-    analysis", STOC 2007, Lemma 2.6 and Example 2.9; seeds 000 and 002.
+    analysis", STOC 2007, Lemma 2.6 and Example 2.9.
     """
     eps = check_epsilon(epsilon, where="smooth_beta")
     dlt = check_delta(delta, where="smooth_beta")

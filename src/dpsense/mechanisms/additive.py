@@ -4,7 +4,7 @@ Each is an immutable object validated once at construction, with its noise scale
 privacy guarantee and an accuracy statement. The contract functions ``laplace``,
 ``gaussian``, ``discrete_laplace`` and ``discrete_gaussian`` wrap them and return the noisy
 value only. Arrays get independent noise per coordinate; vector sensitivities are L1 for
-Laplace and L2 for Gaussian (seed 003).
+Laplace and L2 for Gaussian (Dwork and Roth 2014, Theorems 3.6 and A.1).
 
 All noise is exact integer noise: on the integers for the discrete mechanisms, on a
 power-of-two grid fixed by public parameters for the continuous ones
@@ -84,8 +84,9 @@ class LaplaceMechanism:
     r"""The Laplace mechanism: :math:`f(x) + \mathrm{Lap}(\Delta_1/\varepsilon)` per coordinate.
 
     Pure epsilon-DP for a query with L1 sensitivity :math:`\Delta_1` (Dwork, McSherry,
-    Nissim and Smith 2006; seed 003). Noise is exact discrete Laplace on a power-of-two
-    grid, calibrated to the rounding-inflated sensitivity, so the guarantee is exact.
+    Nissim and Smith 2006; Dwork and Roth 2014, Theorem 3.6). Noise is exact discrete
+    Laplace on a power-of-two grid, calibrated to the rounding-inflated sensitivity, so the
+    guarantee is exact.
 
     Parameters
     ----------

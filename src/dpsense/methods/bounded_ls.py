@@ -1,14 +1,15 @@
 r"""Laplace noise scaled to a privately released upper bound on the local sensitivity.
 
-Theorem (seed 001's Theorem 1, with its inequality the right way round). Let :math:`g` be
-an :math:`\varepsilon_1`-DP mechanism such that for every dataset :math:`x`
+Theorem (privately bounded local sensitivity, with the inequality the right way round).
+Let :math:`g` be an :math:`\varepsilon_1`-DP mechanism such that for every dataset :math:`x`
 
 .. math:: \Pr\big[g(x) \ge LS(f, x)\big] \ge 1 - \delta .
 
 Then releasing :math:`\big(g(x),\; f(x) + \mathrm{Lap}(g(x)/\varepsilon_2)\big)` is
 :math:`(\varepsilon_1 + \varepsilon_2, \delta)`-DP. The bound itself is part of the output,
 so the noise scale :math:`g(x)/\varepsilon_2` may be published. docs/ratios.md §5 gives the
-proof (a sum over the values of :math:`g`, not the seed's conditioning argument).
+proof (a sum over the values of :math:`g`, not a conditioning argument on the event
+:math:`g \ge LS`).
 
 This module has the general step, :func:`laplace_with_private_bound`, the exact
 discrete-Laplace tail used to turn a noisy count into a high-probability bound,
@@ -17,11 +18,12 @@ lower-bounds n privately.
 
 References
 ----------
-Seed 001 (``seeds/001_1e952dafcc0d3a12.txt``), Theorem 1. Nissim, Raskhodnikova and Smith,
-"Smooth sensitivity and sampling in private data analysis", STOC 2007 (local
-sensitivity). Dwork and Roth, "The algorithmic foundations of differential privacy", 2014,
-Theorem 3.16 (composition). Canonne, Kamath and Steinke, "The discrete Gaussian for
-differential privacy", NeurIPS 2020, Algorithm 2 (exact discrete Laplace sampling).
+A published blog post on privately bounding local sensitivity, Theorem 1 (stated there
+with the inequality reversed). Nissim, Raskhodnikova and Smith, "Smooth sensitivity and
+sampling in private data analysis", STOC 2007 (local sensitivity). Dwork and Roth, "The
+algorithmic foundations of differential privacy", 2014, Theorem 3.16 (composition).
+Canonne, Kamath and Steinke, "The discrete Gaussian for differential privacy", NeurIPS 2020,
+Algorithm 2 (exact discrete Laplace sampling).
 """
 
 from __future__ import annotations
@@ -88,7 +90,7 @@ def discrete_laplace_tail(scale: float, margin: int, *, two_sided: bool = False)
         \Pr[Z > T] = \frac{q^{T + 1}}{1 + q}, \qquad
         \Pr[|Z| > T] = \frac{2\, q^{T + 1}}{1 + q}.
 
-    (Seed 001 uses :math:`\Pr[|Z| \ge T] = q^T`; the true value is
+    (The often-used tail :math:`\Pr[|Z| \ge T] = q^T` is wrong; the true value is
     :math:`2 q^T / (1 + q)`.)
 
     Parameters
@@ -199,8 +201,8 @@ def laplace_with_private_bound(
 
     References
     ----------
-    Seed 001, Theorem 1 (corrected: :math:`\Pr[g \ge LS] \ge 1 - \delta`); proof in
-    docs/ratios.md §5.
+    The bounded-local-sensitivity theorem (corrected:
+    :math:`\Pr[g \ge LS] \ge 1 - \delta`); proof in docs/ratios.md §5.
     """
     where = "laplace_with_private_bound"
     eps = check_epsilon(epsilon, where=where)
@@ -398,8 +400,8 @@ def bounded_ls_mean(
 
     References
     ----------
-    Seed 001, Theorem 1 (corrected) and its mean instance (SPEC §4 "Privately bounding
-    local sensitivity"); docs/ratios.md §5–6; docs/sensitivity.md §4 for the bound.
+    The bounded-local-sensitivity theorem (corrected) and its mean instance, which
+    lower-bounds n privately; docs/ratios.md §5–6; docs/sensitivity.md §4 for the bound.
 
     Examples
     --------

@@ -2,8 +2,8 @@ r"""The ``global`` method: noise calibrated to global sensitivity.
 
 * Count: discrete Laplace (pure epsilon) or discrete Gaussian (zCDP, when delta > 0 and
   ``noise="gaussian"``); under substitute the count is public and released as is.
-* Mean under add-remove (n private): noisy sum over noisy count (seed 000), each with half
-  the budget; the sum is of the records mapped to a fine public grid centred at the
+* Mean under add-remove (n private): noisy sum over noisy count (the textbook split),
+  each with half the budget; the sum is of the records mapped to a fine public grid centred at the
   midpoint (accumulated exactly in integers), so its sensitivity is about w/2.
 * Everything else: Laplace at the global sensitivity (pure epsilon), or the analytic
   Gaussian when ``noise="gaussian"`` and delta > 0. Under substitute the global
@@ -138,7 +138,7 @@ def release_global(
 def _noisy_sum_over_count(
     xc: FloatArray, statistic: Mean, epsilon: float, rng: RandomSource
 ) -> Release:
-    r"""Seed 000's mean under add-remove: (noisy centred sum) / (noisy count) + centre.
+    r"""The textbook mean under add-remove: (noisy centred sum) / (noisy count) + centre.
 
     The centred sum is :math:`\sum_i (\varphi(x_i) - c) = \gamma \sum_i k_i`, exact in
     integers, with sensitivity :math:`\gamma \max(|k_\ell|, |k_u|) \le w/2 + \gamma`

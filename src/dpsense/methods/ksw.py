@@ -28,8 +28,9 @@ References
 ----------
 Kulesza, Suresh and Wang, "Mean estimation in the add-remove model of differential
 privacy", ICML 2024, PMLR 235, pp. 25642–25661 (the simple two-count algorithm; the paper's
-optimal version replaces the Laplace noise by its hourglass mechanism). Seed 001
-(``seeds/001_1e952dafcc0d3a12.txt``), section "Private ratios".
+optimal version replaces the Laplace noise by its hourglass mechanism). Its use for ratios
+follows the "Private ratios" comparison of a published blog post on privately bounding
+local sensitivity.
 """
 
 from __future__ import annotations
@@ -218,7 +219,7 @@ def ksw_mean(
     References
     ----------
     Kulesza, Suresh and Wang, "Mean estimation in the add-remove model of differential
-    privacy", ICML 2024, PMLR 235. SPEC §4 "Private ratios"; docs/ratios.md §4.
+    privacy", ICML 2024, PMLR 235. docs/ratios.md §4.
 
     Examples
     --------

@@ -1,4 +1,4 @@
-r"""Propose-test-release (Dwork & Lei 2009; seed 000, threshold corrected).
+r"""Propose-test-release (Dwork & Lei 2009; the often-quoted threshold corrected).
 
 1. The analyst proposes a bound b on the local sensitivity.
 2. Test: :math:`D(x, b) = \min\{k : A(x, k) > b\}` has sensitivity 1; add exact discrete
@@ -7,8 +7,8 @@ r"""Propose-test-release (Dwork & Lei 2009; seed 000, threshold corrected).
 
 The threshold is the smallest integer :math:`m^*` with :math:`P(Z \ge m^*) \le \delta`, from
 the exact tail of the discrete Laplace, :math:`P(Z \ge m) = q^m/(1+q)`, :math:`q = e^{-1/s}`.
-(The continuous-Laplace version is :math:`T = \ln(1/(2\delta))/\varepsilon_t`; seed 000's
-:math:`\ln(2/\delta)/(2\varepsilon)` is too small — docs/frameworks.md.)
+(The continuous-Laplace version is :math:`T = \ln(1/(2\delta))/\varepsilon_t`; the
+often-quoted :math:`\ln(2/\delta)/(2\varepsilon)` is too small — docs/frameworks.md.)
 
 Guarantee: :math:`(\varepsilon_t + \varepsilon_r, \delta)`-DP. A refusal spends the whole
 budget too.

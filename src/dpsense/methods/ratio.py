@@ -1,7 +1,7 @@
-r"""Private ratios a/b: naive, local-bound (seed 001, fixed) and Kulesza–Suresh–Wang.
+r"""Private ratios a/b: naive, local-bound (published method, fixed) and Kulesza–Suresh–Wang.
 
-Every user contributes :math:`(a_i, b_i)` with :math:`a_i \le b_i \in \{0, 1\}` (seed 001:
-a user counts towards b, or towards a and b); the statistic is
+Every user contributes :math:`(a_i, b_i)` with :math:`a_i \le b_i \in \{0, 1\}` (a user
+counts towards b, or towards a and b); the statistic is
 
 .. math::
 
@@ -12,7 +12,7 @@ a user counts towards b, or towards a and b); the statistic is
 * ``"naive"``: noisy a over noisy b. Under add-remove the vector (a, b) has L1
   sensitivity 2, so each count gets :math:`\mathrm{Lap}(2/\varepsilon)`; under substitute b
   is public and only a is noised, with :math:`\mathrm{Lap}(1/\varepsilon)`.
-* ``"local-bound"``: seed 001's algorithm with its bugs fixed: spend
+* ``"local-bound"``: the algorithm of a published blog post with its bugs fixed: spend
   :math:`\varepsilon_1` on noisy counts, turn them into intervals that hold with
   probability :math:`1 - \delta` (exact discrete-Laplace tails, union bound), bound the
   local sensitivity of a/b on those intervals and add Laplace noise scaled to that bound
@@ -22,12 +22,13 @@ a user counts towards b, or towards a and b); the statistic is
   :math:`(a, b - a)`, L1 sensitivity 1 under add-remove and 2 under substitute.
 
 All outputs are clipped to [0, 1] (post-processing). docs/ratios.md has the derivations
-and the list of seed 001's bugs.
+and the list of that blog post's bugs.
 
 References
 ----------
-Seed 001 (``seeds/001_1e952dafcc0d3a12.txt``), "Private ratios". Kulesza, Suresh and Wang,
-"Mean estimation in the add-remove model of differential privacy", ICML 2024.
+A published blog post on privately bounding local sensitivity, "Private ratios" (the naive
+and local-bound methods). Kulesza, Suresh and Wang, "Mean estimation in the add-remove model
+of differential privacy", ICML 2024.
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ __all__ = [
 RatioMethod: TypeAlias = Literal["ksw", "naive", "local-bound"]
 METHODS: Final[tuple[RatioMethod, ...]] = ("ksw", "naive", "local-bound")
 DEFAULT_BOUND_FRACTION: Final = 0.1
-"""Share of epsilon spent on bounding the local sensitivity (seed 001's default)."""
+"""Share of epsilon spent on bounding the local sensitivity (the blog post's default)."""
 
 FloatArray = NDArray[np.float64]
 _RELATIVE_PAD: Final = 2.0**-48
@@ -258,8 +259,8 @@ def ratio_sensitivity_bound(a_low: ArrayLike, a_high: ArrayLike, b_low: ArrayLik
     r"""An upper bound on :math:`LS(a/b)` (add-remove) valid for every a, b in the intervals.
 
     For integers :math:`0 \le a \le b` with :math:`b \ge 2`,
-    :math:`LS(a/b) \le \max(a, b - a) / (b^2 - b)` (docs/ratios.md §2). Seed 001 bounds the
-    two terms separately over :math:`a \in [a_\ell, a_u]`, :math:`b \in [b_\ell, b_u]`,
+    :math:`LS(a/b) \le \max(a, b - a) / (b^2 - b)` (docs/ratios.md §2). The blog post bounds
+    the two terms separately over :math:`a \in [a_\ell, a_u]`, :math:`b \in [b_\ell, b_u]`,
     :math:`b_\ell \ge 2`:
 
     .. math::
@@ -274,8 +275,8 @@ def ratio_sensitivity_bound(a_low: ArrayLike, a_high: ArrayLike, b_low: ArrayLik
     :math:`b_\ell < b_x`, the first term already dominates
     :math:`h(b_x) = \sqrt{c^2 - c}/(b_x^2 - b_x) \le c/(b_\ell^2 - b_\ell)`, so the
     maximum over b may be taken at :math:`b_\ell` (docs/ratios.md §2 proves the equality;
-    the upper end :math:`b_u` is therefore not needed). Seed 001's code swaps :math:`a_\ell` and
-    :math:`a_u` here, which underestimates.
+    the upper end :math:`b_u` is therefore not needed). The blog post's code swaps
+    :math:`a_\ell` and :math:`a_u` here, which underestimates.
 
     The result is rounded up by a relative :math:`2^{-48}`, plus :math:`2^{-51}` for the
     rounding of the two ratios a/b and a'/b' in floating point, and capped at 1 (every ratio
@@ -293,7 +294,7 @@ def ratio_sensitivity_bound(a_low: ArrayLike, a_high: ArrayLike, b_low: ArrayLik
 
     References
     ----------
-    Seed 001, "An upper bound on local sensitivity" (with a_l and a_u in the right places).
+    The blog post, "An upper bound on local sensitivity" (with a_l and a_u in the right places).
     """
     a_lo = np.asarray(a_low, dtype=np.float64)
     a_hi = np.asarray(a_high, dtype=np.float64)
@@ -317,11 +318,11 @@ def _local_bound(
     fraction: float,
     source: RandomSource,
 ) -> tuple[float, dict[str, Any]]:
-    """Seed 001's local-bound ratio under add-remove, fixed; returns (value, parameters)."""
+    """The blog post's local-bound ratio under add-remove, fixed; returns (value, parameters)."""
     eps_bound = fraction * epsilon
     eps_noise = epsilon - eps_bound
     # Two counts, each with sensitivity 1: the vector has L1 sensitivity 2, so scale
-    # 2/eps_bound spends eps_bound in total (eps_bound/2 per count, as in the seed).
+    # 2/eps_bound spends eps_bound in total (eps_bound/2 per count, as in the blog post).
     counts = DiscreteLaplaceMechanism(2.0 / eps_bound).release(
         np.array([ones, total], dtype=np.int64), source
     )
@@ -382,7 +383,7 @@ def private_ratio(
     :math:`\hat r = \operatorname{clip}((a + \mathrm{Lap}(1/\varepsilon))/b, 0, 1)`.
 
     ``method="local-bound"`` (:math:`(\varepsilon, \delta)`, add-remove): with
-    :math:`\varepsilon_1 = f\varepsilon` (``bound_fraction`` f, default 0.1 as in seed 001)
+    :math:`\varepsilon_1 = f\varepsilon` (``bound_fraction`` f, default 0.1 as in the blog post)
     and :math:`\varepsilon_2 = \varepsilon - \varepsilon_1`,
 
     .. math::
@@ -441,9 +442,10 @@ def private_ratio(
 
     References
     ----------
-    Seed 001 (naive and local-bound methods; its bugs and their fixes are listed in
-    docs/ratios.md §7). Kulesza, Suresh and Wang, "Mean estimation in the add-remove model
-    of differential privacy", ICML 2024. Dwork and Roth 2014, Theorem 3.16 (composition).
+    A published blog post on privately bounding local sensitivity (naive and local-bound
+    methods; its bugs and their fixes are listed in docs/ratios.md §7). Kulesza, Suresh and
+    Wang, "Mean estimation in the add-remove model of differential privacy", ICML 2024.
+    Dwork and Roth 2014, Theorem 3.16 (composition).
 
     Examples
     --------

@@ -135,14 +135,14 @@ def plot_sensitivity_profile(
     path: str | os.PathLike[str],
     title: str | None = None,
 ) -> Path:
-    r"""Plot local sensitivity at distance k and its smoothed version (seed 000).
+    r"""Plot local sensitivity at distance k and its smoothed version (NRS07).
 
     Draws :math:`A(k)` and :math:`e^{-\beta k} A(k)` against k, the smooth sensitivity
 
     .. math:: S^*(x) = \max_{k \ge 0} e^{-k\beta} A(f, x, k)
 
     as a horizontal line, and marks the k where the maximum is attained among the plotted
-    ks (NRS07, Definition 3.1; seed 000's plot).
+    ks (NRS07, Definition 3.1).
 
     Parameters
     ----------
@@ -268,7 +268,7 @@ def plot_explorer(
     path: str | os.PathLike[str],
     title: str | None = None,
 ) -> Path:
-    """Plot brute-force sensitivities by Hamming distance (seed 004's charts).
+    """Plot brute-force sensitivities by Hamming distance.
 
     A 2 x 2 grid: rows are the neighbour relations (add-remove, substitute), columns the
     scope (local sensitivity of the dataset, global sensitivity over the universe). Each

@@ -1,4 +1,4 @@
-"""Brute-force sensitivity explorer (SPEC §2, seed 004).
+"""Brute-force sensitivity explorer.
 
 Local, distance-k and global sensitivity of an arbitrary function by exhaustive
 enumeration over a small universe, for both neighbour relations and both universe models.
@@ -19,8 +19,9 @@ values ``V`` of the universe (and of the data). The explorer
    of ``base + delta`` up in the sorted table keys, for a fixed set of sparse ``delta``
    vectors (the net changes of at most ``hamming`` records).
 
-Position-based enumeration (seed 004's ``itertools.combinations`` over records) evaluates
-``f`` many times on the same multiset; this one never does.
+Position-based enumeration (``itertools.combinations`` over records, as in earlier
+published implementations) evaluates ``f`` many times on the same multiset; this one never
+does.
 """
 
 from __future__ import annotations
@@ -880,7 +881,8 @@ def empirical_sensitivity(
         ``"local"``: the sensitivity at ``data``. ``"global"``: the maximum of the local
         sensitivity over every dataset of the size of ``data`` that the model allows
         (all size-``n`` multisets of universe values, or all size-``n`` sub-multisets of
-        the population). This is seed 004's global sensitivity for a fixed ``n``.
+        the population). This is global sensitivity for a fixed ``n``, as earlier
+        empirical explorations compute it.
     model : {"domain", "population"}, default "domain"
         ``"domain"``: added or substituted-in records are any universe values, with
         repetition; removed records are records of the current dataset (data values
@@ -889,9 +891,9 @@ def empirical_sensitivity(
         considered is a sub-multiset of the population.
     distance : int, default 0
         ``k >= 0``, local scope only: return
-        :math:`A(f, x, k) = \max \{ LS_h(f, y) : d(x, y) \le k \}` (SPEC §2), where ``y``
-        ranges over the datasets allowed by the model and ``min_size``. ``k = 0`` is the
-        local sensitivity.
+        :math:`A(f, x, k) = \max \{ LS_h(f, y) : d(x, y) \le k \}` (NRS07, Definition
+        3.1), where ``y`` ranges over the datasets allowed by the model and ``min_size``.
+        ``k = 0`` is the local sensitivity.
     min_size : int or None, default None
         Datasets (bases and neighbours) with fewer records are left out. ``None`` means
         0 when ``f`` has ``evaluate_batch`` (dpsense statistics are defined on the empty
@@ -936,19 +938,20 @@ def empirical_sensitivity(
     by ``f`` (such as numpy's "mean of empty slice") are silenced during the evaluation;
     non-finite results are reported as an :class:`~dpsense.errors.InputError` instead.
 
-    Differences from seed 004:
+    Differences from an earlier published implementation (a notebook computing empirical
+    local sensitivity):
 
-    * Seed 004's add-remove code considers only neighbours that add exactly ``h``
+    * Its add-remove code considers only neighbours that add exactly ``h``
       records or remove exactly ``h`` records. Here every dataset at distance 1 to ``h``
       counts, including mixed changes (remove one record and add another is distance 2),
       as the definition of Hamming distance requires.
-    * Seed 004's substitute code compares pairs of neighbours with each other rather
+    * Its substitute code compares pairs of neighbours with each other rather
       than with the released dataset; here local sensitivity compares the dataset with
       each of its neighbours.
 
     Examples
     --------
-    Seed 004's example, the median of 3 records from the population {1, 2, 3, 10, 11}:
+    That notebook's example, the median of 3 records from the population {1, 2, 3, 10, 11}:
 
     >>> import numpy as np
     >>> med = lambda X: np.median(X, axis=-1)

@@ -1,7 +1,7 @@
 """Sorted windows of order statistics, selected in O(n) without a full sort.
 
-Indices are 1-based as in SPEC.md, with the boundary convention ``x_(i) = lower`` for
-``i <= 0`` and ``x_(i) = upper`` for ``i > n``.
+Indices are 1-based as in docs/sensitivity.md, with the boundary convention
+``x_(i) = lower`` for ``i <= 0`` and ``x_(i) = upper`` for ``i > n``.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@ r"""Sensitivity profiles: local sensitivity at distance k, smooth bounds, distan
 
 A profile describes one statistic on one (clipped) dataset under one neighbour relation.
 It answers three questions from :math:`\hat A(k)`, the local sensitivity at distance k
-(exact, or an upper bound satisfying SPEC §2's admissibility condition
+(exact, or an upper bound satisfying the admissibility condition of docs/sensitivity.md §2,
 :math:`\hat A_x(k) \le \hat A_y(k+1)` for all neighbours x, y):
 
 * ``at(ks)``: :math:`\hat A(k)` for an array of k;

@@ -144,8 +144,8 @@ class Statistic(ABC):
 
         ``k`` may be an int or an array of ints (vectorised). Where
         :meth:`sensitivity_is_exact` is False this is an admissible upper bound
-        (SPEC §2): it never underestimates and it keeps smoothness and the sensitivity 1
-        of the distance to instability. Non-private.
+        (docs/sensitivity.md §2): it never underestimates and it keeps smoothness and the
+        sensitivity 1 of the distance to instability. Non-private.
         """
         where = f"{self.name}.sensitivity_at_distance"
         nb = validate_neighbours(neighbours, where=where)

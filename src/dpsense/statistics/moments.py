@@ -211,8 +211,8 @@ class Mean(BoundedStatistic):
     Substitute (n public): :math:`LS(x) = \max(u - x_{(1)}, x_{(n)} - l)/n`,
     :math:`A(k) = w/n` for k >= 1, :math:`GS = w/n`.
 
-    Seed 000 gives :math:`u/(n+1)`, which ignores removals and is too small; see
-    docs/sensitivity.md §Mean for the corrected derivation (SPEC §2).
+    The often-quoted :math:`u/(n+1)` ignores removals and is too small; see
+    docs/sensitivity.md §4 (Mean) for the corrected derivation.
     """
 
     lower: float

@@ -199,9 +199,9 @@ class Quantile(BoundedStatistic):
 
     Notes
     -----
-    Rank :math:`r = \max(1, \lceil p n \rceil)` (SPEC §2). Local sensitivity, A(k) and the
-    smooth sensitivity are exact under both relations (NRS07 §3.1 for substitute; the
-    add-remove costs are derived in docs/sensitivity.md).
+    Rank :math:`r = \max(1, \lceil p n \rceil)` (docs/sensitivity.md §6). Local
+    sensitivity, A(k) and the smooth sensitivity are exact under both relations (NRS07 §3.1
+    for substitute; the add-remove costs are derived in docs/sensitivity.md).
     """
 
     p: float

@@ -3,7 +3,7 @@ r"""The trimmed mean: the mean after dropping ``trim`` records from each end.
 With m = ``trim`` and n records, the value is the mean of :math:`x_{(m+1)}, \dots,
 x_{(n-m)}` when :math:`n > 2m`, and the midpoint :math:`(l + u)/2` otherwise.
 
-Substitute (n public), exact (SPEC §2):
+Substitute (n public), exact (docs/sensitivity.md §7):
 
 .. math::
     A(k) = \max_{0 \le t \le k+1} \frac{x_{(n-m+1+k-t)} - x_{(m+1-t)}}{n - 2m}.
