@@ -81,7 +81,7 @@ MUTANTS = (
                 "profile.smooth(2 * plan.bound_beta)",
             ),
             (
-                "    bound = max(computed, Fraction(profile.cap) * _FLOOR)\n",
+                "    bound = max(computed, cap * _FLOOR, _ABSOLUTE_FLOOR)\n",
                 "    bound = computed\n",
             ),
         ),
