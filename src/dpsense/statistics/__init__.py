@@ -45,8 +45,12 @@ def make_statistic(
     *,
     p: float | None = None,
     trim: int | None = None,
+    resolution: float | None = None,
 ) -> Statistic:
     """Build a statistic from its name (as the command line does).
+
+    ``resolution`` (the public spacing of the values, e.g. 1 for integers) applies to the
+    median and quantiles only.
 
     Raises
     ------
@@ -65,10 +69,16 @@ def make_statistic(
     from dpsense.params import validate_bounds
 
     b = validate_bounds(lower, upper, where=f"statistic {key!r}")
+    if resolution is not None and key not in ("median", "quantile"):
+        raise InputError(
+            f"A resolution applies to the median and quantiles, not to {key}; drop it."
+        )
     if key == "quantile":
         if p is None:
             raise InputError("The quantile statistic needs its level: pass p (e.g. --p 0.9).")
-        return Quantile(p, b.lower, b.upper)
+        return Quantile(p, b.lower, b.upper, resolution)
+    if key == "median":
+        return Median(b.lower, b.upper, resolution)
     if key == "trimmed-mean":
         if trim is None:
             raise InputError(
@@ -81,6 +91,5 @@ def make_statistic(
         "mean": Mean,
         "variance": Variance,
         "std": Std,
-        "median": Median,
     }
     return classes[key](b.lower, b.upper)  # type: ignore[call-arg]

@@ -6,15 +6,59 @@ Indices are 1-based as in docs/sensitivity.md, with the boundary convention
 
 from __future__ import annotations
 
+import math
+from typing import Final
+
 import numpy as np
 
 from dpsense._arrays import FloatArray
 
-__all__ = ["OrderStatistics"]
+__all__ = ["OrderStatistics", "select_sorted"]
+
+_SAMPLE: Final = 1 << 16
+"""Records sampled to guess the values that bracket a rank range (speed only)."""
+_MIN_N: Final = 1 << 17
+"""Below this size a partition is as fast as the sampled selection."""
+
+
+def select_sorted(x: FloatArray, lo: int, hi: int) -> tuple[FloatArray, int] | None:
+    """Sorted order statistics covering the 0-based ranks ``lo..hi``, without reordering x.
+
+    Returns ``(window, offset)``: ``window[i]`` is the order statistic of 0-based rank
+    ``offset + i``, ``offset <= lo`` and ``offset + len(window) > hi``. Or None when the
+    shortcut does not apply (small data, a wide range, or a guess that missed), and the
+    caller selects by partition.
+
+    The shortcut (Floyd and Rivest 1975): sort a random sample of the records, read off two
+    values that bracket the ranks with a wide margin, count the records below the lower
+    one and copy out the records between the two (a few vectorised passes, no partition),
+    then check that the bracket really contains the ranks. The sample only decides how
+    fast the answer comes, never what it is.
+    """
+    n = int(x.shape[0])
+    if n < _MIN_N or 8 * (hi - lo + 1) > n:
+        return None
+    picks = np.random.default_rng(n).integers(0, n, _SAMPLE)
+    sample = np.sort(x[picks])
+    margin = 2 * int(math.sqrt(_SAMPLE)) + 2  # 4 standard deviations of a sample rank
+    i_lo = int(lo / n * _SAMPLE) - margin
+    i_hi = int(hi / n * _SAMPLE) + 1 + margin
+    low = sample[i_lo] if i_lo >= 0 else -np.inf
+    high = sample[i_hi] if i_hi < _SAMPLE else np.inf
+    below = int(np.count_nonzero(x < low))
+    above = int(np.count_nonzero(x > high))
+    inside = n - below - above
+    if below > lo or n - above <= hi or 4 * inside > n:
+        return None
+    window = x[(x >= low) & (x <= high)]
+    window.sort()
+    return window, below
 
 
 class OrderStatistics:
     """Lazily selected order statistics of a clipped sample.
+
+    The sample ``x`` is a buffer the caller owns: it is reordered in place (no copy).
 
     The first window ``x_(a..b)`` costs one single-pivot ``np.partition`` at its centre
     and one in-place partition of each half (several times faster than a partition with
@@ -37,8 +81,14 @@ class OrderStatistics:
         self._hi = 0
 
     def _first_window(self, a: int, b: int) -> None:
+        picked = select_sorted(self._x, a - 1, b - 1)
+        if picked is not None:  # x is left as it is; a later widening starts afresh
+            self._window, offset = picked
+            self._lo, self._hi = offset + 1, offset + int(self._window.shape[0])
+            return
         centre = (a + b) // 2
-        part = np.partition(self._x, centre - 1)
+        part = self._x
+        part.partition(centre - 1)
         if a < centre:
             part[: centre - 1].partition(a - 1)
         if b > centre:
@@ -67,8 +117,9 @@ class OrderStatistics:
         if self._sorted_all is not None:
             return self._sorted_all[a - 1 : b]
         if not (self._lo <= a and b <= self._hi):
-            lo = min(a, self._lo) if self._part is not None else a
-            hi = max(b, self._hi) if self._part is not None else b
+            have = self._lo <= self._hi
+            lo = min(a, self._lo) if have else a
+            hi = max(b, self._hi) if have else b
             if 4 * (hi - lo + 1) >= self.n:
                 self._sorted_all = np.sort(self._x)
                 return self._sorted_all[a - 1 : b]

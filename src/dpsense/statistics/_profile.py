@@ -69,11 +69,16 @@ class Profile(ABC):
     def at(self, ks: IntArray) -> FloatArray:
         """A(k) (or its admissible bound) for each k in ``ks``."""
 
-    def smooth(self, beta: float) -> float:
-        r""":math:`\max_{k\ge 0} e^{-k\beta} \hat A(k)` computed exactly, in chunks of k."""
+    def smooth(self, beta: float, floor: float = 0.0) -> float:
+        r""":math:`\max_{k\ge 0} e^{-k\beta} \hat A(k)` computed exactly, in chunks of k.
+
+        With ``floor > 0`` the terms that are provably at most ``floor / 2`` may be
+        skipped: the result r then satisfies ``max(r, floor) == max(S, floor)`` for the
+        exact maximum S, which is all a release that floors its bound needs.
+        """
         best = float(self.at(np.zeros(1, dtype=np.int64))[0])
         start, size = 1, 64
-        while self.cap > 0 and math.exp(-beta * start) * self.cap > best:
+        while self.cap > 0 and math.exp(-beta * start) * self.cap > max(best, floor / 2):
             ks = np.arange(start, start + size, dtype=np.int64)
             vals = np.exp(-beta * ks.astype(np.float64)) * self.at(ks)
             best = max(best, float(vals.max()))

@@ -33,7 +33,8 @@ import numpy as np
 from dpsense._arrays import FloatArray
 from dpsense.errors import InputError
 from dpsense.neighbours import Neighbours
-from dpsense.params import check_probability
+from dpsense.params import check_finite, check_probability
+from dpsense.statistics._grid import CandidateGrid, PowerOfTwoGrid, ResolutionGrid
 from dpsense.statistics._order import OrderStatistics
 from dpsense.statistics._profile import (
     INFINITE_DISTANCE,
@@ -160,18 +161,39 @@ class _QuantileProfile(Profile):
         pos = np.searchsorted(costs, np.minimum(ks, self.n), side="right") - 1
         return np.where(pos >= 0, running[np.maximum(pos, 0)], 0.0)
 
-    def smooth(self, beta: float) -> float:
+    def _ranks_for(self, K: int) -> tuple[int, int]:
+        """The order statistics that the pairs of cost at most K use."""
+        n, r = self.n, self.rank
+        if self._corner:
+            return max(0, -((K - n + 1) // 2)), min(n + 1, (n + 2 + K) // 2)
+        if self._nb == "substitute":
+            return max(0, r - K - 1), min(n + 1, r + K + 1)
+        return max(0, r - 2 * K - 3), min(n + 1, r + 2 * K + 3)
+
+    def value(self) -> float:
+        """The quantile itself, x_(r) (the lower bound for empty data), from the window."""
+        return self._order.at(self.rank) if self.n else self._order.lower
+
+    def smooth(self, beta: float, floor: float = 0.0) -> float:
         if self._nb == "substitute" and self.n == 0:
             return 0.0
         K = max(16, math.ceil((math.log(self.n + 2.0) + 2.0) / beta))
+        k_max = self.n
+        if floor > 0 and self.cap > 0:
+            # beyond K_max every term e^{-k beta} A(k) <= e^{-k beta} cap is below floor/2:
+            # select the order statistics for K_max once, up front (no re-partition)
+            k_max = min(self.n, math.ceil(math.log(4.0 * self.cap / floor) / beta))
+            K = min(K, k_max)
+            self._order.window(*self._ranks_for(k_max))
         while True:
             costs, gaps = self._pairs(K)
             weighted = np.exp(-beta * costs.astype(np.float64)) * gaps
             best = float(weighted.max()) if weighted.size else 0.0
-            if self.n <= K or best >= math.exp(-beta * (K + 1)) * self.cap:
+            beyond = math.exp(-beta * (K + 1)) * self.cap
+            if self.n <= K or best >= beyond or beyond <= floor / 2:
                 return best
             need = math.ceil(math.log(self.cap / best) / beta) if best > 0 else 0
-            K = max(4 * K, need)
+            K = min(max(4 * K, need), k_max)
 
     def distance(self, bound: float) -> int:
         if not self.cap > bound or (self._nb == "substitute" and self.n == 0):
@@ -196,6 +218,13 @@ class Quantile(BoundedStatistic):
         nearest fraction with denominator at most 10^6 (so ``p=0.1`` means exactly 1/10).
     lower, upper : float
         Public bounds.
+    resolution : float or None
+        The public spacing of the values the data can take (1 for integer data), or None
+        (default) for continuous data. When declared, quantile releases land on the grid
+        ``lower + k * resolution`` (k = 0, 1, ...; capped at ``upper``): the exponential
+        mechanism chooses among those grid values, and the other methods round their
+        output to the nearest one (post-processing). Declare it from what the data *can*
+        be, never from what it is: detecting it would read the data.
 
     Notes
     -----
@@ -207,9 +236,11 @@ class Quantile(BoundedStatistic):
     p: float
     lower: float
     upper: float
+    resolution: float | None = None
     kind: ClassVar[str] = "quantile"
     _num: int = field(init=False, repr=False, compare=False, default=0)
     _den: int = field(init=False, repr=False, compare=False, default=1)
+    _grid: CandidateGrid | None = field(init=False, repr=False, compare=False, default=None)
 
     def __post_init__(self) -> None:
         p = check_probability(self.p, where=type(self).__name__)
@@ -223,6 +254,37 @@ class Quantile(BoundedStatistic):
         object.__setattr__(self, "_num", frac.numerator)
         object.__setattr__(self, "_den", frac.denominator)
         super().__post_init__()
+        if self.resolution is not None:
+            name = type(self).__name__
+            res = check_finite(self.resolution, "resolution", where=name)
+            if not res > 0:
+                raise InputError(
+                    f"The 'resolution' parameter of {name} must be a float > 0 (1 for "
+                    f"integer data) or None for continuous data. Got {self.resolution!r} "
+                    "instead."
+                )
+            object.__setattr__(self, "resolution", res)
+            grid = ResolutionGrid.build(self.lower, self.upper, res, name)
+            object.__setattr__(self, "_grid", grid)
+
+    @property
+    def level(self) -> tuple[int, int]:
+        """The level p as the exact fraction (numerator, denominator) used for ranks."""
+        return self._num, self._den
+
+    def candidates(self, where: str = "release") -> CandidateGrid:
+        """The public grid of values a quantile release may take: the declared resolution
+        grid, else the power-of-two grid of the bounds (2^32 or more points)."""
+        if self._grid is not None:
+            return self._grid
+        return PowerOfTwoGrid.build(self.lower, self.upper, where)
+
+    def round_to_resolution(self, value: float) -> float:
+        """``value`` moved to the nearest point of the declared resolution grid (identity
+        when no resolution is declared). Post-processing of a released value."""
+        if self._grid is None:
+            return value
+        return float(self._grid.nearest(np.array([value]))[0])
 
     @property
     def name(self) -> str:
@@ -275,11 +337,14 @@ class Median(Quantile):
     ----------
     lower, upper : float
         Public bounds.
+    resolution : float or None
+        The public spacing of the possible values (1 for integers); see :class:`Quantile`.
     """
 
     p: float = field(init=False, default=0.5)
     lower: float
     upper: float
+    resolution: float | None = None
     kind: ClassVar[str] = "median"
 
     @property
