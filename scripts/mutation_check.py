@@ -77,7 +77,7 @@ MUTANTS = (
         "src/dpsense/methods/smooth.py",
         (
             (
-                "profile.smooth(plan.bound_beta)",
+                "profile.smooth(plan.bound_beta, float(floor))",
                 "profile.smooth(2 * plan.bound_beta)",
             ),
             (

@@ -8,7 +8,25 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-__all__ = ["Release"]
+__all__ = ["Release", "on_resolution", "resolution_parameters"]
+
+
+def on_resolution(statistic: object, value: float) -> float:
+    """Post-processing: a quantile with a declared ``resolution`` lands on its grid."""
+    from dpsense.statistics import Quantile
+
+    if isinstance(statistic, Quantile):
+        return statistic.round_to_resolution(value)
+    return value
+
+
+def resolution_parameters(statistic: object) -> dict[str, Any]:
+    """``{"resolution": r}`` for a quantile with a declared resolution, else ``{}``."""
+    from dpsense.statistics import Quantile
+
+    if isinstance(statistic, Quantile) and statistic.resolution is not None:
+        return {"resolution": statistic.resolution}
+    return {}
 
 
 def _frozen(mapping: Mapping[str, Any] | None) -> Mapping[str, Any]:

@@ -17,6 +17,12 @@ from dpsense.statistics import Quantile, Statistic
 __all__ = ["release_exponential"]
 
 
+def _grid_parameters(statistic: Quantile, spacing: float) -> dict[str, object]:
+    if statistic.resolution is None:
+        return {"grid": spacing}
+    return {"grid": spacing, "resolution": statistic.resolution}
+
+
 def release_exponential(
     xc: FloatArray,
     statistic: Statistic,
@@ -26,14 +32,24 @@ def release_exponential(
     neighbours: Neighbours,
     rng: RandomSource,
 ) -> Release:
-    """Release a quantile with the exponential mechanism (pure epsilon; delta unused)."""
+    """Release a quantile with the exponential mechanism (pure epsilon; delta unused).
+
+    ``xc`` (clipped records) is reordered in place: callers pass a buffer they own.
+    """
     if not isinstance(statistic, Quantile):
         raise InputError(
             "method='exponential' releases quantiles (Quantile or Median); "
             f"got {statistic.name}. Use 'global', 'smooth' or 'ptr'."
         )
-    mech = ExponentialQuantile(statistic.p, statistic.lower, statistic.upper, epsilon)
-    out = mech.release(xc, rng)
+    mech = ExponentialQuantile(
+        statistic.p,
+        statistic.lower,
+        statistic.upper,
+        epsilon,
+        statistic.resolution,
+        neighbours,
+    )
+    out = mech.release_clipped(xc, rng)
     return Release(
         float(out.value),
         False,
@@ -46,5 +62,5 @@ def release_exponential(
         statistic.name,
         rng.seeded,
         None,
-        {"grid": mech.grid},
+        _grid_parameters(statistic, mech.grid),
     )

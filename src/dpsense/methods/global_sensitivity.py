@@ -29,7 +29,7 @@ from dpsense.mechanisms.additive import (
     GaussianMechanism,
     LaplaceMechanism,
 )
-from dpsense.methods._release import Release
+from dpsense.methods._release import Release, on_resolution, resolution_parameters
 from dpsense.neighbours import Neighbours
 from dpsense.noise.rng import RandomSource
 from dpsense.statistics import BoundedStatistic, Count, Mean, Statistic
@@ -70,7 +70,7 @@ def output_range(statistic: Statistic, n: int | None = None) -> tuple[float, flo
 
 def _clip(value: float, statistic: Statistic, n: int | None) -> float:
     lo, hi = output_range(statistic, n)
-    return float(min(max(value, lo), hi))
+    return on_resolution(statistic, float(min(max(value, lo), hi)))
 
 
 def release_global(
@@ -110,6 +110,7 @@ def release_global(
             statistic.name,
             rng.seeded,
             rho,
+            resolution_parameters(statistic),
         )
 
     if isinstance(statistic, Count):

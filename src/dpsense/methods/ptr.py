@@ -28,8 +28,9 @@ from fractions import Fraction
 from dpsense._arrays import FloatArray
 from dpsense.errors import InputError
 from dpsense.mechanisms.additive import LaplaceMechanism
-from dpsense.methods._release import Release
+from dpsense.methods._release import Release, on_resolution, resolution_parameters
 from dpsense.methods.global_sensitivity import output_range
+from dpsense.methods.smooth import profile_value
 from dpsense.neighbours import Neighbours
 from dpsense.noise.exact import discrete_laplace
 from dpsense.noise.rng import RandomSource
@@ -110,10 +111,16 @@ def release_ptr(
     threshold = ptr_threshold(eps_test, delta)
     test_bound = _test_bound(b, statistic.exact_value_error)
     # b <= 2E: no dataset is certified safe, so the distance is 0
-    distance = 0 if test_bound is None else statistic.profile(xc, neighbours).distance(test_bound)
+    profile = statistic.profile(xc, neighbours)
+    distance = 0 if test_bound is None else profile.distance(test_bound)
     noise = int(discrete_laplace(rng, _test_scale(eps_test), 1)[0])
     passed = distance == INFINITE_DISTANCE or distance + noise >= threshold
-    params = {"bound": b, "test_fraction": frac, "threshold": threshold}
+    params = {
+        "bound": b,
+        "test_fraction": frac,
+        "threshold": threshold,
+        **resolution_parameters(statistic),
+    }
     common = {
         "neighbours": neighbours,
         "statistic": statistic.name,
@@ -123,7 +130,8 @@ def release_ptr(
     scale = b / eps_release
     if not passed:
         return Release(None, True, epsilon, delta, "ptr", "laplace", scale, **common)  # type: ignore[arg-type]
-    out = LaplaceMechanism(b, eps_release).release(statistic._value_exact(xc), rng)
+    value_exact = profile_value(profile, statistic, xc)
+    out = LaplaceMechanism(b, eps_release).release(value_exact, rng)
     lo, hi = output_range(statistic, xc.shape[0] if neighbours == "substitute" else None)
-    value = float(min(max(out.value, lo), hi))
+    value = on_resolution(statistic, float(min(max(out.value, lo), hi)))
     return Release(value, False, epsilon, delta, "ptr", "laplace", out.scale, **common)  # type: ignore[arg-type]

@@ -29,7 +29,7 @@ honest beta-smooth upper bound (docs/exact_sampling.md):
 * the smooth bound is computed at :math:`\beta - 2^{-37}` and inflated by
   :math:`1 + 2^{-38}`, which absorbs its floating-point error while keeping it
   beta-smooth;
-* it is floored at :math:`\max(2^{-1000}\,\mathrm{cap}, 2^{-960})` (a constant: the
+* it is floored at :math:`\max(2^{-64}\,\mathrm{cap}, 2^{-960})` (a constant: the
   maximum of a beta-smooth bound and a constant is beta-smooth), so a bound that underflows
   never means "no noise" and no subnormal rounding error reaches the maximum;
 * twice the statistic's public bound on the floating-point error of its value is added
@@ -49,7 +49,7 @@ from typing import Any, Final
 
 from dpsense._arrays import FloatArray
 from dpsense.errors import InputError
-from dpsense.methods._release import Release
+from dpsense.methods._release import Release, on_resolution, resolution_parameters
 from dpsense.methods.global_sensitivity import output_range
 from dpsense.neighbours import Neighbours
 from dpsense.noise.lattice import NoiseShape, OutputLattice, sample_on_lattice
@@ -72,7 +72,7 @@ BETA_MARGIN: Final = 2.0**-37
 """The smooth bound is computed at beta minus this (absorbs its floating-point error)."""
 _MIN_BETA: Final = 2.0**-30
 _BOUND_SLACK: Final = Fraction(1) + Fraction(1, 2**38)
-_FLOOR: Final = Fraction(1, 2**1000)
+_FLOOR: Final = Fraction(1, 2**64)
 _ABSOLUTE_FLOOR: Final = Fraction(1, 2**960)
 _PROFILE_MARGIN: Final = Fraction(1, 2**30)
 _DIVISOR_SLACK: Final = Fraction(1) - Fraction(1, 2**40)
@@ -239,9 +239,19 @@ def smooth_scale(
     Every term added or maxed in here is a public constant, so the result stays
     beta-smooth (docs/exact_sampling.md §3).
     """
+    return _scale_and_value(xc, statistic, neighbours, plan)[0]
+
+
+def _scale_and_value(
+    xc: FloatArray, statistic: BoundedStatistic, neighbours: Neighbours, plan: SmoothPlan
+) -> tuple[Fraction, Fraction]:
+    """The scale S/s and the exact rational value f~(x), from one pass over the data
+    (a quantile's value is read from the order statistics its profile selected)."""
     profile = statistic.profile(xc, neighbours)
     cap = Fraction(profile.cap)
-    computed = Fraction(profile.smooth(plan.bound_beta)) * _BOUND_SLACK
+    floor = cap * _FLOOR
+    # terms provably below floor / 2 may be skipped: the floor replaces them below
+    computed = Fraction(profile.smooth(plan.bound_beta, float(floor))) * _BOUND_SLACK
     # Floors: relative to the cap, and absolute so that every term that can reach the
     # maximum was computed from normal (not subnormal) doubles.
     bound = max(computed, cap * _FLOOR, _ABSOLUTE_FLOOR)
@@ -250,7 +260,17 @@ def smooth_scale(
         # closed-form and recomputed local sensitivities (means, variances) carry
         # rounding errors far below this public margin
         bound += cap * _PROFILE_MARGIN
-    return bound / plan.divisor
+    value = profile_value(profile, statistic, xc)
+    return bound / plan.divisor, value
+
+
+def profile_value(profile: object, statistic: Statistic, xc: FloatArray) -> Fraction:
+    """f~(x) as an exact rational; for a quantile, read from its profile's window (the
+    data buffer has been reordered by the selection, which f does not depend on)."""
+    value = getattr(profile, "value", None)
+    if isinstance(statistic, Quantile) and callable(value):
+        return Fraction(value())
+    return statistic._value_exact(xc)
 
 
 def release_smooth(
@@ -274,10 +294,10 @@ def release_smooth(
     plan = plan_smooth(epsilon, delta, noise, **noise_options)
     lo, hi = output_range(statistic, xc.shape[0] if neighbours == "substitute" else None)
     lattice = OutputLattice.for_range(lo, hi)
-    scale = smooth_scale(xc, statistic, neighbours, plan)
-    k = sample_on_lattice(rng, plan.shape, statistic._value_exact(xc), scale, lattice)
+    scale, value = _scale_and_value(xc, statistic, neighbours, plan)
+    k = sample_on_lattice(rng, plan.shape, value, scale, lattice)
     return Release(
-        lattice.value(k),
+        on_resolution(statistic, lattice.value(k)),
         False,
         plan.epsilon,
         plan.delta,
@@ -288,5 +308,10 @@ def release_smooth(
         statistic.name,
         rng.seeded,
         plan.rho,
-        {**plan.parameters, "lattice": lattice.spacing, "note": LATTICE_NOTE},
+        {
+            **plan.parameters,
+            "lattice": lattice.spacing,
+            "note": LATTICE_NOTE,
+            **resolution_parameters(statistic),
+        },
     )
