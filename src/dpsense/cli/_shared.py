@@ -87,7 +87,12 @@ def _parse_numbers(text: str, option: str) -> list[float]:
 
 
 def _statistic(
-    name: str, lower: float | None, upper: float | None, p: float | None, trim: int | None
+    name: str,
+    lower: float | None,
+    upper: float | None,
+    p: float | None,
+    trim: int | None,
+    resolution: float | None = None,
 ) -> Statistic:
     if p is not None and name.strip().lower() != "quantile":
         raise InputError("--p applies only to --statistic quantile.")
@@ -96,4 +101,6 @@ def _statistic(
         "trimmed",
     ):
         raise InputError("--trim applies only to --statistic trimmed-mean.")
-    return make_statistic(name, lower, upper, p=p, trim=trim)
+    if resolution is not None and name.strip().lower() not in ("median", "quantile"):
+        raise InputError("--resolution applies only to --statistic median and quantile.")
+    return make_statistic(name, lower, upper, p=p, trim=trim, resolution=resolution)

@@ -192,9 +192,7 @@ def _distance_text(distance: int) -> str:
 def analyze(
     data: Annotated[
         str,
-        typer.Argument(
-            metavar="DATA", help="CSV file (or .parquet with dpsense[files]) holding the data."
-        ),
+        typer.Argument(metavar="DATA", help="CSV or Parquet file holding the data."),
     ],
     statistic: Annotated[
         str,

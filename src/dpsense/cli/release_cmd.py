@@ -189,6 +189,13 @@ def release_command(
     trim: Annotated[
         int | None, typer.Option(help="Records dropped per end (trimmed-mean).")
     ] = None,
+    resolution: Annotated[
+        float | None,
+        typer.Option(
+            help="median/quantile: public spacing of the possible values (1 for integers); "
+            "the release lands on lower + k * resolution."
+        ),
+    ] = None,
     bound: Annotated[
         float | None, typer.Option(help="ptr: proposed bound on the local sensitivity.")
     ] = None,
@@ -217,7 +224,7 @@ def release_command(
     blocks and the block answers are aggregated privately (Nissim, Raskhodnikova and
     Smith 2007, Section 4); the receipt names the aggregator, the statistic and k.
     """
-    stat = _statistic(statistic, lower, upper, p, trim)
+    stat = _statistic(statistic, lower, upper, p, trim, resolution)
     values = load_column(data, column)
     accountant = _accountant(ledger)
     label = dataset if dataset is not None else f"{data.name}:{column or ''}"
