@@ -49,7 +49,6 @@ MEDIAN = ds.Median(0.0, 10_000.0)
 PYTHON_FAILURES: dict[str, Callable[[], object]] = {
     "text entries": lambda: ds.release(_mixed("n/a"), MEDIAN, epsilon=1.0),
     "missing entries": lambda: ds.release(_mixed(None), MEDIAN, epsilon=1.0),
-    "boolean entries": lambda: ds.release(_mixed(True), MEDIAN, epsilon=1.0),
     "NaN": lambda: ds.release(np.array(_mixed(np.nan), dtype=float), MEDIAN, epsilon=1.0),
     "infinity": lambda: ds.release(np.array(_mixed(np.inf), dtype=float), MEDIAN, epsilon=1.0),
     "substitute, empty": lambda: ds.release([], MEDIAN, epsilon=1.0, neighbours="substitute"),

@@ -31,13 +31,26 @@ def _to_numpy(x: Any) -> NDArray[Any]:
             "The data must be a one-dimensional sequence of numbers (a list, a numpy array "
             f"or a DataFrame column). Got an object of type {type(x).__name__} instead."
         )
-    return np.asarray(list(x), dtype=object)
+    items = x if isinstance(x, list | tuple) else list(x)
+    try:
+        # one conversion in C for the common case (numbers; booleans count as 0/1)
+        fast = np.asarray(items, dtype=np.float64)
+        if fast.ndim != 1 or np.isfinite(fast).all():
+            return fast
+    except (TypeError, ValueError, OverflowError):
+        pass
+    # something is not a finite number (None also converts to NaN): the entry-by-entry
+    # path says what is wrong
+    return np.asarray(items, dtype=object)
 
 
 def as_data(
     x: Any, *, name: str = "x", where: str = "dpsense", allow_empty: bool = False
 ) -> FloatArray:
     """Return ``x`` as a one-dimensional float64 array of finite values.
+
+    Lists and tuples are converted once, in C; booleans count as 0 and 1 (as in a numpy
+    boolean array), numeric strings as their numbers.
 
     Raises
     ------
@@ -57,7 +70,7 @@ def as_data(
         out = np.empty(arr.shape[0], dtype=np.float64)
         bad = False
         for i, v in enumerate(arr.tolist()):
-            if isinstance(v, bool) or v is None:
+            if v is None:
                 bad = True
                 break
             try:
@@ -68,7 +81,7 @@ def as_data(
         if bad:
             raise InputError(
                 f"The '{name}' data of {where} must be numeric, but some entries are not "
-                "numbers (text, booleans, empty or missing). Clean or drop those entries, "
+                "numbers (text, empty or missing). Clean or drop those entries, "
                 "or choose a numeric column."
             )
     else:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gzip
-import importlib.util
 import runpy
 from pathlib import Path
 from typing import Any
@@ -146,13 +145,55 @@ def test_headerless_numbers_are_refused(tmp_path: Path) -> None:
         load_column(write(tmp_path, "d.csv", "1\n2\n3\n"))
 
 
-def test_parquet_needs_duckdb(tmp_path: Path) -> None:
-    if importlib.util.find_spec("duckdb") is not None:
-        pytest.skip("duckdb is installed")
+CLEAN_FILES = {
+    "comma.csv": "name,age\nann,30\nbob,41.5\ncy, 7\n",
+    "semicolon.csv": "a;b\n1;2.5\n3;-4e3\n",
+    "tab.csv": "a\tb\n1\t2\n3\t4\n",
+    "quoted.csv": '"name","the age"\n"ann","30"\n"bob","41"\n',
+    "header-only.csv": "x,y\n",
+    "single.csv": "x\n1\n2\n3\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(CLEAN_FILES))
+def test_clean_csv_goes_through_duckdb_and_matches_the_line_reader(
+    tmp_path: Path, name: str
+) -> None:
+    from dpsense.data.files import _load_csv_duckdb, _load_csv_stdlib
+
+    path = write(tmp_path, name, CLEAN_FILES[name])
+    header = CLEAN_FILES[name].splitlines()[0]
+    column = header.replace('"', "").replace(";", ",").replace("\t", ",").split(",")[-1]
+    fast = _load_csv_duckdb(path, column)
+    assert fast is not None  # the vectorised reader took it
+    np.testing.assert_array_equal(fast, _load_csv_stdlib(path, column))
+    np.testing.assert_array_equal(load_column(path, column), fast)
+
+
+def test_gzipped_csv_through_duckdb(tmp_path: Path) -> None:
+    from dpsense.data.files import _load_csv_duckdb
+
+    path = tmp_path / "d.csv.gz"
+    with gzip.open(path, "wt", encoding="utf-8") as handle:
+        handle.write("x\n" + "\n".join(str(i) for i in range(1000)) + "\n")
+    fast = _load_csv_duckdb(path, "x")
+    assert fast is not None
+    np.testing.assert_array_equal(fast, np.arange(1000.0))
+
+
+def test_parquet_round_trip(tmp_path: Path) -> None:
+    import duckdb
+
     path = tmp_path / "d.parquet"
-    path.write_bytes(b"PAR1")
-    with pytest.raises(InputError, match=r"pip install 'dpsense\[files\]'"):
-        load_column(path, "x")
+    con = duckdb.connect()
+    con.execute(
+        f"COPY (SELECT range::DOUBLE AS v, range % 7 AS g FROM range(5000)) TO '{path}'"
+        " (FORMAT parquet)"
+    )
+    con.close()
+    np.testing.assert_array_equal(load_column(path, "v"), np.arange(5000.0))
+    with pytest.raises(InputError, match="column 'w' not found"):
+        load_column(path, "w")
 
 
 def test_missing_parquet_file(tmp_path: Path) -> None:

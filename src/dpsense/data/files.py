@@ -1,7 +1,8 @@
 """Read one numeric column from a file or an in-memory table.
 
-CSV files are read with the standard library's :mod:`csv` module (no pandas needed);
-Parquet files need the optional ``duckdb`` package (``pip install 'dpsense[files]'``).
+CSV and Parquet files are read with DuckDB (a dependency, imported on first use); a CSV
+file DuckDB cannot read cleanly is read again line by line with the standard library's
+:mod:`csv` module, which says precisely what is wrong.
 In-memory sources may be a numpy array, a list, a mapping of column names to sequences,
 or any DataFrame-like object from pandas, Polars or Arrow.
 
@@ -174,7 +175,60 @@ def _check_header(header: list[str], path: Path) -> None:
 
 
 def _load_csv(path: Path, column: str | None) -> FloatArray:
+    """Read one numeric column of a CSV file: DuckDB's vectorised reader when the file
+    is clean, the line-by-line reader (precise error messages) otherwise."""
     _check_file(path)
+    fast = _load_csv_duckdb(path, column)
+    if fast is not None:
+        return fast
+    return _load_csv_stdlib(path, column)
+
+
+def _load_csv_duckdb(path: Path, column: str | None) -> FloatArray | None:
+    """The column through DuckDB, or None when DuckDB is missing or the file has anything
+    the careful reader must explain (bad cells, short rows, a non-header first line...)."""
+    try:
+        duckdb: Any = importlib.import_module("duckdb")
+    except ImportError:  # pragma: no cover - duckdb is a dependency
+        return None
+    try:
+        with _open_text(path) as handle:
+            header_row = next(_rows(handle, path))
+    except (InputError, UnicodeDecodeError, OSError, EOFError, gzip.BadGzipFile, csv.Error):
+        return None  # the careful reader reports it
+    header = [name.strip() for name in header_row]
+    _check_header(header, path)
+    index = _select_index(header, column, str(path))
+    with _open_text(path) as handle:
+        delimiter = _guess_delimiter(handle.readline())
+    try:
+        con = duckdb.connect()
+        try:
+            # no sniffing: the dialect and the columns are stated, so a row DuckDB cannot
+            # read as such is an error here (and the careful reader explains it)
+            columns = ", ".join(f"'c{i}': 'VARCHAR'" for i in range(len(header)))
+            result = con.execute(
+                f"SELECT TRY_CAST(c{index} AS DOUBLE) AS v FROM read_csv(?, header = true, "
+                "auto_detect = false, delim = ?, quote = '\"', escape = '\"', "
+                f"strict_mode = true, null_padding = false, columns = {{{columns}}})",
+                [str(path), delimiter],
+            )
+            values = result.fetchnumpy()["v"]
+        finally:
+            con.close()
+    except Exception:
+        return None  # malformed for DuckDB: the careful reader explains what is wrong
+    if isinstance(values, np.ma.MaskedArray):
+        if values.mask.any():
+            return None  # a cell is not a number (or missing): explained by the other reader
+        values = values.data
+    values = np.asarray(values, dtype=np.float64)
+    if not np.isfinite(values).all():
+        return None
+    return as_data(values, name=header[index], where=str(path), allow_empty=True)
+
+
+def _load_csv_stdlib(path: Path, column: str | None) -> FloatArray:
     cells: list[str] = []
     short_rows = 0
     try:
@@ -247,7 +301,7 @@ def _load_parquet(path: Path, column: str | None) -> FloatArray:
         duckdb: Any = importlib.import_module("duckdb")
     except ImportError:
         raise InputError(
-            f"reading Parquet files such as {path} needs duckdb: pip install 'dpsense[files]'"
+            f"reading Parquet files such as {path} needs duckdb: pip install duckdb"
         ) from None
     try:
         con = duckdb.connect()

@@ -20,7 +20,6 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import special
 
 from dpsense.errors import InputError
 from dpsense.mechanisms._common import (
@@ -220,6 +219,8 @@ class GaussianMechanism:
     def accuracy(self, beta: float = 0.05, *, dimension: int = 1) -> float:
         r""":math:`a = \sigma\,\Phi^{-1}(1 - \beta/(2d))`: all d coordinates within +-a
         with probability at least 1 - beta."""
+        from scipy import special  # lazy: scipy costs ~0.4 s to import
+
         return float(self.sigma * special.ndtri(1.0 - beta / (2.0 * dimension)))
 
     def accuracy_statement(self, beta: float = 0.05) -> str:

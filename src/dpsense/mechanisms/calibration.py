@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import math
 
-from scipy import optimize, special
-
 from dpsense.errors import InputError
 
 __all__ = ["analytic_gaussian_delta", "analytic_gaussian_sigma", "classic_gaussian_sigma"]
@@ -29,6 +27,8 @@ def analytic_gaussian_delta(sigma: float, sensitivity: float, epsilon: float) ->
     """The exact delta of the Gaussian mechanism with scale sigma (Balle & Wang, Thm 8)."""
     a = sensitivity / (2.0 * sigma) - epsilon * sigma / sensitivity
     b = -sensitivity / (2.0 * sigma) - epsilon * sigma / sensitivity
+    from scipy import special  # lazy: scipy costs ~0.4 s to import
+
     return float(special.ndtr(a) - math.exp(epsilon + special.log_ndtr(b)))
 
 
@@ -58,6 +58,8 @@ def analytic_gaussian_sigma(sensitivity: float, epsilon: float, delta: float) ->
     lo = hi / 2.0
     while excess(lo) <= 0 and lo > 1e-300:
         lo /= 2.0
+    from scipy import optimize
+
     sigma = float(optimize.brentq(excess, lo, hi, xtol=1e-15 * hi, rtol=1e-14, maxiter=500))
     while excess(sigma) > 0:  # land on the private side of the root
         sigma = math.nextafter(sigma, math.inf) * (1.0 + 1e-15)
