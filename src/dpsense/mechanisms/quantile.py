@@ -53,6 +53,8 @@ from numpy.typing import NDArray
 
 from dpsense._arrays import as_data
 from dpsense.errors import InputError
+from dpsense.mechanisms._permute_flip import MAX_GRID as PF_MAX_GRID
+from dpsense.mechanisms._permute_flip import sample_permute_and_flip
 from dpsense.mechanisms._quantile_sampler import QuantileScore, sample_quantile_indices
 from dpsense.neighbours import Neighbours, validate_neighbours
 from dpsense.noise.choice import eta_at_most
@@ -125,7 +127,8 @@ class QuantileResult:
     seeded : bool
         True when a reproducible, non-cryptographic generator produced the randomness.
     mechanism : str
-        ``"exponential-quantile"``.
+        ``"exponential-quantile"``, or ``"permute-and-flip-quantile"`` on grids of at most
+        2^16 candidates.
     """
 
     value: float
@@ -228,10 +231,21 @@ class ExponentialQuantile:
         """The number G of candidate outputs."""
         return self._grid.size
 
+    @property
+    def selection(self) -> str:
+        """ "permute-and-flip" on grids of at most 2^16 candidates (never less accurate
+        than the exponential mechanism, same epsilon), else "exponential-mechanism"."""
+        if self._grid.size <= PF_MAX_GRID:
+            return "permute-and-flip"
+        return "exponential-mechanism"
+
     def sample(self, xc: F64, rng: RandomSource, draws: int = 1, **private: Any) -> F64:
         """``draws`` independent outputs on the clipped records ``xc``, which are reordered
         in place (pass a copy you own). For :meth:`release`, methods and tests."""
-        k = sample_quantile_indices(rng, xc, self._grid, self._score, draws, **private)
+        if self.selection == "permute-and-flip":
+            k = sample_permute_and_flip(rng, xc, self._grid, self._score, draws, **private)
+        else:
+            k = sample_quantile_indices(rng, xc, self._grid, self._score, draws, **private)
         return self._grid.values(k)
 
     def release(self, x: Any, rng: object = None) -> QuantileResult:
@@ -263,7 +277,8 @@ class ExponentialQuantile:
         """:meth:`release` on records already clipped, in a buffer the caller owns (it is
         reordered in place)."""
         value = float(self.sample(xc, rng)[0])
-        return QuantileResult(value, self.epsilon, self.grid, rng.seeded)
+        kind = f"{self.selection}-quantile".replace("exponential-mechanism", "exponential")
+        return QuantileResult(value, self.epsilon, self.grid, rng.seeded, kind)
 
     def accuracy(self, n: int, beta: float = 0.05) -> float:
         r"""A bound on the score error that holds with probability at least ``1 - beta``.

@@ -56,7 +56,7 @@ def release_exponential(
         epsilon,
         0.0,
         "exponential",
-        "exponential-mechanism",
+        mech.selection,
         None,
         neighbours,
         statistic.name,
