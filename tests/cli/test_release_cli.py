@@ -269,3 +269,37 @@ def test_sample_aggregate_receipt_shows_aggregator_function_and_blocks(
     assert rows["aggregator"] == "median"
     assert rows["function"] == "mean"
     assert rows["blocks"] == "20"
+
+
+@pytest.mark.parametrize("method", ["auto", "exponential", "smooth", "global"])
+def test_resolution_puts_the_release_on_the_declared_grid(
+    capsys: pytest.CaptureFixture[str], method: str
+) -> None:
+    code, out, err = run(
+        capsys,
+        "release",
+        CENSUS,
+        *AGE,
+        "--statistic",
+        "median",
+        "--resolution",
+        "1",
+        "--epsilon",
+        "0.5",
+        "--method",
+        method,
+        "--seed",
+        "3",
+        "--json",
+    )
+    assert code == 0, err
+    payload = json.loads(out)
+    assert float(payload["value"]).is_integer()
+    assert 0 <= payload["value"] <= 100
+
+
+def test_resolution_is_refused_for_other_statistics(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["--statistic", "mean", "--resolution", "1", "--epsilon", "1"]
+    code, _, err = run(capsys, "release", CENSUS, *AGE, *args)
+    assert code == 2
+    assert "--resolution applies only" in err

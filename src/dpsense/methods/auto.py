@@ -2,15 +2,16 @@
 
 The choice depends on the statistic's type, epsilon, delta and the neighbour relation —
 never on the data, because the method appears on the receipt and a data-dependent choice
-would itself leak. The rule, measured in benchmarks/results/utility.md:
+would itself leak. The rule, measured in benchmarks/results/utility.md and quantile_utility.md:
 
 * count, sum: ``global`` (their local sensitivity equals the global one);
 * mean: ``ksw`` under add-remove (pure epsilon, never worse than 1.2x the best mean method
   in the study), ``global`` under substitute (n is public: Laplace at w/n);
-* quantiles and the median: ``adaptive`` — a differentially private stability test (part
-  of the mechanism, paid from its budget) chooses between smooth sensitivity and the
-  exponential mechanism, because neither wins everywhere: smooth sensitivity is orders of
-  magnitude better deep inside ties, the exponential mechanism on spread-out data;
+* quantiles and the median: ``exponential`` — the symmetric score (sensitivity 1/2 for
+  the median under add-remove) and, on a declared resolution grid, permute-and-flip: the
+  best of dpsense's own methods (or within Monte Carlo error of it) in every cell of the
+  utility grid of benchmarks/results/quantile_utility.md, tied data included, where smooth
+  sensitivity is 2-50x worse at small n and ``adaptive`` pays for its private test;
 * variance, standard deviation, trimmed mean: ``smooth`` (Student's t for pure epsilon,
   Laplace when delta > 0): their global sensitivity does not shrink with n.
 """
@@ -32,5 +33,5 @@ def choose_method(
     if isinstance(statistic, Mean):
         return ("ksw", {}) if neighbours == "add-remove" else ("global", {})
     if isinstance(statistic, Quantile):
-        return "adaptive", {}
+        return "exponential", {}
     return "smooth", {}
