@@ -1,38 +1,104 @@
-"""Exponential-mechanism median on 10^6 values: dpsense against OpenDP and diffprivlib.
+"""Speed and memory of private medians against numpy.median, in one process.
 
-All three at epsilon = 1, pure DP, add-remove neighbours, bounds [0, 100], on the same
-array in one process; best-of-R wall time (the data conversion OpenDP needs, numpy to a
-Python list, is done once outside the timing). Peers are optional ("n/a" when missing):
-``pip install opendp diffprivlib`` (diffprivlib 0.6 needs scikit-learn < 1.6).
+For n in ``--sizes`` (default 10^6, 10^7, 10^8) and two data kinds (continuous log-normal
+values; tied integers 0..99 declared with ``resolution=1``), times ``ds.release`` with the
+smooth, exponential and auto methods (epsilon = 1, add-remove) and the median's smooth
+sensitivity (``Median.smooth_sensitivity``), each as a ratio to ``numpy.median`` on the same
+array (best of R). Peak numpy memory of each release is measured with ``tracemalloc`` and
+reported as a multiple of the input's bytes. A second table times the exponential median
+against OpenDP (numpy input, 1001 candidates, scale calibrated to epsilon by
+``binary_search_chain``) and diffprivlib when they are installed (``pip install opendp
+diffprivlib``). Results: ``benchmarks/results/quantile_speed.md``.
 
-Run: ``.venv/bin/python benchmarks/bench_quantile.py [--n 1000000]``
+Run: ``.venv/bin/python benchmarks/bench_quantile.py [--sizes 1000000 10000000]``
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import time
+import tracemalloc
 import warnings
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 
-from dpsense.mechanisms.quantile import ExponentialQuantile
+import dpsense as ds
 
+RESULTS = Path(__file__).resolve().parent / "results"
 LOWER, UPPER, EPSILON = 0.0, 100.0, 1.0
+METHODS = ("smooth", "exponential", "auto")
 
 
-def best_time(fn: Callable[[], float], repeats: int) -> tuple[float, float]:
-    best, value = float("inf"), float("nan")
+def best_of(fn: Callable[[], object], repeats: int) -> float:
+    times = []
     for _ in range(repeats):
+        gc.collect()
         start = time.perf_counter()
-        value = fn()
-        best = min(best, time.perf_counter() - start)
-    return best, value
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
 
 
-def peers(x: np.ndarray) -> dict[str, Callable[[], float]]:
-    out: dict[str, Callable[[], float]] = {}
+def peak_bytes(fn: Callable[[], object]) -> int:
+    gc.collect()
+    tracemalloc.start()
+    try:
+        fn()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def data(kind: str, n: int) -> tuple[np.ndarray, ds.Median]:
+    rs = np.random.default_rng(7)
+    if kind == "continuous":
+        return rs.lognormal(3.0, 0.5, n), ds.Median(LOWER, UPPER)
+    return rs.integers(0, 100, n).astype(np.float64), ds.Median(LOWER, UPPER, resolution=1.0)
+
+
+def speed_table(sizes: list[int], repeats: int) -> list[str]:
+    rng = ds.noise.rng.SeededRandom(1)
+    lines = [
+        "| data | n | numpy.median (s) | "
+        + " | ".join(f"{m} (ratio)" for m in METHODS)
+        + " | smooth sensitivity (ratio) | peak memory / input |",
+        "|---|---:|---:|" + "---:|" * (len(METHODS) + 2),
+    ]
+    for n in sizes:
+        for kind in ("continuous", "tied"):
+            x, stat = data(kind, n)
+            reps = repeats if n <= 10**7 else max(1, repeats // 2)
+            base = best_of(lambda x=x: np.median(x), reps)
+            cells, peaks = [], []
+            for method in METHODS:
+
+                def run(method: str = method, x: np.ndarray = x, stat: ds.Median = stat) -> None:
+                    ds.release(x, stat, epsilon=EPSILON, method=method, rng=rng)
+
+                cells.append(f"{best_of(run, reps) / base:.2f}")
+                peaks.append(peak_bytes(run) / x.nbytes)
+            beta = ds.smooth_beta(EPSILON, 0.0, noise="student-t")
+            ss = best_of(lambda x=x, stat=stat, beta=beta: stat.smooth_sensitivity(x, beta), reps)
+            lines.append(
+                f"| {kind} | {n:,} | {base:.3f} | "
+                + " | ".join(cells)
+                + f" | {ss / base:.2f} | {max(peaks):.2f} |"
+            )
+            print(lines[-1], flush=True)
+            del x
+    return lines
+
+
+def peer_table(n: int, repeats: int) -> list[str]:
+    x, stat = data("continuous", n)
+    rows: dict[str, Callable[[], float]] = {
+        "dpsense release, exponential (2^32-point grid, CSPRNG)": lambda: float(
+            ds.release(x, stat, epsilon=EPSILON, method="exponential").value  # type: ignore[arg-type]
+        )
+    }
     try:
         import opendp.prelude as dp
 
@@ -49,8 +115,7 @@ def peers(x: np.ndarray) -> dict[str, Callable[[], float]]:
             d_in=1,
             d_out=EPSILON,
         )
-        as_list = x.tolist()
-        out["OpenDP make_private_quantile (1001 candidates)"] = lambda: float(meas(as_list))
+        rows["OpenDP then_private_quantile (1001 candidates, numpy input)"] = lambda: float(meas(x))
     except ImportError:
         pass
     try:
@@ -58,36 +123,51 @@ def peers(x: np.ndarray) -> dict[str, Callable[[], float]]:
             warnings.simplefilter("ignore")
             from diffprivlib.tools import median as dpl_median
 
-        def run() -> float:
+        def dpl() -> float:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 return float(dpl_median(x, epsilon=EPSILON, bounds=(LOWER, UPPER)))
 
-        out["diffprivlib tools.median"] = run
+        rows["diffprivlib tools.median"] = dpl
     except ImportError:
         pass
-    return out
+    base = best_of(lambda: np.median(x), repeats)
+    lines = [
+        f"Median of {n:,} log-normal values, epsilon = {EPSILON}, best of {repeats}:",
+        "",
+        "| implementation | time (s) | vs numpy.median |",
+        "|---|---:|---:|",
+    ]
+    for label, fn in rows.items():
+        seconds = best_of(fn, repeats)
+        lines.append(f"| {label} | {seconds:.3f} | {seconds / base:.2f}x |")
+    lines.append(f"| numpy.median (not private) | {base:.3f} | 1.00x |")
+    print("\n".join(lines), flush=True)
+    return lines
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--n", type=int, default=1_000_000)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10**6, 10**7, 10**8])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--peer-n", type=int, default=10**6)
     args = parser.parse_args()
-    rng = np.random.default_rng(11)
-    x = rng.normal(50.0, 10.0, args.n).clip(LOWER, UPPER)
-    truth = float(np.median(x))
-    mech = ExponentialQuantile(0.5, LOWER, UPPER, EPSILON)
-    rows = {"dpsense ExponentialQuantile (2^32-point grid, CSPRNG)": lambda: mech.release(x).value}
-    rows.update(peers(x))
-    base, _ = best_time(lambda: float(np.median(x)), args.repeats)
-    print(f"median of {args.n:,} normal values, epsilon = {EPSILON}, best of {args.repeats}\n")
-    print("| implementation | time (s) | vs numpy.median | |error| of last run |")
-    print("|---|---:|---:|---:|")
-    for label, fn in rows.items():
-        seconds, value = best_time(fn, args.repeats)
-        print(f"| {label} | {seconds:.3f} | {seconds / base:.1f}x | {abs(value - truth):.4f} |")
-    print(f"| numpy.median (not private) | {base:.3f} | 1.0x | 0 |")
+    warnings.simplefilter("ignore", ds.SeededRandomnessWarning)
+    speed = speed_table(args.sizes, args.repeats)
+    peers = peer_table(args.peer_n, 3)
+    RESULTS.mkdir(exist_ok=True)
+    text = [
+        "# Private medians: speed and memory (`benchmarks/bench_quantile.py`)",
+        "",
+        "Ratios are time / numpy.median on the same array, same process (best of R; R "
+        "halved at 10^8); peak memory is tracemalloc's peak of numpy allocations during the "
+        "slowest-memory method, over the input's bytes. epsilon = 1, add-remove.",
+        "",
+        *speed,
+        "",
+        *peers,
+    ]
+    (RESULTS / "quantile_speed.md").write_text("\n".join(text) + "\n")
 
 
 if __name__ == "__main__":
