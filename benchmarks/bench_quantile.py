@@ -80,7 +80,7 @@ def speed_table(sizes: list[int], repeats: int) -> list[str]:
 
                 cells.append(f"{best_of(run, reps) / base:.2f}")
                 peaks.append(peak_bytes(run) / x.nbytes)
-            beta = ds.smooth_beta(EPSILON, 0.0, noise="student-t")
+            beta = ds.smooth_beta(EPSILON, 0.0)
             ss = best_of(lambda x=x, stat=stat, beta=beta: stat.smooth_sensitivity(x, beta), reps)
             lines.append(
                 f"| {kind} | {n:,} | {base:.3f} | "
