@@ -50,6 +50,7 @@ from dpsense.statistics import (
     Variance,
     make_statistic,
 )
+from dpsense.tables import GroupedRelease
 
 __version__ = "0.1.0"
 
@@ -64,6 +65,7 @@ __all__ = [
     "DiscreteLaplaceMechanism",
     "ExponentialMechanism",
     "GaussianMechanism",
+    "GroupedRelease",
     "InputError",
     "LaplaceMechanism",
     "LedgerError",

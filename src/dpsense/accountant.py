@@ -20,10 +20,10 @@ import contextlib
 import os
 import threading
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from dpsense.accounting.composition import Charge, as_decimal, compose, zcdp_to_dp_epsilon
 from dpsense.accounting.ledger import Ledger
@@ -34,6 +34,9 @@ from dpsense.methods.sample_aggregate import sample_and_aggregate
 from dpsense.params import check_delta, check_epsilon
 from dpsense.release import release
 from dpsense.statistics import Statistic
+from dpsense.tables import GroupedRelease
+
+R = TypeVar("R", bound=Release | GroupedRelease)
 
 __all__ = ["Accountant"]
 
@@ -256,13 +259,20 @@ class Accountant:
         eps: float,
         dlt: float,
         labels: dict[str, str],
-        make: Callable[[], Release],
+        make: Callable[[], R],
         rho_hint: float | None = None,
-    ) -> Release:
+    ) -> R:
         charge_id = self.charge(eps, dlt, rho=rho_hint, **labels)
         result = make()
         if self._ledger is not None and charge_id is not None:
-            self._ledger.record_outcome(charge_id, refused=result.refused, method=result.method)
+            if isinstance(result, GroupedRelease):
+                releases = [r for _, r in result]
+                refused = bool(releases) and all(r.refused for r in releases)
+                method = releases[0].method if releases else labels.get("method", "")
+            else:
+                assert isinstance(result, Release)
+                refused, method = result.refused, result.method
+            self._ledger.record_outcome(charge_id, refused=refused, method=method)
         return result
 
     def release(
@@ -274,11 +284,22 @@ class Accountant:
         delta: float = 0.0,
         method: str = "auto",
         neighbours: str = "add-remove",
+        column: str | None = None,
+        by: str | Sequence[str] | None = None,
+        keys: Any = None,
+        privacy_unit: str | None = None,
+        max_rows_per_unit: int = 1,
+        max_groups_per_unit: int = 1,
+        nulls: str = "error",
         rng: object = None,
         dataset: str = "",
         **options: Any,
-    ) -> Release:
-        """:func:`dpsense.release`, charged first. ``dataset`` labels the ledger entry."""
+    ) -> Release | GroupedRelease:
+        """:func:`dpsense.release`, charged first. ``dataset`` labels the ledger entry.
+
+        A grouped release is one charge of its total (epsilon, delta): a unit loses at most
+        that much over all groups.
+        """
         eps = check_epsilon(epsilon, where="Accountant.release")
         dlt = check_delta(delta, where="Accountant.release")
         labels = {"dataset": dataset, "statistic": getattr(statistic, "name", ""), "method": method}
@@ -294,6 +315,13 @@ class Accountant:
                 delta=dlt,
                 method=method,
                 neighbours=neighbours,
+                column=column,
+                by=by,
+                keys=keys,
+                privacy_unit=privacy_unit,
+                max_rows_per_unit=max_rows_per_unit,
+                max_groups_per_unit=max_groups_per_unit,
+                nulls=nulls,
                 rng=rng,
                 **options,
             ),

@@ -8,7 +8,9 @@ contains a non-private quantity.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, Final
 
 from dpsense._arrays import FloatArray, as_data
@@ -24,8 +26,10 @@ from dpsense.methods.ptr import release_ptr
 from dpsense.methods.smooth import release_smooth
 from dpsense.neighbours import Neighbours, validate_neighbours
 from dpsense.noise.rng import RandomSource, resolve_rng
-from dpsense.params import check_delta, check_epsilon
+from dpsense.params import check_delta, check_epsilon, check_int
 from dpsense.statistics import BoundedStatistic, Mean, Statistic
+from dpsense.statistics.units import group_privacy_budget, rows_per_unit
+from dpsense.tables.grouped import GroupedRelease, release_table
 
 __all__ = ["METHODS", "release"]
 
@@ -67,16 +71,27 @@ def _for_means(
     ) -> Release:
         if not isinstance(statistic, Mean):
             raise InputError(f"method={method!r} releases means; got {statistic.name}.")
+        # per unit of m rows: group privacy (docs/tables.md §3); m = 1 without a unit
+        m = rows_per_unit(statistic)
+        eps, dlt = group_privacy_budget(epsilon, delta, m)
         if takes_delta:
-            options["delta"] = delta
-        return fn(
+            options["delta"] = dlt
+        out = fn(
             xc,
             lower=statistic.lower,
             upper=statistic.upper,
-            epsilon=epsilon,
+            epsilon=eps,
             neighbours=neighbours,
             rng=rng,
             **options,
+        )
+        if m == 1:
+            return out
+        return replace(
+            out,
+            epsilon=epsilon,
+            delta=delta if out.delta > 0 else 0.0,
+            parameters={**out.parameters, "group_privacy_rows": m},
         )
 
     return run
@@ -93,6 +108,32 @@ _DISPATCH: Final[dict[str, Callable[..., Release]]] = {
 }
 
 
+def _by_columns(by: str | Sequence[str] | None) -> tuple[str, ...]:
+    if by is None:
+        return ()
+    cols = (by,) if isinstance(by, str) else tuple(by)
+    if not cols or not all(isinstance(c, str) and c for c in cols):
+        raise InputError("The 'by' parameter must be a column name or a list of them.")
+    if len(set(cols)) != len(cols):
+        raise InputError("The 'by' parameter names a column more than once.")
+    return cols
+
+
+def _is_table(x: Any) -> bool:
+    """True for inputs that are tables or paths rather than one column of numbers."""
+    if isinstance(x, str | os.PathLike):
+        return True
+    kind = type(x).__name__
+    module = type(x).__module__.split(".")[0]
+    if module in ("pandas", "polars") and kind in ("DataFrame", "LazyFrame"):
+        return True
+    if module == "pyarrow" and kind == "Table":
+        return True
+    if module == "duckdb":
+        return True
+    return isinstance(x, Mapping)
+
+
 def release(
     x: Any,
     statistic: Statistic,
@@ -101,19 +142,28 @@ def release(
     delta: float = 0.0,
     method: str = "auto",
     neighbours: str = "add-remove",
+    column: str | None = None,
+    by: str | Sequence[str] | None = None,
+    keys: Any = None,
+    privacy_unit: str | None = None,
+    max_rows_per_unit: int = 1,
+    max_groups_per_unit: int = 1,
+    nulls: str = "error",
     rng: object = None,
     **options: Any,
-) -> Release:
+) -> Release | GroupedRelease:
     """Release ``statistic`` of ``x`` with differential privacy.
 
     Parameters
     ----------
-    x : array-like
-        One column of numbers (list, numpy array, pandas/Polars series). Values are
-        clipped to the statistic's public bounds. Under add-remove, empty data is
-        released like any other (the empty dataset is a neighbour of every one-record
-        dataset, so an error would reveal that there are no records). Under substitute
-        the number of records is public and empty data is an ``InputError``.
+    x : array-like, table or path
+        One column of numbers (list, numpy array, pandas/Polars series), or a table: a
+        pandas/Polars DataFrame or LazyFrame, an Arrow table, a DuckDB relation, a mapping
+        of column names to sequences, or a CSV/Parquet path. Values are clipped to the
+        statistic's public bounds. Under add-remove, empty data is released like any
+        other (the empty dataset is a neighbour of every one-record dataset, so an error
+        would reveal that there are no records). Under substitute the number of records
+        is public and empty data is an ``InputError``.
     statistic : Statistic
         e.g. ``ds.Median(0, 100)``.
     epsilon, delta : float
@@ -124,14 +174,31 @@ def release(
         "ptr" (``bound=b``, ``test_fraction``), "exponential" (quantiles), "ksw" or
         "bounded-ls" (means; ``bound_fraction``).
     neighbours : {"add-remove", "substitute"}
+    column : str, optional
+        The value column of a table (not needed for one column, nor for ``ds.Count()``).
+    by : str or list of str, optional
+        Release one value per group; returns a :class:`GroupedRelease`.
+    keys : list or DataFrame, optional
+        The public groups (values, tuples for several by-columns, or a DataFrame of the
+        by-columns): exactly these are released, absent ones included. Without keys the
+        groups are chosen by private partition selection, which needs ``delta > 0``.
+    privacy_unit : str, optional
+        The column identifying a person (or other unit): neighbours add or remove all
+        of one unit's rows.
+    max_rows_per_unit, max_groups_per_unit : int
+        Contribution bounds per unit (rows per group, groups), enforced by keyed-hash
+        sampling; they need a privacy unit.
+    nulls : {"error", "drop"}
+        What to do with missing values in the columns the release uses.
     rng : None, int or RandomSource
         None uses the OS CSPRNG; an int seed is for tests and demos (it warns and the
         receipt says ``seeded=True``).
 
     Returns
     -------
-    Release
-        ``value`` (None when propose-test-release refuses), and the receipt.
+    Release or GroupedRelease
+        ``value`` (None when propose-test-release refuses), and the receipt; one per
+        group when ``by`` is given.
     """
     where = "release"
     if not isinstance(statistic, Statistic):
@@ -159,6 +226,51 @@ def release(
         raise InputError(
             f"Unknown option(s) {', '.join(unknown)} for method={chosen!r}; allowed: {hint}."
         )
+    by_cols = _by_columns(by)
+    m_rows = check_int(max_rows_per_unit, "max_rows_per_unit", where=where, minimum=1)
+    m_groups = check_int(max_groups_per_unit, "max_groups_per_unit", where=where, minimum=1)
+    if privacy_unit is None and (m_rows != 1 or m_groups != 1):
+        raise InputError(
+            "max_rows_per_unit and max_groups_per_unit bound what one privacy unit "
+            "contributes: pass privacy_unit=... (the column identifying a person)."
+        )
+    if privacy_unit is not None and not isinstance(privacy_unit, str):
+        raise InputError("The 'privacy_unit' parameter must be a column name (str).")
+    if keys is not None and not by_cols:
+        raise InputError("The 'keys' parameter lists groups: pass by=... as well.")
+    if nulls not in ("error", "drop"):
+        raise InputError(f"The 'nulls' parameter must be 'error' or 'drop'. Got {nulls!r}.")
+    if column is not None and not isinstance(column, str):
+        raise InputError("The 'column' parameter must be a column name (str).")
+    source = resolve_rng(rng, where=where)
+    if by_cols or privacy_unit is not None or column is not None or _is_table(x):
+        if nb == "substitute":
+            raise InputError(
+                "Tables, groups and privacy units use add-remove neighbours (the number of "
+                "rows of a unit is private): pass neighbours='add-remove'."
+            )
+
+        def one(values: FloatArray, stat: Statistic, eps_g: float, dlt_g: float) -> Release:
+            return _DISPATCH[chosen](
+                values, stat, epsilon=eps_g, delta=dlt_g, neighbours=nb, rng=source, **options
+            )
+
+        return release_table(
+            x,
+            statistic,
+            epsilon=eps,
+            delta=dlt,
+            method=chosen,
+            column=column,
+            by=by_cols,
+            keys=keys,
+            privacy_unit=privacy_unit,
+            max_rows_per_unit=m_rows,
+            max_groups_per_unit=m_groups,
+            nulls=nulls,
+            rng=source,
+            release_one=one,
+        )
     data = as_data(x, where=where, allow_empty=True)
     if nb == "substitute" and data.shape[0] == 0:
         # Under substitute the number of records is public, so saying so reveals nothing;
@@ -170,7 +282,6 @@ def release(
             "neighbours='add-remove' if the number of records is private."
         )
     xc = statistic.clip(data) if isinstance(statistic, BoundedStatistic) else data
-    source = resolve_rng(rng, where=where)
     return _DISPATCH[chosen](
         xc, statistic, epsilon=eps, delta=dlt, neighbours=nb, rng=source, **options
     )

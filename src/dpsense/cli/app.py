@@ -395,6 +395,8 @@ def demo() -> None:
     console.print()
     _demo_releases(console, table_data)
     console.print()
+    _demo_grouped(console)
+    console.print()
     console.print(
         "Try: dpsense analyze "
         f"{census_path()} --column age --statistic median --lower 0 --upper 100 "
@@ -414,8 +416,39 @@ _DEMO_RELEASES: tuple[tuple[str, str, float, float, str, float, dict[str, Any]],
 )
 
 
+def _demo_grouped(console: Console) -> None:
+    """A grouped, per-person release on the synthetic panel (people x years)."""
+    from dpsense.cli.tables_io import emit_grouped
+    from dpsense.datasets import make_panel
+    from dpsense.release import release
+    from dpsense.tables import GroupedRelease
+
+    console.print(
+        Text(
+            "Per person and per year: median weekly hours of a synthetic panel of 2,000 "
+            "people over 8 years (1-4 jobs per person-year). Each person keeps one job per "
+            "year; epsilon = 1 protects ALL of a person's rows over the eight years.",
+            style="bold",
+        )
+    )
+    result = release(
+        make_panel(),
+        make_statistic("median", 0.0, 80.0, resolution=1.0),
+        column="hours",
+        by="year",
+        keys=list(range(2015, 2023)),
+        privacy_unit="person",
+        max_rows_per_unit=1,
+        max_groups_per_unit=8,
+        epsilon=1.0,
+    )
+    assert isinstance(result, GroupedRelease)
+    emit_grouped(result, False, "hours")
+
+
 def _demo_releases(console: Console, table_data: dict[str, Any]) -> None:
     """A few differentially private releases with their receipts (OS CSPRNG noise)."""
+    from dpsense.methods import Release
     from dpsense.release import release
 
     table = Table(
@@ -435,6 +468,7 @@ def _demo_releases(console: Console, table_data: dict[str, Any]) -> None:
             method=method,
             **options,
         )
+        assert isinstance(result, Release)
         value = "refused" if result.value is None else _short(result.value, 6)
         guarantee = f"({result.epsilon:g}, {result.delta:g})"
         table.add_row(f"{stat.name}({column})", result.method, str(result.noise), guarantee, value)

@@ -14,6 +14,7 @@ from rich.table import Table
 
 from dpsense.accountant import Accountant
 from dpsense.cli._shared import _console, _fmt, _print_json, _statistic
+from dpsense.cli.tables_io import check_output, emit_grouped, read_keys, write_output
 from dpsense.data import load_column
 from dpsense.errors import InputError
 from dpsense.methods import Release
@@ -23,6 +24,7 @@ from dpsense.methods.sample_aggregate import sample_and_aggregate
 from dpsense.noise import SeededRandomnessWarning
 from dpsense.release import METHODS, release
 from dpsense.statistics import STATISTIC_NAMES, BoundedStatistic, Count, Statistic, Sum
+from dpsense.tables import GroupedRelease
 
 __all__ = ["ratio_command", "release_command"]
 
@@ -168,7 +170,9 @@ def print_receipt(result: Release, column: str | None) -> None:
 
 
 def release_command(
-    data: Annotated[Path, typer.Argument(help="A CSV file (or .parquet with duckdb).")],
+    data: Annotated[
+        Path, typer.Argument(help="A CSV or Parquet file, or - for CSV on standard input.")
+    ],
     statistic: Annotated[
         str, typer.Option("--statistic", "-s", help=f"One of: {', '.join(STATISTIC_NAMES)}.")
     ],
@@ -213,6 +217,29 @@ def release_command(
     aggregator: Annotated[
         str, typer.Option(help="sample-aggregate: mean (pure epsilon) or median (smooth).")
     ] = "mean",
+    by: Annotated[
+        str | None, typer.Option(help="Release one value per group of these columns (a,b).")
+    ] = None,
+    keys: Annotated[
+        Path | None,
+        typer.Option(help="CSV/Parquet file of the public groups (has the --by columns)."),
+    ] = None,
+    privacy_unit: Annotated[
+        str | None, typer.Option(help="Column identifying a person: protect all their rows.")
+    ] = None,
+    max_rows_per_unit: Annotated[
+        int | None, typer.Option(help="Rows kept per person and group (needs --privacy-unit).")
+    ] = None,
+    max_groups_per_unit: Annotated[
+        int | None, typer.Option(help="Groups kept per person (needs --privacy-unit).")
+    ] = None,
+    nulls: Annotated[
+        str, typer.Option(help="Missing values in the used columns: error or drop.")
+    ] = "error",
+    output: Annotated[
+        Path | None,
+        typer.Option(help="Also write the result rows to FILE.csv, .parquet or .json."),
+    ] = None,
     seed: SeedOpt = None,
     ledger: LedgerOpt = None,
     dataset: DatasetOpt = None,
@@ -220,19 +247,40 @@ def release_command(
 ) -> None:
     """Release one differentially private statistic of a column and print its receipt.
 
+    With --by, one value per group (public groups from --keys, otherwise chosen by private
+    partition selection, which needs --delta > 0); with --privacy-unit, neighbours add or
+    remove all rows of one person, bounded by --max-rows-per-unit and
+    --max-groups-per-unit.
+
     With --method sample-aggregate the statistic is evaluated on each of --blocks disjoint
     blocks and the block answers are aggregated privately (Nissim, Raskhodnikova and
     Smith 2007, Section 4); the receipt names the aggregator, the statistic and k.
     """
     stat = _statistic(statistic, lower, upper, p, trim, resolution)
-    values = load_column(data, column)
+    if output is not None:
+        check_output(output)  # before any budget is spent
+    source = "-" if str(data) == "-" else data
+    tabular = (
+        source == "-"
+        or by is not None
+        or keys is not None
+        or privacy_unit is not None
+        or max_rows_per_unit is not None
+        or max_groups_per_unit is not None
+        or nulls != "error"
+    )
     accountant = _accountant(ledger)
     label = dataset if dataset is not None else f"{data.name}:{column or ''}"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SeededRandomnessWarning)  # the receipt says so
         if method == "sample-aggregate":
-            result = _sample_aggregate(
-                values,
+            if tabular:
+                raise InputError(
+                    "--method sample-aggregate takes one column without groups or a privacy "
+                    "unit; use another --method with --by or --privacy-unit."
+                )
+            result: Release | GroupedRelease = _sample_aggregate(
+                load_column(data, column),
                 stat,
                 blocks,
                 aggregator,
@@ -250,16 +298,38 @@ def release_command(
             run: Any = release
             if accountant is not None:
                 run = functools.partial(accountant.release, dataset=label)
+            table_options: dict[str, Any] = {}
+            if tabular:
+                by_cols = tuple(c.strip() for c in by.split(",")) if by else None
+                table_options = {
+                    "column": column,
+                    "by": by_cols,
+                    "keys": read_keys(keys, by_cols) if keys and by_cols else keys,
+                    "privacy_unit": privacy_unit,
+                    "max_rows_per_unit": 1 if max_rows_per_unit is None else max_rows_per_unit,
+                    "max_groups_per_unit": 1
+                    if max_groups_per_unit is None
+                    else max_groups_per_unit,
+                    "nulls": nulls,
+                }
+                if keys is not None and not by_cols:
+                    raise InputError("--keys lists groups: pass --by as well.")
             result = run(
-                values,
+                source if tabular else load_column(data, column),
                 stat,
                 epsilon=epsilon,
                 delta=delta,
                 method=method,
                 neighbours=neighbours,
                 rng=seed,
+                **table_options,
                 **_options(bound, noise, test_fraction, dof),
             )
+    if output is not None:
+        write_output(output, result)
+    if isinstance(result, GroupedRelease):
+        emit_grouped(result, json_output, column)
+        return
     _emit(result, json_output, column)
 
 

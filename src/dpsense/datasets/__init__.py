@@ -35,7 +35,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["census_path", "load_census"]
+from dpsense.datasets.panel import make_panel
+
+__all__ = ["census_path", "load_census", "make_panel"]
 
 _INTEGER_COLUMNS = frozenset({"age", "education_years", "hours_per_week", "capital_gain"})
 _FLOAT_COLUMNS = frozenset({"income"})

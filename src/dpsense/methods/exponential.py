@@ -13,6 +13,7 @@ from dpsense.methods._release import Release
 from dpsense.neighbours import Neighbours
 from dpsense.noise.rng import RandomSource
 from dpsense.statistics import Quantile, Statistic
+from dpsense.statistics.units import group_privacy_budget, rows_per_unit
 
 __all__ = ["release_exponential"]
 
@@ -41,11 +42,12 @@ def release_exponential(
             "method='exponential' releases quantiles (Quantile or Median); "
             f"got {statistic.name}. Use 'global', 'smooth' or 'ptr'."
         )
+    # a unit moves every score by at most m times a row's change (m = 1 without a unit)
     mech = ExponentialQuantile(
         statistic.p,
         statistic.lower,
         statistic.upper,
-        epsilon,
+        group_privacy_budget(epsilon, 0.0, rows_per_unit(statistic))[0],
         statistic.resolution,
         neighbours,
     )

@@ -34,6 +34,7 @@ from dpsense.neighbours import Neighbours
 from dpsense.noise.rng import RandomSource
 from dpsense.statistics import BoundedStatistic, Count, Mean, Statistic
 from dpsense.statistics._exact import RecordGrid, float_up
+from dpsense.statistics.units import rows_per_unit
 
 __all__ = ["inflated_sensitivity", "output_range", "release_global"]
 
@@ -116,7 +117,10 @@ def release_global(
     if isinstance(statistic, Count):
         if neighbours == "substitute":  # n is public: no noise is needed
             return receipt(float(n), 0.0, None, 0.0)
-        out = DiscreteLaplaceMechanism.for_privacy(1, epsilon).release(n, rng)
+        # a unit adds or removes at most m rows (m = 1 without a privacy unit)
+        out = DiscreteLaplaceMechanism.for_privacy(rows_per_unit(statistic), epsilon).release(
+            n, rng
+        )
         return receipt(float(max(out.value, 0)), 0.0, "discrete-laplace", out.scale)
 
     if isinstance(statistic, Mean) and neighbours == "add-remove":
@@ -146,11 +150,12 @@ def _noisy_sum_over_count(
     (:class:`~dpsense.statistics._exact.RecordGrid`); the estimate is post-processing.
     """
     half = epsilon / 2.0
+    m = rows_per_unit(statistic)  # rows one unit adds or removes (1 without a unit)
     grid = RecordGrid.for_bounds(statistic.lower, statistic.upper)
     centred_sum = Fraction(grid.grid) * grid.integer_sum(xc)
-    sensitivity = float(grid.max_offset)  # exact: an integer below 2^42 times 2^j
+    sensitivity = float(m * grid.max_offset)  # exact: an integer below 2^42 times 2^j, times m
     noisy_sum = LaplaceMechanism(sensitivity, half).release(centred_sum, rng).value
-    noisy_count = DiscreteLaplaceMechanism.for_privacy(1, half).release(xc.shape[0], rng).value
+    noisy_count = DiscreteLaplaceMechanism.for_privacy(m, half).release(xc.shape[0], rng).value
     value = grid.centre + noisy_sum / max(noisy_count, 1)
     return Release(
         _clip(value, statistic, None),

@@ -1,0 +1,183 @@
+"""Tables on the command line: a keys file in, one row per group out (screen, JSON, file)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from rich import box
+from rich.table import Table
+
+from dpsense.cli._shared import _console, _fmt, _print_json
+from dpsense.errors import InputError
+from dpsense.methods import Release
+from dpsense.tables import GroupedRelease
+from dpsense.tables.source import open_table, quote
+
+__all__ = ["check_output", "emit_grouped", "read_keys", "result_rows", "write_output"]
+
+_RESULT_COLUMNS = ("value", "refused", "method", "noise", "scale")
+_OUTPUT_SUFFIXES = (".csv", ".parquet", ".json")
+
+
+def read_keys(path: Path, by: tuple[str, ...]) -> list[tuple[Any, ...]]:
+    """The public keys in a CSV or Parquet file that has the by-columns."""
+    with open_table(path) as source:
+        missing = [b for b in by if b not in source.columns]
+        if missing:
+            raise InputError(
+                f"The keys file {path.name!r} must have the by-columns "
+                f"{', '.join(by)}; it lacks {', '.join(missing)}."
+            )
+        columns = ", ".join(quote(b) for b in by)
+        rows = source.con.execute(f"SELECT {columns} FROM {source.view}").fetchall()
+    return list(dict.fromkeys(tuple(r) for r in rows))  # distinct, in the file's order
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def result_rows(result: Release | GroupedRelease) -> tuple[list[str], list[dict[str, Any]]]:
+    """Column names and one dict per group (one row for an ungrouped release)."""
+    if isinstance(result, GroupedRelease):
+        return [*result.by, *_RESULT_COLUMNS], [
+            {k: _clean(v) for k, v in row.items()} for row in result.to_dicts()
+        ]
+    row = {k: _clean(getattr(result, k)) for k in _RESULT_COLUMNS}
+    return list(_RESULT_COLUMNS), [row]
+
+
+def emit_grouped(result: GroupedRelease, json_output: bool, column: str | None) -> None:
+    """A rich table with one row per group, or the DESIGN ``--json`` object."""
+    if json_output:
+        groups = []
+        for row in result.to_dicts():
+            groups.append({k: _clean(v) for k, v in row.items()})
+        _print_json(
+            {
+                "epsilon": result.epsilon,
+                "delta": result.delta,
+                "by": list(result.by),
+                "selection": result.selection,
+                "groups": groups,
+                "parameters": _jsonable(dict(result.parameters)),
+            }
+        )
+        return
+    console = _console()
+    stat = next((rel.statistic for _, rel in result), "statistic")
+    title = f"Private {stat}" + (f" of {column}" if column else "") + f" by {', '.join(result.by)}"
+    table = Table(title=title, box=box.SIMPLE_HEAVY)
+    for name in result.by:
+        table.add_column(name)
+    table.add_column("value", justify="right")
+    table.add_column("method")
+    table.add_column("noise")
+    for key, rel in result:
+        parts = key if len(result.by) > 1 else (key,)
+        value = "refused" if rel.refused else _fmt(float(rel.value or 0.0))
+        table.add_row(*(str(p) for p in parts), value, rel.method, str(rel.noise))
+    console.print(table)
+    split = result.parameters.get("per_group", {})
+    lines = [
+        f"{len(result)} groups ({result.selection}); total guarantee per "
+        f"{result.parameters.get('privacy_unit') or 'row'}: epsilon={result.epsilon:g}, "
+        f"delta={result.delta:g}."
+    ]
+    if "selection" in result.parameters:
+        sel = result.parameters["selection"]
+        lines.append(
+            f"Groups chosen by private partition selection with epsilon={sel['epsilon']:g}, "
+            f"delta={sel['delta']:g}; each group released with "
+            f"epsilon={split.get('epsilon', 0):g}, delta={split.get('delta', 0):g}."
+        )
+    elif split:
+        lines.append(
+            f"Each group released with epsilon={split['epsilon']:g}, delta={split['delta']:g}."
+        )
+    if any(rel.seeded for _, rel in result):
+        lines.append("SEEDED: reproducible, not secure (tests and demos only).")
+    console.print(" ".join(lines))
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    return _clean(value)
+
+
+def check_output(path: Path) -> Path:
+    """The folder of a valid --output path (checked before any budget is spent)."""
+    if path.suffix.lower() not in _OUTPUT_SUFFIXES:
+        raise InputError(f"--output must end in {', '.join(_OUTPUT_SUFFIXES)}; got {path.name!r}.")
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir():
+        raise InputError(f"The folder of --output {str(folder)!r} does not exist.")
+    return folder
+
+
+def write_output(path: Path, result: Release | GroupedRelease) -> None:
+    """Write the result rows to CSV, Parquet or JSON atomically (temporary file, rename)."""
+    folder = check_output(path)
+    suffix = path.suffix.lower()
+    columns, rows = result_rows(result)
+    handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=folder)
+    os.close(handle)
+    try:
+        if suffix == ".csv":
+            with open(tmp, "w", newline="", encoding="utf-8") as out:
+                writer = csv.DictWriter(out, fieldnames=columns)
+                writer.writeheader()
+                writer.writerows(rows)
+        elif suffix == ".json":
+            with open(tmp, "w", encoding="utf-8") as out:
+                json.dump(rows, out, indent=2, default=str)
+                out.write("\n")
+        else:
+            _write_parquet(tmp, columns, rows)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _write_parquet(tmp: str, columns: list[str], rows: list[dict[str, Any]]) -> None:
+    import duckdb
+
+    con = duckdb.connect(":memory:")
+    try:
+        types = {c: _sql_type([r[c] for r in rows]) for c in columns}
+        con.execute(
+            "CREATE TABLE out (" + ", ".join(f"{quote(c)} {types[c]}" for c in columns) + ")"
+        )
+        if rows:
+            con.executemany(
+                f"INSERT INTO out VALUES ({', '.join(['?'] * len(columns))})",
+                [[r[c] for c in columns] for r in rows],
+            )
+        literal = "'" + tmp.replace("'", "''") + "'"
+        con.execute(f"COPY out TO {literal} (FORMAT PARQUET)")
+    finally:
+        con.close()
+
+
+def _sql_type(values: list[Any]) -> str:
+    present = [v for v in values if v is not None]
+    if present and all(isinstance(v, bool) for v in present):
+        return "BOOLEAN"
+    if present and all(isinstance(v, int) and not isinstance(v, bool) for v in present):
+        return "BIGINT"
+    if present and all(isinstance(v, int | float) and not isinstance(v, bool) for v in present):
+        return "DOUBLE"
+    return "VARCHAR"

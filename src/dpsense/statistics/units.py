@@ -1,0 +1,134 @@
+r"""Unit-level sensitivities: neighbours that add or remove all rows of one privacy unit.
+
+After contribution bounding, a unit has at most ``m`` rows in a group, so a unit-level
+neighbour of a group's data is at most ``m`` row-level add-remove moves away.
+:func:`per_unit` returns the same statistic (same class, so every method recognises it)
+whose sensitivities are measured in units:
+
+* global sensitivity ``m * GS`` (triangle inequality along the m moves); a quantile's stays
+  the data range ``u - l``, which bounds every change of a value in ``[l, u]``;
+* the profile :math:`\hat A_{unit}(k) = c \cdot \hat A_{row}((k+1)m - 1)` with ``c = m`` in
+  general and ``c = 1`` for quantiles (docs/tables.md §3 derives both; the tests check them
+  against brute force on small tables). It is admissible in units whenever the row-level
+  profile is admissible in rows, so smooth bounds, propose-test-release and the distance
+  to instability keep their proofs with "neighbour" read as "one unit".
+
+Mechanisms whose noise is calibrated to a global sensitivity read the factor with
+:func:`rows_per_unit` (the exponential mechanism's score sensitivity is ``m`` times the
+row-level one; the mean estimators use group privacy).
+"""
+
+from __future__ import annotations
+
+import math
+from functools import cache
+from typing import Any
+
+import numpy as np
+
+from dpsense._arrays import FloatArray
+from dpsense.errors import InputError
+from dpsense.neighbours import Neighbours
+from dpsense.statistics._profile import IntArray, Profile
+from dpsense.statistics.base import Statistic
+from dpsense.statistics.quantile import Quantile
+
+__all__ = ["UnitProfile", "group_privacy_budget", "per_unit", "rows_per_unit"]
+
+
+class UnitProfile(Profile):
+    """``c * A_row((k + 1) m - 1)``: a row-level profile read in units of ``m`` rows."""
+
+    def __init__(self, inner: Profile, rows: int, factor: int) -> None:
+        self._inner = inner
+        self._rows = rows
+        self._factor = factor
+        self.cap = factor * inner.cap
+        self.exact = inner.exact and rows == 1
+
+    def _row_ks(self, ks: IntArray) -> IntArray:
+        return (np.asarray(ks, dtype=np.int64) + 1) * self._rows - 1
+
+    def at(self, ks: IntArray) -> FloatArray:
+        return self._factor * self._inner.at(self._row_ks(ks))
+
+    def _saturated_by(self, k: int) -> bool:
+        return self._inner._saturated_by((k + 1) * self._rows - 1)
+
+    def value(self) -> float:
+        """The statistic's value, when the row-level profile knows it (quantiles)."""
+        value = getattr(self._inner, "value", None)
+        if not callable(value):
+            raise AttributeError("value")
+        return float(value())
+
+
+@cache
+def _unit_class(cls: type[Statistic]) -> type[Statistic]:
+    def profile(self: Any, xc: FloatArray, neighbours: Neighbours) -> Profile:
+        inner = cls.profile(self, xc, neighbours)
+        m = self._rows_per_unit
+        return UnitProfile(inner, m, 1 if isinstance(self, Quantile) else m)
+
+    def _global(self: Any, neighbours: Neighbours, n: int | None) -> float:
+        row = float(cls._global(self, neighbours, n))
+        return row if isinstance(self, Quantile) else self._rows_per_unit * row
+
+    def sensitivity_is_exact(self: Any, neighbours: str = "add-remove") -> bool:
+        return False
+
+    return type(
+        cls.__name__,
+        (cls,),
+        {
+            "profile": profile,
+            "_global": _global,
+            "sensitivity_is_exact": sensitivity_is_exact,
+            "__module__": cls.__module__,
+            "__qualname__": cls.__qualname__,
+        },
+    )
+
+
+def per_unit(statistic: Statistic, rows: int) -> Statistic:
+    """``statistic`` with sensitivities measured in units of at most ``rows`` rows.
+
+    ``rows == 1`` returns the statistic itself. The returned object is an instance of a
+    subclass of the statistic's class and compares by its fields as the original does.
+    """
+    if rows == 1:
+        return statistic
+    if rows < 1:
+        raise InputError(f"max_rows_per_unit must be an integer >= 1. Got {rows!r} instead.")
+    base = type(statistic)
+    while getattr(base, "_unit_base", None) is not None:  # already per unit
+        base = base._unit_base  # type: ignore[attr-defined]
+    cls = _unit_class(base)
+    cls._unit_base = base  # type: ignore[attr-defined]
+    out = object.__new__(cls)
+    out.__dict__.update(statistic.__dict__)
+    object.__setattr__(out, "_rows_per_unit", int(rows))
+    return out
+
+
+def rows_per_unit(statistic: Statistic) -> int:
+    """The ``m`` of a :func:`per_unit` statistic (1 for a row-level one)."""
+    return int(getattr(statistic, "_rows_per_unit", 1))
+
+
+def group_privacy_budget(epsilon: float, delta: float, rows: int) -> tuple[float, float]:
+    r"""The row-level (epsilon, delta) that gives (epsilon, delta) for groups of ``rows``.
+
+    Group privacy (Dwork and Roth 2014, Theorem 2.2 and its approximate form, Vadhan 2017
+    Lemma 2.2): an (e, d)-DP mechanism is :math:`(m e, m e^{(m-1)e} d)`-DP for groups of m
+    records, so running it at :math:`e = \epsilon/m`,
+    :math:`d = \delta / (m e^{(m-1)\epsilon/m})` gives :math:`(\epsilon, \delta)` per unit.
+    Both are rounded down.
+    """
+    if rows == 1:
+        return epsilon, delta
+    eps = epsilon / rows
+    eps = math.nextafter(eps, 0.0) if eps * rows > epsilon else eps
+    dlt = delta / (rows * math.exp((rows - 1) * eps)) if delta > 0 else 0.0
+    dlt = math.nextafter(dlt, 0.0) if dlt > 0 else 0.0
+    return eps, dlt

@@ -1,0 +1,259 @@
+"""``GroupedRelease``: one receipt per group, and the orchestration of a table release."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+
+from dpsense.errors import InputError
+from dpsense.methods import Release
+from dpsense.noise.rng import RandomSource
+from dpsense.statistics import BoundedStatistic, Count, Statistic
+from dpsense.statistics.units import per_unit
+from dpsense.tables.engine import TablePlan, bound_table
+from dpsense.tables.selection import SelectionRule, select_groups
+from dpsense.tables.source import open_table
+
+__all__ = ["GroupedRelease", "release_table"]
+
+SELECTION_SHARE = 0.5
+"""Share of epsilon (and of delta) spent on private partition selection."""
+
+
+@dataclass(frozen=True)
+class GroupedRelease:
+    """The releases of one statistic per group, with one total guarantee.
+
+    ``epsilon`` and ``delta`` are what one privacy unit can lose over the whole grouped
+    release; ``parameters`` says how they were split (selection, per group). Iterating
+    yields ``(key, Release)``; ``gr[key]`` returns one group's Release.
+    """
+
+    epsilon: float
+    delta: float
+    by: tuple[str, ...]
+    selection: str
+    groups: Mapping[Any, Release]
+    parameters: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "groups", MappingProxyType(dict(self.groups)))
+        object.__setattr__(self, "parameters", MappingProxyType(dict(self.parameters)))
+
+    def __len__(self) -> int:
+        return len(self.groups)
+
+    def __iter__(self) -> Iterator[tuple[Any, Release]]:
+        return iter(self.groups.items())
+
+    def __getitem__(self, key: Any) -> Release:
+        try:
+            return self.groups[key]
+        except KeyError:
+            raise KeyError(
+                f"{key!r} is not a released group (released: public keys, or the groups "
+                "private selection kept)."
+            ) from None
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.groups
+
+    def to_dicts(self) -> list[dict[str, Any]]:
+        """One dict per group: the by-columns, value, refused, method, noise, scale."""
+        rows = []
+        for key, rel in self.groups.items():
+            parts = key if len(self.by) > 1 else (key,)
+            row: dict[str, Any] = dict(zip(self.by, parts, strict=True))
+            row.update(
+                value=rel.value,
+                refused=rel.refused,
+                method=rel.method,
+                noise=rel.noise,
+                scale=rel.scale,
+            )
+            rows.append(row)
+        return rows
+
+    def to_pandas(self) -> Any:
+        """A pandas DataFrame, one row per group (needs pandas)."""
+        try:
+            import pandas as pd
+        except ImportError:
+            raise InputError("GroupedRelease.to_pandas needs pandas: pip install pandas.") from None
+        return pd.DataFrame(self.to_dicts(), columns=[*self.by, *_RESULT_COLUMNS])
+
+    def to_arrow(self) -> Any:
+        """A pyarrow Table, one row per group (needs pyarrow)."""
+        try:
+            import pyarrow as pa
+        except ImportError:
+            msg = "GroupedRelease.to_arrow needs pyarrow: pip install pyarrow."
+            raise InputError(msg) from None
+        rows = self.to_dicts()
+        names = [*self.by, *_RESULT_COLUMNS]
+        return pa.table({n: [r[n] for r in rows] for n in names})
+
+    def __str__(self) -> str:
+        head = (
+            f"{len(self)} groups by {', '.join(self.by)} ({self.selection}); "
+            f"total epsilon={self.epsilon:g}, delta={self.delta:g}"
+        )
+        lines = [head]
+        for key, rel in self.groups.items():
+            value = "refused" if rel.refused else f"{rel.value:.6g}"
+            lines.append(f"  {key!r}: {value}")
+        return "\n".join(lines)
+
+
+_RESULT_COLUMNS = ("value", "refused", "method", "noise", "scale")
+
+
+def _normalise_keys(keys: Any, by: tuple[str, ...]) -> list[tuple[Any, ...]]:
+    """Public keys as a list of tuples of by-values (a DataFrame, values or tuples)."""
+    if hasattr(keys, "columns") and not isinstance(keys, list | tuple):
+        columns = [str(c) for c in keys.columns]
+        missing = [b for b in by if b not in columns]
+        if missing:
+            raise InputError(
+                f"The keys table must have the by-columns {list(by)}; it lacks {missing}."
+            )
+        native = keys.to_dict("list") if hasattr(keys, "to_dict") else keys.to_dict(as_series=False)
+        return list(zip(*(native[b] for b in by), strict=True))
+    if isinstance(keys, str | bytes) or not isinstance(keys, Sequence | np.ndarray | set):
+        raise InputError(
+            "The 'keys' parameter must be a list of group values (tuples for several "
+            "by-columns) or a DataFrame of the by-columns."
+        )
+    out: list[tuple[Any, ...]] = []
+    for key in keys:
+        tup = tuple(key) if isinstance(key, tuple | list) else (key,)
+        if len(tup) != len(by):
+            raise InputError(
+                f"Each key must have one value per by-column ({len(by)}); got {key!r}."
+            )
+        out.append(tuple(v.item() if isinstance(v, np.generic) else v for v in tup))
+    if len(set(out)) != len(out):
+        raise InputError("The 'keys' parameter lists a group more than once.")
+    return out
+
+
+def release_table(
+    data: Any,
+    statistic: Statistic,
+    *,
+    epsilon: float,
+    delta: float,
+    method: str,
+    column: str | None,
+    by: tuple[str, ...],
+    keys: Any,
+    privacy_unit: str | None,
+    max_rows_per_unit: int,
+    max_groups_per_unit: int,
+    nulls: str,
+    rng: RandomSource,
+    release_one: Callable[[np.ndarray, Statistic, float, float], Release],
+) -> Release | GroupedRelease:
+    """Bound, group and release (the engine work in DuckDB, the noise in Python)."""
+    m = max_rows_per_unit if privacy_unit is not None else 1
+    g = max_groups_per_unit if (privacy_unit is not None and by) else 1
+    public = _normalise_keys(keys, by) if (by and keys is not None) else None
+    if by and public is None and delta == 0.0:
+        raise InputError(
+            "Releasing groups without public keys needs private partition selection, which "
+            "needs delta > 0: pass keys=[...] (--keys FILE) or delta=... (e.g. 1e-6)."
+        )
+    lower = statistic.lower if isinstance(statistic, BoundedStatistic) else None
+    upper = statistic.upper if isinstance(statistic, BoundedStatistic) else None
+    salt = (int(rng.words(1)[0] >> np.uint64(1)), int(rng.words(1)[0] >> np.uint64(1)))
+    unit_stat = per_unit(statistic, m)
+    with open_table(data) as source:
+        if column is None and not isinstance(statistic, Count):
+            candidates = [c for c in source.columns if c not in (*by, privacy_unit)]
+            if len(candidates) != 1:
+                raise InputError(
+                    f"{source.label} has several columns: name the value column with "
+                    "column=... (--column)."
+                )
+            column = candidates[0]
+        if column is not None:
+            source.require(column, "column")
+        for b in by:
+            source.require(b, "by")
+        if privacy_unit is not None:
+            source.require(privacy_unit, "privacy_unit")
+        plan = TablePlan(
+            column if not isinstance(statistic, Count) else None,
+            by,
+            privacy_unit,
+            m,
+            g,
+            nulls,
+            lower,
+            upper,
+            salt,
+        )
+        table = bound_table(source, plan, public)
+        eps_rest, dlt_rest = epsilon, delta
+        params: dict[str, Any] = {
+            "privacy_unit": privacy_unit,
+            "max_rows_per_unit": m,
+            "max_groups_per_unit": g,
+        }
+        if by and public is None:
+            eps_sel, dlt_sel = SELECTION_SHARE * epsilon, SELECTION_SHARE * delta
+            eps_rest, dlt_rest = epsilon - eps_sel, delta - dlt_sel
+            rule = SelectionRule.for_budget(eps_sel, dlt_sel, g)
+            chosen = select_groups(table.units, rule, rng)
+            params["selection"] = {
+                "epsilon": eps_sel,
+                "delta": dlt_sel,
+                "threshold": rule.threshold,
+                "scale": float(rule.scale),
+            }
+        else:
+            chosen = np.arange(len(table.keys))
+        # a unit touches at most g groups, and never more than the public keys
+        touched = min(g, len(public)) if public else g
+        eps_g = eps_rest / touched
+        dlt_g = dlt_rest / touched
+        if eps_g * touched > eps_rest:
+            eps_g = math.nextafter(eps_g, 0.0)
+        params["per_group"] = {"epsilon": eps_g, "delta": dlt_g}
+        out: dict[Any, Release] = {}
+        for gid, values in table.values([int(i) for i in chosen]):
+            key = table.keys[gid]
+            rel = release_one(values, unit_stat, eps_g, dlt_g)
+            if m > 1:
+                rel = _with_unit_note(rel, privacy_unit, m)
+            out[key if len(by) > 1 else (key[0] if by else None)] = rel
+    if not by:
+        return out[None]
+    # public keys keep the caller's order; privately selected groups are sorted
+    ordered = (
+        out if public is not None else dict(sorted(out.items(), key=lambda kv: _sort_key(kv[0])))
+    )
+    return GroupedRelease(
+        epsilon,
+        delta,
+        by,
+        "public keys" if public is not None else "private",
+        ordered,
+        params,
+    )
+
+
+def _sort_key(key: Any) -> tuple[Any, ...]:
+    parts = key if isinstance(key, tuple) else (key,)
+    return tuple((p is None, type(p).__name__, p) for p in parts)
+
+
+def _with_unit_note(rel: Release, unit: str | None, m: int) -> Release:
+    from dataclasses import replace
+
+    return replace(rel, parameters={**rel.parameters, "privacy_unit": unit, "max_rows_per_unit": m})

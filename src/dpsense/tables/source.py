@@ -1,0 +1,216 @@
+"""One front door for tables: every supported format becomes a DuckDB relation.
+
+DuckDB is the embedded engine: files and relations are scanned where they are, and
+pandas, Polars and Arrow objects are read in place through DuckDB's replacement scans (no
+copy into Python objects). Polars LazyFrames are collected with only the columns a release
+uses. Nothing here looks at the values: errors name the argument and say what to do.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dpsense.errors import InputError
+
+__all__ = ["TableSource", "open_table"]
+
+_PARQUET_SUFFIXES = (".parquet", ".pq")
+
+
+class TableSource:
+    """A DuckDB connection and the name of a view holding the user's table."""
+
+    def __init__(self, con: Any, view: str, columns: Sequence[str], label: str) -> None:
+        self.con = con
+        self.view = view
+        self.columns = list(columns)
+        self.label = label
+
+    def require(self, name: str, argument: str) -> None:
+        """An InputError naming ``argument`` when the table has no column ``name``."""
+        if name not in self.columns:
+            shown = ", ".join(repr(c) for c in self.columns[:40])
+            more = ", ..." if len(self.columns) > 40 else ""
+            raise InputError(
+                f"The '{argument}' column {name!r} is not in {self.label}; its columns are "
+                f"{shown}{more}. Pass one of them as {argument}=..."
+            )
+
+
+_DATABASE: Any = None
+_DATABASE_LOCK = threading.Lock()
+
+
+def _duckdb() -> Any:
+    import duckdb
+
+    return duckdb
+
+
+def _connection() -> Any:
+    """A fresh connection (cursor) to the process's in-memory DuckDB database.
+
+    Opening a database costs tens of milliseconds; a cursor costs well under one. Each
+    release works in its own cursor with temporary views and tables only, so concurrent
+    releases do not see each other's data.
+    """
+    global _DATABASE
+    with _DATABASE_LOCK:
+        if _DATABASE is None:
+            _DATABASE = _duckdb().connect(":memory:")
+        return _DATABASE.cursor()
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _path_source(con: Any, path: str, label: str) -> None:
+    lowered = path.lower()
+    is_glob = any(ch in path for ch in "*?[")
+    if os.path.isdir(path):
+        pattern = os.path.join(path, "**", "*.parquet")
+        con.execute(f"CREATE TEMP VIEW src AS SELECT * FROM read_parquet({_literal(pattern)})")
+        return
+    if not is_glob and not os.path.exists(path):
+        raise InputError(f"The data file {path!r} does not exist. Check the path.")
+    if lowered.endswith(_PARQUET_SUFFIXES) or (is_glob and ".parquet" in lowered):
+        con.execute(f"CREATE TEMP VIEW src AS SELECT * FROM read_parquet({_literal(path)})")
+        return
+    con.execute(
+        "CREATE TEMP VIEW src AS SELECT * FROM read_csv("
+        f"{_literal(path)}, header = true, auto_detect = true, sample_size = -1)"
+    )
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _in_memory(data: Any) -> tuple[Any, str]:
+    """(object DuckDB can scan, a label) for in-memory data; arrays get a 'value' column."""
+    module = type(data).__module__.split(".")[0]
+    if module == "polars":
+        if type(data).__name__ == "LazyFrame":
+            return data.collect(), "the Polars LazyFrame"
+        if type(data).__name__ == "Series":
+            return data.to_frame(data.name or "value"), "the Polars Series"
+        return data, "the Polars DataFrame"
+    if module == "pandas":
+        if type(data).__name__ == "Series":
+            return data.to_frame(data.name if data.name is not None else "value"), (
+                "the pandas Series"
+            )
+        return data, "the pandas DataFrame"
+    if module == "pyarrow":
+        import pyarrow as pa
+
+        if isinstance(data, pa.Array | pa.ChunkedArray):
+            return pa.table({"value": data}), "the Arrow array"
+        return data, "the Arrow table"
+    if isinstance(data, Mapping):
+        columns = {str(k): np.asarray(v) for k, v in data.items()}
+        lengths = {v.shape[0] if v.ndim else -1 for v in columns.values()}
+        if len(lengths) > 1 or -1 in lengths:
+            raise InputError(
+                "A mapping of columns must hold one-dimensional sequences of equal length."
+            )
+        return _numpy_frame(columns), "the mapping of columns"
+    if isinstance(data, np.ndarray | list | tuple):
+        arr = np.asarray(data)
+        if arr.ndim != 1:
+            raise InputError(
+                "Array data must be one-dimensional (one column). For a table pass a "
+                "DataFrame, a mapping of columns or a file path."
+            )
+        return _numpy_frame({"value": arr}), "the array"
+    raise InputError(
+        "The data must be a numpy array, list, pandas/Polars DataFrame or Series, Arrow "
+        "table, DuckDB relation, CSV/Parquet path or PySpark DataFrame. Got an object of "
+        f"type {type(data).__name__} instead."
+    )
+
+
+def _numpy_frame(columns: dict[str, np.ndarray]) -> Any:
+    """Numpy columns as something DuckDB scans: object columns become text or numbers."""
+    out: dict[str, np.ndarray] = {}
+    for name, arr in columns.items():
+        if arr.dtype.kind == "O":
+            try:
+                arr = arr.astype(np.float64)
+            except (TypeError, ValueError):
+                arr = np.array([None if v is None else str(v) for v in arr], dtype=object)
+        elif arr.dtype.kind == "b":
+            arr = arr.astype(np.int64)
+        out[name] = arr
+    return out
+
+
+@contextmanager
+def open_table(data: Any) -> Iterator[TableSource]:
+    """A private DuckDB connection with the data as view ``src`` (closed on exit)."""
+    duckdb = _duckdb()
+    stdin_copy: str | None = None
+    if isinstance(data, str) and data == "-":
+        stdin_copy = _copy_stdin()
+        data = stdin_copy
+    con = _connection()
+    try:
+        if isinstance(data, str | os.PathLike):
+            path = os.fspath(data)
+            label = "standard input" if stdin_copy else f"the file {Path(path).name!r}"
+            try:
+                _path_source(con, path, label)
+                columns = [d[0] for d in con.execute("SELECT * FROM src LIMIT 0").description]
+            except duckdb.Error as exc:
+                raise InputError(
+                    f"Could not read {label}: it is not a readable CSV (with a header row) or "
+                    f"Parquet file ({type(exc).__name__})."
+                ) from None
+        elif isinstance(data, duckdb.DuckDBPyRelation):
+            label = "the DuckDB relation"
+            arrow = _relation_to_scan(data)
+            con.register("src_obj", arrow)
+            con.execute("CREATE TEMP VIEW src AS SELECT * FROM src_obj")
+            columns = [d[0] for d in con.execute("SELECT * FROM src LIMIT 0").description]
+        else:
+            scan, label = _in_memory(data)
+            con.register("src_obj", scan)
+            con.execute("CREATE TEMP VIEW src AS SELECT * FROM src_obj")
+            columns = [d[0] for d in con.execute("SELECT * FROM src LIMIT 0").description]
+        yield TableSource(con, "src", columns, label)
+    finally:
+        con.close()
+        if stdin_copy:
+            shutil.rmtree(os.path.dirname(stdin_copy), ignore_errors=True)
+
+
+def _relation_to_scan(relation: Any) -> Any:
+    """A DuckDB relation lives on its own connection: read it as an Arrow stream."""
+    try:
+        return relation.to_arrow_table()
+    except Exception:
+        return relation.fetchnumpy()
+
+
+def _copy_stdin() -> str:
+    folder = tempfile.mkdtemp(prefix="dpsense-stdin-")
+    path = os.path.join(folder, "stdin.csv")
+    with open(path, "wb") as out:
+        shutil.copyfileobj(sys.stdin.buffer, out)
+    return path
+
+
+def quote(name: str) -> str:
+    """A column name quoted for SQL."""
+    return _quote(name)

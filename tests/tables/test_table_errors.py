@@ -1,0 +1,121 @@
+"""Bad input to a table release: one InputError naming the argument, no data in it."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import dpsense as ds
+
+pd = pytest.importorskip("pandas")
+
+
+def _frame() -> Any:
+    return pd.DataFrame(
+        {
+            "person": [101, 101, 102, 103, 103, 104],
+            "year": [2020, 2021, 2020, 2020, 2021, 2021],
+            "hours": [37.5, 41.25, 12.75, 55.5, 61.0, 23.25],
+            "note": ["a", "b", "c", "d", "e", "f"],
+        }
+    )
+
+
+def _no_data_in(message: str) -> None:
+    # neither the values, nor ids, nor row counts of the table
+    for secret in ("37.5", "41.25", "12.75", "55.5", "61", "23.25", "101", "104", " 6 "):
+        assert secret not in message, message
+    assert not re.search(r"\b[0-9]+ rows?\b", message), message
+
+
+CASES: list[tuple[str, dict[str, Any], str]] = [
+    ("missing column", {"column": "wage"}, "column"),
+    ("missing by", {"column": "hours", "by": "region", "keys": ["x"]}, "by"),
+    ("missing unit", {"column": "hours", "privacy_unit": "id"}, "privacy_unit"),
+    (
+        "rows < 1",
+        {"column": "hours", "privacy_unit": "person", "max_rows_per_unit": 0},
+        "max_rows_per_unit",
+    ),
+    (
+        "groups < 1",
+        {"column": "hours", "privacy_unit": "person", "max_groups_per_unit": 0},
+        "max_groups_per_unit",
+    ),
+    ("bound without unit", {"column": "hours", "max_rows_per_unit": 3}, "privacy_unit"),
+    (
+        "substitute with groups",
+        {"column": "hours", "by": "year", "keys": [2020], "neighbours": "substitute"},
+        "add-remove",
+    ),
+    ("no keys, no delta", {"column": "hours", "by": "year"}, "delta"),
+    ("strings", {"column": "note"}, "numeric"),
+    ("several columns", {}, "column"),
+    ("keys without by", {"column": "hours", "keys": [2020]}, "by"),
+    ("bad nulls", {"column": "hours", "nulls": "keep"}, "nulls"),
+]
+
+
+@pytest.mark.parametrize(("label", "kwargs", "needle"), CASES, ids=[c[0] for c in CASES])
+def test_bad_table_arguments(label: str, kwargs: dict[str, Any], needle: str) -> None:
+    with pytest.raises(ds.InputError) as info:
+        ds.release(_frame(), ds.Median(0, 100), epsilon=1.0, rng=1, **kwargs)
+    message = str(info.value)
+    assert needle in message
+    _no_data_in(message)
+
+
+def test_nulls_are_an_error_unless_dropped() -> None:
+    frame = _frame()
+    frame.loc[2, "hours"] = np.nan
+    with pytest.raises(ds.InputError, match="nulls='drop'") as info:
+        ds.release(frame, ds.Mean(0, 100), column="hours", epsilon=1.0, rng=1)
+    _no_data_in(str(info.value))
+    out = ds.release(frame, ds.Mean(0, 100), column="hours", nulls="drop", epsilon=1.0, rng=1)
+    assert isinstance(out, ds.Release)
+    # other columns may hold anything, nulls included
+    frame = _frame()
+    frame.loc[1, "note"] = None
+    assert isinstance(
+        ds.release(frame, ds.Mean(0, 100), column="hours", epsilon=1.0, rng=1), ds.Release
+    )
+
+
+def test_infinite_values_are_an_error() -> None:
+    frame = _frame()
+    frame.loc[0, "hours"] = np.inf
+    with pytest.raises(ds.InputError, match="infinite"):
+        ds.release(frame, ds.Mean(0, 100), column="hours", epsilon=1.0, rng=1)
+
+
+def test_keys_table_without_the_by_columns() -> None:
+    keys = pd.DataFrame({"yr": [2020]})
+    with pytest.raises(ds.InputError, match="by-columns"):
+        ds.release(_frame(), ds.Count(), by="year", keys=keys, epsilon=1.0, rng=1)
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(ds.InputError, match="does not exist"):
+        ds.release(tmp_path / "nope.parquet", ds.Count(), epsilon=1.0, rng=1)
+
+
+def test_empty_table_releases_every_public_key(tmp_path: Path) -> None:
+    """A file with a header and no rows is data under add-remove: every key released."""
+    path = tmp_path / "empty.csv"
+    path.write_text("person,year,hours\n")
+    out = ds.release(
+        path,
+        ds.Median(0, 100),
+        column="hours",
+        by="year",
+        keys=[2020, 2021],
+        privacy_unit="person",
+        epsilon=1.0,
+        rng=2,
+    )
+    assert [k for k, _ in out] == [2020, 2021]
+    assert all(0.0 <= r.value <= 100.0 for _, r in out)
