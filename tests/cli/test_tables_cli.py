@@ -58,7 +58,7 @@ def test_grouped_json_contract(capsys: pytest.CaptureFixture[str], panel: Path) 
     assert payload["by"] == ["year"]
     assert [g["year"] for g in payload["groups"]] == [2020, 2021, 2022]
     for group in payload["groups"]:
-        assert GROUP_KEYS <= set(group)
+        assert set(group) >= GROUP_KEYS
         assert 0 <= group["value"] <= 80
 
 
@@ -170,7 +170,7 @@ def test_bad_table_options_exit_2(
     keys.write_text("year\n2020\n")
     extra = [str(keys) if e == "KEYS" else e for e in extra]
     extra = [str(tmp_path / e) if e == "out.txt" else e for e in extra]
-    code, out, err = run(capsys, "release", str(panel), *MEDIAN, "--epsilon", "1", *extra)
+    code, _out, err = run(capsys, "release", str(panel), *MEDIAN, "--epsilon", "1", *extra)
     assert code == 2
     assert needle in err
     assert "Traceback" not in err

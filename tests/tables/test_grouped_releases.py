@@ -234,3 +234,35 @@ def test_accountant_charges_a_grouped_release_once(frame: Any, tmp_path: Path) -
     )
     assert len(out) == 3
     assert acc.spent[0] == pytest.approx(1.0)
+
+
+def test_identical_rows_of_one_person_are_capped_too() -> None:
+    """Ten identical rows of one person count m = 3 times (equal rows hash alike, so a
+    threshold on the hash would keep them all; the engine keeps exactly m)."""
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame(
+        {"person": [1] * 10 + [2, 3], "g": ["a"] * 12, "v": [7.0] * 10 + [1.0, 2.0]}
+    )
+    count = ds.release(
+        frame,
+        ds.Count(),
+        by="g",
+        keys=["a"],
+        privacy_unit="person",
+        max_rows_per_unit=3,
+        epsilon=1e6,
+        rng=1,
+    )
+    assert count["a"].value == 5.0
+    total = ds.release(
+        frame,
+        ds.Sum(0, 10),
+        column="v",
+        by="g",
+        keys=["a"],
+        privacy_unit="person",
+        max_rows_per_unit=3,
+        epsilon=1e7,
+        rng=1,
+    )
+    assert total["a"].value == pytest.approx(24.0, abs=0.01)

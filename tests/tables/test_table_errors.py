@@ -119,3 +119,15 @@ def test_empty_table_releases_every_public_key(tmp_path: Path) -> None:
     )
     assert [k for k, _ in out] == [2020, 2021]
     assert all(0.0 <= r.value <= 100.0 for _, r in out)
+
+
+def test_keys_match_by_value_not_by_spelling() -> None:
+    """Integer keys select the groups of a float column holding whole numbers."""
+    frame = _frame().assign(year=lambda f: f["year"].astype(float))
+    out = ds.release(frame, ds.Count(), by="year", keys=[2020, 2021], epsilon=1e6, rng=1)
+    assert [r.value for _, r in out] == [3.0, 3.0]
+
+
+def test_keys_of_the_wrong_type() -> None:
+    with pytest.raises(ds.InputError, match="by-columns"):
+        ds.release(_frame(), ds.Count(), by="year", keys=["last year"], epsilon=1.0, rng=1)

@@ -104,35 +104,59 @@ class BoundedTable:
     """Each group's number of distinct units after bounding (non-private: never publish)."""
     rows: np.ndarray
     """Each group's number of rows after bounding (non-private)."""
+    distinct: np.ndarray
+    """Each group's number of distinct values (the rows of its histogram)."""
     has_values: bool
 
     def values(self, gids: Sequence[int]) -> Iterator[tuple[int, np.ndarray]]:
-        """(gid, sorted clipped values) for each gid in increasing order, in batches."""
+        """(gid, sorted clipped values) for each gid in increasing order.
+
+        DuckDB hands over each group as a histogram (distinct values and their counts, in
+        order), fetched in batches of at most ``_BATCH_ROWS`` histogram rows; a group's
+        values are rebuilt one group at a time. On tied data (integers, a resolution grid)
+        the histogram is tiny whatever the number of rows.
+        """
         order = sorted(gids)
         i = 0
         con = self.source.con
         while i < len(order):
             j, total = i, 0
-            while j < len(order) and (j == i or total + self.rows[order[j]] <= _BATCH_ROWS):
-                total += int(self.rows[order[j]])
+            while j < len(order) and (j == i or total + self.distinct[order[j]] <= _BATCH_ROWS):
+                total += int(self.distinct[order[j]])
                 j += 1
             chunk = order[i:j]
             if not self.has_values:
                 for gid in chunk:
                     yield gid, np.zeros(int(self.rows[gid]))
             else:
-                lo, hi = chunk[0], chunk[-1]
                 got = con.execute(
-                    "SELECT gid, v FROM dpsense_bounded WHERE gid BETWEEN ? AND ? ORDER BY gid, v",
-                    [lo, hi],
+                    "SELECT gid, v, c FROM dpsense_hist WHERE gid BETWEEN ? AND ? ORDER BY gid, v",
+                    [chunk[0], chunk[-1]],
                 ).fetchnumpy()
                 gid_col = np.asarray(got["gid"], dtype=np.int64)
                 vals = np.asarray(got["v"], dtype=np.float64)
+                counts = np.asarray(got["c"], dtype=np.int64)
                 for gid in chunk:
-                    a = int(np.searchsorted(gid_col, gid, side="left"))
-                    b = int(np.searchsorted(gid_col, gid, side="right"))
-                    yield gid, vals[a:b].copy()
+                    lo = int(np.searchsorted(gid_col, gid, side="left"))
+                    hi = int(np.searchsorted(gid_col, gid, side="right"))
+                    yield gid, np.repeat(vals[lo:hi], counts[lo:hi])
             i = j
+
+
+_INTEGER_TYPES = frozenset(
+    {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER"}
+)
+_FLOAT_TYPES = frozenset({"FLOAT", "DOUBLE"})
+
+
+def _canonical(expr: str, sql_type: str) -> str:
+    """The column as the same value whatever the input format: every integer width becomes
+    BIGINT, floats DOUBLE, the rest text (hashes of it are then format-independent)."""
+    if sql_type in _INTEGER_TYPES:
+        return f"CAST({expr} AS BIGINT)"
+    if sql_type in _FLOAT_TYPES or sql_type.startswith("DECIMAL"):
+        return f"CAST({expr} AS DOUBLE)"
+    return f"CAST({expr} AS VARCHAR)"
 
 
 def bound_table(
@@ -144,110 +168,147 @@ def bound_table(
 
     ``keys`` are public keys (each a tuple of by-values), or None for every group present
     after bounding (private selection happens in Python on the unit counts).
+
+    With a privacy unit, one aggregation keeps each (unit, group)'s ``m`` values of
+    smallest ``hash(key, unit, value)`` (``min_by(v, hash, m)``, no sort), then a window
+    over the (unit, group) pairs keeps each unit's ``g`` groups of smallest
+    ``hash(key, group)``. Each kept pair is one distinct unit of its group.
     """
     con = source.con
     where = _check(source, plan)
+    types = {
+        str(row[0]): str(row[1])
+        for row in con.execute(f"DESCRIBE SELECT * FROM {source.view}").fetchall()
+    }
     by = plan.by
-    gtext = [_text(quote(b)) for b in by]
+    gs = [f"g{i}" for i in range(len(by))]
+    public = keys is not None and bool(by)
+    value = "v" if plan.column is not None else "0::DOUBLE"
     cols = []
     if plan.column is not None:
         num = f"TRY_CAST({quote(plan.column)} AS DOUBLE)"
         if plan.lower is not None and plan.upper is not None:
             num = f"greatest(least({num}, {plan.upper!r}::DOUBLE), {plan.lower!r}::DOUBLE)"
         cols.append(f"{num} AS v")
-    for i, b in enumerate(by):
-        cols.append(f"{quote(b)} AS g{i}")
-        cols.append(f"{gtext[i]} AS k{i}")
+    cols += [f"{quote(b)} AS g{i}" for i, b in enumerate(by)]
     if plan.unit is not None:
-        cols.append(f"{_text(quote(plan.unit))} AS u")
+        cols.append(f"{_canonical(quote(plan.unit), types[plan.unit])} AS u")
     if not cols:
         cols.append("1 AS one")
-    gk = [f"k{i}" for i in range(len(by))]
     stage = f"SELECT {', '.join(cols)} FROM {source.view} WHERE {where}"
-    if keys is not None and by:
-        con.execute(
-            "CREATE TEMP TABLE dpsense_keys ("
-            + ", ".join([f"k{i} VARCHAR" for i in range(len(by))] + ["gid BIGINT"])
-            + ")"
-        )
-        con.executemany(
-            f"INSERT INTO dpsense_keys VALUES ({', '.join(['?'] * (len(by) + 1))})",
-            [[*(_key_text(v) for v in key), gid] for gid, key in enumerate(keys)],
-        )
-        stage = f"SELECT s.*, kt.gid FROM ({stage}) s JOIN dpsense_keys kt USING ({', '.join(gk)})"
-    salt_g, salt_r = plan.salt
+    if public:
+        assert keys is not None
+        _load_keys(source, plan, keys, types)
+        stage = f"SELECT s.*, kt.gid FROM ({stage}) s JOIN dpsense_keys kt USING ({', '.join(gs)})"
+    elif not by:
+        stage = f"SELECT *, 0::BIGINT AS gid FROM ({stage})"
+    # after this block, ``hist_src`` yields (group columns or gid, v, c) and ``unit_src``
+    # (group columns or gid, units)
+    group_cols = ["gid"] if (public or not by) else gs
+    keyed = ", ".join(group_cols)
     if plan.unit is not None:
-        if by and plan.max_groups >= 1:
-            stage = (
-                f"SELECT * FROM (SELECT *, dense_rank() OVER (PARTITION BY u ORDER BY "
-                f"hash({salt_g}, {', '.join(gk)}), {', '.join(gk)}) AS grank FROM ({stage})) "
-                f"WHERE grank <= {int(plan.max_groups)}"
+        salt_g, salt_r = plan.salt
+        pairs = (
+            f"SELECT u, {keyed}, min_by({value}, hash({salt_r}, u, {value}), "
+            f"{int(plan.max_rows)}) AS vs FROM ({stage}) GROUP BY ALL"
+        )
+        every_key = public and keys is not None and plan.max_groups >= len(keys)
+        if by and not every_key:
+            canon = (
+                "gid"
+                if public
+                else ", ".join(_canonical(f"g{i}", types[b]) for i, b in enumerate(by))
             )
-        value_key = "v" if plan.column is not None else "0"
-        part = ", ".join(["u", *gk])
-        stage = (
-            f"SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY {part} ORDER BY "
-            f"hash({salt_r}, u, {value_key}), {value_key}) AS rrank FROM ({stage})) "
-            f"WHERE rrank <= {int(plan.max_rows)}"
+            pairs = (
+                f"SELECT * FROM ({pairs}) QUALIFY row_number() OVER (PARTITION BY u "
+                f"ORDER BY hash({salt_g}, {canon}), {keyed}) <= {int(plan.max_groups)}"
+            )
+        con.execute(f"CREATE TEMP TABLE dpsense_pairs AS {pairs}")
+        hist_src = (
+            f"SELECT {keyed}, v, count(*)::BIGINT AS c FROM (SELECT {keyed}, unnest(vs) AS v "
+            "FROM dpsense_pairs) GROUP BY ALL"
         )
-    con.execute(f"CREATE TEMP TABLE dpsense_rows AS {stage}")
-    unit_count = "count(DISTINCT u)" if plan.unit is not None else "count(*)"
-    if keys is not None and by:
-        found = con.execute(
-            f"SELECT gid, {unit_count}, count(*) FROM dpsense_rows GROUP BY gid"
-        ).fetchnumpy()
-        units = np.zeros(len(keys), dtype=np.int64)
-        rows = np.zeros(len(keys), dtype=np.int64)
-        gids = np.asarray(found["gid"], dtype=np.int64)
-        units[gids] = np.asarray(found[list(found)[1]], dtype=np.int64)
-        rows[gids] = np.asarray(found[list(found)[2]], dtype=np.int64)
-        group_keys = list(keys)
-        gid_expr = "gid"
-    elif by:
-        native = ", ".join(f"any_value(g{i})" for i in range(len(by)))
-        found_rows = con.execute(
-            f"SELECT {', '.join(gk)}, {native}, {unit_count}, count(*) FROM dpsense_rows "
-            f"GROUP BY {', '.join(gk)} ORDER BY {', '.join(gk)}"
-        ).fetchall()
-        con.execute(
-            "CREATE TEMP TABLE dpsense_groups ("
-            + ", ".join([f"k{i} VARCHAR" for i in range(len(by))] + ["gid BIGINT"])
-            + ")"
-        )
-        con.executemany(
-            f"INSERT INTO dpsense_groups VALUES ({', '.join(['?'] * (len(by) + 1))})",
-            [[*r[: len(by)], gid] for gid, r in enumerate(found_rows)],
-        )
-        group_keys = [tuple(r[len(by) : 2 * len(by)]) for r in found_rows]
-        units = np.array([r[2 * len(by)] for r in found_rows], dtype=np.int64)
-        rows = np.array([r[2 * len(by) + 1] for r in found_rows], dtype=np.int64)
-        gid_expr = "dpsense_groups.gid"
+        unit_src = f"SELECT {keyed}, count(*)::BIGINT AS units FROM dpsense_pairs GROUP BY ALL"
     else:
-        row = con.execute(f"SELECT {unit_count}, count(*) FROM dpsense_rows").fetchone()
-        assert row is not None
-        group_keys = [()]
-        units = np.array([row[0]], dtype=np.int64)
-        rows = np.array([row[1]], dtype=np.int64)
-        gid_expr = "0"
-    if plan.column is not None:
-        join = f" JOIN dpsense_groups USING ({', '.join(gk)})" if by and (keys is None) else ""
-        con.execute(
-            f"CREATE TEMP TABLE dpsense_bounded AS SELECT {gid_expr} AS gid, v "
-            f"FROM dpsense_rows{join} ORDER BY gid, v"
+        hist_src = (
+            f"SELECT {keyed}, {value} AS v, count(*)::BIGINT AS c FROM ({stage}) GROUP BY ALL"
         )
-    con.execute("DROP TABLE dpsense_rows")
-    return BoundedTable(source, group_keys, units, rows, plan.column is not None)
+        unit_src = None
+    if group_cols == ["gid"]:
+        con.execute(f"CREATE TEMP TABLE dpsense_hist AS {hist_src}")
+        group_keys = list(keys) if public and keys is not None else [()]
+    else:  # groups found in the data, numbered in the order of their values
+        order = ", ".join(gs)
+        con.execute(f"CREATE TEMP TABLE dpsense_pre AS {hist_src}")
+        con.execute(
+            f"CREATE TEMP TABLE dpsense_groups AS SELECT {order}, "
+            f"(row_number() OVER (ORDER BY {order}) - 1)::BIGINT AS gid "
+            f"FROM (SELECT DISTINCT {order} FROM dpsense_pre)"
+        )
+        con.execute(
+            "CREATE TEMP TABLE dpsense_hist AS SELECT dg.gid, p.v, p.c FROM dpsense_pre p "
+            f"JOIN dpsense_groups dg USING ({order})"
+        )
+        con.execute("DROP TABLE dpsense_pre")
+        found = con.execute(f"SELECT {order} FROM dpsense_groups ORDER BY gid").fetchall()
+        group_keys = [tuple(r) for r in found]
+        if unit_src is not None:
+            unit_src = (
+                f"SELECT dg.gid, u.units FROM ({unit_src}) u JOIN dpsense_groups dg USING ({order})"
+            )
+    ngroups = len(group_keys)
+    summary = con.execute(
+        "SELECT gid, sum(c)::BIGINT AS n, count(*)::BIGINT AS d FROM dpsense_hist GROUP BY gid"
+    ).fetchnumpy()
+    rows = np.zeros(ngroups, dtype=np.int64)
+    distinct = np.zeros(ngroups, dtype=np.int64)
+    g_idx = np.asarray(summary["gid"], dtype=np.int64)
+    rows[g_idx] = np.asarray(summary["n"], dtype=np.int64)
+    distinct[g_idx] = np.asarray(summary["d"], dtype=np.int64)
+    if unit_src is None:
+        units = rows.copy()
+    else:
+        got = con.execute(unit_src).fetchnumpy()
+        units = np.zeros(ngroups, dtype=np.int64)
+        units[np.asarray(got["gid"], dtype=np.int64)] = np.asarray(got["units"], dtype=np.int64)
+        con.execute("DROP TABLE dpsense_pairs")
+    return BoundedTable(source, group_keys, units, rows, distinct, plan.column is not None)
 
 
-def _key_text(value: Any) -> str | None:
-    """A key value as DuckDB's CAST(... AS VARCHAR) spells it, for matching."""
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float | np.floating):
-        f = float(value)
-        return repr(f) if not f.is_integer() else f"{f:.1f}"
-    if isinstance(value, np.integer):
-        return str(int(value))
-    return str(value)
+def _load_keys(
+    source: TableSource, plan: TablePlan, keys: list[tuple[Any, ...]], types: dict[str, str]
+) -> None:
+    """The public keys as a table typed like the by-columns (matched by value, not text)."""
+    con = source.con
+    columns: dict[str, np.ndarray] = {}
+    for i in range(len(plan.by)):
+        raw = [key[i] for key in keys]
+        if all(isinstance(v, int | float | np.number) and not isinstance(v, bool) for v in raw):
+            columns[f"k{i}"] = np.asarray(
+                raw,
+                dtype=np.float64
+                if any(isinstance(v, float | np.floating) for v in raw)
+                else np.int64,
+            )
+        else:
+            columns[f"k{i}"] = np.array([None if v is None else str(v) for v in raw], dtype=object)
+    columns["gid"] = np.arange(len(keys), dtype=np.int64)
+    con.register("dpsense_keys_obj", columns)
+    casts = ", ".join(f"TRY_CAST(k{i} AS {types[b]}) AS g{i}" for i, b in enumerate(plan.by))
+    con.execute(f"CREATE TEMP TABLE dpsense_keys AS SELECT {casts}, gid FROM dpsense_keys_obj")
+    con.unregister("dpsense_keys_obj")
+    gs = ", ".join(f"g{i}" for i in range(len(plan.by)))
+    nulls = " OR ".join(f"g{i} IS NULL" for i in range(len(plan.by)))
+    bad, distinct = con.execute(
+        f"SELECT bool_or({nulls}), count(DISTINCT ({gs})) FROM dpsense_keys"
+    ).fetchone() or (False, 0)
+    if bad:
+        raise InputError(
+            "Some keys cannot be read as values of the by-columns "
+            f"({', '.join(f'{b}: {types[b]}' for b in plan.by)}); pass keys of those types."
+        )
+    if distinct != len(keys):
+        raise InputError(
+            "The 'keys' parameter lists a group more than once (after reading the keys as "
+            "values of the by-columns' types)."
+        )
