@@ -23,14 +23,15 @@ LAYERS = {
     "accounting": 4,
     "data": 4,
     "datasets": 4,
-    "release": 5,
-    "accountant": 5,
-    "cli": 5,
-    "plots": 5,
-    "lab": 5,
-    "audit": 5,
-    "__init__": 5,
-    "__main__": 5,
+    "tables": 5,
+    "release": 6,
+    "accountant": 6,
+    "cli": 6,
+    "plots": 6,
+    "lab": 6,
+    "audit": 6,
+    "__init__": 6,
+    "__main__": 6,
 }
 
 

@@ -551,7 +551,7 @@ def test_a_large_tie_that_covers_the_target_rank_scores_zero() -> None:
     |(1-p) a - p b| would give 40 the score 13.5 and prefer the gap, a whole unit off."""
     x = np.array([30.0] * 41 + [40.0] * 45 + [50.0] * 14)
     out = [
-        ds.release(x, ds.Median(0, 100, resolution=1.0), epsilon=20.0, rng=seed).value
+        ds.release(x, ds.Median(0, 100, resolution=1.0), epsilon=20.0, rng=SeededRandom(seed)).value
         for seed in range(20)
     ]
     assert out == [40.0] * 20

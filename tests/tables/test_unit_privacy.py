@@ -19,9 +19,9 @@ import pytest
 
 import dpsense as ds
 from dpsense.audit import histogram_audit
+from dpsense.mechanisms.partition_selection import SelectionRule
 from dpsense.noise.rng import SeededRandom
 from dpsense.statistics.units import group_privacy_budget, per_unit, rows_per_unit
-from dpsense.tables.selection import SelectionRule
 
 pd = pytest.importorskip("pandas")
 

@@ -11,12 +11,12 @@ from typing import Any
 import numpy as np
 
 from dpsense.errors import InputError
+from dpsense.mechanisms.partition_selection import SelectionRule, select_groups
 from dpsense.methods import Release
 from dpsense.noise.rng import RandomSource
 from dpsense.statistics import BoundedStatistic, Count, Statistic
 from dpsense.statistics.units import per_unit
 from dpsense.tables.engine import TablePlan, bound_table
-from dpsense.tables.selection import SelectionRule, select_groups
 from dpsense.tables.source import open_table
 
 __all__ = ["GroupedRelease", "release_table"]
