@@ -87,6 +87,34 @@ MUTANTS = (
         ),
         ("tests/methods/test_smooth_support.py", "tests/methods/test_framework_audits.py"),
     ),
+    Mutant(
+        "grouped-budget-not-split",
+        "every group of a grouped release gets the whole epsilon (no split over g groups)",
+        "src/dpsense/tables/grouped.py",
+        (("        eps_g = eps_rest / touched\n", "        eps_g = eps_rest\n"),),
+        ("tests/tables/test_unit_privacy.py", "tests/tables/test_grouped_releases.py"),
+    ),
+    Mutant(
+        "unit-rows-ignored-in-counts",
+        "a per-person count calibrated to one row instead of m rows",
+        "src/dpsense/methods/global_sensitivity.py",
+        (("for_privacy(rows_per_unit(statistic), epsilon)", "for_privacy(1, epsilon)"),),
+        ("tests/tables/test_unit_privacy.py",),
+    ),
+    Mutant(
+        "unit-profile-without-factor-m",
+        "per-unit local sensitivities of non-quantiles without the factor m",
+        "src/dpsense/statistics/units.py",
+        (("1 if isinstance(self, Quantile) else m)", "1)"),),
+        ("tests/tables/test_unit_privacy.py",),
+    ),
+    Mutant(
+        "selection-threshold-lowered",
+        "private partition selection with its threshold lowered by 20",
+        "src/dpsense/mechanisms/partition_selection.py",
+        (("noise >= rule.threshold)", "noise >= rule.threshold - 20)"),),
+        ("tests/tables/test_unit_privacy.py",),
+    ),
 )
 
 
