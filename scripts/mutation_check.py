@@ -40,7 +40,12 @@ MUTANTS = (
         "smooth-noise-divided-by-3",
         "smooth sensitivity noise scale divided by 3",
         "src/dpsense/methods/smooth.py",
-        (("    return bound / plan.divisor, value\n", "    return bound / plan.divisor / 3, value\n"),),
+        (
+            (
+                "    return bound / plan.divisor, value\n",
+                "    return bound / plan.divisor / 3, value\n",
+            ),
+        ),
         ("tests/methods/test_smooth_support.py", "tests/methods/test_framework_audits.py"),
     ),
     Mutant(
