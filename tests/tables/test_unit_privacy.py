@@ -114,12 +114,15 @@ def test_selection_threshold_tail_is_at_most_delta(eps: float, delta: float, g: 
     assert g * (1 - q) / (1 + q) * q ** (t - 2) / (1 - q) > delta
 
 
-def test_a_group_of_one_person_is_not_selected() -> None:
+def test_groups_of_one_person_are_not_selected() -> None:
+    """50 groups of one person each and one group of 400: over 200 releases (10,000 chances
+    for a one-person group) none is kept, the big group always is. A threshold 20 lower
+    would keep each one-person group with probability about 0.004 (about 40 here)."""
     frame = pd.DataFrame(
         {
-            "person": [*list(range(400)), 999],
-            "g": ["big"] * 400 + ["alone"],
-            "v": [1.0] * 401,
+            "person": [*range(400), *range(1000, 1050)],
+            "g": ["big"] * 400 + [f"alone-{i}" for i in range(50)],
+            "v": [1.0] * 450,
         }
     )
     rng = SeededRandom(5)
@@ -128,19 +131,33 @@ def test_a_group_of_one_person_is_not_selected() -> None:
         out = ds.release(
             frame, ds.Count(), by="g", privacy_unit="person", epsilon=1.0, delta=1e-6, rng=rng
         )
-        kept_alone += "alone" in out
+        kept_alone += sum(1 for key, _ in out if key != "big")
         kept_big += "big" in out
     assert kept_alone == 0
     assert kept_big == 200
 
 
+YEARS = (1, 2, 3, 4)
+ROWS = 4  # rows of each person in each year, and max_rows_per_unit
+
+
 def _panel_pair() -> tuple[Any, Any]:
-    rows = [(p, year, 5.0) for p in range(30) for year in (1, 2) for _ in range(2)]
+    rows = [(p, year, 5.0) for p in range(30) for year in YEARS for _ in range(ROWS)]
     x = pd.DataFrame(rows, columns=["person", "year", "v"])
     return x, x[x["person"] != 0]
 
 
-def _grouped_sampler(data: Any, seed: int, split: bool = True) -> Any:
+FULL = 30 * ROWS  # each year's count on x; x' (person 0 removed) has FULL - ROWS
+
+
+def _loss_statistic(counts: np.ndarray) -> float:
+    """sum_i clip(c_i - (FULL - ROWS), 0, ROWS): for independent discrete Laplace noise on
+    each year, the log-likelihood ratio of x against x' is an increasing function of it,
+    so its extreme values carry the whole privacy loss (post-processing of the release)."""
+    return float(np.clip(counts - (FULL - ROWS), 0, ROWS).sum())
+
+
+def _grouped_sampler(data: Any, seed: int) -> Any:
     rng = SeededRandom(seed)
 
     def sample(count: int) -> np.ndarray:
@@ -150,14 +167,14 @@ def _grouped_sampler(data: Any, seed: int, split: bool = True) -> Any:
                 data,
                 ds.Count(),
                 by="year",
-                keys=[1, 2],
+                keys=list(YEARS),
                 privacy_unit="person",
-                max_rows_per_unit=2,
-                max_groups_per_unit=2,
+                max_rows_per_unit=ROWS,
+                max_groups_per_unit=len(YEARS),
                 epsilon=1.0,
                 rng=rng,
             )
-            out[i] = gr[1].value + gr[2].value  # post-processing of the whole release
+            out[i] = _loss_statistic(np.array([r.value for _, r in gr]))
         return out
 
     return sample
@@ -165,10 +182,11 @@ def _grouped_sampler(data: Any, seed: int, split: bool = True) -> Any:
 
 @pytest.mark.slow
 def test_grouped_per_person_count_passes_the_audit() -> None:
-    """Removing person 0 takes 2 rows from each of 2 groups. Each group's count has
-    discrete Laplace noise of scale m g / epsilon = 4; the sum of both moves by 4, which
-    costs exactly epsilon = 1. Spending the whole epsilon on every group (the wrong split)
-    gives ln ratio 2 on this pair, which the audit sees."""
+    """Removing person 0 takes m = 4 rows from each of g = 4 groups. Each group's count
+    has discrete Laplace noise of scale m g / epsilon = 16 and moves by 4: epsilon / 4 per
+    year, exactly epsilon = 1 together. Forgetting the split over groups, or the m rows of
+    a person, divides the scale by 4: ln ratio 4 on this pair, which the audit of the
+    likelihood-ratio statistic sees (both are mutants of scripts/mutation_check.py)."""
     x, y = _panel_pair()
     audit = histogram_audit(
         _grouped_sampler(x, 1), _grouped_sampler(y, 2), epsilon=1.0, n=AUDIT_DRAWS, bins=8
@@ -176,18 +194,18 @@ def test_grouped_per_person_count_passes_the_audit() -> None:
     assert audit.passed, str(audit)
 
 
-def test_the_audit_sees_a_budget_not_split_over_groups() -> None:
-    """The same pair and audit size, with noise of scale m / epsilon = 2 per group (a
-    reference in numpy): the audit fails, so it has the power to catch that mutant."""
+def test_the_audit_sees_noise_four_times_too_small() -> None:
+    """The same pair and audit size with each year's noise at scale 4 instead of 16 (a
+    reference in numpy): the audit fails, so it has the power to catch those mutants."""
     rs = np.random.default_rng(9)
 
-    def wrong(total: float) -> Any:
+    def wrong(centre: int) -> Any:
         def sample(k: int) -> np.ndarray:
-            p = 1 - math.exp(-1 / 2.0)
-            z = rs.geometric(p, (k, 2)) - rs.geometric(p, (k, 2))
-            return total + z.sum(axis=1)
+            p = 1 - math.exp(-1 / 4.0)
+            z = rs.geometric(p, (k, len(YEARS))) - rs.geometric(p, (k, len(YEARS)))
+            return np.array([_loss_statistic(row) for row in centre + z])
 
         return sample
 
-    audit = histogram_audit(wrong(120.0), wrong(116.0), epsilon=1.0, n=AUDIT_DRAWS, bins=8)
+    audit = histogram_audit(wrong(FULL), wrong(FULL - ROWS), epsilon=1.0, n=AUDIT_DRAWS, bins=8)
     assert not audit.passed
