@@ -266,3 +266,25 @@ def test_identical_rows_of_one_person_are_capped_too() -> None:
         rng=1,
     )
     assert total["a"].value == pytest.approx(24.0, abs=0.01)
+
+
+@pytest.mark.parametrize("m", [3, 20])
+def test_bounding_keeps_at_most_m_rows_per_person(m: int) -> None:
+    """Both storage paths of the engine (scalar slots for m <= 16, lists above): person 1
+    has 30 rows with distinct values, person 2 has 5; the count is min(30, m) + min(5, m)
+    and the kept values of person 1 are m distinct ones of theirs."""
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame(
+        {
+            "person": [1] * 30 + [2] * 5,
+            "g": ["a"] * 35,
+            "v": [float(i) for i in range(30)] + [50.0] * 5,
+        }
+    )
+    common = {"by": "g", "keys": ["a"], "privacy_unit": "person", "max_rows_per_unit": m}
+    count = ds.release(frame, ds.Count(), epsilon=1e6, rng=1, **common)
+    assert count["a"].value == min(30, m) + min(5, m)
+    top = ds.release(
+        frame, ds.Quantile(0.99, 0, 100, resolution=1.0), column="v", epsilon=1e5, rng=2, **common
+    )
+    assert top["a"].value == 50.0

@@ -26,6 +26,8 @@ from dpsense.tables.source import TableSource, quote
 
 __all__ = ["BoundedTable", "TablePlan", "bound_table"]
 
+_SCALAR_ROWS: Final = 16
+"""Up to this many rows per unit, a unit's kept values are stored as scalar columns."""
 _BATCH_ROWS: Final = 4_000_000
 """Largest number of values fetched into Python at once (32 MB of doubles)."""
 
@@ -223,11 +225,21 @@ def bound_table(
                 f"SELECT * FROM ({pairs}) QUALIFY row_number() OVER (PARTITION BY u "
                 f"ORDER BY hash({salt_g}, {canon}), {keyed}) <= {int(plan.max_groups)}"
             )
-        con.execute(f"CREATE TEMP TABLE dpsense_pairs AS {pairs}")
-        hist_src = (
-            f"SELECT {keyed}, v, count(*)::BIGINT AS c FROM (SELECT {keyed}, unnest(vs) AS v "
-            "FROM dpsense_pairs) GROUP BY ALL"
-        )
+        m = int(plan.max_rows)
+        if m <= _SCALAR_ROWS:
+            # m scalar columns materialise far faster than a list column
+            slots = ", ".join(f"vs[{i}] AS v{i}" for i in range(1, m + 1))
+            con.execute(
+                f"CREATE TEMP TABLE dpsense_pairs AS SELECT {keyed}, {slots} FROM ({pairs})"
+            )
+            kept = " UNION ALL ".join(
+                f"SELECT {keyed}, v{i} AS v FROM dpsense_pairs WHERE v{i} IS NOT NULL"
+                for i in range(1, m + 1)
+            )
+        else:
+            con.execute(f"CREATE TEMP TABLE dpsense_pairs AS {pairs}")
+            kept = f"SELECT {keyed}, unnest(vs) AS v FROM dpsense_pairs"
+        hist_src = f"SELECT {keyed}, v, count(*)::BIGINT AS c FROM ({kept}) GROUP BY ALL"
         unit_src = f"SELECT {keyed}, count(*)::BIGINT AS units FROM dpsense_pairs GROUP BY ALL"
     else:
         hist_src = (
