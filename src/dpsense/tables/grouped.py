@@ -172,7 +172,10 @@ def release_table(
     upper = statistic.upper if isinstance(statistic, BoundedStatistic) else None
     salt = (int(rng.words(1)[0] >> np.uint64(1)), int(rng.words(1)[0] >> np.uint64(1)))
     unit_stat = per_unit(statistic, m)
-    with open_table(data) as source:
+    needed = [c for c in (column, *by, privacy_unit) if c is not None]
+    with open_table(
+        data, needed if column is not None or isinstance(statistic, Count) else None
+    ) as source:
         if column is None and not isinstance(statistic, Count):
             candidates = [c for c in source.columns if c not in (*by, privacy_unit)]
             if len(candidates) != 1:

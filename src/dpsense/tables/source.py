@@ -97,12 +97,15 @@ def _literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def _in_memory(data: Any) -> tuple[Any, str]:
+def _in_memory(data: Any, needed: Sequence[str] | None = None) -> tuple[Any, str]:
     """(object DuckDB can scan, a label) for in-memory data; arrays get a 'value' column."""
     module = type(data).__module__.split(".")[0]
     if module == "polars":
         if type(data).__name__ == "LazyFrame":
-            return data.collect(), "the Polars LazyFrame"
+            names = data.collect_schema().names()
+            keep = [c for c in (needed or names) if c in names]
+            # only the used columns are computed; a missing one is reported by name later
+            return data.select(keep or names).collect(), "the Polars LazyFrame"
         if type(data).__name__ == "Series":
             return data.to_frame(data.name or "value"), "the Polars Series"
         return data, "the Polars DataFrame"
@@ -157,8 +160,12 @@ def _numpy_frame(columns: dict[str, np.ndarray]) -> Any:
 
 
 @contextmanager
-def open_table(data: Any) -> Iterator[TableSource]:
-    """A private DuckDB connection with the data as view ``src`` (closed on exit)."""
+def open_table(data: Any, needed: Sequence[str] | None = None) -> Iterator[TableSource]:
+    """A private DuckDB connection with the data as view ``src`` (closed on exit).
+
+    ``needed`` names the columns the release uses; sources that must be computed first
+    (a Polars LazyFrame) compute only those.
+    """
     duckdb = _duckdb()
     stdin_copy: str | None = None
     if isinstance(data, str) and data == "-":
@@ -184,7 +191,7 @@ def open_table(data: Any) -> Iterator[TableSource]:
             con.execute("CREATE TEMP VIEW src AS SELECT * FROM src_obj")
             columns = [d[0] for d in con.execute("SELECT * FROM src LIMIT 0").description]
         else:
-            scan, label = _in_memory(data)
+            scan, label = _in_memory(data, needed)
             con.register("src_obj", scan)
             con.execute("CREATE TEMP VIEW src AS SELECT * FROM src_obj")
             columns = [d[0] for d in con.execute("SELECT * FROM src LIMIT 0").description]
