@@ -34,11 +34,7 @@ GRID = ResolutionGrid.build(0.0, 12.0, 1.0, "test")  # 13 candidates
 def scores(x: list[float], p: float, values: NDArray[np.float64]) -> list[Fraction]:
     q = Fraction(p).limit_denominator(1_000_000)
     xs = np.asarray(x, dtype=float)
-    n = xs.size
-    return [
-        max(int(np.sum(xs < v)) - q * n, int(np.sum(xs > v)) - (1 - q) * n, Fraction(0))
-        for v in values
-    ]
+    return [abs((1 - q) * int(np.sum(xs < v)) - q * int(np.sum(xs > v))) for v in values]
 
 
 def pf_pmf(

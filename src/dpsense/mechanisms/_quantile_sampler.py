@@ -79,12 +79,8 @@ class QuantileScore:
     den: int
     eta: float
 
-    def scores(self, a: I64, b: I64, n: int) -> I64:
-        """S = d u = max(d a - m n, d b - (d - m) n, 0): the rank distance from the target
-        p n to the ranks a candidate covers (``|(d - m) a - m b|`` between records)."""
-        low = self.den * a - self.num * n
-        high = self.den * b - (self.den - self.num) * n
-        return np.asarray(np.maximum(np.maximum(low, high), 0), dtype=np.int64)
+    def scores(self, a: I64, b: I64) -> I64:
+        return np.asarray(np.abs((self.den - self.num) * a - self.num * b), dtype=np.int64)
 
     def window(self, size: int) -> int:
         """Ranks each side of the target beyond which the tail is negligible: W with
@@ -120,8 +116,8 @@ def _blocks(
     before = below + np.concatenate(([0], np.cumsum(counts)[:-1]))  # #{x < v_j}
     through = before + counts  # #{x <= v_j}
     # at v_j: a = before, b = n - through; in the gap after v_j: a = through, b = n - through
-    at_scores = score.scores(before, n - through, n)
-    gap_scores = score.scores(through, n - through, n)
+    at_scores = score.scores(before, n - through)
+    gap_scores = score.scores(through, n - through)
     gap_start = hi
     gap_end = np.concatenate((lo[1:], [hi[-1]]))  # the last gap is empty here
     starts = [np.column_stack((lo, gap_start)).reshape(-1)]
@@ -131,7 +127,7 @@ def _blocks(
     if full:  # below the minimum a = 0, b = n; above the maximum a = n, b = 0
         starts += [np.array([0, tail_high])]
         sizes += [np.array([tail_low, grid.size - tail_high])]
-        scores += [score.scores(np.array([0, n]), np.array([n, 0]), n)]
+        scores += [score.scores(np.array([0, n]), np.array([n, 0]))]
         tail_low, tail_high = 0, grid.size
     else:
         tail_score = max(
@@ -317,8 +313,7 @@ def sample_quantile_indices(
             v = grid.values(np.array([g], dtype=np.int64))[0]
             a = int(np.count_nonzero(x < v))
             b = int(np.count_nonzero(x > v))
-            s = int(score.scores(np.array([a]), np.array([b]), int(x.shape[0]))[0])
-            excess = eta * (s - blocks.tail_score)
+            excess = eta * (int(score.scores(np.array([a]), np.array([b]))[0]) - blocks.tail_score)
             if _bernoulli_exp_py(rng, excess.numerator, excess.denominator):
                 out.append(g)
     return np.asarray(out, dtype=np.int64)
