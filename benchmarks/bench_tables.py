@@ -32,17 +32,9 @@ from pathlib import Path
 import duckdb
 
 import dpsense as ds
+from bench_io import best_of
 
 RESULTS = Path(__file__).resolve().parent / "results"
-
-
-def best_of(fn: Callable[[], object], repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def peak_bytes(fn: Callable[[], object]) -> int:

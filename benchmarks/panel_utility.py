@@ -34,6 +34,7 @@ import numpy as np
 import dpsense as ds
 from dpsense.datasets import make_panel
 from dpsense.noise.rng import SeededRandom
+from quantile_utility import opendp_quantile_draw
 
 RESULTS = Path(__file__).resolve().parent / "results"
 COLUMNS = {  # column: (lower, upper, resolution)
@@ -53,26 +54,14 @@ def one_row_per_person_year(table: dict[str, np.ndarray]) -> dict[str, np.ndarra
 def opendp_year(
     values: np.ndarray, lower: float, upper: float, res: float | None, eps: float
 ) -> Any:
-    import opendp.prelude as dp
-
-    dp.enable_features("contrib")
     if res is None:
         candidates = np.linspace(lower, upper, 1001).tolist()
     else:
         candidates = [float(v) for v in np.arange(lower, upper + res / 2, res)]
-    space = dp.vector_domain(dp.atom_domain(T=float, nan=False)), dp.symmetric_distance()
-    meas = dp.binary_search_chain(
-        lambda s: (
-            space
-            >> dp.m.then_private_quantile(
-                dp.max_divergence(), candidates=candidates, alpha=0.5, scale=s
-            )
-        ),
-        d_in=1,
-        d_out=eps,
-    )
-    assert meas.map(1) <= eps
-    return lambda: float(meas(values))
+    draw = opendp_quantile_draw(values, candidates, eps)
+    if draw is None:
+        raise SystemExit("OpenDP is not installed: pip install opendp")
+    return draw
 
 
 def main() -> None:

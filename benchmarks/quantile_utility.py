@@ -69,29 +69,37 @@ def own_draw(method: str, x: np.ndarray, kind: str, eps: float, seed: int) -> Ca
     return run
 
 
-def opendp_draw(x: np.ndarray, kind: str, eps: float) -> Callable[[], float] | None:
+def opendp_quantile_draw(
+    values: np.ndarray, candidates: list[float], eps: float, alpha: float = 0.5
+) -> Callable[[], float] | None:
+    """OpenDP's quantile on numpy input, its scale found by ``binary_search_chain`` so that
+    its privacy map at distance 1 (add-remove) equals eps; None without OpenDP."""
     try:
         import opendp.prelude as dp
     except ImportError:
         return None
     dp.enable_features("contrib")
-    if kind == "continuous":
-        candidates = np.linspace(LOWER, UPPER, 1001).tolist()
-    else:
-        candidates = [float(v) for v in range(int(LOWER), int(UPPER) + 1)]
     space = dp.vector_domain(dp.atom_domain(T=float, nan=False)), dp.symmetric_distance()
     meas = dp.binary_search_chain(
         lambda s: (
             space
             >> dp.m.then_private_quantile(
-                dp.max_divergence(), candidates=candidates, alpha=0.5, scale=s
+                dp.max_divergence(), candidates=candidates, alpha=alpha, scale=s
             )
         ),
         d_in=1,
         d_out=eps,
     )
     assert meas.map(1) <= eps
-    return lambda: float(meas(x))
+    return lambda: float(meas(values))
+
+
+def opendp_draw(x: np.ndarray, kind: str, eps: float) -> Callable[[], float] | None:
+    if kind == "continuous":
+        candidates = np.linspace(LOWER, UPPER, 1001).tolist()
+    else:
+        candidates = [float(v) for v in range(int(LOWER), int(UPPER) + 1)]
+    return opendp_quantile_draw(x, candidates, eps)
 
 
 def diffprivlib_draw(x: np.ndarray, eps: float, seed: int) -> Callable[[], float] | None:

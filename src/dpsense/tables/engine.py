@@ -47,10 +47,6 @@ class TablePlan:
     salt: tuple[int, int]
 
 
-def _text(expr: str) -> str:
-    return f"CAST({expr} AS VARCHAR)"
-
-
 def _check(source: TableSource, plan: TablePlan) -> str:
     """Raise on bad values; return the WHERE clause that drops nulls (or 'TRUE')."""
     con = source.con
