@@ -43,8 +43,11 @@ LOWER, UPPER = 0.0, 100.0
 OWN = ("exponential", "smooth", "adaptive", "auto")
 
 
-def make_data(kind: str, n: int) -> np.ndarray:
-    rs = np.random.default_rng(1000 + n + 7 * KINDS.index(kind))
+def make_data(kind: str, n: int, replicate: int = 0) -> np.ndarray:
+    """The grid's data set for ``kind`` and ``n``; ``replicate`` > 0 draws another data set
+    from the same distribution (used to average over data sets in quantile_utility_cells)."""
+    seed = 1000 + n + 7 * KINDS.index(kind)
+    rs = np.random.default_rng(seed if replicate == 0 else (seed, replicate))
     if kind == "continuous":
         return np.clip(rs.normal(50.0, 15.0, n), LOWER, UPPER)
     if kind == "integer":
