@@ -288,3 +288,27 @@ def test_bounding_keeps_at_most_m_rows_per_person(m: int) -> None:
         frame, ds.Quantile(0.99, 0, 100, resolution=1.0), column="v", epsilon=1e5, rng=2, **common
     )
     assert top["a"].value == 50.0
+
+
+@pytest.mark.parametrize("public", [True, False])
+def test_the_kept_group_is_drawn_per_person_not_one_order_for_everyone(public: bool) -> None:
+    """400 people each have one row in group "a" and one in "b", one group kept each. With
+    the group order hashed per person, each group keeps about half of them (binomial,
+    sd 10); one order of the groups for everybody would give 400 and 0."""
+    pd = pytest.importorskip("pandas")
+    people = np.arange(400)
+    frame = pd.DataFrame({"person": np.repeat(people, 2), "g": ["a", "b"] * 400, "v": np.ones(800)})
+    kwargs: dict[str, Any] = {"keys": ["a", "b"]} if public else {"delta": 1e-6}
+    out = ds.release(
+        frame,
+        ds.Count(),
+        by="g",
+        privacy_unit="person",
+        max_groups_per_unit=1,
+        epsilon=1e6,
+        rng=5,
+        **kwargs,
+    )
+    counts = {key: r.value for key, r in out}
+    assert counts["a"] + counts["b"] == pytest.approx(400, abs=0.01)
+    assert 140 < counts["a"] < 260

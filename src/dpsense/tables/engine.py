@@ -7,7 +7,7 @@ distinct groups with their unit counts (for private partition selection) and the
 group's clipped values in batches of bounded size, never the whole table.
 
 Contribution bounding (docs/tables.md §2): a unit keeps the ``g`` groups with the smallest
-``hash(key, group)`` and, in each, the ``m`` rows with the smallest ``hash(key, unit,
+``hash(key, unit, group)`` and, in each, the ``m`` rows with the smallest ``hash(key, unit,
 value)``. The choice depends only on the unit's own rows and a secret key (fresh per
 release, from the release's random source), never on row order, so the bounded table is
 the same multiset whatever the format or order of the input.
@@ -168,9 +168,10 @@ def bound_table(
     after bounding (private selection happens in Python on the unit counts).
 
     With a privacy unit, one aggregation keeps each (unit, group)'s ``m`` values of
-    smallest ``hash(key, unit, value)`` (``min_by(v, hash, m)``, no sort), then a window
-    over the (unit, group) pairs keeps each unit's ``g`` groups of smallest
-    ``hash(key, group)``. Each kept pair is one distinct unit of its group.
+    smallest ``hash(key, unit, value)`` (``min_by(v, hash, m)``, no sort), then a second
+    top-g aggregate over the (unit, group) pairs picks each unit's ``g`` groups of smallest
+    ``hash(key, unit, group)`` (exactly g: ties are broken, never all kept), which a
+    semi-join keeps. Each kept pair is one distinct unit of its group.
     """
     con = source.con
     where = _check(source, plan)
@@ -207,7 +208,10 @@ def bound_table(
     if plan.unit is not None:
         salt_g, salt_r = plan.salt
         pairs = (
-            f"SELECT u, {keyed}, min_by({value}, hash({salt_r}, u, {value}), "
+            # the hash shifted to a signed 63-bit key: same order (ties only where two
+            # 64-bit hashes differ in their last bit), and DuckDB's top-m aggregate is
+            # about 25% faster on BIGINT keys than on UBIGINT ones
+            f"SELECT u, {keyed}, min_by({value}, (hash({salt_r}, u, {value}) >> 1)::BIGINT, "
             f"{int(plan.max_rows)}) AS vs FROM ({stage}) GROUP BY ALL"
         )
         every_key = public and keys is not None and plan.max_groups >= len(keys)
@@ -217,9 +221,19 @@ def bound_table(
                 if public
                 else ", ".join(_canonical(f"g{i}", types[b]) for i, b in enumerate(by))
             )
+            # each unit's G (unit, group) pairs of smallest hash(key, unit, group): one
+            # top-G aggregate over the pairs and a semi-join (a window over the pairs
+            # moves every pair's value list and costs a third more)
+            G = int(plan.max_groups)
+            if len(group_cols) == 1:
+                chosen = f"unnest(min_by({keyed}, hg, {G})) AS {keyed}"
+            else:
+                struct = ", ".join(f"'{c}': {c}" for c in group_cols)
+                chosen = f"unnest(min_by({{{struct}}}, hg, {G}), recursive := true)"
             pairs = (
-                f"SELECT * FROM ({pairs}) QUALIFY row_number() OVER (PARTITION BY u "
-                f"ORDER BY hash({salt_g}, {canon}), {keyed}) <= {int(plan.max_groups)}"
+                f"WITH p AS MATERIALIZED (SELECT *, (hash({salt_g}, u, {canon}) >> 1)::BIGINT"
+                f" AS hg FROM ({pairs})), c AS (SELECT u, {chosen} FROM p GROUP BY u) "
+                f"SELECT p.* EXCLUDE (hg) FROM p SEMI JOIN c USING (u, {keyed})"
             )
         m = int(plan.max_rows)
         if m <= _SCALAR_ROWS:
