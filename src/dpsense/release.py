@@ -129,7 +129,7 @@ def _is_table(x: Any) -> bool:
         return True
     if module == "pyarrow" and kind == "Table":
         return True
-    if module == "duckdb":
+    if module in ("duckdb", "pyspark"):
         return True
     return isinstance(x, Mapping)
 

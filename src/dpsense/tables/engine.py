@@ -24,7 +24,7 @@ import numpy as np
 from dpsense.errors import InputError
 from dpsense.tables.source import TableSource, quote
 
-__all__ = ["BoundedTable", "TablePlan", "bound_table"]
+__all__ = ["BoundedTable", "TablePlan", "bound_table", "summarise"]
 
 _SCALAR_ROWS: Final = 16
 """Up to this many rows per unit, a unit's kept values are stored as scalar columns."""
@@ -278,8 +278,25 @@ def bound_table(
             unit_src = (
                 f"SELECT dg.gid, u.units FROM ({unit_src}) u JOIN dpsense_groups dg USING ({order})"
             )
+    units: np.ndarray | None = None
+    if unit_src is not None:
+        got = con.execute(unit_src).fetchnumpy()
+        units = np.zeros(len(group_keys), dtype=np.int64)
+        units[np.asarray(got["gid"], dtype=np.int64)] = np.asarray(got["units"], dtype=np.int64)
+        con.execute("DROP TABLE dpsense_pairs")
+    return summarise(source, group_keys, units, plan.column is not None)
+
+
+def summarise(
+    source: TableSource,
+    group_keys: list[tuple[Any, ...]],
+    units: np.ndarray | None,
+    has_values: bool,
+) -> BoundedTable:
+    """The BoundedTable over ``dpsense_hist`` (gid, v, c) in ``source.con``: each group's
+    rows and distinct values counted there; ``units`` None means every row is a unit."""
     ngroups = len(group_keys)
-    summary = con.execute(
+    summary = source.con.execute(
         "SELECT gid, sum(c)::BIGINT AS n, count(*)::BIGINT AS d FROM dpsense_hist GROUP BY gid"
     ).fetchnumpy()
     rows = np.zeros(ngroups, dtype=np.int64)
@@ -287,14 +304,9 @@ def bound_table(
     g_idx = np.asarray(summary["gid"], dtype=np.int64)
     rows[g_idx] = np.asarray(summary["n"], dtype=np.int64)
     distinct[g_idx] = np.asarray(summary["d"], dtype=np.int64)
-    if unit_src is None:
-        units = rows.copy()
-    else:
-        got = con.execute(unit_src).fetchnumpy()
-        units = np.zeros(ngroups, dtype=np.int64)
-        units[np.asarray(got["gid"], dtype=np.int64)] = np.asarray(got["units"], dtype=np.int64)
-        con.execute("DROP TABLE dpsense_pairs")
-    return BoundedTable(source, group_keys, units, rows, distinct, plan.column is not None)
+    return BoundedTable(
+        source, group_keys, rows.copy() if units is None else units, rows, distinct, has_values
+    )
 
 
 def _load_keys(

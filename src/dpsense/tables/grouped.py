@@ -18,6 +18,7 @@ from dpsense.statistics import BoundedStatistic, Count, Statistic
 from dpsense.statistics.units import per_unit
 from dpsense.tables.engine import TablePlan, bound_table
 from dpsense.tables.source import open_table
+from dpsense.tables.spark import bound_spark_table, is_spark_frame, open_spark
 
 __all__ = ["GroupedRelease", "release_table"]
 
@@ -173,9 +174,15 @@ def release_table(
     salt = (int(rng.words(1)[0] >> np.uint64(1)), int(rng.words(1)[0] >> np.uint64(1)))
     unit_stat = per_unit(statistic, m)
     needed = [c for c in (column, *by, privacy_unit) if c is not None]
-    with open_table(
-        data, needed if column is not None or isinstance(statistic, Count) else None
-    ) as source:
+    spark = is_spark_frame(data)
+    opened = (
+        open_spark(data)
+        if spark
+        else open_table(
+            data, needed if column is not None or isinstance(statistic, Count) else None
+        )
+    )
+    with opened as source:
         if column is None and not isinstance(statistic, Count):
             candidates = [c for c in source.columns if c not in (*by, privacy_unit)]
             if len(candidates) != 1:
@@ -201,7 +208,11 @@ def release_table(
             upper,
             salt,
         )
-        table = bound_table(source, plan, public)
+        table = (
+            bound_spark_table(source, plan, public)  # type: ignore[arg-type]
+            if spark
+            else bound_table(source, plan, public)  # type: ignore[arg-type]
+        )
         eps_rest, dlt_rest = epsilon, delta
         params: dict[str, Any] = {
             "privacy_unit": privacy_unit,

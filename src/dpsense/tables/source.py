@@ -71,6 +71,11 @@ def _connection() -> Any:
         return _DATABASE.cursor()
 
 
+def connection() -> Any:
+    """A fresh cursor to the process's in-memory DuckDB database (close it when done)."""
+    return _connection()
+
+
 def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 

@@ -1,0 +1,379 @@
+"""The Spark engine: the same bounding and per-group summaries on a PySpark DataFrame.
+
+Spark does everything that touches rows, with the DataFrame API: the checks for missing
+and non-numeric values, dropping nulls, keeping public keys, contribution bounding by a
+keyed hash, clipping, and each group's histogram of clipped values (distinct value and
+count, so tied data collapses) with its number of units. The driver receives the unit
+counts (one number per group) and streams the histogram, one partition at a time, into a
+temporary DuckDB table, from which each group's values are rebuilt exactly as for every
+other input (``engine.BoundedTable``). No noise is drawn in Spark.
+
+Contribution bounding follows the same rule as the DuckDB engine (docs/tables.md §2): a
+unit keeps the ``g`` groups of smallest keyed hash of (unit, group) and, in each, the ``m``
+rows of smallest keyed hash of (unit, value). Spark's hash (xxhash64) is not DuckDB's, so
+when bounding drops rows the two engines keep different, equally random, subsets; when
+it drops none (and always without a privacy unit) the results are identical.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+
+from dpsense.errors import InputError
+from dpsense.tables.engine import BoundedTable, TablePlan, summarise
+from dpsense.tables.source import TableSource, connection
+
+__all__ = ["SparkSource", "bound_spark_table", "is_spark_frame", "open_spark"]
+
+_CHUNK = 1_000_000
+"""Histogram rows moved from Spark to DuckDB at a time."""
+
+
+def is_spark_frame(data: Any) -> bool:
+    """True for a PySpark DataFrame (classic or Spark Connect), without importing pyspark."""
+    module = type(data).__module__
+    return module.startswith("pyspark.sql") and type(data).__name__ == "DataFrame"
+
+
+class SparkSource:
+    """A PySpark DataFrame and its column names (the counterpart of ``TableSource``)."""
+
+    def __init__(self, frame: Any, con: Any) -> None:
+        self.frame = frame
+        self.con = con
+        """A private DuckDB cursor that receives the bounded histogram."""
+        self.columns = list(frame.columns)
+        self.label = "the Spark DataFrame"
+        self.types = {f.name: f.dataType for f in frame.schema.fields}
+
+    def require(self, name: str, argument: str) -> None:
+        if name not in self.columns:
+            shown = ", ".join(repr(c) for c in self.columns[:40])
+            raise InputError(
+                f"The '{argument}' column {name!r} is not in {self.label}; its columns are "
+                f"{shown}. Pass one of them as {argument}=..."
+            )
+
+
+@contextmanager
+def open_spark(frame: Any) -> Iterator[SparkSource]:
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:  # pragma: no cover - a Spark DataFrame implies pyspark
+        raise InputError(
+            "Spark DataFrames need PySpark: pip install 'dpsense[spark]' (and Java 17+)."
+        ) from None
+    con = connection()
+    try:
+        yield SparkSource(frame, con)
+    finally:
+        con.close()
+
+
+def _functions() -> Any:
+    from pyspark.sql import functions as sf
+
+    return sf
+
+
+def _canonical(sf: Any, column: Any, data_type: Any) -> Any:
+    """Every integer width as a long, floats and decimals as doubles, the rest as text, so
+    the hash does not depend on how the input typed the column."""
+    from pyspark.sql import types as st
+
+    if isinstance(data_type, st.ByteType | st.ShortType | st.IntegerType | st.LongType):
+        return column.cast("long")
+    if isinstance(data_type, st.FloatType | st.DoubleType | st.DecimalType):
+        return column.cast("double")
+    return column.cast("string")
+
+
+def _check(source: SparkSource, plan: TablePlan) -> Any:
+    """Raise on bad values; return the filter that drops nulls (a Column), or None."""
+    sf = _functions()
+    frame = source.frame
+    aggs = []
+    null_tests = []
+    if plan.column is not None:
+        raw = sf.col(plan.column)
+        num = sf.expr(f"try_cast(`{_escape(plan.column)}` AS DOUBLE)")
+        aggs.append(sf.max((raw.isNotNull() & num.isNull()).cast("int")))
+        aggs.append(sf.max((sf.abs(num) == float("inf")).cast("int")))
+        null_tests.append(raw.isNull() | sf.isnan(num))
+    for name in (*plan.by, *([plan.unit] if plan.unit else [])):
+        null_tests.append(sf.col(name).isNull())
+    if not aggs and not null_tests:
+        return None
+    any_null = null_tests[0]
+    for test in null_tests[1:]:
+        any_null = any_null | test
+    aggs.append(sf.max(any_null.cast("int")))
+    row = frame.agg(*aggs).collect()[0]
+    flags = [bool(v) for v in row]
+    if plan.column is not None:
+        if flags[0]:
+            raise InputError(
+                f"The column {plan.column!r} must be numeric, but some entries are not "
+                "numbers. Clean those entries or choose a numeric column."
+            )
+        if flags[1]:
+            raise InputError(
+                f"The column {plan.column!r} contains infinite entries. Drop or clip them "
+                "before releasing."
+            )
+    if flags[-1]:
+        if plan.nulls != "drop":
+            used = ", ".join(repr(c) for c in (plan.column, *plan.by, plan.unit) if c is not None)
+            raise InputError(
+                f"The columns this release uses ({used}) contain missing values (null or "
+                "NaN). Pass nulls='drop' (--nulls drop) to drop those rows, or clean them."
+            )
+        return ~any_null
+    return None
+
+
+def _escape(name: str) -> str:
+    return name.replace("`", "``")
+
+
+def _as_type(value: Any, data_type: Any) -> tuple[bool, Any]:
+    """(ok, value) for one key read as a value of a by-column's Spark type."""
+    from pyspark.sql import types as st
+
+    if value is None or isinstance(value, bool):
+        return False, None
+    try:
+        if isinstance(data_type, st.ByteType | st.ShortType | st.IntegerType | st.LongType):
+            number = float(value) if not isinstance(value, int | np.integer) else int(value)
+            if isinstance(number, float) and not number.is_integer():
+                return False, None
+            return True, int(number)
+        if isinstance(data_type, st.FloatType | st.DoubleType):
+            return True, float(value)
+        if isinstance(data_type, st.StringType):
+            return True, str(value)
+    except (TypeError, ValueError, OverflowError):
+        return False, None
+    raise NotImplementedError
+
+
+def _keys_frame(source: SparkSource, plan: TablePlan, keys: list[tuple[Any, ...]]) -> Any:
+    """The public keys as a (small, local) DataFrame typed like the by-columns, with gid."""
+    from pyspark.sql import types as st
+
+    types = [source.types[b] for b in plan.by]
+    try:
+        typed = [tuple(_as_type(v, t) for v, t in zip(key, types, strict=True)) for key in keys]
+    except NotImplementedError:
+        return _keys_frame_in_spark(source, plan, keys)
+    if not all(ok for key in typed for ok, _ in key):
+        shown = ", ".join(f"{b}: {t.simpleString()}" for b, t in zip(plan.by, types, strict=True))
+        raise InputError(
+            f"Some keys cannot be read as values of the by-columns ({shown}); pass keys of "
+            "those types."
+        )
+    values = [tuple(v for _, v in key) for key in typed]
+    if len(set(values)) != len(values):
+        raise InputError(
+            "The 'keys' parameter lists a group more than once (after reading the keys as "
+            "values of the by-columns' types)."
+        )
+    fields = [st.StructField(f"g{i}", t) for i, t in enumerate(types)]
+    fields.append(st.StructField("gid", st.LongType()))
+    rows = [(*key, j) for j, key in enumerate(values)]
+    return source.frame.sparkSession.createDataFrame(rows, st.StructType(fields))
+
+
+def _keys_frame_in_spark(source: SparkSource, plan: TablePlan, keys: list[tuple[Any, ...]]) -> Any:
+    """Keys for by-columns of other types (dates, decimals...), cast by Spark itself."""
+    from pyspark.sql import types as st
+
+    sf = _functions()
+    spark = source.frame.sparkSession
+    fields = [st.StructField(f"k{i}", st.StringType()) for i in range(len(plan.by))]
+    fields.append(st.StructField("gid", st.LongType()))
+    rows = [(*(None if v is None else str(v) for v in key), j) for j, key in enumerate(keys)]
+    frame = spark.createDataFrame(rows, st.StructType(fields))
+    typed = frame.select(
+        *[
+            sf.expr(f"try_cast(k{i} AS {source.types[b].simpleString()})").alias(f"g{i}")
+            for i, b in enumerate(plan.by)
+        ],
+        "gid",
+    )
+    nulls = sf.lit(False)
+    for i in range(len(plan.by)):
+        nulls = nulls | sf.col(f"g{i}").isNull()
+    got = typed.agg(
+        sf.max(nulls.cast("int")).alias("bad"),
+        sf.count_distinct(*[sf.col(f"g{i}") for i in range(len(plan.by))]).alias("distinct"),
+    ).collect()[0]
+    if got["bad"]:
+        types = ", ".join(f"{b}: {source.types[b].simpleString()}" for b in plan.by)
+        raise InputError(
+            f"Some keys cannot be read as values of the by-columns ({types}); pass keys of "
+            "those types."
+        )
+    if got["distinct"] != len(keys):
+        raise InputError(
+            "The 'keys' parameter lists a group more than once (after reading the keys as "
+            "values of the by-columns' types)."
+        )
+    return typed
+
+
+def bound_spark_table(
+    source: SparkSource, plan: TablePlan, keys: list[tuple[Any, ...]] | None
+) -> BoundedTable:
+    """Check, filter, bound and clip in Spark; the histogram lands in a DuckDB table."""
+    from pyspark import StorageLevel
+    from pyspark.sql import Window
+
+    sf = _functions()
+    keep = _check(source, plan)
+    frame = source.frame if keep is None else source.frame.where(keep)
+    by = plan.by
+    gs = [f"g{i}" for i in range(len(by))]
+    public = keys is not None and bool(by)
+    cols = []
+    if plan.column is not None:
+        num = sf.expr(f"try_cast(`{_escape(plan.column)}` AS DOUBLE)")
+        if plan.lower is not None and plan.upper is not None:
+            num = sf.greatest(sf.least(num, sf.lit(plan.upper)), sf.lit(plan.lower))
+        cols.append(num.alias("v"))
+    else:
+        cols.append(sf.lit(0.0).alias("v"))
+    cols += [sf.col(b).alias(f"g{i}") for i, b in enumerate(by)]
+    if plan.unit is not None:
+        cols.append(_canonical(sf, sf.col(plan.unit), source.types[plan.unit]).alias("u"))
+    stage = frame.select(*cols)
+    if public:
+        assert keys is not None
+        stage = stage.join(sf.broadcast(_keys_frame(source, plan, keys)), on=gs, how="inner")
+        stage = stage.drop(*gs)
+    elif not by:
+        stage = stage.withColumn("gid", sf.lit(0).cast("long"))
+    group_cols = ["gid"] if (public or not by) else gs
+    persisted: list[Any] = []
+    if plan.unit is not None:
+        salt_g, salt_r = plan.salt
+        row_hash = sf.xxhash64(sf.lit(salt_r), sf.col("u"), sf.col("v"))
+        ranked = stage.withColumn(
+            "r",
+            sf.row_number().over(Window.partitionBy("u", *group_cols).orderBy(row_hash, "v")),
+        )
+        kept = ranked.where(sf.col("r") <= int(plan.max_rows)).drop("r")
+        every_key = public and keys is not None and plan.max_groups >= len(keys)
+        if by and not every_key:
+            canon = (
+                [sf.col("gid")]
+                if public
+                else [_canonical(sf, sf.col(f"g{i}"), source.types[b]) for i, b in enumerate(by)]
+            )
+            pairs = kept.select("u", *group_cols).distinct()
+            group_hash = sf.xxhash64(sf.lit(salt_g), sf.col("u"), *canon)
+            chosen = (
+                pairs.withColumn(
+                    "r",
+                    sf.row_number().over(Window.partitionBy("u").orderBy(group_hash, *group_cols)),
+                )
+                .where(sf.col("r") <= int(plan.max_groups))
+                .drop("r")
+            )
+            kept = kept.join(chosen, on=["u", *group_cols], how="left_semi")
+        kept = kept.persist(StorageLevel.MEMORY_AND_DISK)
+        persisted.append(kept)
+        units_frame = kept.select("u", *group_cols).distinct().groupBy(*group_cols).count()
+    else:
+        kept = stage
+        units_frame = None
+    hist = kept.groupBy(*group_cols, "v").agg(sf.count(sf.lit(1)).alias("c"))
+    try:
+        if group_cols == ["gid"]:
+            group_keys = list(keys) if public and keys is not None else [()]
+            numbered = hist
+            unit_rows = units_frame.collect() if units_frame is not None else None
+        else:  # groups found in the data, numbered in the order of their values
+            hist = hist.persist(StorageLevel.MEMORY_AND_DISK)
+            persisted.append(hist)
+            found = hist.select(*gs).distinct().orderBy(*gs).collect()
+            group_keys = [tuple(r) for r in found]
+            spark = source.frame.sparkSession
+            gid_frame = (
+                spark.createDataFrame(
+                    [(*k, i) for i, k in enumerate(group_keys)],
+                    [*gs, "gid"],
+                )
+                if group_keys
+                else None
+            )
+            if gid_frame is None:
+                numbered = hist.select(sf.lit(0).cast("long").alias("gid"), "v", "c").limit(0)
+                unit_rows = [] if units_frame is not None else None
+            else:
+                gid_frame = gid_frame.select(
+                    *[
+                        sf.col(f"g{i}").cast(source.types[b]).alias(f"g{i}")
+                        for i, b in enumerate(by)
+                    ],
+                    sf.col("gid").cast("long"),
+                )
+                # null-safe join on every by-column (no nulls remain, but types must match)
+                numbered = hist.join(sf.broadcast(gid_frame), on=gs, how="inner").select(
+                    "gid", "v", "c"
+                )
+                unit_rows = (
+                    units_frame.join(sf.broadcast(gid_frame), on=gs, how="inner")
+                    .select("gid", "count")
+                    .collect()
+                    if units_frame is not None
+                    else None
+                )
+        _load_histogram(source.con, numbered.select("gid", "v", "c"))
+    finally:
+        for frame_ in persisted:
+            frame_.unpersist()
+    units = None
+    if unit_rows is not None:
+        units = np.zeros(len(group_keys), dtype=np.int64)
+        for row in unit_rows:
+            units[int(row["gid"])] = int(row["count"])
+    table_source = TableSource(source.con, "dpsense_hist", ["gid", "v", "c"], source.label)
+    return summarise(table_source, group_keys, units, plan.column is not None)
+
+
+def _load_histogram(con: Any, hist: Any) -> None:
+    """Stream (gid, v, c) rows from Spark into DuckDB table ``dpsense_hist``."""
+    con.execute("CREATE TEMP TABLE dpsense_hist (gid BIGINT, v DOUBLE, c BIGINT)")
+    gid: list[int] = []
+    v: list[float] = []
+    c: list[int] = []
+
+    def flush() -> None:
+        if not gid:
+            return
+        con.register(
+            "dpsense_chunk",
+            {
+                "gid": np.asarray(gid, dtype=np.int64),
+                "v": np.asarray(v, dtype=np.float64),
+                "c": np.asarray(c, dtype=np.int64),
+            },
+        )
+        con.execute("INSERT INTO dpsense_hist SELECT gid, v, c FROM dpsense_chunk")
+        con.unregister("dpsense_chunk")
+        gid.clear()
+        v.clear()
+        c.clear()
+
+    for row in hist.toLocalIterator():
+        gid.append(row[0])
+        v.append(row[1])
+        c.append(row[2])
+        if len(gid) >= _CHUNK:
+            flush()
+    flush()

@@ -1,0 +1,177 @@
+"""The Spark engine gives the same releases as pandas (through DuckDB) with the same seed,
+for every statistic, grouped and not, with public keys and private selection, from a
+shuffled copy too; and the same clear errors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import dpsense as ds
+from tests.spark.conftest import to_spark
+
+pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark")]
+
+STATS: dict[str, tuple[ds.Statistic, str | None]] = {
+    "count": (ds.Count(), None),
+    "sum": (ds.Sum(0, 80), "hours"),
+    "mean": (ds.Mean(0, 80), "hours"),
+    "median": (ds.Median(0, 80, resolution=1), "hours"),
+    "median-continuous": (ds.Median(0.0, 4.0), "log_wage"),
+    "quantile": (ds.Quantile(0.9, 0, 80), "hours"),
+}
+GROUPINGS: dict[str, dict[str, Any]] = {
+    "ungrouped": {},
+    "public-keys": {"by": "year", "keys": [2019, 2020, 2021, 2022, 2023]},
+    "private": {"by": "year", "delta": 1e-6},
+    "two-columns-private": {"by": ["year", "region"], "delta": 1e-6},
+}
+
+
+def _rows(result: Any) -> Any:
+    if isinstance(result, ds.GroupedRelease):
+        return [(key, rel.value, rel.refused) for key, rel in result]
+    return (result.value, result.refused)
+
+
+@pytest.mark.parametrize("grouping", list(GROUPINGS))
+@pytest.mark.parametrize("stat", list(STATS))
+def test_spark_matches_pandas_and_a_shuffled_copy(
+    spark: Any, frame: Any, stat: str, grouping: str
+) -> None:
+    statistic, column = STATS[stat]
+    kwargs = {"column": column, "epsilon": 2.0, **GROUPINGS[grouping]}
+    expected = ds.release(frame, statistic, rng=7, **kwargs)
+    got = ds.release(to_spark(spark, frame), statistic, rng=7, **kwargs)
+    shuffled = to_spark(spark, frame.sample(frac=1.0, random_state=4)).repartition(3)
+    again = ds.release(shuffled, statistic, rng=7, **kwargs)
+    assert _rows(got) == _rows(expected)
+    assert _rows(again) == _rows(expected)
+    if isinstance(expected, ds.GroupedRelease):
+        assert got.selection == expected.selection
+        assert got.parameters == expected.parameters
+
+
+def test_privacy_unit_within_the_bounds_matches_pandas(spark: Any, frame: Any) -> None:
+    """Bounds that drop nothing (at most 4 rows per person-year, 4 years): the bounded
+    tables are equal, so the releases are."""
+    kwargs: dict[str, Any] = {
+        "column": "hours",
+        "by": "year",
+        "keys": [2019, 2020, 2021, 2022],
+        "privacy_unit": "person",
+        "max_rows_per_unit": 4,
+        "max_groups_per_unit": 4,
+        "epsilon": 4.0,
+    }
+    for statistic in (ds.Median(0, 80, resolution=1), ds.Mean(0, 80)):
+        expected = ds.release(frame, statistic, rng=5, **kwargs)
+        got = ds.release(to_spark(spark, frame), statistic, rng=5, **kwargs)
+        assert _rows(got) == _rows(expected)
+
+
+def test_privacy_unit_bounding_is_applied_in_spark(spark: Any, frame: Any) -> None:
+    """One row per person-year and one year per person: the bounded counts equal the
+    number of people (released with a huge epsilon), and per-year counts add up to it."""
+    out = ds.release(
+        to_spark(spark, frame),
+        ds.Count(),
+        by="year",
+        keys=[2019, 2020, 2021, 2022],
+        privacy_unit="person",
+        max_rows_per_unit=1,
+        max_groups_per_unit=1,
+        epsilon=1e6,
+        rng=2,
+    )
+    counts = [rel.value for _, rel in out]
+    assert sum(counts) == pytest.approx(frame["person"].nunique(), abs=0.01)
+    assert all(c > 30 for c in counts)  # people are spread over the years, not all in one
+    rows = ds.release(
+        to_spark(spark, frame),
+        ds.Count(),
+        by="year",
+        keys=[2019, 2020, 2021, 2022],
+        privacy_unit="person",
+        max_rows_per_unit=2,
+        max_groups_per_unit=4,
+        epsilon=1e6,
+        rng=2,
+    )
+    per_pair = frame.groupby(["person", "year"]).size().clip(upper=2)
+    expected = per_pair.groupby(level="year").sum()
+    for year, rel in rows:
+        assert rel.value == pytest.approx(float(expected[year]), abs=0.01)
+
+
+def test_kept_values_are_the_persons_own(spark: Any) -> None:
+    """Person 1 has 30 rows of distinct values, person 2 five: with m = 3 the sum is three
+    of person 1's values plus three of person 2's, each a value they really have."""
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame(
+        {
+            "person": [1] * 30 + [2] * 5,
+            "g": ["a"] * 35,
+            "v": [float(i) for i in range(30)] + [100.0] * 5,
+        }
+    )
+    out = ds.release(
+        to_spark(spark, frame),
+        ds.Sum(0, 200),
+        column="v",
+        by="g",
+        keys=["a"],
+        privacy_unit="person",
+        max_rows_per_unit=3,
+        epsilon=1e8,
+        rng=1,
+    )
+    total = out["a"].value - 300.0
+    assert 0.0 + 1.0 + 2.0 - 0.01 <= total <= 27.0 + 28.0 + 29.0 + 0.01
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"column": "nope"}, "'column' column 'nope' is not in the Spark DataFrame"),
+        ({"column": "region"}, "must be numeric"),
+        ({"column": "hours", "by": "nope", "keys": [1]}, "'by' column 'nope'"),
+        ({"column": "hours", "by": "year"}, "needs delta > 0"),
+        ({"column": "hours", "by": "year", "keys": ["x"]}, "cannot be read as values"),
+    ],
+)
+def test_spark_errors_are_input_errors(
+    spark: Any, frame: Any, kwargs: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ds.InputError, match=message):
+        ds.release(to_spark(spark, frame), ds.Mean(0, 80), epsilon=1.0, rng=1, **kwargs)
+
+
+def test_nulls_need_nulls_drop_and_then_match_pandas(spark: Any, frame: Any) -> None:
+    holes = frame.copy()
+    holes.loc[holes.index[::7], "hours"] = np.nan
+    sdf = to_spark(spark, holes)
+    with pytest.raises(ds.InputError, match="nulls='drop'"):
+        ds.release(sdf, ds.Mean(0, 80), column="hours", epsilon=1.0, rng=1)
+    expected = ds.release(holes, ds.Mean(0, 80), column="hours", nulls="drop", epsilon=1.0, rng=1)
+    got = ds.release(sdf, ds.Mean(0, 80), column="hours", nulls="drop", epsilon=1.0, rng=1)
+    assert got.value == expected.value
+
+
+def test_keys_of_other_types_are_cast_by_spark(spark: Any, frame: Any) -> None:
+    """A date by-column: the keys are read by Spark's own cast; a key that is not a date is
+    an InputError naming the column's type."""
+    from pyspark.sql import functions as sf
+
+    sdf = to_spark(spark, frame).withColumn(
+        "day", sf.to_date(sf.concat(sf.col("year").cast("string"), sf.lit("-01-01")))
+    )
+    keys = ["2019-01-01", "2020-01-01", "2024-01-01"]
+    out = ds.release(sdf, ds.Count(), by="day", keys=keys, epsilon=1e6, rng=1)
+    counts = [rel.value for _, rel in out]
+    assert counts[0] == pytest.approx(float((frame["year"] == 2019).sum()), abs=0.01)
+    assert counts[2] == pytest.approx(0.0, abs=0.01)
+    with pytest.raises(ds.InputError, match="day: date"):
+        ds.release(sdf, ds.Count(), by="day", keys=["not a day"], epsilon=1.0, rng=1)
