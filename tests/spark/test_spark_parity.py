@@ -175,3 +175,20 @@ def test_keys_of_other_types_are_cast_by_spark(spark: Any, frame: Any) -> None:
     assert counts[2] == pytest.approx(0.0, abs=0.01)
     with pytest.raises(ds.InputError, match="day: date"):
         ds.release(sdf, ds.Count(), by="day", keys=["not a day"], epsilon=1.0, rng=1)
+
+
+def test_accountant_releases_a_spark_frame_with_one_charge(spark: Any, frame: Any) -> None:
+    acc = ds.Accountant(epsilon=2.0)
+    out = acc.release(
+        to_spark(spark, frame),
+        ds.Median(0, 80, resolution=1),
+        column="hours",
+        by="year",
+        keys=[2019, 2020],
+        privacy_unit="person",
+        max_groups_per_unit=2,
+        epsilon=1.0,
+        rng=3,
+    )
+    assert len(out) == 2
+    assert acc.spent[0] == pytest.approx(1.0)
