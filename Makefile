@@ -25,7 +25,7 @@ typecheck:
 	$(BIN)/mypy
 
 unit:
-	$(BIN)/python -m pytest -n 2 --dist loadgroup --durations=10
+	$(BIN)/python -m pytest -n 2 --durations=10
 
 bench: $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ".[dev]"

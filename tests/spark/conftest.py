@@ -1,6 +1,6 @@
 """A local Spark session (2 cores) for the Spark engine's tests; skipped without PySpark or
-Java. Spark test modules mark themselves ``spark`` and ``xdist_group("spark")`` so that
-all of them run on one xdist worker and one JVM starts."""
+Java. Spark test modules mark themselves ``spark`` (``pytest -m "not spark"`` leaves them
+out); each xdist worker that runs one starts its own local session."""
 
 from __future__ import annotations
 

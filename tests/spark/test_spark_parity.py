@@ -12,12 +12,12 @@ import pytest
 import dpsense as ds
 from tests.spark.conftest import to_spark
 
-pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark")]
+pytestmark = pytest.mark.spark
 
 STATS: dict[str, tuple[ds.Statistic, str | None]] = {
     "count": (ds.Count(), None),
-    "sum": (ds.Sum(0, 80), "hours"),
-    "mean": (ds.Mean(0, 80), "hours"),
+    "sum": (ds.Sum(0, 40), "hours"),  # bounds that clip: clipping must agree too
+    "mean": (ds.Mean(10, 60), "hours"),
     "median": (ds.Median(0, 80, resolution=1), "hours"),
     "median-continuous": (ds.Median(0.0, 4.0), "log_wage"),
     "quantile": (ds.Quantile(0.9, 0, 80), "hours"),
@@ -38,17 +38,16 @@ def _rows(result: Any) -> Any:
 
 @pytest.mark.parametrize("grouping", list(GROUPINGS))
 @pytest.mark.parametrize("stat", list(STATS))
-def test_spark_matches_pandas_and_a_shuffled_copy(
+def test_a_shuffled_spark_copy_matches_pandas(
     spark: Any, frame: Any, stat: str, grouping: str
 ) -> None:
     statistic, column = STATS[stat]
     kwargs = {"column": column, "epsilon": 2.0, **GROUPINGS[grouping]}
     expected = ds.release(frame, statistic, rng=7, **kwargs)
-    got = ds.release(to_spark(spark, frame), statistic, rng=7, **kwargs)
+    # a shuffled copy in three partitions: row order and partitioning change nothing
     shuffled = to_spark(spark, frame.sample(frac=1.0, random_state=4)).repartition(3)
-    again = ds.release(shuffled, statistic, rng=7, **kwargs)
+    got = ds.release(shuffled, statistic, rng=7, **kwargs)
     assert _rows(got) == _rows(expected)
-    assert _rows(again) == _rows(expected)
     if isinstance(expected, ds.GroupedRelease):
         assert got.selection == expected.selection
         assert got.parameters == expected.parameters
