@@ -25,6 +25,7 @@ LAYERS = {
     "datasets": 4,
     "tables": 5,
     "release": 6,
+    "bounds": 6,
     "accountant": 6,
     "cli": 6,
     "plots": 6,

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dpsense.accountant import Accountant
 from dpsense.accounting import LedgerError
+from dpsense.bounds import private_bounds
 from dpsense.errors import BudgetExceededError, DPSenseError, InputError
 from dpsense.mechanisms import (
     DiscreteGaussianMechanism,
@@ -87,6 +88,7 @@ __all__ = [
     "gaussian",
     "laplace",
     "make_statistic",
+    "private_bounds",
     "private_ratio",
     "release",
     "report_noisy_max",

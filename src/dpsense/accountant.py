@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 
 from dpsense.accounting.composition import Charge, as_decimal, compose, zcdp_to_dp_epsilon
 from dpsense.accounting.ledger import Ledger
+from dpsense.bounds import private_bounds
 from dpsense.errors import BudgetExceededError, InputError
 from dpsense.methods import Release
 from dpsense.methods.ratio import private_ratio
@@ -347,6 +348,23 @@ class Accountant:
             dlt,
             labels,
             lambda: sample_and_aggregate(x, func, epsilon=eps, delta=dlt, **kwargs),
+        )
+
+    def private_bounds(
+        self,
+        x: Any,
+        *,
+        epsilon: float,
+        delta: float = 0.0,
+        dataset: str = "",
+        **kwargs: Any,
+    ) -> Release:
+        """:func:`dpsense.private_bounds`, charged first."""
+        eps = check_epsilon(epsilon, where="Accountant.private_bounds")
+        dlt = check_delta(delta, where="Accountant.private_bounds")
+        labels = {"dataset": dataset, "statistic": "bounds", "method": "exponential"}
+        return self._run(
+            eps, dlt, labels, lambda: private_bounds(x, epsilon=eps, delta=dlt, **kwargs)
         )
 
     def private_ratio(

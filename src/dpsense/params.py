@@ -107,7 +107,9 @@ def validate_bounds(lower: object, upper: object, *, where: str = "dpsense") -> 
         missing = "lower" if lower is None else "upper"
         raise InputError(
             f"The '{missing}' parameter of {where} is required: dpsense needs public bounds "
-            "[lower, upper] chosen without looking at the data (they are never inferred)."
+            "[lower, upper] chosen without looking at the data (they are never inferred). "
+            "If you do not know them, spend part of the budget on ds.private_bounds(...) "
+            "(CLI: dpsense bounds) and pass what it releases."
         )
     lo = check_finite(lower, "lower", where=where)
     hi = check_finite(upper, "upper", where=where)

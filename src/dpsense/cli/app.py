@@ -35,6 +35,7 @@ from dpsense.cli._shared import (
     _short,
     _statistic,
 )
+from dpsense.cli.bounds_cmd import bounds_command
 from dpsense.cli.budget_cmd import budget_app
 from dpsense.cli.release_cmd import ratio_command, release_command
 from dpsense.data import load_column
@@ -659,6 +660,7 @@ def _print_explorer(
 
 app.command(name="release", no_args_is_help=True)(release_command)
 app.command(name="ratio", no_args_is_help=True)(ratio_command)
+app.command(name="bounds", no_args_is_help=True)(bounds_command)
 app.add_typer(budget_app, name="budget")
 
 

@@ -39,8 +39,9 @@ class Release:
 
     Attributes
     ----------
-    value : float or None
-        The private value; None when the method refused to answer (propose-test-release).
+    value : float, (float, float) or None
+        The private value; a ``(lower, upper)`` pair for private bounds; None when the
+        method refused to answer (propose-test-release).
     refused : bool
         True for a refusal. A refusal costs the same privacy budget as an answer.
     epsilon, delta : float
@@ -70,7 +71,7 @@ class Release:
         data-dependent values.
     """
 
-    value: float | None
+    value: Any
     refused: bool
     epsilon: float
     delta: float
@@ -108,6 +109,8 @@ class Release:
     def __str__(self) -> str:
         if self.refused:
             head = f"{self.statistic or 'release'}: refused (propose-test-release)"
+        elif isinstance(self.value, tuple):
+            head = f"{self.statistic or 'release'} = ({', '.join(f'{v:.6g}' for v in self.value)})"
         else:
             head = f"{self.statistic or 'release'} = {self.value:.6g}"
         guarantee = f"epsilon={self.epsilon:g}, delta={self.delta:g}"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -20,7 +21,7 @@ from dpsense.tables.engine import TablePlan, bound_table
 from dpsense.tables.source import open_table
 from dpsense.tables.spark import bound_spark_table, is_spark_frame, open_spark
 
-__all__ = ["GroupedRelease", "release_table"]
+__all__ = ["GroupedRelease", "bounded_values", "release_table"]
 
 SELECTION_SHARE = 0.5
 """Share of epsilon (and of delta) spent on private partition selection."""
@@ -173,30 +174,11 @@ def release_table(
     upper = statistic.upper if isinstance(statistic, BoundedStatistic) else None
     salt = (int(rng.words(1)[0] >> np.uint64(1)), int(rng.words(1)[0] >> np.uint64(1)))
     unit_stat = per_unit(statistic, m)
-    needed = [c for c in (column, *by, privacy_unit) if c is not None]
     spark = is_spark_frame(data)
-    opened = (
-        open_spark(data)
-        if spark
-        else open_table(
-            data, needed if column is not None or isinstance(statistic, Count) else None
-        )
-    )
-    with opened as source:
-        if column is None and not isinstance(statistic, Count):
-            candidates = [c for c in source.columns if c not in (*by, privacy_unit)]
-            if len(candidates) != 1:
-                raise InputError(
-                    f"{source.label} has several columns: name the value column with "
-                    "column=... (--column)."
-                )
-            column = candidates[0]
-        if column is not None:
-            source.require(column, "column")
-        for b in by:
-            source.require(b, "by")
-        if privacy_unit is not None:
-            source.require(privacy_unit, "privacy_unit")
+    with _opened(data, column, by, privacy_unit, needs_value=not isinstance(statistic, Count)) as (
+        source,
+        column,
+    ):
         plan = TablePlan(
             column if not isinstance(statistic, Count) else None,
             by,
@@ -208,11 +190,7 @@ def release_table(
             upper,
             salt,
         )
-        table = (
-            bound_spark_table(source, plan, public)  # type: ignore[arg-type]
-            if spark
-            else bound_table(source, plan, public)  # type: ignore[arg-type]
-        )
+        table = _bound(source, plan, public, spark)
         eps_rest, dlt_rest = epsilon, delta
         params: dict[str, Any] = {
             "privacy_unit": privacy_unit,
@@ -260,6 +238,59 @@ def release_table(
         ordered,
         params,
     )
+
+
+@contextmanager
+def _opened(
+    data: Any, column: str | None, by: tuple[str, ...], unit: str | None, *, needs_value: bool
+) -> Iterator[tuple[Any, str | None]]:
+    """The table opened in its engine, with the value column resolved and every named
+    column checked (an InputError naming the argument otherwise)."""
+    needed = [c for c in (column, *by, unit) if c is not None]
+    opened = (
+        open_spark(data)
+        if is_spark_frame(data)
+        else open_table(data, needed if column is not None or not needs_value else None)
+    )
+    with opened as source:
+        if column is None and needs_value:
+            candidates = [c for c in source.columns if c not in (*by, unit)]
+            if len(candidates) != 1:
+                raise InputError(
+                    f"{source.label} has several columns: name the value column with "
+                    "column=... (--column)."
+                )
+            column = candidates[0]
+        if column is not None:
+            source.require(column, "column")
+        for b in by:
+            source.require(b, "by")
+        if unit is not None:
+            source.require(unit, "privacy_unit")
+        yield source, column
+
+
+def _bound(source: Any, plan: TablePlan, keys: list[tuple[Any, ...]] | None, spark: bool) -> Any:
+    return bound_spark_table(source, plan, keys) if spark else bound_table(source, plan, keys)
+
+
+def bounded_values(
+    data: Any,
+    *,
+    column: str | None,
+    privacy_unit: str | None,
+    max_rows_per_unit: int,
+    nulls: str,
+    rng: RandomSource,
+) -> np.ndarray:
+    """One column of a table, bounded to ``max_rows_per_unit`` rows per unit and not
+    clipped (for releases that need the raw values, such as private bounds)."""
+    m = max_rows_per_unit if privacy_unit is not None else 1
+    salt = (int(rng.words(1)[0] >> np.uint64(1)), int(rng.words(1)[0] >> np.uint64(1)))
+    with _opened(data, column, (), privacy_unit, needs_value=True) as (source, column):
+        plan = TablePlan(column, (), privacy_unit, m, 1, nulls, None, None, salt)
+        table = _bound(source, plan, None, is_spark_frame(data))
+        return next(values for _, values in table.values([0]))
 
 
 def _sort_key(key: Any) -> tuple[Any, ...]:
