@@ -191,3 +191,9 @@ def test_accountant_releases_a_spark_frame_with_one_charge(spark: Any, frame: An
     )
     assert len(out) == 2
     assert acc.spent[0] == pytest.approx(1.0)
+
+
+def test_private_bounds_of_a_spark_frame_match_pandas(spark: Any, frame: Any) -> None:
+    expected = ds.private_bounds(frame, column="log_wage", epsilon=1.0, rng=9)
+    got = ds.private_bounds(to_spark(spark, frame), column="log_wage", epsilon=1.0, rng=9)
+    assert got.value == expected.value
