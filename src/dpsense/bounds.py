@@ -18,7 +18,7 @@ post-processing:
   a few ``m / epsilon`` (docs/bounds.md gives the failure probability);
 * before that, noisy counts below ``ceil((m / epsilon) ln((G + 1) / 0.05))`` are set to 0,
   so that the empty buckets (most of the grid) add no noise mass, and the mass this hides
-  (noisy total minus what is kept, less two standard deviations of the summed noise) is
+  (noisy total minus what is kept, plus two standard deviations of the summed noise) is
   counted on the wrong side of each bound; on data too small or too spread out for that,
   the bounds come out as the ends of the grid.
 """
@@ -74,7 +74,7 @@ def bounds_from_counts(
     """The post-processing of the noisy histogram (docs/bounds.md).
 
     Counts below ``threshold`` are set to 0 (an empty bucket rarely passes), and the mass
-    that hides there (noisy total minus the kept counts, less two standard deviations of
+    that hides there (noisy total minus the kept counts, plus two standard deviations of
     the noise summed over those buckets, ``noise_scale`` being the discrete Laplace scale)
     is assumed to lie on the wrong side:
     ``lower`` is the largest grid point with ``kept below + hidden <= p_lo total`` and
@@ -87,7 +87,7 @@ def bounds_from_counts(
     total = float(noisy.sum())
     dropped = int(np.count_nonzero(noisy < threshold))
     margin = 2.0 * noise_scale * math.sqrt(2.0 * dropped)
-    hidden = max(total - float(kept.sum()) - margin, 0.0)
+    hidden = max(total - float(kept.sum()) + margin, 0.0)
     below = np.cumsum(kept)[:-1]  # below[i]: kept count of values < g_i
     above = float(kept.sum()) - below  # kept count of values >= g_i
     low_ok = np.flatnonzero(below + hidden <= p_lo * total)
@@ -204,6 +204,9 @@ def _values(
             nulls=nulls,
             rng=source,
         )
+    # the table path draws a bounding key from the generator first: drawing it here too
+    # keeps seeded releases equal whatever the input's format
+    source.words(2)
     try:
         arr = np.asarray(data, dtype=np.float64).reshape(-1)
     except (TypeError, ValueError):
