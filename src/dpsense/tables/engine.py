@@ -24,7 +24,7 @@ import numpy as np
 from dpsense.errors import InputError
 from dpsense.tables.source import TableSource, quote
 
-__all__ = ["BoundedTable", "TablePlan", "bound_table", "summarise"]
+__all__ = ["BoundedTable", "TablePlan", "bound_table", "raise_on_flags", "summarise"]
 
 _SCALAR_ROWS: Final = 16
 """Up to this many rows per unit, a unit's kept values are stored as scalar columns."""
@@ -69,6 +69,14 @@ def _check(source: TableSource, plan: TablePlan) -> str:
         f"SELECT {', '.join([*checks, f'bool_or({any_null})'])} FROM {source.view}"
     ).fetchone()
     flags = [bool(f) for f in row] if row is not None else []
+    return f"NOT ({any_null})" if raise_on_flags(plan, flags) else "TRUE"
+
+
+def raise_on_flags(plan: TablePlan, flags: list[bool]) -> bool:
+    """The InputError for the value checks of an engine (``flags``: non-numeric and
+    infinite entries in the value column when there is one, then missing values in any
+    used column); True when rows with missing values are to be dropped. The messages name
+    columns only, never values or counts."""
     if plan.column is not None:
         if flags[0]:
             raise InputError(
@@ -80,15 +88,15 @@ def _check(source: TableSource, plan: TablePlan) -> str:
                 f"The column {plan.column!r} contains infinite entries. Drop or clip them "
                 "before releasing."
             )
-    if flags and flags[-1]:
-        if plan.nulls != "drop":
-            used = ", ".join(repr(c) for c in (plan.column, *plan.by, plan.unit) if c is not None)
-            raise InputError(
-                f"The columns this release uses ({used}) contain missing values (null or "
-                "NaN). Pass nulls='drop' (--nulls drop) to drop those rows, or clean them."
-            )
-        return f"NOT ({any_null})"
-    return "TRUE"
+    if not (flags and flags[-1]):
+        return False
+    if plan.nulls != "drop":
+        used = ", ".join(repr(c) for c in (plan.column, *plan.by, plan.unit) if c is not None)
+        raise InputError(
+            f"The columns this release uses ({used}) contain missing values (null or "
+            "NaN). Pass nulls='drop' (--nulls drop) to drop those rows, or clean them."
+        )
+    return True
 
 
 @dataclass

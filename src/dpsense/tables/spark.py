@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from dpsense.errors import InputError
-from dpsense.tables.engine import BoundedTable, TablePlan, summarise
+from dpsense.tables.engine import BoundedTable, TablePlan, raise_on_flags, summarise
 from dpsense.tables.source import TableSource, connection
 
 __all__ = ["SparkSource", "bound_spark_table", "is_spark_frame", "open_spark"]
@@ -114,24 +114,7 @@ def _check(source: SparkSource, plan: TablePlan) -> Any:
     aggs.append(sf.max(any_null.cast("int")))
     row = frame.agg(*aggs).collect()[0]
     flags = [bool(v) for v in row]
-    if plan.column is not None:
-        if flags[0]:
-            raise InputError(
-                f"The column {plan.column!r} must be numeric, but some entries are not "
-                "numbers. Clean those entries or choose a numeric column."
-            )
-        if flags[1]:
-            raise InputError(
-                f"The column {plan.column!r} contains infinite entries. Drop or clip them "
-                "before releasing."
-            )
-    if flags[-1]:
-        if plan.nulls != "drop":
-            used = ", ".join(repr(c) for c in (plan.column, *plan.by, plan.unit) if c is not None)
-            raise InputError(
-                f"The columns this release uses ({used}) contain missing values (null or "
-                "NaN). Pass nulls='drop' (--nulls drop) to drop those rows, or clean them."
-            )
+    if raise_on_flags(plan, flags):
         return ~any_null
     return None
 
@@ -140,8 +123,26 @@ def _escape(name: str) -> str:
     return name.replace("`", "``")
 
 
+def _python_typed(data_type: Any) -> bool:
+    """True for the by-column types whose keys are read in Python (integers, floats, text);
+    the others (dates, decimals, ...) are cast by Spark."""
+    from pyspark.sql import types as st
+
+    return isinstance(
+        data_type,
+        st.ByteType
+        | st.ShortType
+        | st.IntegerType
+        | st.LongType
+        | st.FloatType
+        | st.DoubleType
+        | st.StringType,
+    )
+
+
 def _as_type(value: Any, data_type: Any) -> tuple[bool, Any]:
-    """(ok, value) for one key read as a value of a by-column's Spark type."""
+    """(ok, value) for one key read as a value of a by-column's type (one of
+    ``_python_typed``)."""
     from pyspark.sql import types as st
 
     if value is None or isinstance(value, bool):
@@ -154,11 +155,9 @@ def _as_type(value: Any, data_type: Any) -> tuple[bool, Any]:
             return True, int(number)
         if isinstance(data_type, st.FloatType | st.DoubleType):
             return True, float(value)
-        if isinstance(data_type, st.StringType):
-            return True, str(value)
+        return True, str(value)
     except (TypeError, ValueError, OverflowError):
         return False, None
-    raise NotImplementedError
 
 
 def _keys_frame(source: SparkSource, plan: TablePlan, keys: list[tuple[Any, ...]]) -> Any:
@@ -166,10 +165,9 @@ def _keys_frame(source: SparkSource, plan: TablePlan, keys: list[tuple[Any, ...]
     from pyspark.sql import types as st
 
     types = [source.types[b] for b in plan.by]
-    try:
-        typed = [tuple(_as_type(v, t) for v, t in zip(key, types, strict=True)) for key in keys]
-    except NotImplementedError:
+    if not all(_python_typed(t) for t in types):
         return _keys_frame_in_spark(source, plan, keys)
+    typed = [tuple(_as_type(v, t) for v, t in zip(key, types, strict=True)) for key in keys]
     if not all(ok for key in typed for ok, _ in key):
         shown = ", ".join(f"{b}: {t.simpleString()}" for b, t in zip(plan.by, types, strict=True))
         raise InputError(
