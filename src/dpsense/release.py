@@ -27,7 +27,7 @@ from dpsense.methods.smooth import release_smooth
 from dpsense.neighbours import Neighbours, validate_neighbours
 from dpsense.noise.rng import RandomSource, resolve_rng
 from dpsense.params import check_delta, check_epsilon, check_int
-from dpsense.statistics import BoundedStatistic, Mean, Statistic
+from dpsense.statistics import BoundedStatistic, Mean, Quantiles, Statistic
 from dpsense.statistics.units import group_privacy_budget, rows_per_unit
 from dpsense.tables.grouped import GroupedRelease, release_table
 
@@ -219,6 +219,12 @@ def release(
         if options:
             raise InputError("method='auto' takes no options; name a method to pass options.")
         chosen, options = choose_method(statistic, epsilon=eps, delta=dlt, neighbours=nb)
+    if isinstance(statistic, Quantiles) and chosen != "exponential":
+        raise InputError(
+            f"Several quantiles are released with method='exponential' (the default), "
+            f"not method={chosen!r}: the other methods release one number. For one level "
+            "with another method use ds.Quantile(p, lower, upper)."
+        )
     allowed = _OPTIONS[chosen]
     unknown = sorted(set(options) - set(allowed))
     if unknown:
@@ -272,6 +278,10 @@ def release(
             release_one=one,
         )
     data = as_data(x, where=where, allow_empty=True)
+    if nb == "add-remove":
+        # the table path draws a bounding key from the generator first: drawing it here
+        # too keeps seeded releases equal whatever the input's format
+        source.words(2)
     if nb == "substitute" and data.shape[0] == 0:
         # Under substitute the number of records is public, so saying so reveals nothing;
         # under add-remove empty data is released like any other (it is a neighbour of

@@ -78,7 +78,9 @@ __all__ = [
     "JointExponentialQuantiles",
     "QuantileResult",
     "exponential_quantile",
+    "grid_selection",
     "joint_quantiles",
+    "sample_on_grid",
 ]
 
 F64 = NDArray[np.float64]
@@ -110,6 +112,26 @@ def quantile_score(p: float, epsilon: float, neighbours: Neighbours, where: str)
     # den * Delta: max(num, den - num) under add-remove, den under substitute
     scaled_sensitivity = max(num, den - num) if neighbours == "add-remove" else den
     return QuantileScore(num, den, eta_at_most(epsilon, 2.0 * scaled_sensitivity))
+
+
+def grid_selection(grid: CandidateGrid) -> str:
+    """ "permute-and-flip" on grids of at most 2^16 candidates, else "exponential-mechanism"."""
+    return "permute-and-flip" if grid.size <= PF_MAX_GRID else "exponential-mechanism"
+
+
+def sample_on_grid(
+    rng: RandomSource,
+    xc: F64,
+    grid: CandidateGrid,
+    score: QuantileScore,
+    draws: int = 1,
+    **private: Any,
+) -> NDArray[np.int64]:
+    """``draws`` grid indices, each an epsilon-DP choice for ``score`` (permute-and-flip on
+    small grids, the exponential mechanism otherwise; both exact). ``xc`` is reordered."""
+    if grid_selection(grid) == "permute-and-flip":
+        return sample_permute_and_flip(rng, xc, grid, score, draws, **private)
+    return sample_quantile_indices(rng, xc, grid, score, draws, **private)
 
 
 @dataclass(frozen=True)
@@ -235,18 +257,12 @@ class ExponentialQuantile:
     def selection(self) -> str:
         """ "permute-and-flip" on grids of at most 2^16 candidates (never less accurate
         than the exponential mechanism, same epsilon), else "exponential-mechanism"."""
-        if self._grid.size <= PF_MAX_GRID:
-            return "permute-and-flip"
-        return "exponential-mechanism"
+        return grid_selection(self._grid)
 
     def sample(self, xc: F64, rng: RandomSource, draws: int = 1, **private: Any) -> F64:
         """``draws`` independent outputs on the clipped records ``xc``, which are reordered
         in place (pass a copy you own). For :meth:`release`, methods and tests."""
-        if self.selection == "permute-and-flip":
-            k = sample_permute_and_flip(rng, xc, self._grid, self._score, draws, **private)
-        else:
-            k = sample_quantile_indices(rng, xc, self._grid, self._score, draws, **private)
-        return self._grid.values(k)
+        return self._grid.values(sample_on_grid(rng, xc, self._grid, self._score, draws, **private))
 
     def release(self, x: Any, rng: object = None) -> QuantileResult:
         """Release the quantile of ``x`` (clipped to the bounds); epsilon-DP.
@@ -372,9 +388,9 @@ def exponential_quantile(
 def _withdrawn(where: str) -> InputError:
     return InputError(
         f"{where}: JointExp is withdrawn because its sampler is not exact in floating "
-        "point, which breaks its pure epsilon-DP claim. Release each of the m quantiles "
-        "with exponential_quantile (or ExponentialQuantile) and epsilon / m each: by "
-        "sequential composition the m releases together are epsilon-DP."
+        "point, which breaks its pure epsilon-DP claim. Release several quantiles with "
+        "ds.release(x, ds.Quantiles(ps, lower, upper), epsilon=...) (recursive halving, "
+        "exact), or each one with exponential_quantile and epsilon / m."
     )
 
 

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+import numpy as np
+
 __all__ = ["Release", "on_resolution", "resolution_parameters"]
 
 
@@ -39,9 +41,10 @@ class Release:
 
     Attributes
     ----------
-    value : float, (float, float) or None
-        The private value; a ``(lower, upper)`` pair for private bounds; None when the
-        method refused to answer (propose-test-release).
+    value : float, (float, float), numpy.ndarray or None
+        The private value; a ``(lower, upper)`` pair for private bounds; a non-decreasing
+        array for several quantiles (read-only); None when the method refused to answer
+        (propose-test-release).
     refused : bool
         True for a refusal. A refusal costs the same privacy budget as an answer.
     epsilon, delta : float
@@ -89,10 +92,46 @@ class Release:
         if self.refused and self.value is not None:
             raise ValueError("a refused release carries no value")
 
+    def accuracy(self, alpha: float = 0.05) -> float | None:
+        r"""A half-width a with :math:`P(|\text{value} - f(x)| \le a) \ge 1 - \alpha`.
+
+        The probability is over the noise; f(x) is the statistic of the records clipped to
+        the bounds. Computed from public quantities only (the noise scale and grid, the
+        proven floating-point error of the statistic), exact for the noise drawn
+        (:mod:`dpsense.mechanisms.accuracy`): discrete Laplace and discrete Gaussian on the
+        noise grid, discrete Laplace on the integers for counts, 0 for a count under
+        substitute (public).
+
+        None where the error depends on the data, and so would itself be private:
+        smooth sensitivity and the means' data-dependent scales (``scale`` is None), the
+        exponential mechanism (its error in value units is the gap between records),
+        sample-and-aggregate (the estimate differs from f(x) by more than the noise), private
+        ratios and bounds, refusals.
+        """
+        from dpsense.mechanisms.accuracy import discrete_laplace_halfwidth, grid_halfwidth
+        from dpsense.params import check_probability
+
+        a = check_probability(alpha, "alpha", where="Release.accuracy")
+        if self.refused or self.scale is None or self.method not in ("global", "ptr"):
+            return None
+        if not isinstance(self.value, float | int) or isinstance(self.value, bool):
+            return None
+        if self.noise is None:
+            return 0.0
+        extra = 0.5 * float(self.parameters.get("resolution") or 0.0)  # rounding to it
+        if self.noise == "discrete-laplace":
+            return float(discrete_laplace_halfwidth(self.scale, a)) + extra
+        grid = self.parameters.get("noise_grid")
+        if grid is None or self.noise not in ("laplace", "gaussian"):
+            return None
+        error = float(self.parameters.get("value_error", 0.0))
+        return grid_halfwidth(self.noise, self.scale, float(grid), error, a) + extra
+
     def to_dict(self) -> dict[str, Any]:
         """The receipt as plain data (the CLI's ``--json`` keys first)."""
+        value = self.value.tolist() if isinstance(self.value, np.ndarray) else self.value
         return {
-            "value": self.value,
+            "value": value,
             "refused": self.refused,
             "epsilon": self.epsilon,
             "delta": self.delta,
@@ -111,6 +150,8 @@ class Release:
             head = f"{self.statistic or 'release'}: refused (propose-test-release)"
         elif isinstance(self.value, tuple):
             head = f"{self.statistic or 'release'} = ({', '.join(f'{v:.6g}' for v in self.value)})"
+        elif isinstance(self.value, np.ndarray):
+            head = f"{self.statistic or 'release'} = [{', '.join(f'{v:.6g}' for v in self.value)}]"
         else:
             head = f"{self.statistic or 'release'} = {self.value:.6g}"
         guarantee = f"epsilon={self.epsilon:g}, delta={self.delta:g}"

@@ -19,7 +19,7 @@ would itself leak. The rule, measured in benchmarks/results/utility.md and quant
 from __future__ import annotations
 
 from dpsense.neighbours import Neighbours
-from dpsense.statistics import Count, Mean, Quantile, Statistic, Sum
+from dpsense.statistics import Count, Mean, Quantile, Quantiles, Statistic, Sum
 
 __all__ = ["choose_method"]
 
@@ -32,6 +32,6 @@ def choose_method(
         return "global", {}
     if isinstance(statistic, Mean):
         return ("ksw", {}) if neighbours == "add-remove" else ("global", {})
-    if isinstance(statistic, Quantile):
+    if isinstance(statistic, Quantile | Quantiles):
         return "exponential", {}
     return "smooth", {}

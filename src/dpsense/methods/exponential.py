@@ -9,16 +9,18 @@ from __future__ import annotations
 from dpsense._arrays import FloatArray
 from dpsense.errors import InputError
 from dpsense.mechanisms.quantile import ExponentialQuantile
+from dpsense.mechanisms.quantiles import RecursiveQuantiles, dithered
 from dpsense.methods._release import Release
 from dpsense.neighbours import Neighbours
 from dpsense.noise.rng import RandomSource
-from dpsense.statistics import Quantile, Statistic
+from dpsense.statistics import Quantile, Quantiles, Statistic
+from dpsense.statistics._grid import PowerOfTwoGrid
 from dpsense.statistics.units import group_privacy_budget, rows_per_unit
 
 __all__ = ["release_exponential"]
 
 
-def _grid_parameters(statistic: Quantile, spacing: float) -> dict[str, object]:
+def _grid_parameters(statistic: Quantile | Quantiles, spacing: float) -> dict[str, object]:
     if statistic.resolution is None:
         return {"grid": spacing}
     return {"grid": spacing, "resolution": statistic.resolution}
@@ -36,7 +38,10 @@ def release_exponential(
     """Release a quantile with the exponential mechanism (pure epsilon; delta unused).
 
     ``xc`` (clipped records) is reordered in place: callers pass a buffer they own.
+    Several quantiles (:class:`Quantiles`) are released by recursive halving.
     """
+    if isinstance(statistic, Quantiles):
+        return _release_several(xc, statistic, epsilon=epsilon, neighbours=neighbours, rng=rng)
     if not isinstance(statistic, Quantile):
         raise InputError(
             "method='exponential' releases quantiles (Quantile or Median); "
@@ -65,4 +70,51 @@ def release_exponential(
         rng.seeded,
         None,
         _grid_parameters(statistic, mech.grid),
+    )
+
+
+def _release_several(
+    xc: FloatArray,
+    statistic: Quantiles,
+    *,
+    epsilon: float,
+    neighbours: Neighbours,
+    rng: RandomSource,
+) -> Release:
+    # a unit's rows change the calls of one depth by at most m rows in total
+    row_epsilon = group_privacy_budget(epsilon, 0.0, rows_per_unit(statistic))[0]
+    res = statistic.resolution
+    if res is None:
+        grid = statistic.candidates()
+        mech = RecursiveQuantiles(statistic.levels, grid, row_epsilon, neighbours)
+        values = mech.release_clipped(xc, rng)
+    else:  # ties removed by dithering, releases rounded back to the resolution grid
+        half = 0.5 * res
+        grid = PowerOfTwoGrid.build(statistic.lower - half, statistic.upper + half, "Quantiles")
+        mech = RecursiveQuantiles(statistic.levels, grid, row_epsilon, neighbours)
+        raw = mech.release_clipped(dithered(xc, res, rng), rng)
+        values = statistic.candidates().nearest(raw)
+    values.setflags(write=False)
+    params = _grid_parameters(statistic, grid.spacing if res is None else res)
+    params.update(
+        ps=list(statistic.ps),
+        algorithm="recursive halving (Kaplan, Schnapp, Stemmer 2022)"
+        if len(statistic.ps) > 1
+        else "exponential mechanism",
+        depth=mech.depth,
+        epsilon_per_call=mech.per_call,
+    )
+    return Release(
+        values,
+        False,
+        epsilon,
+        0.0,
+        "exponential",
+        "exponential-mechanism",
+        None,
+        neighbours,
+        statistic.name,
+        rng.seeded,
+        None,
+        params,
     )

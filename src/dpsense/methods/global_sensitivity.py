@@ -97,8 +97,16 @@ def release_global(
         raise InputError("Gaussian noise needs delta > 0: pass delta=... or noise='laplace'.")
 
     def receipt(
-        value: float, dlt: float, kind: str | None, scale: float | None, rho: float | None = None
+        value: float,
+        dlt: float,
+        kind: str | None,
+        scale: float | None,
+        rho: float | None = None,
+        grid: float | None = None,
     ) -> Release:
+        params = resolution_parameters(statistic)
+        if grid is not None:  # public: the noise grid and the proven error of the value
+            params.update(noise_grid=grid, value_error=statistic.exact_value_error)
         return Release(
             value,
             False,
@@ -111,7 +119,7 @@ def release_global(
             statistic.name,
             rng.seeded,
             rho,
-            resolution_parameters(statistic),
+            params,
         )
 
     if isinstance(statistic, Count):
@@ -134,10 +142,15 @@ def release_global(
         gauss = GaussianMechanism(sensitivity, epsilon, delta)
         out = gauss.release(value, rng)
         return receipt(
-            _clip(out.value, statistic, public_n), delta, "gaussian", out.scale, gauss.rho
+            _clip(out.value, statistic, public_n),
+            delta,
+            "gaussian",
+            out.scale,
+            gauss.rho,
+            out.grid,
         )
     out = LaplaceMechanism(sensitivity, epsilon).release(value, rng)
-    return receipt(_clip(out.value, statistic, public_n), 0.0, "laplace", out.scale)
+    return receipt(_clip(out.value, statistic, public_n), 0.0, "laplace", out.scale, grid=out.grid)
 
 
 def _noisy_sum_over_count(

@@ -134,4 +134,6 @@ def release_ptr(
     out = LaplaceMechanism(b, eps_release).release(value_exact, rng)
     lo, hi = output_range(statistic, xc.shape[0] if neighbours == "substitute" else None)
     value = on_resolution(statistic, float(min(max(out.value, lo), hi)))
+    if out.grid is not None:  # public: the noise grid and the proven error of the value
+        params.update(noise_grid=out.grid, value_error=statistic.exact_value_error)
     return Release(value, False, epsilon, delta, "ptr", "laplace", out.scale, **common)  # type: ignore[arg-type]

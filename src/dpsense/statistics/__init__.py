@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from dpsense.errors import InputError
 from dpsense.statistics._profile import INFINITE_DISTANCE, Profile
 from dpsense.statistics.base import BoundedStatistic, Statistic
 from dpsense.statistics.moments import Count, Mean, Std, Sum, Variance
 from dpsense.statistics.quantile import Median, Quantile
+from dpsense.statistics.quantiles import Quantiles
 from dpsense.statistics.trimmed import TrimmedMean
 
 __all__ = [
@@ -18,6 +21,7 @@ __all__ = [
     "Median",
     "Profile",
     "Quantile",
+    "Quantiles",
     "Statistic",
     "Std",
     "Sum",
@@ -34,6 +38,7 @@ STATISTIC_NAMES = (
     "std",
     "median",
     "quantile",
+    "quantiles",
     "trimmed-mean",
 )
 
@@ -43,12 +48,13 @@ def make_statistic(
     lower: float | None = None,
     upper: float | None = None,
     *,
-    p: float | None = None,
+    p: float | Sequence[float] | None = None,
     trim: int | None = None,
     resolution: float | None = None,
 ) -> Statistic:
     """Build a statistic from its name (as the command line does).
 
+    ``p`` is one level for ``quantile`` and a list of levels for ``quantiles``.
     ``resolution`` (the public spacing of the values, e.g. 1 for integers) applies to the
     median and quantiles only.
 
@@ -69,14 +75,26 @@ def make_statistic(
     from dpsense.params import validate_bounds
 
     b = validate_bounds(lower, upper, where=f"statistic {key!r}")
-    if resolution is not None and key not in ("median", "quantile"):
+    if resolution is not None and key not in ("median", "quantile", "quantiles"):
         raise InputError(
             f"A resolution applies to the median and quantiles, not to {key}; drop it."
         )
     if key == "quantile":
         if p is None:
             raise InputError("The quantile statistic needs its level: pass p (e.g. --p 0.9).")
+        if not isinstance(p, int | float):
+            raise InputError(
+                "The quantile statistic takes one level (e.g. --p 0.9); for several use "
+                "the quantiles statistic (e.g. --statistic quantiles --p 0.1,0.5,0.9)."
+            )
         return Quantile(p, b.lower, b.upper, resolution)
+    if key == "quantiles":
+        if p is None:
+            raise InputError(
+                "The quantiles statistic needs its levels: pass p (e.g. --p 0.1,0.5,0.9)."
+            )
+        levels = (p,) if isinstance(p, int | float) else tuple(p)
+        return Quantiles(levels, b.lower, b.upper, resolution)
     if key == "median":
         return Median(b.lower, b.upper, resolution)
     if key == "trimmed-mean":

@@ -31,7 +31,7 @@ from numpy.typing import NDArray
 
 from dpsense.errors import InputError
 
-__all__ = ["CandidateGrid", "PowerOfTwoGrid", "ResolutionGrid", "candidate_grid"]
+__all__ = ["CandidateGrid", "PowerOfTwoGrid", "ResolutionGrid", "SubGrid", "candidate_grid"]
 
 F64 = NDArray[np.float64]
 I64 = NDArray[np.int64]
@@ -211,6 +211,48 @@ class ResolutionGrid(CandidateGrid):
 
     def count_at_most(self, x: F64) -> I64:
         return self._first_index(x, strict=False)
+
+
+@dataclass(frozen=True)
+class SubGrid(CandidateGrid):
+    """The indices ``start .. start + size - 1`` of a parent grid, renumbered from 0.
+
+    The values are the parent's own doubles, so releases on a sub-grid land on the parent
+    grid; the counts are the parent's, shifted and clipped (exact, since the parent's
+    values are non-decreasing).
+    """
+
+    parent: CandidateGrid
+    start: int
+    size: int
+
+    def __post_init__(self) -> None:
+        if not (self.start >= 0 and self.size >= 1 and self.start + self.size <= self.parent.size):
+            raise ValueError("sub-grid out of range")
+
+    @property
+    def lower(self) -> float:  # type: ignore[override]
+        return float(self.parent.values(np.array([self.start], dtype=np.int64))[0])
+
+    @property
+    def upper(self) -> float:  # type: ignore[override]
+        last = self.start + self.size - 1
+        return float(self.parent.values(np.array([last], dtype=np.int64))[0])
+
+    @property
+    def spacing(self) -> float:
+        return self.parent.spacing
+
+    def values(self, k: I64) -> F64:
+        return self.parent.values(np.asarray(k, dtype=np.int64) + self.start)
+
+    def count_below(self, x: F64) -> I64:
+        c = self.parent.count_below(x) - self.start
+        return np.asarray(np.clip(c, 0, self.size), dtype=np.int64)
+
+    def count_at_most(self, x: F64) -> I64:
+        c = self.parent.count_at_most(x) - self.start
+        return np.asarray(np.clip(c, 0, self.size), dtype=np.int64)
 
 
 def candidate_grid(

@@ -66,17 +66,21 @@ class GroupedRelease:
         return key in self.groups
 
     def to_dicts(self) -> list[dict[str, Any]]:
-        """One dict per group: the by-columns, value, refused, method, noise, scale."""
+        """One dict per group: the by-columns, value, refused, method, noise, scale and
+        accuracy (the 95% half-width of :meth:`Release.accuracy`, None where it would
+        depend on the data)."""
         rows = []
         for key, rel in self.groups.items():
             parts = key if len(self.by) > 1 else (key,)
             row: dict[str, Any] = dict(zip(self.by, parts, strict=True))
+            value = rel.value.tolist() if isinstance(rel.value, np.ndarray) else rel.value
             row.update(
-                value=rel.value,
+                value=value,
                 refused=rel.refused,
                 method=rel.method,
                 noise=rel.noise,
                 scale=rel.scale,
+                accuracy=rel.accuracy(ACCURACY_ALPHA),
             )
             rows.append(row)
         return rows
@@ -107,12 +111,22 @@ class GroupedRelease:
         )
         lines = [head]
         for key, rel in self.groups.items():
-            value = "refused" if rel.refused else f"{rel.value:.6g}"
-            lines.append(f"  {key!r}: {value}")
+            lines.append(f"  {key!r}: {_shown(rel)}")
         return "\n".join(lines)
 
 
-_RESULT_COLUMNS = ("value", "refused", "method", "noise", "scale")
+_RESULT_COLUMNS = ("value", "refused", "method", "noise", "scale", "accuracy")
+ACCURACY_ALPHA = 0.05
+"""The accuracy column is the half-width at 95%."""
+
+
+def _shown(rel: Release) -> str:
+    if rel.refused:
+        return "refused"
+    if isinstance(rel.value, np.ndarray):
+        return "[" + ", ".join(f"{v:.6g}" for v in rel.value) + "]"
+    a = rel.accuracy(ACCURACY_ALPHA)
+    return f"{rel.value:.6g}" + ("" if a is None else f" ± {a:.3g} (95%)")
 
 
 def _normalise_keys(keys: Any, by: tuple[str, ...]) -> list[tuple[Any, ...]]:
