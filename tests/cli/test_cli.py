@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+import dpsense.cli.analyze_cmd as analyze_cmd
 import dpsense.cli.app as cli
 from dpsense.cli import main
 from dpsense.datasets import census_path
@@ -270,7 +271,7 @@ def test_budget_exceeded_exits_3(
     def refuse(*args: Any, **kwargs: Any) -> Any:
         raise BudgetExceededError((0.1, 0.0), (1.0, 0.0))
 
-    monkeypatch.setattr(cli, "load_column", refuse)
+    monkeypatch.setattr(analyze_cmd, "load_column", refuse)
     code, _, err = run(capsys, "analyze", CENSUS, *MEDIAN_AGE)
     assert code == 3
     assert_one_line_error(err)
@@ -283,7 +284,7 @@ def test_internal_errors_hide_their_message(
     def crash(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError(f"value {SECRET} broke it")
 
-    monkeypatch.setattr(cli, "load_column", crash)
+    monkeypatch.setattr(analyze_cmd, "load_column", crash)
     code, _, err = run(capsys, "analyze", CENSUS, *MEDIAN_AGE)
     assert code == 1
     assert_one_line_error(err)

@@ -86,21 +86,44 @@ def _parse_numbers(text: str, option: str) -> list[float]:
     return out
 
 
+def _levels(p: str | float | None, name: str) -> float | tuple[float, ...] | None:
+    """--p as one level (quantile) or a comma-separated list of levels (quantiles)."""
+    if p is None or isinstance(p, float | int):
+        return p
+    parts = [part.strip() for part in str(p).split(",")]
+    try:
+        levels = tuple(float(part) for part in parts)
+    except ValueError:
+        raise InputError(
+            f"--p must be a level such as 0.9, or levels such as 0.1,0.5,0.9; got {p!r}."
+        ) from None
+    if name == "quantile":
+        if len(levels) != 1:
+            raise InputError(
+                "--statistic quantile takes one level (--p 0.9); for several use "
+                "--statistic quantiles --p 0.1,0.5,0.9."
+            )
+        return levels[0]
+    return levels
+
+
 def _statistic(
     name: str,
     lower: float | None,
     upper: float | None,
-    p: float | None,
+    p: str | float | None,
     trim: int | None,
     resolution: float | None = None,
 ) -> Statistic:
-    if p is not None and name.strip().lower() != "quantile":
-        raise InputError("--p applies only to --statistic quantile.")
-    if trim is not None and name.strip().lower().replace("_", "-") not in (
+    key = name.strip().lower()
+    if p is not None and key not in ("quantile", "quantiles"):
+        raise InputError("--p applies only to --statistic quantile and quantiles.")
+    if trim is not None and key.replace("_", "-") not in (
         "trimmed-mean",
         "trimmed",
     ):
         raise InputError("--trim applies only to --statistic trimmed-mean.")
-    if resolution is not None and name.strip().lower() not in ("median", "quantile"):
-        raise InputError("--resolution applies only to --statistic median and quantile.")
-    return make_statistic(name, lower, upper, p=p, trim=trim, resolution=resolution)
+    if resolution is not None and key not in ("median", "quantile", "quantiles"):
+        raise InputError("--resolution applies only to --statistic median, quantile and quantiles.")
+    levels = _levels(p, key)
+    return make_statistic(name, lower, upper, p=levels, trim=trim, resolution=resolution)

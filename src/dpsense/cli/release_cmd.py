@@ -14,7 +14,14 @@ from rich.table import Table
 
 from dpsense.accountant import Accountant
 from dpsense.cli._shared import _console, _fmt, _print_json, _statistic
-from dpsense.cli.tables_io import check_output, emit_grouped, read_keys, write_output
+from dpsense.cli.tables_io import (
+    check_output,
+    emit_grouped,
+    read_keys,
+    shown_accuracy,
+    shown_value,
+    write_output,
+)
 from dpsense.data import load_column
 from dpsense.errors import InputError
 from dpsense.methods import Release
@@ -25,6 +32,7 @@ from dpsense.noise import SeededRandomnessWarning
 from dpsense.release import METHODS, release
 from dpsense.statistics import STATISTIC_NAMES, BoundedStatistic, Count, Statistic, Sum
 from dpsense.tables import GroupedRelease
+from dpsense.tables.grouped import ACCURACY_ALPHA
 
 __all__ = ["ratio_command", "release_command"]
 
@@ -122,7 +130,8 @@ def _emit(result: Release, json_output: bool, label: str | None) -> None:
 def receipt_json(result: Release) -> dict[str, Any]:
     """The DESIGN.md ``--json`` keys first, then the rest of the receipt."""
     payload = result.to_dict()
-    for key in ("value", "scale", "rho"):
+    payload["accuracy"] = result.accuracy(ACCURACY_ALPHA)
+    for key in ("value", "scale", "rho", "accuracy"):
         value = payload[key]
         if isinstance(value, float) and not math.isfinite(value):
             payload[key] = None
@@ -138,8 +147,13 @@ def print_receipt(result: Release, column: str | None) -> None:
     table.add_column("value", justify="right")
     table.add_row(
         "value",
-        "refused (propose-test-release)" if result.refused else _fmt(float(result.value or 0.0)),
+        "refused (propose-test-release)" if result.refused else shown_value(result),
     )
+    if not result.refused:
+        table.add_row(
+            "accuracy",
+            shown_accuracy(result) or "not public (the error depends on the data)",
+        )
     table.add_row("method", result.method)
     table.add_row("noise", str(result.noise))
     table.add_row(
@@ -189,7 +203,10 @@ def release_command(
         str, typer.Option(help=f"One of: {', '.join(METHODS)}, sample-aggregate.")
     ] = "auto",
     neighbours: NeighboursOpt = "add-remove",
-    p: Annotated[float | None, typer.Option("--p", help="Level of --statistic quantile.")] = None,
+    p: Annotated[
+        str | None,
+        typer.Option("--p", help="Level of quantile (0.9), or levels of quantiles (0.1,0.5,0.9)."),
+    ] = None,
     trim: Annotated[
         int | None, typer.Option(help="Records dropped per end (trimmed-mean).")
     ] = None,

@@ -10,6 +10,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from rich import box
 from rich.table import Table
 
@@ -17,11 +18,20 @@ from dpsense.cli._shared import _console, _fmt, _print_json
 from dpsense.errors import InputError
 from dpsense.methods import Release
 from dpsense.tables import GroupedRelease
+from dpsense.tables.grouped import ACCURACY_ALPHA
 from dpsense.tables.source import open_table, quote
 
-__all__ = ["check_output", "emit_grouped", "read_keys", "result_rows", "write_output"]
+__all__ = [
+    "check_output",
+    "emit_grouped",
+    "read_keys",
+    "result_rows",
+    "shown_accuracy",
+    "shown_value",
+    "write_output",
+]
 
-_RESULT_COLUMNS = ("value", "refused", "method", "noise", "scale")
+_RESULT_COLUMNS = ("value", "refused", "method", "noise", "scale", "accuracy")
 _OUTPUT_SUFFIXES = (".csv", ".parquet", ".json")
 
 
@@ -42,7 +52,26 @@ def read_keys(path: Path, by: tuple[str, ...]) -> list[tuple[Any, ...]]:
 def _clean(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return None
+    if isinstance(value, np.ndarray):
+        return value.tolist()
     return value
+
+
+def shown_value(rel: Release) -> str:
+    """The value as printed: a number, a list for several quantiles, or "refused"."""
+    if rel.refused:
+        return "refused"
+    if isinstance(rel.value, np.ndarray):
+        return "[" + ", ".join(_fmt(float(v)) for v in rel.value) + "]"
+    if isinstance(rel.value, tuple):
+        return "(" + ", ".join(_fmt(float(v)) for v in rel.value) + ")"
+    return _fmt(float(rel.value))
+
+
+def shown_accuracy(rel: Release) -> str:
+    """ "± a (95%)" where the half-width is public, else "" (docs/accuracy.md)."""
+    a = rel.accuracy(ACCURACY_ALPHA)
+    return "" if a is None else f"± {_fmt(a)} (95%)"
 
 
 def result_rows(result: Release | GroupedRelease) -> tuple[list[str], list[dict[str, Any]]]:
@@ -51,7 +80,8 @@ def result_rows(result: Release | GroupedRelease) -> tuple[list[str], list[dict[
         return [*result.by, *_RESULT_COLUMNS], [
             {k: _clean(v) for k, v in row.items()} for row in result.to_dicts()
         ]
-    row = {k: _clean(getattr(result, k)) for k in _RESULT_COLUMNS}
+    row = {k: _clean(getattr(result, k)) for k in _RESULT_COLUMNS if k != "accuracy"}
+    row["accuracy"] = result.accuracy(ACCURACY_ALPHA)
     return list(_RESULT_COLUMNS), [row]
 
 
@@ -79,12 +109,18 @@ def emit_grouped(result: GroupedRelease, json_output: bool, column: str | None) 
     for name in result.by:
         table.add_column(name)
     table.add_column("value", justify="right")
+    table.add_column("accuracy", justify="right")
     table.add_column("method")
     table.add_column("noise")
     for key, rel in result:
         parts = key if len(result.by) > 1 else (key,)
-        value = "refused" if rel.refused else _fmt(float(rel.value or 0.0))
-        table.add_row(*(str(p) for p in parts), value, rel.method, str(rel.noise))
+        table.add_row(
+            *(str(p) for p in parts),
+            shown_value(rel),
+            shown_accuracy(rel),
+            rel.method,
+            str(rel.noise),
+        )
     console.print(table)
     split = result.parameters.get("per_group", {})
     lines = [
@@ -138,7 +174,10 @@ def write_output(path: Path, result: Release | GroupedRelease) -> None:
             with open(tmp, "w", newline="", encoding="utf-8") as out:
                 writer = csv.DictWriter(out, fieldnames=columns)
                 writer.writeheader()
-                writer.writerows(rows)
+                writer.writerows(
+                    {k: json.dumps(v) if isinstance(v, list) else v for k, v in row.items()}
+                    for row in rows
+                )
         elif suffix == ".json":
             with open(tmp, "w", encoding="utf-8") as out:
                 json.dump(rows, out, indent=2, default=str)
@@ -180,4 +219,6 @@ def _sql_type(values: list[Any]) -> str:
         return "BIGINT"
     if present and all(isinstance(v, int | float) and not isinstance(v, bool) for v in present):
         return "DOUBLE"
+    if present and all(isinstance(v, list) for v in present):
+        return "DOUBLE[]"
     return "VARCHAR"

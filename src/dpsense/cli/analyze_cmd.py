@@ -1,0 +1,289 @@
+"""``dpsense analyze``: the sensitivity profile of a statistic on your data (NON-PRIVATE)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Annotated, Any
+
+import numpy as np
+import typer
+from rich.console import Console
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from dpsense._arrays import FloatArray
+from dpsense.cli._shared import (
+    _console,
+    _fmt,
+    _json_number,
+    _print_json,
+    _statistic,
+)
+from dpsense.data import load_column
+from dpsense.errors import InputError
+from dpsense.neighbours import Neighbours, validate_neighbours
+from dpsense.params import check_delta, check_epsilon, check_finite, check_int, smooth_beta
+from dpsense.statistics import INFINITE_DISTANCE, STATISTIC_NAMES, Statistic
+
+__all__ = ["WHY_NOT_LOCAL", "analyze", "banner", "profile_of"]
+
+_PLOT_K_CAP = 5000  # longest A(k) curve drawn by ``analyze --plot``
+_NON_PRIVATE_BANNER = (
+    "NON-PRIVATE DIAGNOSTICS for the data owner only. Every number below is computed "
+    "from the raw data and can reveal individual records: do not publish or share them. "
+    "Use a differentially private release for anything that leaves your hands."
+)
+WHY_NOT_LOCAL = (
+    "Why not add noise scaled to the local sensitivity? Local sensitivity is itself a "
+    "function of the data: two datasets that differ in one person can have very different "
+    "local sensitivities (a median can have local sensitivity 0 on one and a large value "
+    "on its neighbour), so noise calibrated to it reveals which dataset was used. Smooth "
+    "sensitivity S* = max_k exp(-beta k) A(k) is an upper bound that changes by at most a "
+    "factor exp(beta) between neighbours; noise scaled to S* with the matching "
+    "distribution is differentially private, and S* is often far below the global "
+    "sensitivity."
+)
+
+# --------------------------------------------------------------------------- helpers
+
+
+def banner(console: Console) -> None:
+    console.print(
+        Panel(Text(_NON_PRIVATE_BANNER, style="bold"), border_style="red", title="warning")
+    )
+
+
+def _global_sensitivity(stat: Statistic, neighbours: Neighbours, n: int) -> float:
+    # n is public under substitute only; under add-remove it must not be used.
+    if neighbours == "substitute":
+        return float(stat.global_sensitivity(neighbours, n=n))
+    return float(stat.global_sensitivity(neighbours))
+
+
+def profile_of(
+    x: FloatArray,
+    stat: Statistic,
+    neighbours: Neighbours,
+    *,
+    epsilon: float,
+    delta: float,
+    max_k: int,
+    bound: float | None,
+) -> dict[str, Any]:
+    """Every diagnostic of ``analyze`` as plain Python numbers (non-finite kept)."""
+    n = int(x.shape[0])
+    beta = smooth_beta(epsilon, delta)
+    a_of_k = np.atleast_1d(
+        np.asarray(stat.sensitivity_at_distance(x, np.arange(max_k + 1), neighbours), float)
+    )
+    profile: dict[str, Any] = {
+        "statistic": stat.name,
+        "neighbours": neighbours,
+        "value": float(stat(x)),
+        "global_sensitivity": _global_sensitivity(stat, neighbours, n),
+        "local_sensitivity": float(stat.local_sensitivity(x, neighbours)),
+        "smooth_sensitivity": float(stat.smooth_sensitivity(x, beta, neighbours)),
+        "beta": beta,
+        "sensitivity_at_distance": [float(v) for v in a_of_k],
+        "epsilon": epsilon,
+        "delta": delta,
+        "n": n,
+        "exact": bool(stat.sensitivity_is_exact(neighbours)),
+        "non_private": True,
+    }
+    if bound is not None:
+        distance = int(stat.distance_to_instability(x, bound, neighbours))
+        profile["bound"] = bound
+        profile["distance_to_instability"] = distance
+    return profile
+
+
+def _plot_range(profile: dict[str, Any], max_k: int) -> int:
+    """Last k to draw so that the argmax of exp(-beta k) A(k) is on the chart.
+
+    With ``A(k) <= GS`` the maximiser satisfies ``exp(-beta k*) GS >= S*``, that is
+    ``k* <= ln(GS / S*) / beta``; a quarter more shows the decline after it.
+    """
+    beta = float(profile["beta"])
+    gs = float(profile["global_sensitivity"])
+    smooth = float(profile["smooth_sensitivity"])
+    if math.isfinite(gs) and smooth > 0 and gs > smooth:
+        k_star = math.log(gs / smooth) / beta
+    else:
+        k_star = 3.0 / beta
+    return max(max_k, min(_PLOT_K_CAP, math.ceil(1.25 * k_star) + 2))
+
+
+def _write_profile_plot(
+    x: FloatArray,
+    stat: Statistic,
+    profile: dict[str, Any],
+    max_k: int,
+    plot: Path,
+    title: str,
+) -> Path:
+    from dpsense.plots import plot_sensitivity_profile
+
+    neighbours = profile["neighbours"]
+    beta = float(profile["beta"])
+    ks = np.arange(_plot_range(profile, max_k) + 1)
+    a_of_k = np.asarray(stat.sensitivity_at_distance(x, ks, neighbours), dtype=np.float64)
+    # The bound on k* used above is loose: show the argmax and a stretch after it only.
+    k_best = int(np.argmax(np.exp(-beta * ks) * a_of_k))
+    shown = max(max_k, min(int(ks[-1]), math.ceil(1.5 * k_best) + 10)) + 1
+    ks, a_of_k = ks[:shown], a_of_k[:shown]
+    return plot_sensitivity_profile(
+        ks,
+        a_of_k,
+        beta,
+        float(profile["smooth_sensitivity"]),
+        path=plot,
+        title=title,
+    )
+
+
+def _distance_text(distance: int) -> str:
+    if distance >= INFINITE_DISTANCE:
+        return "infinite (no k exceeds the bound)"
+    return str(distance)
+
+
+# --------------------------------------------------------------------------- analyze
+
+
+def analyze(
+    data: Annotated[
+        str,
+        typer.Argument(metavar="DATA", help="CSV or Parquet file holding the data."),
+    ],
+    statistic: Annotated[
+        str,
+        typer.Option("--statistic", "-s", help=f"One of: {', '.join(STATISTIC_NAMES)}."),
+    ],
+    column: Annotated[
+        str | None,
+        typer.Option("--column", "-c", help="Column to analyse (needed if the file has several)."),
+    ] = None,
+    lower: Annotated[
+        float | None,
+        typer.Option(help="Public lower bound, chosen without looking at the data."),
+    ] = None,
+    upper: Annotated[
+        float | None,
+        typer.Option(help="Public upper bound, chosen without looking at the data."),
+    ] = None,
+    p: Annotated[float | None, typer.Option("--p", help="Level of --statistic quantile.")] = None,
+    trim: Annotated[
+        int | None, typer.Option(help="Records dropped from each end (trimmed-mean).")
+    ] = None,
+    neighbours: Annotated[
+        str, typer.Option(help="Neighbouring relation: add-remove or substitute.")
+    ] = "add-remove",
+    epsilon: Annotated[float, typer.Option(help="Privacy parameter epsilon (sets beta).")] = 1.0,
+    delta: Annotated[
+        float, typer.Option(help="Privacy parameter delta (sets beta; 0 = Cauchy noise).")
+    ] = 1e-6,
+    bound: Annotated[
+        float | None,
+        typer.Option(help="Proposed sensitivity bound b: report the distance to instability."),
+    ] = None,
+    max_k: Annotated[int, typer.Option(help="Show A(k) for k = 0..max-k.")] = 10,
+    json_output: Annotated[
+        bool, typer.Option("--json", help="Print one JSON object instead of tables.")
+    ] = False,
+    plot: Annotated[
+        Path | None,
+        typer.Option(help="Write the smooth-sensitivity profile plot (png, pdf, svg)."),
+    ] = None,
+) -> None:
+    """Show the sensitivity profile of a statistic on your data (NON-PRIVATE).
+
+    Prints the value, global, local, distance-k and smooth sensitivity and, with
+    --bound, the distance to instability: diagnostics for the data owner that must not
+    be published.
+    """
+    where = "dpsense analyze"
+    eps = check_epsilon(epsilon, where=where)
+    dlt = check_delta(delta, where=where)
+    k_max = check_int(max_k, "max_k", where=where, minimum=0)
+    nb = validate_neighbours(neighbours, where=where)
+    b = None
+    if bound is not None:
+        b = check_finite(bound, "bound", where=where)
+        if b < 0:
+            raise InputError(f"The 'bound' parameter of {where} must be >= 0. Got {b:g}.")
+    stat = _statistic(statistic, lower, upper, p, trim)
+    x = load_column(data, column, allow_empty=False)
+    profile = profile_of(x, stat, nb, epsilon=eps, delta=dlt, max_k=k_max, bound=b)
+    if lower is not None and upper is not None:
+        profile["lower"], profile["upper"] = lower, upper
+
+    written = None
+    if plot is not None:
+        label = column if column is not None else Path(data).name
+        written = _write_profile_plot(
+            x, stat, profile, k_max, plot, f"{stat.name} of {label}, {nb} (n = {x.shape[0]})"
+        )
+        profile["plot"] = str(written)
+
+    if json_output:
+        _print_json(_jsonable_profile(profile))
+        return
+    console = _console()
+    banner(console)
+    _print_profile(console, profile, column)
+    if written is not None:
+        console.print(f"plot written to {written}")
+
+
+def _jsonable_profile(profile: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in profile.items():
+        if isinstance(value, float):
+            out[key] = _json_number(value)
+        elif isinstance(value, list):
+            out[key] = [_json_number(v) for v in value]
+        else:
+            out[key] = value
+    distance = profile.get("distance_to_instability")
+    if distance is not None and distance >= INFINITE_DISTANCE:
+        out["distance_to_instability"] = None
+        out["distance_to_instability_infinite"] = True
+    return out
+
+
+def _print_profile(console: Console, profile: dict[str, Any], column: str | None) -> None:
+    subject = profile["statistic"] + (f" of {column}" if column else "")
+    table = Table(title=f"Sensitivity profile: {subject}", show_header=True)
+    table.add_column("quantity")
+    table.add_column("value", justify="right")
+    if "lower" in profile:
+        table.add_row("bounds", f"[{_fmt(profile['lower'])}, {_fmt(profile['upper'])}]")
+    table.add_row("neighbours", profile["neighbours"])
+    table.add_row("records n", str(profile["n"]))
+    table.add_row("value", _fmt(profile["value"]))
+    table.add_row("global sensitivity", _fmt(profile["global_sensitivity"]))
+    table.add_row("local sensitivity A(0)", _fmt(profile["local_sensitivity"]))
+    table.add_row(
+        f"beta (epsilon={profile['epsilon']:g}, delta={profile['delta']:g})",
+        _fmt(profile["beta"]),
+    )
+    table.add_row("smooth sensitivity S*", _fmt(profile["smooth_sensitivity"]))
+    if "distance_to_instability" in profile:
+        table.add_row(
+            f"distance to instability for b={profile['bound']:g}",
+            _distance_text(profile["distance_to_instability"]),
+        )
+    table.add_row("A(k) for k >= 1", "exact" if profile["exact"] else "upper bound")
+    console.print(table)
+
+    beta = float(profile["beta"])
+    ktable = Table(title="Local sensitivity at distance k", show_header=True)
+    ktable.add_column("k", justify="right")
+    ktable.add_column("A(k)", justify="right")
+    ktable.add_column("exp(-beta k) A(k)", justify="right")
+    for k, a in enumerate(profile["sensitivity_at_distance"]):
+        ktable.add_row(str(k), _fmt(a), _fmt(math.exp(-beta * k) * a))
+    console.print(ktable)
