@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint typecheck unit bench clean
+.PHONY: demo test test-all lint typecheck unit slow bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -25,7 +25,14 @@ typecheck:
 	$(BIN)/mypy
 
 unit:
-	$(BIN)/python -m pytest -n 2 --durations=10
+	$(BIN)/python -m pytest -n 2 -m "not slow" --durations=10
+
+# the long statistical audits (marked slow); CI runs them after `make test`
+slow:
+	$(BIN)/python -m pytest -n 2 -m slow --durations=10
+
+test-all: test
+	$(MAKE) --no-print-directory slow
 
 bench: $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ".[dev]"

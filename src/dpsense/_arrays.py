@@ -15,7 +15,7 @@ from numpy.typing import NDArray
 
 from dpsense.errors import InputError
 
-__all__ = ["FloatArray", "as_data"]
+__all__ = ["FloatArray", "as_data", "as_indicator"]
 
 FloatArray = NDArray[np.float64]
 
@@ -44,6 +44,50 @@ def _to_numpy(x: Any) -> NDArray[Any]:
     return np.asarray(items, dtype=object)
 
 
+def _one_column(arr: NDArray[Any]) -> NDArray[Any]:
+    """A one-column table (a DataFrame with one column) as its column."""
+    if arr.ndim == 2 and arr.shape[1] == 1:
+        return arr[:, 0]
+    return arr
+
+
+_YES: frozenset[str] = frozenset({"1", "1.0", "yes", "y", "true", "t"})
+_NO: frozenset[str] = frozenset({"0", "0.0", "no", "n", "false", "f"})
+
+
+def as_indicator(
+    x: Any, *, name: str = "x", where: str = "dpsense", allow_empty: bool = True
+) -> FloatArray:
+    """0/1 values from numbers, booleans, or yes/no and true/false text (any case).
+
+    For per-user 0/1 contributions such as a ratio's columns. Other text, and missing
+    entries, are an :class:`InputError` that names neither values nor counts.
+    """
+    arr = _one_column(_to_numpy(x))
+    if arr.ndim == 1 and (arr.dtype.kind in "USO"):
+        out = np.empty(arr.shape[0], dtype=np.float64)
+        for i, v in enumerate(arr.tolist()):
+            if isinstance(v, bool | np.bool_):
+                out[i] = float(v)
+                continue
+            if isinstance(v, int | float) and not isinstance(v, bool):
+                out[i] = float(v)
+                continue
+            word = str(v).strip().lower() if isinstance(v, str) else None
+            if word in _YES:
+                out[i] = 1.0
+            elif word in _NO:
+                out[i] = 0.0
+            else:
+                raise InputError(
+                    f"The '{name}' data of {where} must hold 0/1, true/false or yes/no per "
+                    "user, but some entries are something else (other text, empty or "
+                    "missing). Recode or drop those entries."
+                )
+        arr = out
+    return as_data(arr, name=name, where=where, allow_empty=allow_empty)
+
+
 def as_data(
     x: Any, *, name: str = "x", where: str = "dpsense", allow_empty: bool = False
 ) -> FloatArray:
@@ -58,7 +102,7 @@ def as_data(
         If ``x`` is not one-dimensional, holds non-numeric entries, NaN or infinity, or is
         empty (unless ``allow_empty``). The message gives neither values nor counts.
     """
-    arr = _to_numpy(x)
+    arr = _one_column(_to_numpy(x))
     if arr.ndim != 1:
         raise InputError(
             f"The '{name}' data of {where} must be one-dimensional (one column). "

@@ -6,7 +6,7 @@ parameter that is wrong and say what to do; they never contain data values.
 
 from __future__ import annotations
 
-__all__ = ["BudgetExceededError", "DPSenseError", "InputError"]
+__all__ = ["BudgetExceededError", "DPSenseError", "EvaluationLimitError", "InputError"]
 
 
 class DPSenseError(Exception):
@@ -18,6 +18,18 @@ class InputError(DPSenseError, ValueError):
 
     The message names the parameter and the expected form; it never echoes data values.
     """
+
+
+class EvaluationLimitError(InputError):
+    """The brute-force explorer would evaluate f more often than its limit allows.
+
+    ``needed`` is the number of evaluations the request needs (a function of the universe,
+    the data size and the distance: the explorer is a non-private tool).
+    """
+
+    def __init__(self, message: str, needed: float) -> None:
+        super().__init__(message)
+        self.needed = needed
 
 
 class BudgetExceededError(DPSenseError):

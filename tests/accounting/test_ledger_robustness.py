@@ -54,6 +54,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*args], capture_output=True, text=True, timeout=120, check=False)
 
 
+@pytest.mark.slow
 def test_forty_concurrent_releases_against_a_budget_for_twenty(tmp_path: Path) -> None:
     ledger = tmp_path / "budget.db"
     assert (

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import os
 import subprocess
 import sys
@@ -66,7 +65,9 @@ def test_analyze_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
     assert payload["sensitivity_at_distance"][0] == payload["local_sensitivity"]
     assert payload["smooth_sensitivity"] >= payload["local_sensitivity"]
     assert payload["global_sensitivity"] == 100.0
-    assert payload["beta"] == pytest.approx(1.0 / (2 * math.log(2e6)))
+    # the beta of release --method smooth at the same defaults (delta = 0: Student's t, 3 dof)
+    assert payload["beta"] == pytest.approx(1.0 / 4 / 2)
+    assert payload["smooth_noise"] == "student-t"
     assert "distance_to_instability" not in payload
 
 
@@ -211,7 +212,7 @@ def test_strings_in_a_numeric_column(tmp_path: Path, capsys: pytest.CaptureFixtu
         (["--epsilon", "-1"], "epsilon"),
         (["--delta", "1"], "delta"),
         (["--neighbours", "sideways"], "neighbours"),
-        (["--max-k", "-1"], "max_k"),
+        (["--max-k", "-1"], "--max-k"),
         (["--bound", "-1"], "bound"),
         (["--p", "0.5"], "--p applies only"),
     ],

@@ -154,9 +154,9 @@ def test_standard_input(
     [
         (["--by", "year"], "delta"),
         (["--by", "county", "--delta", "1e-6"], "by"),
-        (["--privacy-unit", "id"], "privacy_unit"),
+        (["--privacy-unit", "id"], "--privacy-unit"),
         (["--max-rows-per-unit", "2"], "privacy"),
-        (["--privacy-unit", "person", "--max-rows-per-unit", "0"], "max_rows_per_unit"),
+        (["--privacy-unit", "person", "--max-rows-per-unit", "0"], "--max-rows-per-unit"),
         (["--by", "year", "--keys", "nope.csv"], "does not exist"),
         (["--nulls", "sometimes"], "nulls"),
         (["--by", "year", "--keys", "KEYS", "--neighbours", "substitute"], "add-remove"),

@@ -85,6 +85,7 @@ def pvalue(samples: NDArray[np.int64], pmf: NDArray[np.float64]) -> float:
 X = [2.0, 3.0, 3.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0, 9.0, 11.0] * 3
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("private", "eps"),
     [({"_full": True}, 0.6), ({}, 0.6), ({"_window": 1}, 0.6), ({"_window": 2}, 0.3)],

@@ -19,6 +19,9 @@ from dpsense.audit import catastrophe_test, histogram_audit
 from dpsense.noise.rng import SeededRandom
 from dpsense.release import release
 
+# statistical audits of tens of seconds each: `make test-all` and CI run them
+pytestmark = pytest.mark.slow
+
 REFUSED = -1e9
 N_AUDIT = 30_000
 RELATIONS = ("add-remove", "substitute")

@@ -31,6 +31,9 @@ import dpsense as ds
 from dpsense.audit import histogram_audit
 from dpsense.noise.rng import SeededRandom
 
+# statistical audits of tens of seconds each: `make test-all` and CI run them
+pytestmark = pytest.mark.slow
+
 ZEROS = 40
 MEAN_BLOCKS = 2
 

@@ -152,7 +152,16 @@ def test_two_by_columns_and_tuple_keys(frame: Any) -> None:
     assert rows[0]["year"] == 2019
     assert rows[0]["region"] == "north"
     table = out.to_pandas()
-    assert list(table.columns) == ["year", "region", "value", "refused", "method", "noise", "scale"]
+    assert list(table.columns) == [
+        "year",
+        "region",
+        "value",
+        "refused",
+        "method",
+        "noise",
+        "scale",
+        "accuracy",
+    ]
 
 
 def test_private_selection_keeps_big_groups_and_says_how_it_split(frame: Any) -> None:

@@ -114,6 +114,7 @@ def test_selection_threshold_tail_is_at_most_delta(eps: float, delta: float, g: 
     assert g * (1 - q) / (1 + q) * q ** (t - 2) / (1 - q) > delta
 
 
+@pytest.mark.slow
 def test_groups_of_one_person_are_not_selected() -> None:
     """50 groups of one person each and one group of 400: over 200 releases (10,000 chances
     for a one-person group) none is kept, the big group always is. A threshold 20 lower

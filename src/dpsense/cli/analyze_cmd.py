@@ -23,12 +23,23 @@ from dpsense.cli._shared import (
 )
 from dpsense.data import load_column
 from dpsense.errors import InputError
+from dpsense.methods.smooth import plan_smooth
 from dpsense.neighbours import Neighbours, validate_neighbours
-from dpsense.params import check_delta, check_epsilon, check_finite, check_int, smooth_beta
-from dpsense.statistics import INFINITE_DISTANCE, STATISTIC_NAMES, Statistic
+from dpsense.params import check_delta, check_epsilon, check_finite, check_int
+from dpsense.statistics import INFINITE_DISTANCE, STATISTIC_NAMES, BoundedStatistic, Statistic
 
 __all__ = ["WHY_NOT_LOCAL", "analyze", "banner", "profile_of"]
 
+ANALYZE_EXAMPLES = (
+    "Examples:\n\n\b\n"
+    "  dpsense analyze census.csv --column age --statistic median --lower 0 --upper 100\n"
+    "  dpsense analyze census.csv -c income -s mean --lower 0 --upper 500000 --bound 100\n"
+    "  dpsense analyze census.csv -c age -s median --lower 0 --upper 100 --plot age.png\n"
+)
+"""The examples that end ``--help``."""
+
+MAX_K = 100_000
+"""Largest --max-k: A(k) is listed row by row."""
 _PLOT_K_CAP = 5000  # longest A(k) curve drawn by ``analyze --plot``
 _NON_PRIVATE_BANNER = (
     "NON-PRIVATE DIAGNOSTICS for the data owner only. Every number below is computed "
@@ -74,7 +85,8 @@ def profile_of(
 ) -> dict[str, Any]:
     """Every diagnostic of ``analyze`` as plain Python numbers (non-finite kept)."""
     n = int(x.shape[0])
-    beta = smooth_beta(epsilon, delta)
+    plan = plan_smooth(epsilon, delta)  # the beta 'release --method smooth' would use
+    beta = plan.beta
     a_of_k = np.atleast_1d(
         np.asarray(stat.sensitivity_at_distance(x, np.arange(max_k + 1), neighbours), float)
     )
@@ -86,6 +98,7 @@ def profile_of(
         "local_sensitivity": float(stat.local_sensitivity(x, neighbours)),
         "smooth_sensitivity": float(stat.smooth_sensitivity(x, beta, neighbours)),
         "beta": beta,
+        "smooth_noise": plan.noise,
         "sensitivity_at_distance": [float(v) for v in a_of_k],
         "epsilon": epsilon,
         "delta": delta,
@@ -183,13 +196,19 @@ def analyze(
     ] = "add-remove",
     epsilon: Annotated[float, typer.Option(help="Privacy parameter epsilon (sets beta).")] = 1.0,
     delta: Annotated[
-        float, typer.Option(help="Privacy parameter delta (sets beta; 0 = Cauchy noise).")
-    ] = 1e-6,
+        float,
+        typer.Option(
+            help="Privacy parameter delta (sets beta as 'release --method smooth' does: "
+            "Laplace noise if delta > 0, else Student's t with 3 degrees of freedom)."
+        ),
+    ] = 0.0,
     bound: Annotated[
         float | None,
         typer.Option(help="Proposed sensitivity bound b: report the distance to instability."),
     ] = None,
-    max_k: Annotated[int, typer.Option(help="Show A(k) for k = 0..max-k.")] = 10,
+    max_k: Annotated[
+        int, typer.Option(help=f"Show A(k) for k = 0..max-k (at most {MAX_K:,}).")
+    ] = 10,
     json_output: Annotated[
         bool, typer.Option("--json", help="Print one JSON object instead of tables.")
     ] = False,
@@ -208,6 +227,11 @@ def analyze(
     eps = check_epsilon(epsilon, where=where)
     dlt = check_delta(delta, where=where)
     k_max = check_int(max_k, "max_k", where=where, minimum=0)
+    if k_max > MAX_K:
+        raise InputError(
+            f"--max-k must be at most {MAX_K:,}: A(k) is listed row by row (the --plot "
+            "figure draws the whole curve on its own)."
+        )
     nb = validate_neighbours(neighbours, where=where)
     b = None
     if bound is not None:
@@ -217,8 +241,11 @@ def analyze(
     stat = _statistic(statistic, lower, upper, p, trim)
     x = load_column(data, column, allow_empty=False)
     profile = profile_of(x, stat, nb, epsilon=eps, delta=dlt, max_k=k_max, bound=b)
-    if lower is not None and upper is not None:
-        profile["lower"], profile["upper"] = lower, upper
+    if isinstance(stat, BoundedStatistic):
+        profile["lower"], profile["upper"] = stat.lower, stat.upper
+        # non-private, for the data owner: how much the bounds change the data
+        profile["clipped_below"] = int(np.count_nonzero(x < stat.lower))
+        profile["clipped_above"] = int(np.count_nonzero(x > stat.upper))
 
     written = None
     if plot is not None:
@@ -263,11 +290,17 @@ def _print_profile(console: Console, profile: dict[str, Any], column: str | None
         table.add_row("bounds", f"[{_fmt(profile['lower'])}, {_fmt(profile['upper'])}]")
     table.add_row("neighbours", profile["neighbours"])
     table.add_row("records n", str(profile["n"]))
+    if "clipped_below" in profile:
+        table.add_row(
+            "clipped to the bounds",
+            f"{profile['clipped_below']} below, {profile['clipped_above']} above",
+        )
     table.add_row("value", _fmt(profile["value"]))
     table.add_row("global sensitivity", _fmt(profile["global_sensitivity"]))
     table.add_row("local sensitivity A(0)", _fmt(profile["local_sensitivity"]))
     table.add_row(
-        f"beta (epsilon={profile['epsilon']:g}, delta={profile['delta']:g})",
+        f"beta (epsilon={profile['epsilon']:g}, delta={profile['delta']:g}, "
+        f"{profile['smooth_noise']} noise)",
         _fmt(profile["beta"]),
     )
     table.add_row("smooth sensitivity S*", _fmt(profile["smooth_sensitivity"]))

@@ -12,15 +12,22 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Sequence
+from typing import Annotated
 
 import typer
 
-from dpsense.cli.analyze_cmd import analyze
-from dpsense.cli.bounds_cmd import bounds_command
+from dpsense.cli.analyze_cmd import ANALYZE_EXAMPLES, analyze
+from dpsense.cli.bounds_cmd import BOUNDS_EXAMPLES, bounds_command
 from dpsense.cli.budget_cmd import budget_app
-from dpsense.cli.demo_cmd import demo
-from dpsense.cli.explore_cmd import explore
-from dpsense.cli.release_cmd import ratio_command, release_command
+from dpsense.cli.demo_cmd import DEMO_EXAMPLES, demo
+from dpsense.cli.explore_cmd import EXPLORE_EXAMPLES, explore
+from dpsense.cli.messages import cli_speak, option_names, repeated_option
+from dpsense.cli.release_cmd import (
+    RATIO_EXAMPLES,
+    RELEASE_EXAMPLES,
+    ratio_command,
+    release_command,
+)
 from dpsense.errors import BudgetExceededError, DPSenseError
 
 __all__ = ["app", "main"]
@@ -41,15 +48,49 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     no_args_is_help=True,
     context_settings={"help_option_names": ["-h", "--help"]},
+    epilog=(
+        "Exit codes: 0 success (a propose-test-release refusal included: it is the "
+        "private answer, and its budget is spent); 2 bad input or usage; 3 privacy budget "
+        "exceeded; 1 an internal error (a bug: please report it).\n\n"
+        "Examples:\n\n\b\n"
+        "  dpsense demo\n"
+        "  dpsense release census.csv -c age -s median --lower 0 --upper 100 --epsilon 1\n"
+        "  dpsense release --help\n"
+    ),
 )
 
 
-app.command(no_args_is_help=True)(analyze)
-app.command()(demo)
-app.command(no_args_is_help=True)(explore)
-app.command(name="release", no_args_is_help=True)(release_command)
-app.command(name="ratio", no_args_is_help=True)(ratio_command)
-app.command(name="bounds", no_args_is_help=True)(bounds_command)
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+
+        typer.echo(f"dpsense {version('dpsense')}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """Differentially private statistics that spend noise where the data needs it.
+
+    Exit codes: 0 success (a propose-test-release refusal included: it is the private
+    answer, and its budget is spent); 2 bad input or usage; 3 privacy budget exceeded;
+    1 an internal error (a bug: please report it).
+    """
+
+
+app.command(no_args_is_help=True, epilog=ANALYZE_EXAMPLES)(analyze)
+app.command(epilog=DEMO_EXAMPLES)(demo)
+app.command(no_args_is_help=True, epilog=EXPLORE_EXAMPLES)(explore)
+app.command(name="release", no_args_is_help=True, epilog=RELEASE_EXAMPLES)(release_command)
+app.command(name="ratio", no_args_is_help=True, epilog=RATIO_EXAMPLES)(ratio_command)
+app.command(name="bounds", no_args_is_help=True, epilog=BOUNDS_EXAMPLES)(bounds_command)
 app.add_typer(budget_app, name="budget")
 
 
@@ -99,13 +140,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     command = typer.main.get_command(app)
     args = list(argv) if argv is not None else sys.argv[1:]
+    twice = repeated_option(command, args)
+    if twice is not None:
+        _error(twice)
+        return EXIT_INPUT
     try:
         result = command.main(args=args, prog_name="dpsense", standalone_mode=False)
     except BudgetExceededError as exc:
         _error(str(exc))
         return EXIT_BUDGET
     except DPSenseError as exc:
-        _error(str(exc))
+        _error(cli_speak(str(exc), option_names(command)))
         return EXIT_INPUT
     except KeyboardInterrupt:
         _error("interrupted")

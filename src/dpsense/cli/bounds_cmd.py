@@ -17,6 +17,14 @@ from dpsense.noise import SeededRandomnessWarning
 
 __all__ = ["bounds_command"]
 
+BOUNDS_EXAMPLES = (
+    "Examples:\n\n\b\n"
+    "  dpsense bounds incomes.csv --column income --epsilon 0.2\n"
+    "  dpsense bounds panel.parquet --column hours --privacy-unit person --epsilon 0.2 --json\n"
+    "  dpsense bounds incomes.csv --column income --epsilon 0.2 --ledger budget.db\n"
+)
+"""The examples that end ``--help``."""
+
 
 def bounds_command(
     data: Annotated[
@@ -41,11 +49,7 @@ def bounds_command(
     """Private bounds [lower, upper] around the 2%-98% range of a column (epsilon-DP).
 
     Pass them as --lower/--upper of a later release; charge both to one ledger to spend
-    one budget. Examples:
-
-      dpsense bounds incomes.csv --column income --epsilon 0.2
-
-      dpsense bounds panel.parquet --column hours --privacy-unit person --epsilon 0.2 --json
+    one budget.
     """
     accountant = _accountant(ledger)
     run: Any = private_bounds

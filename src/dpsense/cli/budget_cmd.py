@@ -15,15 +15,34 @@ from dpsense.cli._shared import _console, _print_json
 
 __all__ = ["budget_app"]
 
+INIT_EXAMPLES = (
+    "Examples:\n\n\b\n"
+    "  dpsense budget init budget.db --epsilon 10\n"
+    "  dpsense budget init budget.db --epsilon 5 --delta 1e-6\n"
+)
+"""The examples that end ``--help``."""
+
+SHOW_EXAMPLES = (
+    "Examples:\n\n\b\n  dpsense budget show budget.db\n  dpsense budget show budget.db --json\n"
+)
+"""The examples that end ``--help``."""
+
 budget_app = typer.Typer(
     help="Privacy-budget ledgers (SQLite files shared by every process that uses them).",
     no_args_is_help=True,
+    epilog=(
+        "Examples:\n\n\b\n"
+        "  dpsense budget init budget.db --epsilon 10\n"
+        "  dpsense release data.csv -c x -s mean --lower 0 --upper 1 --epsilon 1 \\\n"
+        "      --ledger budget.db\n"
+        "  dpsense budget show budget.db\n"
+    ),
     add_completion=False,
     rich_markup_mode=None,
 )
 
 
-@budget_app.command("init", no_args_is_help=True)
+@budget_app.command("init", no_args_is_help=True, epilog=INIT_EXAMPLES)
 def init(
     ledger: Annotated[Path, typer.Argument(help="The ledger file to create.")],
     epsilon: Annotated[float, typer.Option(help="Total epsilon budget.")],
@@ -46,7 +65,7 @@ def init(
 
 
 def ledger_summary(ledger: Ledger) -> dict[str, Any]:
-    """The DESIGN.md ``budget show --json`` object."""
+    """The ``budget show --json`` object (its keys are part of the public contract)."""
     entries = ledger.entries()
     spent_eps, spent_delta = ledger.spent()
     return {
@@ -61,7 +80,7 @@ def ledger_summary(ledger: Ledger) -> dict[str, Any]:
     }
 
 
-@budget_app.command("show", no_args_is_help=True)
+@budget_app.command("show", no_args_is_help=True, epilog=SHOW_EXAMPLES)
 def show(
     ledger: Annotated[Path, typer.Argument(help="The ledger file.")],
     json_output: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,

@@ -22,6 +22,9 @@ from dpsense.statistics import make_statistic
 
 __all__ = ["demo"]
 
+DEMO_EXAMPLES = "Examples:\n\n\b\n  dpsense demo\n  dpsense demo | less -R\n"
+"""The examples that end ``--help``."""
+
 # ------------------------------------------------------------------------------ demo
 
 _DEMO_QUERIES: tuple[tuple[str, str, float | None, float | None, float | None], ...] = (
@@ -39,7 +42,9 @@ _DEMO_QUERIES: tuple[tuple[str, str, float | None, float | None, float | None], 
 
 
 def demo() -> None:
-    """Profile several statistics of the bundled synthetic census table (NON-PRIVATE)."""
+    """Profile several statistics of the bundled synthetic census table (NON-PRIVATE),
+    then make a few private releases of it.
+    """
     from dpsense.datasets import census_path, load_census
 
     console = _console(min_width=100)

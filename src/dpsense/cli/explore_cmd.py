@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -18,12 +20,20 @@ from dpsense.cli._shared import (
 )
 from dpsense.cli.analyze_cmd import banner
 from dpsense.data import load_column
-from dpsense.errors import InputError
+from dpsense.errors import EvaluationLimitError, InputError
 from dpsense.neighbours import NEIGHBOURS
 from dpsense.params import check_int
 from dpsense.statistics import make_statistic
 
 __all__ = ["explore"]
+
+EXPLORE_EXAMPLES = (
+    "Examples:\n\n\b\n"
+    "  dpsense explore --universe 0,1,2,5,10 --values 1,2,2,5 --statistics median,mean\n"
+    "  dpsense explore --universe 0,1,2,3,4,5,6 --values 1,3,5 --max-hamming 4 --plot h.png\n"
+    "  dpsense explore data.csv --column x --universe 0,10,20,50,100 --json\n"
+)
+"""The examples that end ``--help``."""
 
 # --------------------------------------------------------------------------- explore
 
@@ -57,6 +67,13 @@ def explore(
         ),
     ] = "domain",
     max_hamming: Annotated[int, typer.Option(help="Largest Hamming distance h.")] = 3,
+    max_evaluations: Annotated[
+        int,
+        typer.Option(
+            help="Evaluate each statistic on at most this many datasets per cell; larger "
+            "cells are skipped (and listed), the others are still shown."
+        ),
+    ] = 5_000_000,
     statistics: Annotated[
         str, typer.Option(help="Comma-separated statistics to explore.")
     ] = _DEFAULT_EXPLORE_STATISTICS,
@@ -107,36 +124,59 @@ def explore(
         for name in names
     ]
 
+    limit = check_int(max_evaluations, "max_evaluations", where=where, minimum=1)
     results: list[dict[str, Any]] = []
+    needed: list[float] = []
     for stat in stats:
         for nb in NEIGHBOURS:
             for scope in _SCOPES:
+                over = False  # larger h needs more evaluations: skip them once one is over
                 for h in range(1, h_max + 1):
-                    value = empirical_sensitivity(
-                        stat,
-                        x,
-                        pool,
-                        hamming=h,
-                        neighbours=nb,
-                        scope=scope,
-                        model=model_key,
-                    )
-                    results.append(
-                        {
-                            "statistic": stat.name,
-                            "neighbours": nb,
-                            "scope": scope,
-                            "hamming": h,
-                            "sensitivity": float(value),
-                        }
-                    )
+                    row: dict[str, Any] = {
+                        "statistic": stat.name,
+                        "neighbours": nb,
+                        "scope": scope,
+                        "hamming": h,
+                    }
+                    if not over:
+                        try:
+                            row["sensitivity"] = float(
+                                empirical_sensitivity(
+                                    stat,
+                                    x,
+                                    pool,
+                                    hamming=h,
+                                    neighbours=nb,
+                                    scope=scope,
+                                    model=model_key,
+                                    max_evaluations=limit,
+                                )
+                            )
+                        except EvaluationLimitError as exc:
+                            over = True
+                            needed.append(exc.needed)
+                    if over:
+                        row.update(sensitivity=math.nan, skipped=True)
+                    results.append(row)
+    if needed and all(r.get("skipped") for r in results):
+        raise InputError(
+            f"every cell needs more than --max-evaluations {limit} evaluations (at least "
+            f"{min(needed):,.0f}); use a smaller --universe or --max-hamming, or raise "
+            "--max-evaluations."
+        )
+    if needed:
+        sys.stderr.write(
+            f"note: cells that need more than --max-evaluations {limit} evaluations are "
+            f"skipped (shown as 'skipped'; the smallest needs {min(needed):,.0f}); raise "
+            "--max-evaluations to compute them.\n"
+        )
 
     written = None
     if plot is not None:
         from dpsense.plots import plot_explorer
 
         written = plot_explorer(
-            results,
+            [r for r in results if not r.get("skipped")],
             path=plot,
             title=(
                 f"Brute-force sensitivity, {model_key} model, universe of {len(pool)} "
@@ -155,6 +195,7 @@ def explore(
             "statistics": [s.name for s in stats],
             "non_private": True,
             "results": [{**r, "sensitivity": _json_number(r["sensitivity"])} for r in results],
+            "max_evaluations": limit,
         }
         if written is not None:
             payload["plot"] = str(written)
@@ -165,6 +206,10 @@ def explore(
     _print_explorer(console, results, [s.name for s in stats], h_max, model_key, lower, upper)
     if written is not None:
         console.print(f"plot written to {written}")
+
+
+def _cell(value: float) -> str:
+    return "skipped" if math.isnan(value) else _fmt(value)
 
 
 def _print_explorer(
@@ -193,6 +238,6 @@ def _print_explorer(
             table.add_column(f"h={h}", justify="right")
         for name in names:
             for i, nb in enumerate(NEIGHBOURS):
-                cells = [_fmt(lookup[(name, nb, scope, h)]) for h in range(1, h_max + 1)]
+                cells = [_cell(lookup[(name, nb, scope, h)]) for h in range(1, h_max + 1)]
                 table.add_row(name if i == 0 else "", nb, *cells, end_section=i == 1)
         console.print(table)

@@ -22,7 +22,7 @@ from dpsense.cli.tables_io import (
     shown_value,
     write_output,
 )
-from dpsense.data import load_column
+from dpsense.data import load_column, load_indicator
 from dpsense.errors import InputError
 from dpsense.methods import Release
 from dpsense.methods.global_sensitivity import output_range
@@ -34,7 +34,27 @@ from dpsense.statistics import STATISTIC_NAMES, BoundedStatistic, Count, Statist
 from dpsense.tables import GroupedRelease
 from dpsense.tables.grouped import ACCURACY_ALPHA
 
-__all__ = ["ratio_command", "release_command"]
+__all__ = ["CLI_METHODS", "ratio_command", "release_command"]
+
+RELEASE_EXAMPLES = (
+    "Examples:\n\n\b\n"
+    "  dpsense release census.csv -c age -s median --lower 0 --upper 100 --epsilon 1\n"
+    "  dpsense release census.csv -c age -s quantiles --p 0.1,0.5,0.9 \\\n"
+    "      --lower 0 --upper 100 --epsilon 1\n"
+    "  dpsense release panel.csv -c hours -s mean --lower 0 --upper 80 --epsilon 1 \\\n"
+    "      --by year --keys years.csv --privacy-unit person --ledger budget.db\n"
+)
+"""The examples that end ``--help``."""
+
+RATIO_EXAMPLES = (
+    "Examples:\n\n\b\n"
+    "  dpsense ratio users.csv --numerator clicked --epsilon 1\n"
+    "  dpsense ratio users.csv --numerator bought --denominator visited --epsilon 0.5 --json\n"
+)
+"""The examples that end ``--help``."""
+
+CLI_METHODS = (*METHODS, "sample-aggregate")
+"""The --method values of ``dpsense release``."""
 
 
 # Options shared by ``release`` and ``ratio``.
@@ -128,7 +148,7 @@ def _emit(result: Release, json_output: bool, label: str | None) -> None:
 
 
 def receipt_json(result: Release) -> dict[str, Any]:
-    """The DESIGN.md ``--json`` keys first, then the rest of the receipt."""
+    """The contract's ``--json`` keys first, then the rest of the receipt."""
     payload = result.to_dict()
     payload["accuracy"] = result.accuracy(ACCURACY_ALPHA)
     for key in ("value", "scale", "rho", "accuracy"):
@@ -178,8 +198,12 @@ def print_receipt(result: Release, column: str | None) -> None:
     console.print(table)
     if result.refused:
         console.print(
-            "The test found the data too close to a high-sensitivity dataset for the "
-            "proposed bound. The budget is spent all the same."
+            "Refused: the private test found the data too close to a dataset whose local "
+            "sensitivity exceeds the proposed --bound. The budget is spent all the same, "
+            "and the exit code is 0 (a refusal is the private answer). To try: a larger "
+            "--bound (chosen without looking at the data), more epsilon for the test "
+            "(--test-fraction), or a method that never refuses: --method smooth, or "
+            "exponential for quantiles."
         )
 
 
@@ -199,9 +223,7 @@ def release_command(
         float | None, typer.Option(help="Public upper bound, chosen without looking at the data.")
     ] = None,
     delta: Annotated[float, typer.Option(help="Privacy parameter delta.")] = 0.0,
-    method: Annotated[
-        str, typer.Option(help=f"One of: {', '.join(METHODS)}, sample-aggregate.")
-    ] = "auto",
+    method: Annotated[str, typer.Option(help=f"One of: {', '.join(CLI_METHODS)}.")] = "auto",
     neighbours: NeighboursOpt = "add-remove",
     p: Annotated[
         str | None,
@@ -264,6 +286,10 @@ def release_command(
 ) -> None:
     """Release one differentially private statistic of a column and print its receipt.
 
+    The receipt gives the value, the method and noise, the guarantee and, where it depends
+    on public quantities only, the accuracy "± a (95%)". A propose-test-release refusal
+    exits 0 (the refusal is the private answer; its budget is spent).
+
     With --by, one value per group (public groups from --keys, otherwise chosen by private
     partition selection, which needs --delta > 0); with --privacy-unit, neighbours add or
     remove all rows of one person, bounded by --max-rows-per-unit and
@@ -273,6 +299,8 @@ def release_command(
     blocks and the block answers are aggregated privately (Nissim, Raskhodnikova and
     Smith 2007, Section 4); the receipt names the aggregator, the statistic and k.
     """
+    if method not in CLI_METHODS:
+        raise InputError(f"--method must be one of {', '.join(CLI_METHODS)}. Got {method!r}.")
     stat = _statistic(statistic, lower, upper, p, trim, resolution)
     if output is not None:
         check_output(output)  # before any budget is spent
@@ -352,7 +380,10 @@ def release_command(
 
 def ratio_command(
     data: Annotated[Path, typer.Argument(help="A CSV file with one row per user.")],
-    numerator: Annotated[str, typer.Option(help="Column of 0/1 contributions to the numerator a.")],
+    numerator: Annotated[
+        str,
+        typer.Option(help="Column of 0/1 (or yes/no, true/false) contributions to a."),
+    ],
     epsilon: EpsilonOpt,
     denominator: Annotated[
         str | None,
@@ -369,9 +400,12 @@ def ratio_command(
     dataset: DatasetOpt = None,
     json_output: JsonOpt = False,
 ) -> None:
-    """Release the ratio a/b of user contributions (Kulesza, Suresh and Wang 2024)."""
-    a = load_column(data, numerator)
-    b = load_column(data, denominator) if denominator is not None else None
+    """Release the ratio a/b of user contributions (Kulesza, Suresh and Wang 2024).
+
+    The columns hold 0/1 (or yes/no, true/false) per user.
+    """
+    a = load_indicator(data, numerator)
+    b = load_indicator(data, denominator) if denominator is not None else None
     options: dict[str, Any] = {}
     if bound_fraction is not None:
         options["bound_fraction"] = bound_fraction

@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from dpsense.data.files import load_column
+from dpsense.data.files import load_column, load_indicator
 
-__all__ = ["load_column"]
+__all__ = ["load_column", "load_indicator"]

@@ -25,10 +25,10 @@ from typing import IO, Any
 
 import numpy as np
 
-from dpsense._arrays import FloatArray, as_data
+from dpsense._arrays import FloatArray, as_data, as_indicator
 from dpsense.errors import InputError
 
-__all__ = ["load_column"]
+__all__ = ["load_column", "load_indicator"]
 
 _PARQUET_SUFFIXES = frozenset({".parquet", ".pq"})
 _DELIMITERS = (",", ";", "\t", "|")
@@ -82,7 +82,7 @@ def load_column(source: Any, column: str | None = None, *, allow_empty: bool = T
     if isinstance(source, str | os.PathLike):
         path = Path(os.fspath(source))
         if path.suffix.lower() in _PARQUET_SUFFIXES:
-            values = _load_parquet(path, column)
+            values = np.asarray(_load_parquet(path, column), dtype=np.float64)
         else:
             values = _load_csv(path, column)
         where = str(path)
@@ -94,6 +94,33 @@ def load_column(source: Any, column: str | None = None, *, allow_empty: bool = T
             f"the column of {where} has no data rows; this computation needs at least one."
         )
     return values
+
+
+def load_indicator(source: Any, column: str | None = None) -> FloatArray:
+    """One column of per-user 0/1 values: numbers, booleans, or yes/no, true/false text.
+
+    ``source`` as for :func:`load_column`. Used for the columns of a ratio.
+    """
+    if isinstance(source, str | os.PathLike):
+        path = Path(os.fspath(source))
+        if path.suffix.lower() in _PARQUET_SUFFIXES:
+            raw: Any = _load_parquet(path, column, raw=True)
+            indicator: FloatArray = as_indicator(raw, name=column or "x", where=str(path))
+            return indicator
+        _check_file(path)
+        name, cells, short_rows = _csv_cells(path, column)
+        if short_rows:
+            raise InputError(
+                f"column {name!r} of {path} has missing entries in some rows; clean or "
+                "drop those rows."
+            )
+        return as_indicator(cells, name=name, where=str(path))
+    names = _column_names(source)
+    if names is None:
+        return as_indicator(source, name=column or "x", where="load_indicator")
+    index = _select_index(names, column, f"the {type(source).__name__}")
+    values = _get_column(source, names, index)
+    return as_indicator(values, name=names[index], where="load_indicator")
 
 
 # ----------------------------------------------------------------------------- CSV files
@@ -228,7 +255,8 @@ def _load_csv_duckdb(path: Path, column: str | None) -> FloatArray | None:
     return as_data(values, name=header[index], where=str(path), allow_empty=True)
 
 
-def _load_csv_stdlib(path: Path, column: str | None) -> FloatArray:
+def _csv_cells(path: Path, column: str | None) -> tuple[str, list[str], int]:
+    """The column's name, its cells as text, and the number of rows too short for it."""
     cells: list[str] = []
     short_rows = 0
     try:
@@ -261,7 +289,11 @@ def _load_csv_stdlib(path: Path, column: str | None) -> FloatArray:
         reason = exc.strerror or type(exc).__name__
         raise InputError(f"cannot read {path}: {reason}.") from None
 
-    name = header[index]
+    return header[index], cells, short_rows
+
+
+def _load_csv_stdlib(path: Path, column: str | None) -> FloatArray:
+    name, cells, short_rows = _csv_cells(path, column)
     values, all_numbers = _parse_numbers(cells)
     if short_rows or not all_numbers:
         raise InputError(
@@ -295,7 +327,7 @@ def _parse_numbers(cells: list[str]) -> tuple[FloatArray, bool]:
 # ------------------------------------------------------------------------- Parquet files
 
 
-def _load_parquet(path: Path, column: str | None) -> FloatArray:
+def _load_parquet(path: Path, column: str | None, *, raw: bool = False) -> Any:
     _check_file(path)
     try:
         duckdb: Any = importlib.import_module("duckdb")
@@ -311,6 +343,8 @@ def _load_parquet(path: Path, column: str | None) -> FloatArray:
             index = _select_index(names, column, str(path))
             quoted = '"' + names[index].replace('"', '""') + '"'
             result = con.execute(f"SELECT {quoted} FROM read_parquet(?)", [str(path)])
+            if raw:  # the values as Python objects (text, booleans, numbers)
+                return [row[0] for row in result.fetchall()]
             values = result.fetchnumpy()[names[index]]
         finally:
             con.close()

@@ -42,7 +42,7 @@ from typing import Any, Final, Literal, TypeAlias
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from dpsense._arrays import as_data
+from dpsense._arrays import as_indicator
 from dpsense.errors import InputError
 from dpsense.mechanisms.additive import DiscreteLaplaceMechanism, LaplaceMechanism
 from dpsense.methods._release import Release
@@ -134,8 +134,8 @@ def ratio_counts(a: Any, b: Any, neighbours: Neighbours, *, where: str) -> tuple
             f"The 'a' and 'b' parameters of {where} must both be integer totals or both be "
             "per-user arrays. Got one of each instead."
         )
-    per_a = as_data(a, name="a", where=where, allow_empty=True)
-    per_b = as_data(b, name="b", where=where, allow_empty=True)
+    per_a = as_indicator(a, name="a", where=where)
+    per_b = as_indicator(b, name="b", where=where)
     if per_a.shape != per_b.shape:
         raise InputError(
             f"The per-user arrays 'a' and 'b' of {where} must have the same length "

@@ -42,7 +42,10 @@ from dpsense.noise.rng import RandomSource, resolve_rng
 from dpsense.params import check_delta, check_epsilon, check_int, validate_bounds
 from dpsense.statistics import Mean, Median
 
-__all__ = ["assign_blocks", "function_label", "sample_and_aggregate"]
+__all__ = ["MAX_BLOCKS", "assign_blocks", "function_label", "sample_and_aggregate"]
+
+MAX_BLOCKS = 10_000_000
+"""The most blocks a release may ask for (k block estimates are held in memory)."""
 
 
 def function_label(func: Callable[..., Any]) -> str:
@@ -147,6 +150,11 @@ def sample_and_aggregate(
     """
     where = "sample_and_aggregate"
     k = check_int(blocks, "blocks", where=where, minimum=1)
+    if k > MAX_BLOCKS:
+        raise InputError(
+            f"The 'blocks' parameter of {where} must be at most {MAX_BLOCKS:,} (each block "
+            "needs records of its own, and the blocks are held in memory); use fewer blocks."
+        )
     b = validate_bounds(lower, upper, where=where)
     eps = check_epsilon(epsilon, where=where)
     dlt = check_delta(delta, where=where)

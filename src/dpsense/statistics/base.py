@@ -1,4 +1,4 @@
-"""The statistic base class: a callable with sensitivity methods (DESIGN.md contract)."""
+"""The statistic base class: a callable with sensitivity methods (the public contract)."""
 
 from __future__ import annotations
 

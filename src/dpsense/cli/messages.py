@@ -1,0 +1,125 @@
+"""Messages in the language of the command line, and one value per option.
+
+The library's errors name Python parameters (``max_evaluations=...``, ``method='auto'``,
+"the 'delta' parameter of bounded_ls_mean"); on the command line they are options
+(``--max-evaluations``, ``--method auto``, ``--delta``). :func:`cli_speak` rewrites a message
+for the options that exist, and leaves anything else as it is. :func:`repeated_option`
+finds an option given twice, which click would silently let the last one win.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+__all__ = ["cli_speak", "option_names", "repeated_option"]
+
+_WHERE = {
+    "bounded_ls_mean": "--method bounded-ls",
+    "ksw_mean": "--method ksw",
+    "sample_and_aggregate": "--method sample-aggregate",
+    "empirical_sensitivity": "explore",
+    "private_ratio": "ratio",
+    "private_bounds": "bounds",
+}
+_METHOD_WORDS = {"ptr": "ptr", "smooth": "smooth", "global": "global", "exponential": "exponential"}
+
+
+def option_names(command: Any) -> set[str]:
+    """Every long option of a click command and its subcommands, e.g. ``--epsilon``."""
+    names: set[str] = set()
+    for param in getattr(command, "params", []):
+        names.update(o for o in getattr(param, "opts", []) if o.startswith("--"))
+    for sub in getattr(command, "commands", {}).values():
+        names |= option_names(sub)
+    return names
+
+
+def _option(name: str, options: set[str]) -> str | None:
+    flag = "--" + name.replace("_", "-")
+    if flag in options:
+        return flag
+    if name == "hamming" and "--max-hamming" in options:
+        return "--max-hamming"
+    return None
+
+
+def cli_speak(message: str, options: Iterable[str]) -> str:
+    """``message`` with Python parameter syntax replaced by the command line's options."""
+    opts = set(options)
+
+    def where(name: str) -> str:
+        return _WHERE.get(name, "")
+
+    def parameter(match: re.Match[str]) -> str:
+        flag = _option(match.group(1), opts)
+        if flag is None:
+            return match.group(0)
+        context = where(match.group(3)) or (
+            f"--method {_METHOD_WORDS[match.group(3)]}" if match.group(3) in _METHOD_WORDS else ""
+        )
+        return flag + (f" (with {context})" if context.startswith("--") else "")
+
+    out = re.sub(
+        r"[Tt]he '([a-z_]+)' (parameter|option) of (?:the )?((?:dpsense )?[\w.]+)(?: method)?",
+        parameter,
+        message,
+    )
+
+    def quoted(match: re.Match[str]) -> str:
+        flag = _option(match.group(1), opts)
+        return match.group(0) if flag is None else f"{flag} {match.group(2)}"
+
+    out = re.sub(r"\b([a-z_]+)='([^']*)'", quoted, out)
+
+    def assigned(match: re.Match[str]) -> str:
+        flag = _option(match.group(1), opts)
+        if flag is None:
+            return match.group(0)
+        value = match.group(2)
+        if value == "[...]":
+            value = "FILE" if flag == "--keys" else "..."
+        return f"{flag} {value.replace('_', '').replace(',', '')}"
+
+    out = re.sub(r"\b([a-z_]+)=(\.\.\.|\[\.\.\.\]|[0-9][0-9_,.e+-]*[0-9])", assigned, out)
+    out = re.sub(r"(--[a-z-]+ [^\s(]+) \(\1\)", r"\1", out)  # "--keys FILE (--keys FILE)"
+
+    def bare(match: re.Match[str]) -> str:  # max_rows_per_unit, 'privacy_unit'
+        flag = _option(match.group(1), opts)
+        return match.group(0) if flag is None else flag
+
+    out = re.sub(r"'?\b([a-z]+(?:_[a-z]+)+)\b'?", bare, out)
+    for name, cli in _WHERE.items():
+        out = out.replace(f" of {name}", "" if cli.startswith("--") else f" of {cli}")
+    return out
+
+
+def repeated_option(command: Any, args: Sequence[str]) -> str | None:
+    """The first option of the invoked command given more than once, or None."""
+    node = command
+    rest = list(args)
+    while rest and getattr(node, "commands", None):
+        tokens = [a for a in rest if not a.startswith("-")]
+        if not tokens or tokens[0] not in node.commands:
+            break
+        rest = rest[rest.index(tokens[0]) + 1 :]
+        node = node.commands[tokens[0]]
+    aliases: dict[str, str] = {}
+    for param in getattr(node, "params", []):
+        opts = [*getattr(param, "opts", []), *getattr(param, "secondary_opts", [])]
+        long = next((o for o in opts if o.startswith("--")), opts[0] if opts else "")
+        for opt in opts:
+            aliases[opt] = long
+    seen: dict[str, str] = {}
+    for arg in rest:
+        if arg == "--":
+            break
+        flag = arg.split("=", 1)[0]
+        name = aliases.get(flag)
+        if name is None:
+            continue
+        if name in seen:
+            return f"{name} is given twice; give each option once."
+        seen[name] = flag
+    return None
