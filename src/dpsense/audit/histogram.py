@@ -21,6 +21,7 @@ from typing import Final
 import numpy as np
 from numpy.typing import NDArray
 
+from dpsense._progress import ProgressBar, show_progress
 from dpsense.audit._binning import MAX_DISCRETE_VALUES as MAX_DISCRETE_VALUES
 from dpsense.audit._binning import _make_bins, _pilot_size
 from dpsense.audit._confidence import _judge, clopper_pearson
@@ -125,6 +126,7 @@ def histogram_audit(
     bins: int | None = None,
     alpha: float = 0.05,
     both_directions: bool = True,
+    progress: bool | None = None,
 ) -> AuditResult:
     r"""Audit an (epsilon, delta)-DP claim on one pair of neighbouring datasets.
 
@@ -170,6 +172,9 @@ def histogram_audit(
     both_directions : bool, default True
         Test ``P_x`` against ``P_x'`` and ``P_x'`` against ``P_x``. With False only the
         first is tested (and the Bonferroni factor halves).
+    progress : bool or None, default None
+        Show a transient progress bar on stderr while the outputs are drawn (it advances
+        after each call of a sampler). ``None``: only when stderr is a terminal.
 
     Returns
     -------
@@ -220,12 +225,21 @@ def histogram_audit(
     level = check_probability(alpha, "alpha", where=where)
     if not isinstance(both_directions, bool | np.bool_):
         raise _fail("both_directions", where, "True or False", both_directions)
+    if progress is not None and not isinstance(progress, bool | np.bool_):
+        raise _fail("progress", where, "True, False or None", progress)
 
     pilot = _pilot_size(size, n_bins)
-    pilot_x = _draw(sx, pilot, "sample_x", where)
-    pilot_y = _draw(sy, pilot, "sample_y", where)
-    out_x = _draw(sx, size, "sample_x", where)
-    out_y = _draw(sy, size, "sample_y", where)
+    bar = ProgressBar(show_progress(None if progress is None else bool(progress)))
+    with bar.running():
+        bar.task("Drawing outputs", 2 * (pilot + size))
+        pilot_x = _draw(sx, pilot, "sample_x", where)
+        bar.advance(pilot)
+        pilot_y = _draw(sy, pilot, "sample_y", where)
+        bar.advance(pilot)
+        out_x = _draw(sx, size, "sample_x", where)
+        bar.advance(size)
+        out_y = _draw(sy, size, "sample_y", where)
+        bar.advance(size)
     pilot_x, pilot_y, out_x, out_y = _common([pilot_x, pilot_y, out_x, out_y])
 
     partition = _make_bins(np.concatenate([pilot_x, pilot_y]), n_bins)

@@ -1,13 +1,11 @@
-"""Evaluation of f for the brute-force sensitivity explorer, and its progress bar.
+"""Evaluation of f for the brute-force sensitivity explorer.
 
 Package-private: :class:`_Evaluator` calls ``f`` on 2-D arrays of datasets in the fastest
-way that reproduces row-by-row calls; :class:`_Progress` is the optional progress bar.
+way that reproduces row-by-row calls.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any, Final, Protocol
 
 import numpy as np
@@ -104,35 +102,3 @@ class _Evaluator:
                 "call f on one dataset at a time."
             )
         return out
-
-
-class _Progress:
-    """A transient rich progress bar on stderr, or nothing."""
-
-    def __init__(self, show: bool) -> None:
-        self.show = show
-        self._bar: Any = None
-        self._task: Any = None
-
-    @contextmanager
-    def running(self) -> Iterator[_Progress]:
-        if not self.show:
-            yield self
-            return
-        from rich.console import Console
-        from rich.progress import Progress
-
-        with Progress(transient=True, console=Console(stderr=True)) as bar:
-            self._bar = bar
-            try:
-                yield self
-            finally:
-                self._bar = None
-
-    def task(self, description: str, total: int) -> None:
-        if self._bar is not None:
-            self._task = self._bar.add_task(description, total=total)
-
-    def advance(self, amount: int) -> None:
-        if self._bar is not None and self._task is not None:
-            self._bar.advance(self._task, amount)

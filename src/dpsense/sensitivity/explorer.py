@@ -36,6 +36,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from dpsense._arrays import FloatArray
+from dpsense._progress import ProgressBar, show_progress
 from dpsense.errors import InputError
 from dpsense.neighbours import ADD_REMOVE, Neighbours
 from dpsense.params import check_int
@@ -56,7 +57,7 @@ from dpsense.sensitivity._enumeration import (
     _Table,
     _weights,
 )
-from dpsense.sensitivity._evaluate import _Evaluator, _Progress, _SupportsEvaluateBatch
+from dpsense.sensitivity._evaluate import _Evaluator, _SupportsEvaluateBatch
 from dpsense.sensitivity._request import _Request, _validate
 
 __all__ = ["empirical_sensitivity", "empirical_sensitivity_profile"]
@@ -65,7 +66,7 @@ Scope = Literal["local", "global"]
 Model = Literal["domain", "population"]
 
 _PROGRESS_THRESHOLD: Final = 200_000
-"""Show a progress bar by default when f is evaluated on more datasets than this."""
+"""With progress=None a bar is shown (on a terminal) when f runs on more datasets than this."""
 _PAIR_FACTOR: Final = 20
 """The number of (dataset, neighbour) comparisons may be this multiple of max_evaluations."""
 
@@ -193,8 +194,7 @@ def _explore(req: _Request, where: str) -> _Result:
     else:  # pragma: no cover - probability about 2**-60 per attempt
         raise RuntimeError("empirical_sensitivity: could not find collision-free keys")
 
-    show = req.progress if req.progress is not None else n_eval > _PROGRESS_THRESHOLD
-    progress = _Progress(show)
+    progress = ProgressBar(show_progress(req.progress, large=n_eval > _PROGRESS_THRESHOLD))
     fvals = np.empty(table.rows, dtype=np.float64)
     evaluate = _Evaluator(req.f, req.vectorized)
     with progress.running(), warnings.catch_warnings(), np.errstate(all="ignore"):
@@ -346,8 +346,8 @@ def empirical_sensitivity(
         of (dataset, neighbour) comparisons, which are much cheaper, may be up to 20
         times this. Both are counted exactly before any work starts.
     progress : bool or None, default None
-        Show a transient progress bar on stderr. ``None``: only when ``f`` is evaluated
-        on more than 200,000 datasets.
+        Show a transient progress bar on stderr. ``None``: only when stderr is a
+        terminal and ``f`` is evaluated on more than 200,000 datasets.
     vectorized : bool or None, default None
         Whether ``f`` accepts a 2-D array and returns one value per row (reducing over
         the last axis, e.g. ``lambda X: np.median(X, axis=-1)``). ``None`` detects it:
