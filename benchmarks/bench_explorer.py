@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from dpsense._progress import track
 from dpsense.sensitivity import empirical_sensitivity
 
 POPULATION = [18, 18, 22, 25, 25, 25, 31, 40, 40, 52, 60, 60]
@@ -142,7 +143,7 @@ def main() -> None:
     )
     print("| case | baseline answer | explorer answer | baseline (s) | explorer (s) | speed-up |")
     print("|---|---:|---:|---:|---:|---:|")
-    for name, base_fn, expl_fn in cases:
+    for name, base_fn, expl_fn in track(cases, "Timing", auto_refresh=False):
         base_value, base_time = best_of(base_fn)
         expl_value, expl_time = best_of(expl_fn)
         assert base_value == expl_value, (name, base_value, expl_value)

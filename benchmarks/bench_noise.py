@@ -19,6 +19,7 @@ from fractions import Fraction
 import numpy as np
 
 import dpsense as ds
+from dpsense._progress import track
 from dpsense.noise import SystemRandom, exact
 from dpsense.noise.lattice import NoiseShape, OutputLattice, sample_on_lattice
 
@@ -108,7 +109,7 @@ def main() -> None:
     print(f"{n:,} draws per row (OpenDP: {args.peer_n:,}), best of {rep}; samples per second\n")
     print("| sampler | dpsense (CSPRNG) | numpy (insecure) | OpenDP | dpsense / OpenDP |")
     print("|---|---:|---:|---:|---:|")
-    for label, ours, base, peer_key in rows:
+    for label, ours, base, peer_key in track(rows, "Timing samplers", auto_refresh=False):
         r_ours = rate(ours, n, rep)
         r_base = rate(base, n, rep) if base is not None else float("nan")
         if peer_key and peer_key in peer:
@@ -138,7 +139,7 @@ def lattice_rates(src: SystemRandom, gen: np.random.Generator, rep: int) -> None
     )
     print("| noise | dpsense exact lattice | numpy float (inexact) | ratio |")
     print("|---|---:|---:|---:|")
-    for shape, base in shapes:
+    for shape, base in track(shapes, "Timing lattice samplers", auto_refresh=False):
 
         def ours(k: int, shape: NoiseShape = shape) -> object:
             return [

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 import dpsense as ds
+from dpsense._progress import track
 
 RESULTS = Path(__file__).resolve().parent / "results"
 LOWER, UPPER, EPSILON = 0.0, 100.0, 1.0
@@ -67,28 +68,28 @@ def speed_table(sizes: list[int], repeats: int) -> list[str]:
         + " | smooth sensitivity (ratio) | peak memory / input |",
         "|---|---:|---:|" + "---:|" * (len(METHODS) + 2),
     ]
-    for n in sizes:
-        for kind in ("continuous", "tied"):
-            x, stat = data(kind, n)
-            reps = repeats if n <= 10**7 else max(1, repeats // 2)
-            base = best_of(lambda x=x: np.median(x), reps)
-            cells, peaks = [], []
-            for method in METHODS:
+    cases = [(n, kind) for n in sizes for kind in ("continuous", "tied")]
+    for n, kind in track(cases, "Timing medians", auto_refresh=False):
+        x, stat = data(kind, n)
+        reps = repeats if n <= 10**7 else max(1, repeats // 2)
+        base = best_of(lambda x=x: np.median(x), reps)
+        cells, peaks = [], []
+        for method in METHODS:
 
-                def run(method: str = method, x: np.ndarray = x, stat: ds.Median = stat) -> None:
-                    ds.release(x, stat, epsilon=EPSILON, method=method, rng=rng)
+            def run(method: str = method, x: np.ndarray = x, stat: ds.Median = stat) -> None:
+                ds.release(x, stat, epsilon=EPSILON, method=method, rng=rng)
 
-                cells.append(f"{best_of(run, reps) / base:.2f}")
-                peaks.append(peak_bytes(run) / x.nbytes)
-            beta = ds.smooth_beta(EPSILON, 0.0)
-            ss = best_of(lambda x=x, stat=stat, beta=beta: stat.smooth_sensitivity(x, beta), reps)
-            lines.append(
-                f"| {kind} | {n:,} | {base:.3f} | "
-                + " | ".join(cells)
-                + f" | {ss / base:.2f} | {max(peaks):.2f} |"
-            )
-            print(lines[-1], flush=True)
-            del x
+            cells.append(f"{best_of(run, reps) / base:.2f}")
+            peaks.append(peak_bytes(run) / x.nbytes)
+        beta = ds.smooth_beta(EPSILON, 0.0)
+        ss = best_of(lambda x=x, stat=stat, beta=beta: stat.smooth_sensitivity(x, beta), reps)
+        lines.append(
+            f"| {kind} | {n:,} | {base:.3f} | "
+            + " | ".join(cells)
+            + f" | {ss / base:.2f} | {max(peaks):.2f} |"
+        )
+        print(lines[-1], flush=True)
+        del x
     return lines
 
 
@@ -138,7 +139,7 @@ def peer_table(n: int, repeats: int) -> list[str]:
         "| implementation | time (s) | vs numpy.median |",
         "|---|---:|---:|",
     ]
-    for label, fn in rows.items():
+    for label, fn in track(rows.items(), "Timing peers", auto_refresh=False):
         seconds = best_of(fn, repeats)
         lines.append(f"| {label} | {seconds:.3f} | {seconds / base:.2f}x |")
     lines.append(f"| numpy.median (not private) | {base:.3f} | 1.00x |")

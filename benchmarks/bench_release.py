@@ -18,6 +18,7 @@ from collections.abc import Callable
 import numpy as np
 
 import dpsense as ds
+from dpsense._progress import ProgressBar, show_progress
 
 
 def best_of(fn: Callable[[], object], repeats: int) -> float:
@@ -39,24 +40,29 @@ def main() -> None:
     warnings.simplefilter("ignore", ds.SeededRandomnessWarning)
     print("| data | n | noise | numpy.median (s) | release smooth (s) | ratio |")
     print("|---|---:|---|---:|---:|---:|")
-    for n in args.sizes:
-        data = {
-            "continuous (log-normal)": (rng.lognormal(10.5, 0.8, n), 0.0, 500_000.0),
-            "tied (integers 0-99)": (rng.integers(0, 100, n).astype(np.float64), 0.0, 100.0),
-        }
-        for label, (x, lo, hi) in data.items():
-            median = ds.Median(lo, hi)
-            base = best_of(lambda x=x: np.median(x), args.repeats)
-            for noise in args.noises:
-                ours = best_of(
-                    lambda x=x, m=median, z=noise: ds.release(
-                        x, m, epsilon=1.0, method="smooth", noise=z
-                    ),
-                    args.repeats,
-                )
-                print(
-                    f"| {label} | {n:,} | {noise} | {base:.4f} | {ours:.4f} | {ours / base:.2f} |"
-                )
+    bar = ProgressBar(show_progress(None), auto_refresh=False)
+    with bar.running():
+        bar.task("Timing releases", len(args.sizes) * 2 * len(args.noises))
+        for n in args.sizes:
+            data = {
+                "continuous (log-normal)": (rng.lognormal(10.5, 0.8, n), 0.0, 500_000.0),
+                "tied (integers 0-99)": (rng.integers(0, 100, n).astype(np.float64), 0.0, 100.0),
+            }
+            for label, (x, lo, hi) in data.items():
+                median = ds.Median(lo, hi)
+                base = best_of(lambda x=x: np.median(x), args.repeats)
+                for noise in args.noises:
+                    ours = best_of(
+                        lambda x=x, m=median, z=noise: ds.release(
+                            x, m, epsilon=1.0, method="smooth", noise=z
+                        ),
+                        args.repeats,
+                    )
+                    print(
+                        f"| {label} | {n:,} | {noise} | {base:.4f} | {ours:.4f} |"
+                        f" {ours / base:.2f} |"
+                    )
+                    bar.advance(1)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ from collections.abc import Callable
 import numpy as np
 
 import dpsense as ds
+from dpsense._progress import ProgressBar, show_progress
 
 
 def best_of(fn: Callable[[], object], repeats: int) -> float:
@@ -43,16 +44,22 @@ def main() -> None:
     print(f"beta = {beta:.5f} (epsilon = 1, delta = 1e-6, Laplace smooth framework)\n")
     print("| data | n | relation | numpy.median (s) | smooth sensitivity (s) | ratio |")
     print("|---|---:|---|---:|---:|---:|")
-    for n in args.sizes:
-        for label, (x, lo, hi) in datasets(n, rng).items():
-            median = ds.Median(lo, hi)
-            base = best_of(lambda x=x: np.median(x), args.repeats)
-            for nb in ("add-remove", "substitute"):
-                ours = best_of(
-                    lambda x=x, m=median, nb=nb: m.smooth_sensitivity(x, beta, nb),
-                    args.repeats,
-                )
-                print(f"| {label} | {n:,} | {nb} | {base:.4f} | {ours:.4f} | {ours / base:.2f} |")
+    bar = ProgressBar(show_progress(None), auto_refresh=False)
+    with bar.running():
+        bar.task("Timing smooth sensitivity", len(args.sizes) * 2 * 2)
+        for n in args.sizes:
+            for label, (x, lo, hi) in datasets(n, rng).items():
+                median = ds.Median(lo, hi)
+                base = best_of(lambda x=x: np.median(x), args.repeats)
+                for nb in ("add-remove", "substitute"):
+                    ours = best_of(
+                        lambda x=x, m=median, nb=nb: m.smooth_sensitivity(x, beta, nb),
+                        args.repeats,
+                    )
+                    print(
+                        f"| {label} | {n:,} | {nb} | {base:.4f} | {ours:.4f} | {ours / base:.2f} |"
+                    )
+                    bar.advance(1)
 
 
 if __name__ == "__main__":

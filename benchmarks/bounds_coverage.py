@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 import dpsense as ds
+from dpsense._progress import track
 from dpsense.bounds import bounds_grid
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -58,7 +59,7 @@ def main() -> None:
             for eps in (0.1, 1.0):
                 cover = whole = 0
                 up, low = [], []
-                for t in range(args.trials):
+                for t in track(range(args.trials), f"{kind}, n={n:,}, eps={eps:g}"):
                     lower, upper = ds.private_bounds(x, epsilon=eps, rng=t).value
                     if (lower, upper) == wide:
                         whole += 1

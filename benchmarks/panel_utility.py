@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 import dpsense as ds
+from dpsense._progress import track
 from dpsense.datasets import make_panel
 from dpsense.noise.rng import SeededRandom
 from quantile_utility import opendp_quantile_draw
@@ -92,7 +93,7 @@ def main() -> None:
             stat = ds.Median(lower, upper, resolution=res)
             rng = SeededRandom(5)
             ours = []
-            for _ in range(args.trials):
+            for _ in track(range(args.trials), f"{column}, eps={eps:g}: dpsense"):
                 out = ds.release(
                     table,
                     stat,
@@ -116,7 +117,11 @@ def main() -> None:
                 )
                 for y in YEARS
             }
-            peer = [abs(draws[y]() - truths[y]) for _ in range(args.trials) for y in YEARS]
+            peer = [
+                abs(draws[y]() - truths[y])
+                for _ in track(range(args.trials), f"{column}, eps={eps:g}: OpenDP")
+                for y in YEARS
+            ]
             a, b = np.array(ours), np.array(peer)
             se_a, se_b = a.std(ddof=1) / math.sqrt(a.size), b.std(ddof=1) / math.sqrt(b.size)
             ratio = a.mean() / b.mean() if b.mean() > 0 else float("nan")

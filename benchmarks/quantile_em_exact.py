@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 import quantile_utility as qu
+from dpsense._progress import track
 
 GRID = np.linspace(qu.LOWER, qu.UPPER, 1001)
 CELLS = [
@@ -78,7 +79,7 @@ def main(replicates: int = 200) -> None:
         " continuum/grid | z |",
         "|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for n, eps in CELLS:
+    for n, eps in track(CELLS, "Exact expected errors"):
         base = qu.make_data("continuous", n)
         own = np.array(
             [

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 import dpsense as ds
+from dpsense._progress import ProgressBar, show_progress
 
 RESULTS = Path(__file__).resolve().parent / "results"
 NS = (100, 300, 1_000, 10_000, 100_000)
@@ -138,33 +139,37 @@ def mae(draw: Callable[[], float], truth: float, trials: int) -> tuple[float, fl
 
 def run_grid(trials: int, peers: bool, methods: tuple[str, ...]) -> list[dict[str, Any]]:
     rows = []
-    for kind in KINDS:
-        for n in NS:
-            x = make_data(kind, n)
-            truth = statistic_for(kind)(x)
-            for eps in EPSILONS:
-                seed = int(n * 1000 + eps * 100) + KINDS.index(kind)
-                row: dict[str, Any] = {"kind": kind, "n": n, "epsilon": eps}
-                for method in methods:
-                    row[method] = mae(own_draw(method, x, kind, eps, seed), truth, trials)
-                if peers:
-                    odp = opendp_draw(x, kind, eps)
-                    if odp is not None:
-                        row["opendp"] = mae(odp, truth, trials)
-                    dpl = diffprivlib_draw(x, eps, seed)
-                    if dpl is not None:
-                        try:
-                            row["diffprivlib"] = mae(dpl, truth, trials)
-                        except RuntimeError:  # its sampler fails on some inputs ("nan")
-                            row["diffprivlib"] = (math.nan, math.nan)
-                rows.append(row)
-                print(
-                    kind,
-                    n,
-                    eps,
-                    {k: round(v[0], 4) for k, v in row.items() if isinstance(v, tuple)},
-                    flush=True,
-                )
+    bar = ProgressBar(show_progress(None))
+    with bar.running():
+        bar.task("Utility grid", len(KINDS) * len(NS) * len(EPSILONS))
+        for kind in KINDS:
+            for n in NS:
+                x = make_data(kind, n)
+                truth = statistic_for(kind)(x)
+                for eps in EPSILONS:
+                    seed = int(n * 1000 + eps * 100) + KINDS.index(kind)
+                    row: dict[str, Any] = {"kind": kind, "n": n, "epsilon": eps}
+                    for method in methods:
+                        row[method] = mae(own_draw(method, x, kind, eps, seed), truth, trials)
+                    if peers:
+                        odp = opendp_draw(x, kind, eps)
+                        if odp is not None:
+                            row["opendp"] = mae(odp, truth, trials)
+                        dpl = diffprivlib_draw(x, eps, seed)
+                        if dpl is not None:
+                            try:
+                                row["diffprivlib"] = mae(dpl, truth, trials)
+                            except RuntimeError:  # its sampler fails on some inputs ("nan")
+                                row["diffprivlib"] = (math.nan, math.nan)
+                    rows.append(row)
+                    print(
+                        kind,
+                        n,
+                        eps,
+                        {k: round(v[0], 4) for k, v in row.items() if isinstance(v, tuple)},
+                        flush=True,
+                    )
+                    bar.advance(1)
     return rows
 
 

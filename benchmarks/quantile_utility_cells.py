@@ -29,6 +29,7 @@ import numpy as np
 
 import dpsense as ds
 import quantile_utility as qu
+from dpsense._progress import track
 
 
 def declared_grid_draw(x: np.ndarray, eps: float) -> Callable[[], float]:
@@ -53,7 +54,7 @@ def averaged_over_datasets(cells: list[str], trials: int, datasets: int) -> list
         n_text, eps_text = cell.split(":")
         n, eps = int(n_text), float(eps_text)
         own, peer = [], []
-        for replicate in range(1, datasets + 1):
+        for replicate in track(range(1, datasets + 1), f"n={n}, eps={eps:g}: data sets"):
             x = qu.make_data("continuous", n, replicate)
             truth = float(np.sort(x)[math.ceil(n / 2) - 1])
             own.append(qu.mae(qu.own_draw("auto", x, "continuous", eps, replicate), truth, per)[0])
@@ -90,7 +91,7 @@ def main() -> None:
         " auto/OpenDP (z) |",
         "|---:|---:|---:|---:|---:|---:|",
     ]
-    for cell in args.cells:
+    for cell in track(args.cells, "Measuring cells"):
         n_text, eps_text = cell.split(":")
         n, eps = int(n_text), float(eps_text)
         x = qu.make_data("continuous", n)

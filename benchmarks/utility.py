@@ -64,6 +64,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 import dpsense as ds
+from dpsense._progress import ProgressBar, show_progress
 from dpsense.datasets import load_census
 from dpsense.methods.auto import choose_method
 from dpsense.methods.sample_aggregate import sample_and_aggregate
@@ -556,6 +557,7 @@ def run_study(config: StudyConfig, progress: Callable[[str], None] | None = None
             "methods": {},
         }
     done = 0
+    bar = ProgressBar(show_progress(None))
 
     def record(key: str, method: str, out: dict[str, dict[str, Any]]) -> None:
         nonlocal done
@@ -572,19 +574,25 @@ def run_study(config: StudyConfig, progress: Callable[[str], None] | None = None
             secs = sum(v["seconds"] for v in out.values())
             elapsed = time.perf_counter() - started
             progress(f"[{done}/{len(tasks)}] {key} {method}: {secs:.1f}s (elapsed {elapsed:.0f}s)")
+        bar.advance(1)
 
     if config.workers <= 1:
-        for cell, method in tasks:
-            record(*run_task(cell, method, config))
+        with bar.running():
+            bar.task("Utility study", len(tasks))
+            for cell, method in tasks:
+                record(*run_task(cell, method, config))
     else:
         with ProcessPoolExecutor(max_workers=config.workers) as pool:
             futures = [pool.submit(run_task, cell, method, config) for cell, method in tasks]
-            try:
-                for future in as_completed(futures):
-                    record(*future.result())
-            except BaseException:
-                pool.shutdown(wait=False, cancel_futures=True)
-                raise
+            # the bar starts once the workers are forked: none inherits its lock or stdout
+            with bar.running():
+                bar.task("Utility study", len(tasks))
+                try:
+                    for future in as_completed(futures):
+                        record(*future.result())
+                except BaseException:
+                    pool.shutdown(wait=False, cancel_futures=True)
+                    raise
     # keep the table order of METHODS
     for entry in results.values():
         order = [s.key for s in METHODS[entry["statistic"]]]

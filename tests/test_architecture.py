@@ -15,6 +15,7 @@ LAYERS = {
     "params": 1,
     "neighbours": 1,
     "_arrays": 1,
+    "_progress": 1,
     "noise": 2,
     "statistics": 2,
     "sensitivity": 3,

@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from scipy import optimize, stats
+from tests.conftest import FakeTerminal
 
 from dpsense.audit import (
     AuditResult,
@@ -341,6 +342,38 @@ def test_labels_of_continuous_bins_and_tails() -> None:
     assert result.worst_event.startswith(("tail <", "tail >=", "bin ["))
 
 
+# ----------------------------------------------------------------------------- progress
+
+
+def test_no_progress_bar_off_a_terminal(
+    capsys: pytest.CaptureFixture[str], rich_tasks: list[str]
+) -> None:
+    assert histogram_audit(*laplace(1.0, seed=5), epsilon=1.0, n=20_000).passed
+    assert rich_tasks == []
+    assert capsys.readouterr() == ("", "")
+
+
+def test_progress_bar_on_a_terminal_follows_the_draws(
+    terminal: Callable[[], FakeTerminal], rich_tasks: list[str]
+) -> None:
+    stderr = terminal()
+    result = histogram_audit(*laplace(1.0, seed=5), epsilon=1.0, n=20_000)
+    assert rich_tasks == ["Drawing outputs"]
+    assert "Drawing outputs" in stderr.getvalue()
+    assert "100%" in stderr.getvalue()
+    # the bar changes nothing in the audit
+    assert result == histogram_audit(*laplace(1.0, seed=5), epsilon=1.0, n=20_000, progress=False)
+    assert rich_tasks == ["Drawing outputs"]
+
+
+def test_forced_progress_bar_uses_rich_but_not_stdout(
+    capsys: pytest.CaptureFixture[str], rich_tasks: list[str]
+) -> None:
+    histogram_audit(*laplace(1.0, seed=5), epsilon=1.0, n=20_000, progress=True)
+    assert rich_tasks == ["Drawing outputs"]
+    assert capsys.readouterr().out == ""
+
+
 # --------------------------------------------------------------------------- validation
 
 
@@ -369,6 +402,7 @@ def good() -> tuple[Sampler, Sampler]:
         ({"epsilon": 1, "alpha": 1.0}, "'alpha'"),
         ({"epsilon": 1, "bins": 1}, "The 'bins' parameter of histogram_audit must be an int >= 2"),
         ({"epsilon": 1, "both_directions": "yes"}, "'both_directions'"),
+        ({"epsilon": 1, "progress": "yes"}, "'progress' parameter of histogram_audit"),
     ],
 )
 def test_histogram_audit_rejects_bad_parameters(kwargs: dict[str, Any], message: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from itertools import combinations, combinations_with_replacement
 from typing import Any
@@ -10,9 +11,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.conftest import FakeTerminal
 
 from dpsense.errors import InputError
-from dpsense.sensitivity import empirical_sensitivity, empirical_sensitivity_profile
+from dpsense.sensitivity import empirical_sensitivity, empirical_sensitivity_profile, explorer
 
 POP = [1, 2, 3, 10, 11]
 
@@ -302,10 +304,50 @@ def test_vectorized_flags() -> None:
     assert empirical_sensitivity(np.median, [1, 2, 3], POP, vectorized=False) == 0.5
 
 
-def test_progress_bar(capsys: pytest.CaptureFixture[str]) -> None:
+def test_progress_bar(capsys: pytest.CaptureFixture[str], rich_tasks: list[str]) -> None:
     got = empirical_sensitivity(vec_median, [1, 2, 3], POP, model="population", progress=True)
     assert got == 0.5
+    assert rich_tasks == ["Evaluating f", "Comparing neighbours"]  # forced: rich draws it
     assert capsys.readouterr().out == ""
+
+
+@pytest.fixture
+def small_jobs_are_large(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every job is large enough for a progress bar by default."""
+    monkeypatch.setattr(explorer, "_PROGRESS_THRESHOLD", 0)
+
+
+@pytest.mark.usefixtures("small_jobs_are_large")
+def test_no_progress_bar_off_a_terminal(
+    capsys: pytest.CaptureFixture[str], rich_tasks: list[str]
+) -> None:
+    assert not sys.stderr.isatty()
+    got = empirical_sensitivity(vec_median, [1, 2, 3], POP, model="population")
+    assert got == 0.5
+    assert rich_tasks == []
+    assert capsys.readouterr() == ("", "")
+
+
+@pytest.mark.usefixtures("small_jobs_are_large")
+def test_progress_bar_on_a_terminal(
+    terminal: Callable[[], FakeTerminal], rich_tasks: list[str]
+) -> None:
+    stderr = terminal()
+    got = empirical_sensitivity(vec_median, [1, 2, 3], POP, model="population")
+    assert got == 0.5
+    assert rich_tasks == ["Evaluating f", "Comparing neighbours"]
+    assert "Evaluating f" in stderr.getvalue()
+    assert "Comparing neighbours" in stderr.getvalue()
+
+
+def test_progress_bar_only_for_large_jobs_or_when_asked(
+    terminal: Callable[[], FakeTerminal], rich_tasks: list[str]
+) -> None:
+    stderr = terminal()
+    empirical_sensitivity(vec_median, [1, 2, 3], POP, model="population")  # small job
+    empirical_sensitivity(vec_median, [1, 2, 3], POP, model="population", progress=False)
+    assert rich_tasks == []
+    assert stderr.getvalue() == ""
 
 
 # ----------------------------------------------------------------- property test

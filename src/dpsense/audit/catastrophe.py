@@ -17,7 +17,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from dpsense.audit.histogram import Sampler, _check_sampler, _draw, _fail, _judge
+from dpsense.audit._confidence import _judge
+from dpsense.audit._sampling import Sampler, _check_sampler, _draw, _fail
 from dpsense.errors import InputError
 from dpsense.params import check_epsilon, check_int, check_probability
 

@@ -15,318 +15,26 @@ derives the bound.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Final, cast
+from typing import Final
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
-from scipy import stats
+from numpy.typing import NDArray
 
-from dpsense.errors import InputError
+from dpsense._progress import ProgressBar, show_progress
+from dpsense.audit._binning import MAX_DISCRETE_VALUES as MAX_DISCRETE_VALUES
+from dpsense.audit._binning import _make_bins, _pilot_size
+from dpsense.audit._confidence import _judge, clopper_pearson
+from dpsense.audit._sampling import Outputs as Outputs
+from dpsense.audit._sampling import Sampler, _check_sampler, _common, _draw, _fail
 from dpsense.params import check_delta, check_epsilon, check_int, check_probability
 
 __all__ = ["AuditResult", "Sampler", "clopper_pearson", "histogram_audit"]
 
-Sampler = Callable[[int], ArrayLike]
-"""``sampler(n)`` returns ``n`` independent outputs of a mechanism on one fixed dataset."""
-
-Outputs = NDArray[np.float64] | NDArray[np.int64]
 FloatArray = NDArray[np.float64]
 
 DEFAULT_BINS: Final = 40
 """Number of quantile bins of continuous outputs when ``bins`` is not given."""
-MAX_DISCRETE_VALUES: Final = 512
-"""Integer outputs with at most this many distinct pilot values get one bin per value."""
-_MIN_PILOT: Final = 2_000
-"""Smallest pilot sample per dataset (capped at ``n``)."""
-_PILOT_PER_BIN: Final = 250
-"""Pilot outputs per dataset per requested bin, so quantile edges are stable."""
-_MAX_LOG: Final = 700.0
-"""``exp`` of anything larger overflows float64; ``e^epsilon`` is capped here."""
-
-
-# ----------------------------------------------------------------------------- statistics
-
-
-def clopper_pearson(
-    count: ArrayLike, n: int, alpha: float
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    r"""Two-sided Clopper–Pearson confidence interval for a binomial proportion.
-
-    For ``count`` successes in ``n`` trials the interval is
-
-    .. math::
-
-        \underline{p} = B^{-1}\!\left(\tfrac{\alpha}{2};\, k,\, n - k + 1\right), \qquad
-        \overline{p} = B^{-1}\!\left(1 - \tfrac{\alpha}{2};\, k + 1,\, n - k\right),
-
-    with :math:`\underline{p} = 0` when :math:`k = 0` and :math:`\overline{p} = 1` when
-    :math:`k = n`; :math:`B^{-1}(q; a, b)` is the quantile function of the Beta(a, b)
-    distribution. Each side fails with probability at most :math:`\alpha / 2`, for every
-    true proportion, so the interval is conservative (exact coverage >= 1 - alpha). At
-    :math:`k = 0` the upper end is :math:`1 - (\alpha/2)^{1/n}`.
-
-    Parameters
-    ----------
-    count : array_like of int
-        Numbers of successes, each in ``[0, n]``.
-    n : int
-        Number of trials (at least 1).
-    alpha : float
-        Level: the interval covers the true proportion with probability >= 1 - alpha.
-
-    Returns
-    -------
-    lower, upper : ndarray of float
-        The interval ends, with the shape of ``count``.
-
-    References
-    ----------
-    Clopper and Pearson, "The use of confidence or fiducial limits illustrated in the
-    case of the binomial", Biometrika 26(4), 1934, pp. 404–413.
-
-    Examples
-    --------
-    >>> lower, upper = clopper_pearson([0, 50, 100], 100, 0.05)
-    >>> [round(float(v), 4) for v in upper]
-    [0.0362, 0.6017, 1.0]
-    """
-    where = "clopper_pearson"
-    trials = check_int(n, "n", where=where, minimum=1)
-    level = check_probability(alpha, "alpha", where=where)
-    k = np.asarray(count)
-    if k.dtype.kind not in "iu" or np.any(k < 0) or np.any(k > trials):
-        raise InputError(
-            f"The 'count' parameter of {where} must hold integers in [0, n={trials}]. "
-            "Got values outside that range or of a non-integer type instead."
-        )
-    kf = k.astype(np.float64)
-    # Evaluate the Beta quantiles only where they are defined (shape parameters > 0).
-    safe_lo = np.maximum(kf, 1.0)
-    safe_hi = np.minimum(kf, trials - 1.0)
-    lower = np.where(k > 0, stats.beta.ppf(level / 2, safe_lo, trials - safe_lo + 1.0), 0.0)
-    upper = np.where(k < trials, stats.beta.isf(level / 2, safe_hi + 1.0, trials - safe_hi), 1.0)
-    return np.asarray(lower, dtype=np.float64), np.asarray(upper, dtype=np.float64)
-
-
-def _exp_epsilon(epsilon: float) -> float:
-    return math.exp(min(epsilon, _MAX_LOG))
-
-
-@dataclass(frozen=True)
-class _Judgement:
-    """The verdict on a family of events, for one or both directions."""
-
-    epsilon_lower_bound: float
-    delta_excess: float
-    worst: int  # index of the worst event
-    direction: str
-    events_tested: int
-
-
-def _judge(
-    counts_x: NDArray[np.int64],
-    counts_y: NDArray[np.int64],
-    n: int,
-    *,
-    epsilon: float,
-    delta: float,
-    alpha: float,
-    both_directions: bool,
-    prefer: str,
-) -> _Judgement:
-    """Bonferroni-corrected Clopper–Pearson verdict over events with the given counts.
-
-    ``prefer`` chooses the worst event: ``"ratio"`` (the one giving the epsilon lower
-    bound) or ``"excess"`` (the one with the largest delta excess).
-    """
-    directions = [("x over x'", counts_x, counts_y)]
-    if both_directions:
-        directions.append(("x' over x", counts_y, counts_x))
-    # m probabilities are bounded, each by a two-sided interval at level alpha / m.
-    m = counts_x.shape[0] * len(directions)
-    growth = _exp_epsilon(epsilon)
-    best_ratio, best_excess = -math.inf, -math.inf
-    ratio_at = excess_at = (0, directions[0][0])
-    for name, c_num, c_den in directions:
-        lower, _ = clopper_pearson(c_num, n, alpha / m)
-        _, upper = clopper_pearson(c_den, n, alpha / m)
-        excess = lower - growth * upper - delta
-        i = int(np.argmax(excess))
-        if excess[i] > best_excess:
-            best_excess, excess_at = float(excess[i]), (i, name)
-        usable = lower > delta
-        if np.any(usable):
-            ratio = np.full(lower.shape, -math.inf)
-            ratio[usable] = np.log(lower[usable] - delta) - np.log(upper[usable])
-            j = int(np.argmax(ratio))
-            if ratio[j] > best_ratio:
-                best_ratio, ratio_at = float(ratio[j]), (j, name)
-    if prefer == "ratio" and best_ratio > -math.inf:
-        worst, direction = ratio_at
-    else:
-        worst, direction = excess_at
-    return _Judgement(
-        epsilon_lower_bound=max(best_ratio, 0.0),
-        delta_excess=best_excess,
-        worst=worst,
-        direction=direction,
-        events_tested=m,
-    )
-
-
-# ----------------------------------------------------------------------------- sampling
-
-
-def _fail(name: str, where: str, expected: str, got: object) -> InputError:
-    return InputError(f"The '{name}' parameter of {where} must be {expected}. Got {got!r} instead.")
-
-
-def _check_sampler(sampler: object, name: str, where: str) -> Sampler:
-    if not callable(sampler):
-        raise _fail(name, where, "a callable that takes n and returns n outputs", sampler)
-    return cast(Sampler, sampler)
-
-
-def _draw(sampler: Sampler, n: int, name: str, where: str) -> Outputs:
-    """Call ``sampler(n)`` and check it returned ``n`` finite numbers in a 1-D array."""
-    result = sampler(n)
-    try:
-        out = np.asarray(result)
-    except (TypeError, ValueError) as exc:
-        raise InputError(
-            f"The '{name}' parameter of {where} must return a 1-D numeric array of n={n} "
-            f"outputs; its result could not be read as an array ({type(exc).__name__})."
-        ) from exc
-    if out.dtype.kind not in "biuf":
-        raise InputError(
-            f"The '{name}' parameter of {where} must return a 1-D array of numbers. "
-            f"Got an array of dtype {out.dtype} instead; return floats or integers."
-        )
-    if out.shape != (n,):
-        raise InputError(
-            f"The '{name}' parameter of {where} must return a 1-D array of n={n} outputs. "
-            f"Got an array of shape {out.shape} instead; it must honour its argument n."
-        )
-    if out.dtype.kind == "f":
-        finite = np.isfinite(out)
-        if not np.all(finite):
-            bad = int(np.count_nonzero(~finite))
-            raise InputError(
-                f"The '{name}' parameter of {where} must return finite outputs. Got {bad} "
-                f"NaN or infinite values among {n} instead; an audit needs finite outputs."
-            )
-        return np.asarray(out, dtype=np.float64)
-    return np.asarray(out, dtype=np.int64)
-
-
-def _common(arrays: list[Outputs]) -> list[Outputs]:
-    """All integer (int64) if every array is integer, otherwise all float64."""
-    if all(a.dtype.kind == "i" for a in arrays):
-        return arrays
-    return [np.asarray(a, dtype=np.float64) for a in arrays]
-
-
-# ----------------------------------------------------------------------------- binning
-
-
-@dataclass(frozen=True)
-class _Bins:
-    """An ordered partition of the real line by ``edges``: bin i is [e_{i-1}, e_i).
-
-    Bin 0 is ``(-inf, e_0)`` and the last bin ``[e_{-1}, inf)``.
-    """
-
-    edges: Outputs
-    integer: bool
-
-    @property
-    def count(self) -> int:
-        return int(self.edges.shape[0]) + 1
-
-    def histogram(self, outputs: Outputs) -> NDArray[np.int64]:
-        index = np.searchsorted(self.edges, outputs, side="right")
-        return np.bincount(index, minlength=self.count).astype(np.int64)
-
-    def _text(self, value: Any) -> str:
-        return str(int(value)) if self.integer else f"{float(value):.6g}"
-
-    def _is_successor(self, i: int) -> bool:
-        """Whether edge i is the successor of edge i - 1 (the bin between holds one value)."""
-        if i <= 0:
-            return False
-        return bool(self.edges[i] == _successor(self.edges[i - 1 : i], self.integer)[0])
-
-    def _from(self, i: int) -> str:
-        """Text for 'outputs at or above edge i'."""
-        if not self.integer and self._is_successor(i):
-            return f"> {self._text(self.edges[i - 1])}"
-        return f">= {self._text(self.edges[i])}"
-
-    def _below(self, i: int) -> str:
-        """Text for 'outputs below edge i'."""
-        if not self.integer and self._is_successor(i):
-            return f"<= {self._text(self.edges[i - 1])}"
-        return f"< {self._text(self.edges[i])}"
-
-    def bin_label(self, b: int) -> str:
-        last = self.count - 1
-        if b == 0:
-            return f"tail {self._below(0)}"
-        if b == last:
-            return f"tail {self._from(last - 1)}"
-        if self._is_successor(b):
-            return f"value {self._text(self.edges[b - 1])}"
-        upper = self._text(self.edges[b])
-        if not self.integer and self._is_successor(b - 1):
-            return f"bin ({self._text(self.edges[b - 2])}, {upper})"
-        return f"bin [{self._text(self.edges[b - 1])}, {upper})"
-
-    def prefix_label(self, length: int) -> str:
-        return f"tail {self._below(length - 1)}"
-
-    def suffix_label(self, start: int) -> str:
-        return f"tail {self._from(start - 1)}"
-
-
-def _successor(values: NDArray[Any], integer: bool) -> NDArray[Any]:
-    if integer:
-        return np.asarray(values + 1, dtype=np.int64)
-    return np.asarray(np.nextafter(values, np.inf), dtype=np.float64)
-
-
-def _make_bins(pilot: Outputs, bins: int) -> _Bins:
-    """Bin edges from the pooled pilot sample only (never from the tested outputs).
-
-    Integer outputs with few distinct values get one bin per value. Otherwise the edges
-    are the pilot's ``bins``-quantiles, and values that carry a lump of probability (any
-    repeated float, or an integer holding a whole quantile bin) get a bin of their own,
-    so that a point mass, such as a mechanism that adds no noise, is tested as an event.
-    """
-    integer = pilot.dtype.kind == "i"
-    values, counts = np.unique(pilot, return_counts=True)
-    if integer and values.shape[0] <= MAX_DISCRETE_VALUES:
-        atoms = values
-        quantile_edges = values[:0]
-    else:
-        levels = np.arange(1, bins) / bins
-        quantile_edges = np.quantile(pilot, levels, method="inverted_cdf")
-        heavy = 2 if not integer else max(2, math.ceil(pilot.shape[0] / bins))
-        candidates = np.flatnonzero(counts >= heavy)
-        # the `bins` heaviest lumps, so rounded outputs cannot multiply the events
-        order = candidates[np.argsort(-counts[candidates], kind="stable")][:bins]
-        atoms = values[np.sort(order)]
-    if integer:
-        atoms = atoms[atoms < np.iinfo(np.int64).max]
-    merged = np.unique(np.concatenate([quantile_edges, atoms, _successor(atoms, integer)]))
-    edges: Outputs = merged.astype(np.int64) if integer else merged.astype(np.float64)
-    return _Bins(edges=edges, integer=integer)
-
-
-def _pilot_size(n: int, bins: int) -> int:
-    return min(n, max(_MIN_PILOT, _PILOT_PER_BIN * bins))
 
 
 # ----------------------------------------------------------------------------- the audit
@@ -418,6 +126,7 @@ def histogram_audit(
     bins: int | None = None,
     alpha: float = 0.05,
     both_directions: bool = True,
+    progress: bool | None = None,
 ) -> AuditResult:
     r"""Audit an (epsilon, delta)-DP claim on one pair of neighbouring datasets.
 
@@ -463,6 +172,9 @@ def histogram_audit(
     both_directions : bool, default True
         Test ``P_x`` against ``P_x'`` and ``P_x'`` against ``P_x``. With False only the
         first is tested (and the Bonferroni factor halves).
+    progress : bool or None, default None
+        Show a transient progress bar on stderr while the outputs are drawn (it advances
+        after each call of a sampler). ``None``: only when stderr is a terminal.
 
     Returns
     -------
@@ -513,12 +225,21 @@ def histogram_audit(
     level = check_probability(alpha, "alpha", where=where)
     if not isinstance(both_directions, bool | np.bool_):
         raise _fail("both_directions", where, "True or False", both_directions)
+    if progress is not None and not isinstance(progress, bool | np.bool_):
+        raise _fail("progress", where, "True, False or None", progress)
 
     pilot = _pilot_size(size, n_bins)
-    pilot_x = _draw(sx, pilot, "sample_x", where)
-    pilot_y = _draw(sy, pilot, "sample_y", where)
-    out_x = _draw(sx, size, "sample_x", where)
-    out_y = _draw(sy, size, "sample_y", where)
+    bar = ProgressBar(show_progress(None if progress is None else bool(progress)))
+    with bar.running():
+        bar.task("Drawing outputs", 2 * (pilot + size))
+        pilot_x = _draw(sx, pilot, "sample_x", where)
+        bar.advance(pilot)
+        pilot_y = _draw(sy, pilot, "sample_y", where)
+        bar.advance(pilot)
+        out_x = _draw(sx, size, "sample_x", where)
+        bar.advance(size)
+        out_y = _draw(sy, size, "sample_y", where)
+        bar.advance(size)
     pilot_x, pilot_y, out_x, out_y = _common([pilot_x, pilot_y, out_x, out_y])
 
     partition = _make_bins(np.concatenate([pilot_x, pilot_y]), n_bins)
