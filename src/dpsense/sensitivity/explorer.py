@@ -37,7 +37,7 @@ from numpy.typing import ArrayLike
 
 from dpsense._arrays import FloatArray
 from dpsense._progress import ProgressBar, show_progress
-from dpsense.errors import InputError
+from dpsense.errors import EvaluationLimitError, InputError
 from dpsense.neighbours import ADD_REMOVE, Neighbours
 from dpsense.params import check_int
 from dpsense.sensitivity._enumeration import (
@@ -131,18 +131,20 @@ def _explore(req: _Request, where: str) -> _Result:
 
     limit = req.max_evaluations
     if n_eval > limit:
-        raise InputError(
+        raise EvaluationLimitError(
             f"{where} would evaluate f on {_format_count(n_eval)} distinct datasets, more "
             f"than max_evaluations={limit:,}. Use a smaller universe, hamming or distance, "
-            f"or raise the limit, e.g. max_evaluations={_suggest(n_eval)}."
+            f"or raise the limit, e.g. max_evaluations={_suggest(n_eval)}.",
+            n_eval,
         )
     n_pairs = n_base * n_deltas
     if n_pairs > _PAIR_FACTOR * limit:
-        raise InputError(
+        raise EvaluationLimitError(
             f"{where} would compare {_format_count(n_pairs)} (dataset, neighbour) pairs, "
             f"more than {_PAIR_FACTOR} x max_evaluations = {_PAIR_FACTOR * limit:,}. Use a "
             "smaller universe, hamming or distance, or raise the limit, e.g. "
-            f"max_evaluations={_suggest(n_pairs / _PAIR_FACTOR)}."
+            f"max_evaluations={_suggest(n_pairs / _PAIR_FACTOR)}.",
+            n_pairs / _PAIR_FACTOR,
         )
 
     # Enumerate the table.
