@@ -80,9 +80,9 @@ def as_indicator(
                 out[i] = 0.0
             else:
                 raise InputError(
-                    f"The '{name}' data of {where} must hold 0/1, true/false or yes/no per "
-                    "user, but some entries are something else (other text, empty or "
-                    "missing). Recode or drop those entries."
+                    f"The '{name}' data of {where} must hold one indicator per user (zeros "
+                    "and ones, true/false or yes/no), but some entries are something else "
+                    "(other text, empty or missing). Recode or drop those entries."
                 )
         arr = out
     return as_data(arr, name=name, where=where, allow_empty=allow_empty)
