@@ -21,6 +21,7 @@ __all__ = [
     "check_finite",
     "check_int",
     "check_probability",
+    "rest_of_budget",
     "smooth_beta",
     "validate_bounds",
 ]
@@ -141,3 +142,17 @@ def smooth_beta(epsilon: float, delta: float = 0.0) -> float:
     if dlt == 0.0:
         return eps / 6.0
     return eps / (2.0 * math.log(2.0 / dlt))
+
+
+def rest_of_budget(total: float, used: float) -> float:
+    """The largest double r with ``used + r <= total`` in exact arithmetic.
+
+    ``total - used`` in floating point may round up by half an ulp, which would make the
+    parts of a split budget add up to more than the total.
+    """
+    from fractions import Fraction
+
+    rest = total - used
+    while rest > 0 and Fraction(used) + Fraction(rest) > Fraction(total):
+        rest = math.nextafter(rest, 0.0)
+    return rest

@@ -28,20 +28,30 @@ import dpsense as ds
 from dpsense.errors import InputError
 from dpsense.mechanisms import quantiles as mq
 from dpsense.mechanisms._permute_flip import pf_eta
-from dpsense.mechanisms.quantiles import QuantileCall, RecursiveQuantiles, halving_depth
+from dpsense.mechanisms.quantile import grid_selection
+from dpsense.mechanisms.quantiles import (
+    QuantileCall,
+    RecursiveQuantiles,
+    dithered,
+    halving_depth,
+)
 from dpsense.noise.rng import SeededRandom
-from dpsense.statistics._grid import ResolutionGrid
+from dpsense.statistics._grid import CandidateGrid, PowerOfTwoGrid, ResolutionGrid
 
 GRID = ResolutionGrid.build(0.0, 5.0, 1.0, "test")  # 6 candidates: permute-and-flip
 Law = dict[tuple[float, ...], float]
 
 
 def call_pmf(x: NDArray[np.float64], call: QuantileCall) -> NDArray[np.float64]:
-    """Permute-and-flip's exact pmf over the call's sub-grid (McKenna and Sheldon 2020)."""
+    """The exact pmf of the call over its sub-grid: permute-and-flip (McKenna and Sheldon
+    2020) on small grids, the exponential mechanism otherwise, as the mechanism chooses."""
     values = call.grid.values(np.arange(call.grid.size))
     a = np.array([int(np.sum(x < v)) for v in values])
     b = np.array([int(np.sum(x > v)) for v in values])
     s = call.score.scores(a, b).astype(float)
+    if grid_selection(call.grid) == "exponential-mechanism":
+        weights = np.exp(-call.score.eta * (s - s.min()))
+        return weights / weights.sum()
     probs = np.exp(-float(pf_eta(call.score)) * (s - s.min()))
     out = np.zeros(values.size)
     for k in range(values.size):
@@ -82,9 +92,11 @@ def exact_law(
     return dict(law)
 
 
-def mechanism(ps: Sequence[float], eps: float, relation: str = "add-remove") -> RecursiveQuantiles:
+def mechanism(
+    ps: Sequence[float], eps: float, relation: str = "add-remove", grid: CandidateGrid = GRID
+) -> RecursiveQuantiles:
     levels = tuple(Fraction(p).limit_denominator(10**6) for p in ps)
-    return RecursiveQuantiles(levels, GRID, eps, relation)  # type: ignore[arg-type]
+    return RecursiveQuantiles(levels, grid, eps, relation)  # type: ignore[arg-type]
 
 
 def worst_log_ratio(p: Law, q: Law) -> float:
@@ -102,8 +114,10 @@ def neighbours_of(x: list[float], relation: str) -> list[list[float]]:
     return [[*x[:i], v, *x[i + 1 :]] for i in range(len(x)) for v in UNIVERSE]
 
 
-def worst_over_neighbours(ps: Sequence[float], eps: float, relation: str) -> float:
-    mech = mechanism(ps, eps, relation)
+def worst_over_neighbours(
+    ps: Sequence[float], eps: float, relation: str, built_for: str | None = None
+) -> float:
+    mech = mechanism(ps, eps, built_for or relation)
     worst = 0.0
     for x in DATASETS:
         if relation == "substitute" and not x:
@@ -129,6 +143,12 @@ def test_without_the_budget_split_the_loss_exceeds_epsilon(
 ) -> None:
     monkeypatch.setattr(mq, "halving_depth", lambda m: 1)  # every depth gets all of epsilon
     assert worst_over_neighbours((0.2, 0.5, 0.8), 1.0, "add-remove") > 1.0
+
+
+def test_under_substitute_without_the_factor_two_the_loss_exceeds_epsilon() -> None:
+    """Built for add-remove (eps/D per call), a substitution that moves a record between
+    two calls of one depth costs twice a call: the tuple is not eps-DP under substitute."""
+    assert worst_over_neighbours((0.2, 0.5, 0.8), 1.0, "substitute", "add-remove") > 1.0
 
 
 def test_a_unit_of_two_rows_costs_at_most_epsilon_at_half_the_row_budget() -> None:
@@ -165,15 +185,61 @@ def test_the_sampler_draws_the_analysed_joint_law() -> None:
     assert stats.chisquare(observed, expected * observed.sum() / expected.sum()).pvalue > 0.001
 
 
+def test_the_exponential_mechanism_path_draws_the_analysed_joint_law(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """ds.release runs the exponential mechanism on sub-grids of a power-of-two grid (with
+    its window and tail steps): its joint law matches too, and so does its privacy."""
+    import dpsense.mechanisms.quantile as single
+
+    monkeypatch.setattr(single, "PF_MAX_GRID", 0)  # never permute-and-flip
+    grid = PowerOfTwoGrid.build(0.0, 5.0, "test", bits=3)
+    mech = mechanism((0.2, 0.5, 0.8), 2.0, grid=grid)
+    assert grid_selection(grid) == "exponential-mechanism"
+    x = np.array([0.0, 0.5, 1.0, 1.25, 2.0, 3.0, 3.0, 3.5, 4.0, 5.0] * 2)
+    law = exact_law(mech, x)
+    rng = SeededRandom(8)
+    counts: defaultdict[tuple[float, ...], int] = defaultdict(int)
+    for row in mech.sample(x.copy(), rng, 20_000):
+        assert tuple(row) in law
+        counts[tuple(row)] += 1
+    keys = sorted(law)
+    expected = np.array([law[k] for k in keys]) * 20_000
+    observed = np.array([counts[k] for k in keys], dtype=float)
+    small = expected < 5
+    observed = np.append(observed[~small], observed[small].sum())
+    expected = np.append(expected[~small], expected[small].sum())
+    assert stats.chisquare(observed, expected * observed.sum() / expected.sum()).pvalue > 0.001
+    worst = 0.0
+    base = exact_law(mechanism((0.2, 0.5, 0.8), 1.0, grid=grid), np.array([1.0, 3.0, 4.0]))
+    for y in ([1.0, 3.0], [1.0, 3.0, 4.0, 0.0], [1.0, 3.0, 4.0, 5.0], [3.0, 4.0]):
+        other = exact_law(mechanism((0.2, 0.5, 0.8), 1.0, grid=grid), np.array(y))
+        worst = max(worst, worst_log_ratio(base, other))
+    assert 0.2 < worst <= 1.0 + 1e-9
+
+
+def test_dithering_offsets_are_uniform_in_the_cell_and_ignore_the_data() -> None:
+    x = np.repeat([3.0, 7.0], 5000)
+    off = dithered(x, 0.5, SeededRandom(3)) - x
+    assert np.all((off >= -0.25) & (off < 0.25))
+    assert stats.kstest(off, stats.uniform(loc=-0.25, scale=0.5).cdf).pvalue > 0.001
+    other = np.linspace(-100, 100, x.size)
+    assert np.allclose(dithered(other, 0.5, SeededRandom(3)) - other, off, rtol=0, atol=1e-12)
+
+
 def test_depth_and_budget_per_call() -> None:
     assert [halving_depth(m) for m in (1, 2, 3, 4, 5, 7, 8, 15)] == [1, 2, 2, 3, 3, 3, 4, 4]
     assert mechanism((0.1, 0.25, 0.5, 0.75, 0.9), 1.0).per_call == pytest.approx(1 / 3)
     sub = mechanism((0.1, 0.25, 0.5, 0.75, 0.9), 1.0, "substitute")
     assert sub.per_call == pytest.approx(1 / 6)
     assert mechanism((0.5,), 1.0, "substitute").per_call == 1.0  # one call, substitute score
+    rs = np.random.default_rng(0)
     for m in range(1, 40):
-        mech = mechanism([(i + 1) / (m + 1) for i in range(m)], 0.7)
-        assert mech.per_call * mech.depth <= 0.7
+        eps = float(rs.uniform(0.01, 10))  # about a third overshoot if compared in floats
+        for relation, factor in (("add-remove", 1), ("substitute", 2)):
+            mech = mechanism([(i + 1) / (m + 1) for i in range(m)], eps, relation)
+            depths = 1 if m == 1 else factor * mech.depth
+            assert Fraction(mech.per_call) * depths <= Fraction(eps)  # exactly
 
 
 def quiet_release(*args: object, **kwargs: object) -> ds.Release:

@@ -400,7 +400,7 @@ class JointExponentialQuantiles:
 
     JointExp (Gillenwater, Joseph and Kulesza 2021) samples its tuples from the
     conditional distributions of a dynamic program computed in floating point; no exact
-    sampler exists here yet, so it is not offered (docs/quantile_mechanisms.md, section 4).
+    sampler exists here yet, so it is not offered (docs/quantile_mechanisms.md, section 7).
     Use :class:`ExponentialQuantile` once per level with a split budget.
     """
 

@@ -11,15 +11,16 @@ grows with :math:`\log m` rather than m:
    :math:`(p_j - p_i)/(1 - p_i)` for j > i);
 3. recurse on both sides, to depth :math:`D = \lfloor \log_2 m \rfloor + 1`.
 
-**Privacy** (docs/quantile_mechanisms.md §8 proves it). Every call at one depth runs on a
+**Privacy** (docs/quantile_mechanisms.md §7 proves it). Every call at one depth runs on a
 disjoint part of the records, and which part a record falls in is a function of that
 record and of values already released. Adding or removing one record changes the data of
 exactly one call per depth, so a depth costs what one call costs (parallel composition),
 and the D depths compose adaptively: each call gets :math:`\varepsilon / D`. Under
 substitute a record may move from one call's data to another's, so each call gets
-:math:`\varepsilon / (2D)` with the add-remove score (for m = 1: one call, substitute score,
-the full epsilon). A privacy unit with m rows changes the calls of one depth by at most m
-rows in total; the caller divides epsilon by m first (linear in the score change).
+:math:`\varepsilon / (2D)` with the add-remove score (for a single level: one call,
+substitute score, the full epsilon). A privacy unit with M rows changes the calls of one
+depth by at most M rows in total; the caller divides epsilon by M first (linear in the
+score change).
 
 **Exactness.** Every sub-range is a :class:`~dpsense.statistics._grid.SubGrid` of the
 one public grid of the bounds, so every output is one of its doubles, and each draw has
@@ -155,6 +156,8 @@ class RecursiveQuantiles:
             out[np.ix_(rows, np.arange(offset, offset + len(levels)))] = v_lo
             return
         picks = k_lo + sample_on_grid(rng, x.copy(), step.grid, step.score, rows.shape[0])
+        if picks.shape[0] > 1:  # the sampler lists tail draws last: make the rows iid
+            picks = picks[_permutation(rng, picks.shape[0])]
         out[rows, offset + step.index] = self.grid.values(picks)
         for k in np.unique(picks).tolist():
             v = float(self.grid.values(np.array([k]))[0])
@@ -173,6 +176,15 @@ class QuantileCall:
     score: QuantileScore
 
 
+def _permutation(rng: RandomSource, n: int) -> NDArray[np.intp]:
+    """A uniformly random permutation of range(n) (Fisher-Yates, exact integers)."""
+    out = np.arange(n)
+    for i in range(n - 1, 0, -1):
+        j = rng.randbelow(i + 1)
+        out[i], out[j] = out[j], out[i]
+    return out
+
+
 def dithered(xc: F64, resolution: float, rng: RandomSource) -> F64:
     """Each record plus its own uniform offset in [-r/2, r/2) (r = ``resolution``).
 
@@ -189,6 +201,6 @@ def dithered(xc: F64, resolution: float, rng: RandomSource) -> F64:
 def _round_down(share: float, epsilon: float, depth: int, neighbours: Neighbours) -> float:
     """``share`` lowered until the depths' total is at most epsilon in floating point."""
     factor = depth if neighbours == "add-remove" else 2 * depth
-    while share * factor > epsilon:
+    while Fraction(share) * factor > Fraction(epsilon):  # exactly, not in floating point
         share = float(np.nextafter(share, 0.0))
     return share

@@ -20,6 +20,7 @@ from dpsense.mechanisms.additive import DiscreteLaplaceMechanism, LaplaceMechani
 from dpsense.methods.bounded_ls import discrete_laplace_margin, laplace_with_private_bound
 from dpsense.neighbours import ADD_REMOVE, Neighbours
 from dpsense.noise.rng import RandomSource
+from dpsense.params import rest_of_budget
 
 __all__ = ["count_intervals", "naive_draws", "ratio_sensitivity_bound"]
 
@@ -164,7 +165,7 @@ def _local_bound(
 ) -> tuple[float, dict[str, Any]]:
     """The blog post's local-bound ratio under add-remove, fixed; returns (value, parameters)."""
     eps_bound = fraction * epsilon
-    eps_noise = epsilon - eps_bound
+    eps_noise = rest_of_budget(epsilon, eps_bound)
     # Two counts, each with sensitivity 1: the vector has L1 sensitivity 2, so scale
     # 2/eps_bound spends eps_bound in total (eps_bound/2 per count, as in the blog post).
     counts = DiscreteLaplaceMechanism(2.0 / eps_bound).release(

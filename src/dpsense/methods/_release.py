@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Release", "on_resolution", "resolution_parameters"]
+__all__ = ["Release", "accuracy_parameters", "on_resolution", "resolution_parameters"]
 
 
 def on_resolution(statistic: object, value: float) -> float:
@@ -29,6 +29,24 @@ def resolution_parameters(statistic: object) -> dict[str, Any]:
     if isinstance(statistic, Quantile) and statistic.resolution is not None:
         return {"resolution": statistic.resolution}
     return {}
+
+
+def accuracy_parameters(statistic: object, grid: float) -> dict[str, Any]:
+    """Public quantities :meth:`Release.accuracy` needs: the noise grid, the proven error of
+    the statistic's value and, for a declared resolution, the most that rounding to its
+    grid can move a value of ``[lower, upper]`` (half a step, or the gap between the last
+    grid point and ``upper`` when the bounds are not a whole number of steps apart)."""
+    from dpsense.statistics import Quantile
+
+    out: dict[str, Any] = {
+        "noise_grid": grid,
+        "value_error": float(getattr(statistic, "exact_value_error", 0.0)),
+    }
+    if isinstance(statistic, Quantile) and statistic.resolution is not None:
+        grid_points = statistic.candidates()
+        last = float(grid_points.values(np.array([grid_points.size - 1]))[0])
+        out["rounding_error"] = max(0.5 * statistic.resolution, statistic.upper - last)
+    return out
 
 
 def _frozen(mapping: Mapping[str, Any] | None) -> Mapping[str, Any]:
@@ -118,14 +136,16 @@ class Release:
             return None
         if self.noise is None:
             return 0.0
-        extra = 0.5 * float(self.parameters.get("resolution") or 0.0)  # rounding to it
-        if self.noise == "discrete-laplace":
-            return float(discrete_laplace_halfwidth(self.scale, a)) + extra
+        if self.noise == "discrete-laplace":  # integer counts, exact as doubles
+            return float(discrete_laplace_halfwidth(self.scale, a))
         grid = self.parameters.get("noise_grid")
         if grid is None or self.noise not in ("laplace", "gaussian"):
             return None
         error = float(self.parameters.get("value_error", 0.0))
-        return grid_halfwidth(self.noise, self.scale, float(grid), error, a) + extra
+        rounding = float(self.parameters.get("rounding_error", 0.0))  # to a resolution
+        # the noisy grid value becomes a double (half an ulp, unless clipped to a bound)
+        to_double = 0.5 * math.ulp(abs(float(self.value)) + rounding)
+        return grid_halfwidth(self.noise, self.scale, float(grid), error, a) + rounding + to_double
 
     def to_dict(self) -> dict[str, Any]:
         """The receipt as plain data (the CLI's ``--json`` keys first)."""

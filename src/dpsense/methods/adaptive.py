@@ -44,7 +44,7 @@ from dpsense.methods.smooth import plan_smooth, release_smooth
 from dpsense.neighbours import Neighbours
 from dpsense.noise.exact import discrete_laplace
 from dpsense.noise.rng import RandomSource
-from dpsense.params import check_finite
+from dpsense.params import check_finite, rest_of_budget
 from dpsense.statistics import INFINITE_DISTANCE, Quantile, Statistic
 
 __all__ = ["release_adaptive"]
@@ -78,7 +78,7 @@ def release_adaptive(
             f"Got {test_fraction!r} instead."
         )
     eps_test = frac * epsilon
-    eps_main = epsilon - eps_test
+    eps_main = rest_of_budget(epsilon, eps_test)
     plan = plan_smooth(eps_main, 0.0, _SMOOTH_NOISE)
     bound = statistic.width * 2.0**-_BOUND_BITS
     d0 = math.ceil(math.log(max(_BREAK_EVEN / eps_main, math.e)) / plan.beta)

@@ -42,7 +42,7 @@ from dpsense.mechanisms.additive import DiscreteLaplaceMechanism, LaplaceMechani
 from dpsense.methods._release import Release
 from dpsense.neighbours import ADD_REMOVE, validate_neighbours
 from dpsense.noise.rng import RandomSource, resolve_rng
-from dpsense.params import check_delta, check_epsilon, check_finite, validate_bounds
+from dpsense.params import check_delta, check_epsilon, check_finite, rest_of_budget, validate_bounds
 from dpsense.statistics import Mean
 
 __all__ = [
@@ -429,7 +429,7 @@ def bounded_ls_mean(
 
     if relation == ADD_REMOVE:
         eps_bound = fraction * eps
-        eps_noise = eps - eps_bound
+        eps_noise = rest_of_budget(eps, eps_bound)
         draws, scales, margin = bounded_ls_mean_draws(
             mean,
             n,

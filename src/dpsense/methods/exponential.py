@@ -103,6 +103,7 @@ def _release_several(
         else "exponential mechanism",
         depth=mech.depth,
         epsilon_per_call=mech.per_call,
+        selection="exponential mechanism; permute-and-flip on sub-grids of at most 2^16 points",
     )
     return Release(
         values,

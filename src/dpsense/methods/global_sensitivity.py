@@ -29,7 +29,12 @@ from dpsense.mechanisms.additive import (
     GaussianMechanism,
     LaplaceMechanism,
 )
-from dpsense.methods._release import Release, on_resolution, resolution_parameters
+from dpsense.methods._release import (
+    Release,
+    accuracy_parameters,
+    on_resolution,
+    resolution_parameters,
+)
 from dpsense.neighbours import Neighbours
 from dpsense.noise.rng import RandomSource
 from dpsense.statistics import BoundedStatistic, Count, Mean, Statistic
@@ -106,7 +111,7 @@ def release_global(
     ) -> Release:
         params = resolution_parameters(statistic)
         if grid is not None:  # public: the noise grid and the proven error of the value
-            params.update(noise_grid=grid, value_error=statistic.exact_value_error)
+            params.update(accuracy_parameters(statistic, grid))
         return Release(
             value,
             False,

@@ -28,13 +28,18 @@ from fractions import Fraction
 from dpsense._arrays import FloatArray
 from dpsense.errors import InputError
 from dpsense.mechanisms.additive import LaplaceMechanism
-from dpsense.methods._release import Release, on_resolution, resolution_parameters
+from dpsense.methods._release import (
+    Release,
+    accuracy_parameters,
+    on_resolution,
+    resolution_parameters,
+)
 from dpsense.methods.global_sensitivity import output_range
 from dpsense.methods.smooth import profile_value
 from dpsense.neighbours import Neighbours
 from dpsense.noise.exact import discrete_laplace
 from dpsense.noise.rng import RandomSource
-from dpsense.params import check_finite
+from dpsense.params import check_finite, rest_of_budget
 from dpsense.statistics import INFINITE_DISTANCE, Statistic
 from dpsense.statistics._exact import float_up
 
@@ -107,7 +112,8 @@ def release_ptr(
         )
     if delta == 0.0:
         raise InputError("Propose-test-release is (epsilon, delta)-DP: pass delta > 0.")
-    eps_test, eps_release = frac * epsilon, (1.0 - frac) * epsilon
+    eps_test = frac * epsilon
+    eps_release = rest_of_budget(epsilon, eps_test)
     threshold = ptr_threshold(eps_test, delta)
     test_bound = _test_bound(b, statistic.exact_value_error)
     # b <= 2E: no dataset is certified safe, so the distance is 0
@@ -135,5 +141,5 @@ def release_ptr(
     lo, hi = output_range(statistic, xc.shape[0] if neighbours == "substitute" else None)
     value = on_resolution(statistic, float(min(max(out.value, lo), hi)))
     if out.grid is not None:  # public: the noise grid and the proven error of the value
-        params.update(noise_grid=out.grid, value_error=statistic.exact_value_error)
+        params.update(accuracy_parameters(statistic, out.grid))
     return Release(value, False, epsilon, delta, "ptr", "laplace", out.scale, **common)  # type: ignore[arg-type]

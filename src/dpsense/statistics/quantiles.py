@@ -59,7 +59,7 @@ class Quantiles(BoundedStatistic):
     ``ds.release(x, ds.Quantiles([0.1, 0.5, 0.9], 0, 100), epsilon=1)`` returns a Release
     whose ``value`` is a non-decreasing float array, one entry per level. The release
     spends epsilon over :math:`\\lfloor \\log_2 m \\rfloor + 1` rounds of the exponential
-    mechanism on disjoint parts of the data (docs/quantile_mechanisms.md §8).
+    mechanism on disjoint parts of the data (docs/quantile_mechanisms.md §7).
     """
 
     ps: tuple[float, ...]

@@ -21,6 +21,7 @@ row-level one; the mean estimators use group privacy).
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from functools import cache
 from typing import Any
 
@@ -128,7 +129,8 @@ def group_privacy_budget(epsilon: float, delta: float, rows: int) -> tuple[float
     if rows == 1:
         return epsilon, delta
     eps = epsilon / rows
-    eps = math.nextafter(eps, 0.0) if eps * rows > epsilon else eps
+    while Fraction(eps) * rows > Fraction(epsilon):  # exactly, not in floating point
+        eps = math.nextafter(eps, 0.0)
     dlt = delta / (rows * math.exp((rows - 1) * eps)) if delta > 0 else 0.0
     dlt = math.nextafter(dlt, 0.0) if dlt > 0 else 0.0
     return eps, dlt

@@ -6,6 +6,7 @@ import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from fractions import Fraction
 from types import MappingProxyType
 from typing import Any
 
@@ -228,8 +229,10 @@ def release_table(
         touched = min(g, len(public)) if public else g
         eps_g = eps_rest / touched
         dlt_g = dlt_rest / touched
-        if eps_g * touched > eps_rest:
+        while Fraction(eps_g) * touched > Fraction(eps_rest):  # exactly, not in floating point
             eps_g = math.nextafter(eps_g, 0.0)
+        while Fraction(dlt_g) * touched > Fraction(dlt_rest):
+            dlt_g = math.nextafter(dlt_g, 0.0)
         params["per_group"] = {"epsilon": eps_g, "delta": dlt_g}
         out: dict[Any, Release] = {}
         for gid, values in table.values([int(i) for i in chosen]):
