@@ -18,7 +18,7 @@ from dpsense.cli._shared import (
 from dpsense.cli.analyze_cmd import WHY_NOT_LOCAL, banner, profile_of
 from dpsense.data import load_column
 from dpsense.params import smooth_beta
-from dpsense.statistics import make_statistic
+from dpsense.statistics import Quantiles, make_statistic
 
 __all__ = ["demo"]
 
@@ -114,6 +114,7 @@ _DEMO_RELEASES: tuple[tuple[str, str, float, float, str, float, dict[str, Any]],
     ("income", "median", 0.0, 500_000.0, "auto", 0.0, {}),
     ("hours_per_week", "mean", 0.0, 100.0, "ksw", 0.0, {}),
     ("hours_per_week", "mean", 0.0, 100.0, "global", 0.0, {}),
+    ("age", "count", 0.0, 0.0, "global", 0.0, {}),
 )
 
 
@@ -157,10 +158,11 @@ def _demo_releases(console: Console, table_data: dict[str, Any]) -> None:
         box=box.SIMPLE_HEAD,
         pad_edge=False,
     )
-    for name in ("query", "method", "noise", "guarantee", "private value"):
-        table.add_column(name, no_wrap=True, justify="right" if name == "private value" else "left")
+    for name in ("query", "method", "(epsilon, delta)", "private value", "accuracy (95%)"):
+        right = name in ("private value", "accuracy (95%)")
+        table.add_column(name, no_wrap=True, justify="right" if right else "left")
     for column, name, lower, upper, method, delta, options in _DEMO_RELEASES:
-        stat = make_statistic(name, lower, upper)
+        stat = make_statistic(name, lower, upper) if name != "count" else make_statistic(name)
         result = release(
             load_column(table_data, column),
             stat,
@@ -172,13 +174,28 @@ def _demo_releases(console: Console, table_data: dict[str, Any]) -> None:
         assert isinstance(result, Release)
         value = "refused" if result.value is None else _short(result.value, 6)
         guarantee = f"({result.epsilon:g}, {result.delta:g})"
-        table.add_row(f"{stat.name}({column})", result.method, str(result.noise), guarantee, value)
+        half = result.accuracy()
+        accuracy = "± " + _short(half) if half is not None else "not public"
+        table.add_row(f"{stat.name}({column})", result.method, guarantee, value, accuracy)
+    quantiles = release(
+        load_column(table_data, "age"), Quantiles((0.1, 0.5, 0.9), 0.0, 100.0), epsilon=1.0
+    )
+    assert isinstance(quantiles, Release)
+    table.add_row(
+        "quantiles 10/50/90% (age)",
+        quantiles.method,
+        f"({quantiles.epsilon:g}, {quantiles.delta:g})",
+        ", ".join(_short(v, 3) for v in quantiles.value),
+        "not public",
+    )
     console.print(table)
     console.print(
         Text(
             "These values are differentially private: they may be published. Each used "
-            "epsilon = 1; together they spent epsilon = 6 (and delta = 1e-6) by basic "
-            "sequential composition. Keep the account in a ledger: dpsense budget init "
-            "budget.db --epsilon 10, then dpsense release ... --ledger budget.db."
+            "epsilon = 1 (the three quantiles one release); together they spent epsilon = 8 "
+            "(and delta = 1e-6) by basic sequential composition. The accuracy is public "
+            "only where it does not depend on the data. Keep the account in a ledger: "
+            "dpsense budget init budget.db --epsilon 10, then dpsense release ... --ledger "
+            "budget.db."
         )
     )
