@@ -21,6 +21,7 @@ STATS: dict[str, tuple[ds.Statistic, str | None]] = {
     "median": (ds.Median(0, 80, resolution=1), "hours"),
     "median-continuous": (ds.Median(0.0, 4.0), "log_wage"),
     "quantile": (ds.Quantile(0.9, 0, 80), "hours"),
+    "quantiles": (ds.Quantiles([0.1, 0.5, 0.9], 0.0, 4.0), "log_wage"),
 }
 GROUPINGS: dict[str, dict[str, Any]] = {
     "ungrouped": {},
@@ -30,10 +31,14 @@ GROUPINGS: dict[str, dict[str, Any]] = {
 }
 
 
+def _value(rel: ds.Release) -> Any:
+    return tuple(rel.value.tolist()) if isinstance(rel.value, np.ndarray) else rel.value
+
+
 def _rows(result: Any) -> Any:
     if isinstance(result, ds.GroupedRelease):
-        return [(key, rel.value, rel.refused) for key, rel in result]
-    return (result.value, result.refused)
+        return [(key, _value(rel), rel.refused) for key, rel in result]
+    return (_value(result), result.refused)
 
 
 @pytest.mark.parametrize("grouping", list(GROUPINGS))
