@@ -253,3 +253,26 @@ def test_user_docs_cite_papers_not_internal_files() -> None:
     pattern = re.compile(r"\bseed 0\d\d\b|\bSPEC\b|SPEC §|seeds/|DESIGN\.md|STYLE\.md")
     offenders = [str(p.relative_to(ROOT)) for p in texts if pattern.search(p.read_text())]
     assert offenders == []
+
+
+@pytest.mark.parametrize(
+    ("args", "wanted"),
+    [
+        (["analyze", "DATA", "-c", "v", "-s", "quantiles", "--p", "0.1,0.9"], "one number"),
+        (["release", "DATA", *MEAN[:2], "-s", "quantiles", "--epsilon", "1"], "needs its"),
+        (["release", "DATA", "-c", "v", "-s", "quantile", "--p", "0.1,0.9"], "one level"),
+        (["release", "DATA", "-c", "v", "-s", "quantiles", "--p", "0.1,x"], "levels such as"),
+        (["explore", "--universe", "1,2,3", "--values", "1", "--statistics", "quantiles"], "one"),
+    ],
+)
+def test_several_quantiles_on_the_command_line_say_what_to_do(
+    capsys: pytest.CaptureFixture[str], data: Path, args: list[str], wanted: str
+) -> None:
+    args = [str(data) if a == "DATA" else a for a in args]
+    if args[0] != "explore":
+        args += ["--lower", "0", "--upper", "100"] + (
+            ["--epsilon", "1"] if "--epsilon" not in args and args[0] == "release" else []
+        )
+    code, _, err = run(capsys, *args)
+    assert code == 2
+    assert wanted in err

@@ -125,5 +125,8 @@ def _statistic(
         raise InputError("--trim applies only to --statistic trimmed-mean.")
     if resolution is not None and key not in ("median", "quantile", "quantiles"):
         raise InputError("--resolution applies only to --statistic median, quantile and quantiles.")
+    if p is None and key in ("quantile", "quantiles"):
+        example = "0.9" if key == "quantile" else "0.1,0.5,0.9"
+        raise InputError(f"--statistic {key} needs its level(s): pass --p (e.g. --p {example}).")
     levels = _levels(p, key)
     return make_statistic(name, lower, upper, p=levels, trim=trim, resolution=resolution)

@@ -26,7 +26,13 @@ from dpsense.errors import InputError
 from dpsense.methods.smooth import plan_smooth
 from dpsense.neighbours import Neighbours, validate_neighbours
 from dpsense.params import check_delta, check_epsilon, check_finite, check_int
-from dpsense.statistics import INFINITE_DISTANCE, STATISTIC_NAMES, BoundedStatistic, Statistic
+from dpsense.statistics import (
+    INFINITE_DISTANCE,
+    STATISTIC_NAMES,
+    BoundedStatistic,
+    Quantiles,
+    Statistic,
+)
 
 __all__ = ["WHY_NOT_LOCAL", "analyze", "banner", "profile_of"]
 
@@ -187,7 +193,7 @@ def analyze(
         float | None,
         typer.Option(help="Public upper bound, chosen without looking at the data."),
     ] = None,
-    p: Annotated[float | None, typer.Option("--p", help="Level of --statistic quantile.")] = None,
+    p: Annotated[str | None, typer.Option("--p", help="Level of --statistic quantile.")] = None,
     trim: Annotated[
         int | None, typer.Option(help="Records dropped from each end (trimmed-mean).")
     ] = None,
@@ -239,6 +245,11 @@ def analyze(
         if b < 0:
             raise InputError(f"The 'bound' parameter of {where} must be >= 0. Got {b:g}.")
     stat = _statistic(statistic, lower, upper, p, trim)
+    if isinstance(stat, Quantiles):
+        raise InputError(
+            "analyze shows the sensitivity of one number; for several quantiles analyze "
+            "each level with --statistic quantile --p P."
+        )
     x = load_column(data, column, allow_empty=False)
     profile = profile_of(x, stat, nb, epsilon=eps, delta=dlt, max_k=k_max, bound=b)
     if isinstance(stat, BoundedStatistic):

@@ -113,6 +113,11 @@ def explore(
     names = [s.strip() for s in statistics.split(",") if s.strip()]
     if not names:
         raise InputError("--statistics must name at least one statistic.")
+    if any(name.lower() == "quantiles" for name in names):
+        raise InputError(
+            "explore compares numbers; for several quantiles explore one level with "
+            "--statistics quantile --p P."
+        )
     stats = [
         make_statistic(
             name,
