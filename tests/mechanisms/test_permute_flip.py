@@ -49,16 +49,23 @@ def pf_pmf(
     delta = max(q, 1 - q) if relation == "add-remove" else Fraction(1)
     eta = eps / (2 * float(delta) * factor)
     u = np.array([float(s) for s in scores(x, p, values)])
-    probs = np.exp(-eta * (u - u.min()))
-    out = np.zeros(values.size)
-    for k in range(values.size):
-        dist = np.zeros(values.size)
+    return pf_law(np.exp(-eta * (u - u.min())))
+
+
+def pf_law(probs: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Permute-and-flip's pmf for activation probabilities ``probs``: candidate k is output
+    with probability p_k E[1 / (1 + X_k)], X_k the (Poisson-binomial) number of other
+    active candidates (McKenna and Sheldon 2020)."""
+    size = probs.size
+    out = np.zeros(size)
+    for k in range(size):
+        dist = np.zeros(size)
         dist[0] = 1.0
-        for j in range(values.size):
+        for j in range(size):
             if j != k:
                 dist[1:] = dist[1:] * (1 - probs[j]) + dist[:-1] * probs[j]
                 dist[0] *= 1 - probs[j]
-        out[k] = probs[k] * float(np.sum(dist / np.arange(1, values.size + 1)))
+        out[k] = probs[k] * float(np.sum(dist / np.arange(1, size + 1)))
     return out / out.sum()
 
 

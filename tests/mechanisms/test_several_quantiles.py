@@ -24,6 +24,7 @@ import pandas as pd
 import pytest
 from numpy.typing import NDArray
 from scipy import stats
+from tests.mechanisms.test_permute_flip import pf_law
 
 import dpsense as ds
 from dpsense.audit.histogram import histogram_audit
@@ -54,17 +55,7 @@ def call_pmf(x: NDArray[np.float64], call: QuantileCall) -> NDArray[np.float64]:
     if grid_selection(call.grid) == "exponential-mechanism":
         weights = np.exp(-call.score.eta * (s - s.min()))
         return weights / weights.sum()
-    probs = np.exp(-float(pf_eta(call.score)) * (s - s.min()))
-    out = np.zeros(values.size)
-    for k in range(values.size):
-        dist = np.zeros(values.size)
-        dist[0] = 1.0
-        for j in range(values.size):
-            if j != k:
-                dist[1:] = dist[1:] * (1 - probs[j]) + dist[:-1] * probs[j]
-                dist[0] *= 1 - probs[j]
-        out[k] = probs[k] * float(np.sum(dist / np.arange(1, values.size + 1)))
-    return out / out.sum()
+    return pf_law(np.exp(-float(pf_eta(call.score)) * (s - s.min())))
 
 
 def exact_law(

@@ -90,13 +90,8 @@ def _levels(p: str | float | None, name: str) -> float | tuple[float, ...] | Non
     """--p as one level (quantile) or a comma-separated list of levels (quantiles)."""
     if p is None or isinstance(p, float | int):
         return p
-    parts = [part.strip() for part in str(p).split(",")]
-    try:
-        levels = tuple(float(part) for part in parts)
-    except ValueError:
-        raise InputError(
-            f"--p must be a level such as 0.9, or levels such as 0.1,0.5,0.9; got {p!r}."
-        ) from None
+    option = "--p (a level such as 0.9, or levels such as 0.1,0.5,0.9)"
+    levels = tuple(_parse_numbers(str(p), option))
     if name == "quantile":
         if len(levels) != 1:
             raise InputError(

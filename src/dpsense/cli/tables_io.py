@@ -17,6 +17,7 @@ from rich.table import Table
 from dpsense.cli._shared import _console, _fmt, _print_json
 from dpsense.errors import InputError
 from dpsense.methods import Release
+from dpsense.methods._release import format_value
 from dpsense.tables import GroupedRelease
 from dpsense.tables.grouped import ACCURACY_ALPHA
 from dpsense.tables.source import open_table, quote
@@ -59,13 +60,7 @@ def _clean(value: Any) -> Any:
 
 def shown_value(rel: Release) -> str:
     """The value as printed: a number, a list for several quantiles, or "refused"."""
-    if rel.refused:
-        return "refused"
-    if isinstance(rel.value, np.ndarray):
-        return "[" + ", ".join(_fmt(float(v)) for v in rel.value) + "]"
-    if isinstance(rel.value, tuple):
-        return "(" + ", ".join(_fmt(float(v)) for v in rel.value) + ")"
-    return _fmt(float(rel.value))
+    return "refused" if rel.refused else format_value(rel.value)
 
 
 def shown_accuracy(rel: Release) -> str:

@@ -10,7 +10,13 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Release", "accuracy_parameters", "on_resolution", "resolution_parameters"]
+__all__ = [
+    "Release",
+    "accuracy_parameters",
+    "format_value",
+    "on_resolution",
+    "resolution_parameters",
+]
 
 
 def on_resolution(statistic: object, value: float) -> float:
@@ -29,6 +35,19 @@ def resolution_parameters(statistic: object) -> dict[str, Any]:
     if isinstance(statistic, Quantile) and statistic.resolution is not None:
         return {"resolution": statistic.resolution}
     return {}
+
+
+def format_value(value: Any) -> str:
+    """A released value as printed: 6 significant digits; ``[a, b, c]`` for several
+    quantiles, ``(lower, upper)`` for bounds, "inf"/"n/a" for non-finite numbers."""
+    if isinstance(value, np.ndarray):
+        return "[" + ", ".join(format_value(float(v)) for v in value) + "]"
+    if isinstance(value, tuple):
+        return "(" + ", ".join(format_value(float(v)) for v in value) + ")"
+    number = float(value)
+    if math.isnan(number):
+        return "n/a"
+    return f"{number:.6g}"
 
 
 def accuracy_parameters(statistic: object, grid: float) -> dict[str, Any]:
@@ -168,12 +187,8 @@ class Release:
     def __str__(self) -> str:
         if self.refused:
             head = f"{self.statistic or 'release'}: refused (propose-test-release)"
-        elif isinstance(self.value, tuple):
-            head = f"{self.statistic or 'release'} = ({', '.join(f'{v:.6g}' for v in self.value)})"
-        elif isinstance(self.value, np.ndarray):
-            head = f"{self.statistic or 'release'} = [{', '.join(f'{v:.6g}' for v in self.value)}]"
         else:
-            head = f"{self.statistic or 'release'} = {self.value:.6g}"
+            head = f"{self.statistic or 'release'} = {format_value(self.value)}"
         guarantee = f"epsilon={self.epsilon:g}, delta={self.delta:g}"
         if self.rho is not None and not math.isnan(self.rho):
             guarantee += f" (rho={self.rho:g}-zCDP)"

@@ -15,6 +15,7 @@ import numpy as np
 from dpsense.errors import InputError
 from dpsense.mechanisms.partition_selection import SelectionRule, select_groups
 from dpsense.methods import Release
+from dpsense.methods._release import format_value
 from dpsense.noise.rng import RandomSource
 from dpsense.statistics import BoundedStatistic, Count, Statistic
 from dpsense.statistics.units import per_unit
@@ -124,10 +125,8 @@ ACCURACY_ALPHA = 0.05
 def _shown(rel: Release) -> str:
     if rel.refused:
         return "refused"
-    if isinstance(rel.value, np.ndarray):
-        return "[" + ", ".join(f"{v:.6g}" for v in rel.value) + "]"
     a = rel.accuracy(ACCURACY_ALPHA)
-    return f"{rel.value:.6g}" + ("" if a is None else f" ± {a:.3g} (95%)")
+    return format_value(rel.value) + ("" if a is None else f" ± {a:.3g} (95%)")
 
 
 def _normalise_keys(keys: Any, by: tuple[str, ...]) -> list[tuple[Any, ...]]:
