@@ -2,16 +2,20 @@
 
 A table of ``--rows`` rows is generated inside Spark (``spark.range``; nothing passes
 through the driver) and cached: ``person`` (``--people`` people), ``g`` (``--groups``
-groups) and ``v`` (integers in [0, 100], many ties). Timed, best of ``--repeats``:
+groups), ``v`` (integers in [0, 100], many ties) and ``c`` (the same normal distribution,
+continuous: no ties). Timed, best of ``--repeats``:
 
 * Spark: ``df.groupBy("g").agg(median("v"))`` collected, and ``percentile_approx``;
 * dpsense: ``ds.release(df, ds.Median(0, 100, resolution=1), column="v", by="g",
   keys=..., epsilon=1)`` (every row a unit);
 * dpsense per person: the same with ``privacy_unit="person", max_rows_per_unit=5,
-  max_groups_per_unit=1``.
+  max_groups_per_unit=1``;
+* on the continuous column: Spark's median of ``c`` and dpsense's ``ds.Median(0, 100)``
+  of ``c`` (its groups are too large to stream: Spark answers for a window of ranks).
 
-What reaches the driver is reported too: the histogram rows dpsense streams (distinct
-(group, value) pairs after bounding) against the table's rows.
+What reaches the driver is counted too, for the first 10^6 rows and for all of them:
+histogram rows streamed whole (small groups), and rows the large groups answer with
+(windows, sums), for the median, quantile and mean of ``c`` and the median of ``v``.
 
 Results: ``benchmarks/results/spark.md``. Needs ``pip install 'dpsense[spark]'`` and Java.
 
@@ -23,6 +27,7 @@ from __future__ import annotations
 import argparse
 import warnings
 from pathlib import Path
+from typing import Any
 
 import dpsense as ds
 from bench_io import best_of
@@ -63,6 +68,8 @@ def main() -> None:
             sf.least(
                 sf.lit(100.0), sf.greatest(sf.lit(0.0), sf.round(50 + 15 * sf.randn(seed=1)))
             ).alias("v"),
+            (50 + 15 * sf.randn(seed=2)).alias("c"),
+            "id",
         )
         .cache()
     )
@@ -93,12 +100,20 @@ def main() -> None:
             rng=1,
         )
 
+    def spark_median_c() -> object:
+        return df.groupBy("g").agg(sf.median("c")).collect()
+
+    def continuous_release() -> object:
+        return ds.release(df, ds.Median(0, 100), column="c", by="g", keys=keys, epsilon=1.0, rng=1)
+
     spark_median()
     t_median = best_of(spark_median, args.repeats)
+    t_median_c = best_of(spark_median_c, args.repeats)
+    t_cont = best_of(continuous_release, args.repeats)
     t_approx = best_of(spark_approx, args.repeats)
     t_rows = best_of(rows_release, args.repeats)
     t_person = best_of(person_release, args.repeats)
-    pulled = df.groupBy("g", "v").count().count()
+    transfer = driver_rows(df, keys, args.rows)
     lines = [
         "# Grouped median on a Spark DataFrame (same session, local[2])",
         "",
@@ -113,15 +128,68 @@ def main() -> None:
         f"| dpsense grouped median, privacy unit, 5 rows per unit | {t_person:.2f} |"
         f" {t_person / t_median:.2f} |",
         "",
-        f"Rows streamed to the driver by the rows-as-units release: {pulled:,} histogram rows"
-        f" (distinct group and value) for {args.rows:,} table rows, plus one unit count per"
-        " group.",
+        "Continuous column (no ties: every group is held in Spark):",
+        "",
+        "| run | seconds | ratio to Spark's median |",
+        "|---|---:|---:|",
+        f"| Spark `groupBy(g).agg(median(c))` | {t_median_c:.2f} | 1.00 |",
+        f"| dpsense grouped median of c | {t_cont:.2f} | {t_cont / t_median_c:.2f} |",
+        "",
+        "Rows that reached the driver (besides one row of sizes per group): histogram rows"
+        " streamed whole, and rows answered by the groups held in Spark.",
+        "",
+        "| release | table rows | streamed | answered by held groups |",
+        "|---|---:|---:|---:|",
+        *transfer,
     ]
     text = "\n".join(lines) + "\n"
     print(text)
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "spark.md").write_text(text)
     spark.stop()
+
+
+def driver_rows(df: Any, keys: list[int], rows: int) -> list[str]:
+    """Table lines: rows streamed and rows answered, for a few releases at two sizes."""
+    from pyspark.sql import functions as sf
+
+    from dpsense.tables import spark as spark_engine
+    from dpsense.tables import spark_groups
+
+    streamed: list[int] = []
+    made: list[spark_groups.SparkGroups] = []
+    load, init = spark_engine._load_histogram, spark_groups.SparkGroups.__init__
+
+    def counting_load(con: Any, hist: Any) -> None:
+        streamed.append(hist.count())
+        load(con, hist)
+
+    def counting_init(self: spark_groups.SparkGroups, *a: Any) -> None:
+        init(self, *a)
+        made.append(self)
+
+    spark_engine._load_histogram = counting_load  # type: ignore[assignment]
+    spark_groups.SparkGroups.__init__ = counting_init  # type: ignore[method-assign]
+    releases = {
+        "median of c": (ds.Median(0, 100), "c"),
+        "0.9-quantile of c": (ds.Quantile(0.9, 0, 100), "c"),
+        "mean of c (KSW)": (ds.Mean(0, 100), "c"),
+        "median of v (ties)": (ds.Median(0, 100, resolution=1), "v"),
+    }
+    lines = []
+    try:
+        for size in sorted({min(1_000_000, rows), rows}):
+            part = df.where(sf.col("id") < size)
+            for name, (stat, column) in releases.items():
+                streamed.clear()
+                made.clear()
+                ds.release(part, stat, column=column, by="g", keys=keys, epsilon=1.0, rng=1)
+                answered = sum(m.rows_collected for m in made)
+                lines.append(f"| {name} | {size:,} | {sum(streamed):,} | {answered:,} |")
+    finally:
+        spark_engine._load_histogram = load  # type: ignore[assignment]
+        spark_groups.SparkGroups.__init__ = init  # type: ignore[method-assign]
+    return lines
 
 
 if __name__ == "__main__":

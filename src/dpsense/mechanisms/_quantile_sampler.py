@@ -43,7 +43,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Final
+from typing import Final, Protocol, runtime_checkable
 
 import numpy as np
 from numpy.typing import NDArray
@@ -54,7 +54,13 @@ from dpsense.noise.rng import RandomSource
 from dpsense.statistics._grid import CandidateGrid
 from dpsense.statistics._order import select_sorted
 
-__all__ = ["QuantileScore", "sample_quantile_indices"]
+__all__ = [
+    "ArrayRecords",
+    "QuantileScore",
+    "RecordSource",
+    "sample_quantile_indices",
+    "window_ranks",
+]
 
 F64 = NDArray[np.float64]
 I64 = NDArray[np.int64]
@@ -64,6 +70,77 @@ _TAIL_BITS: Final = 40
 _FALLBACK_LOG: Final = -20.0
 """Full-sort path when the tail's log-mass is within e^20 of the window's best block."""
 _MAX_SCORE: Final = 2**53
+
+
+def window_ranks(n: int, num: int, den: int, w: int) -> tuple[int, int] | None:
+    """The 0-based ranks ``(lo, hi)`` of the window of ``w`` ranks each side of the target
+    ``floor(p n)`` (p = num/den), or None when the window reaches the first or last record
+    (the full path is then as cheap). Public parameters and n decide it, nothing else."""
+    target_lo = num * n // den
+    lo = max(0, target_lo - w)
+    hi = min(n - 1, target_lo + 1 + w)
+    return None if lo == 0 or hi == n - 1 else (lo, hi)
+
+
+@runtime_checkable
+class RecordSource(Protocol):
+    """The clipped records of one release, as the sampler reads them.
+
+    The sampler needs the records' order statistics around the target rank, two counts
+    for the rare tail step, and (rarely) all of them sorted. :class:`ArrayRecords` answers
+    from a numpy array; an engine answers from where the records live
+    (``dpsense.tables.spark``), so that only the window reaches Python. Every answer is
+    exact: the sampler's output distribution does not depend on who answers.
+    """
+
+    @property
+    def size(self) -> int:
+        """The number of records n."""
+        ...
+
+    def quantile_window(self, num: int, den: int, w: int) -> tuple[F64, I64, int, int] | None:
+        """For the ranks of :func:`window_ranks` (None when that is None): the distinct
+        record values from the predecessor of ``x_(lo)`` to the successor of ``x_(hi)``
+        with their multiplicities, and the numbers of records below and above them."""
+        ...
+
+    def count_below(self, v: float) -> int:
+        """#{x < v}."""
+        ...
+
+    def count_above(self, v: float) -> int:
+        """#{x > v}."""
+        ...
+
+    def sorted_values(self) -> F64:
+        """Every record, sorted (the full path: small data or a tail that is not
+        negligible)."""
+        ...
+
+
+class ArrayRecords:
+    """A :class:`RecordSource` over a numpy array of clipped records (reordered in place)."""
+
+    def __init__(self, x: F64) -> None:
+        self.x = x
+
+    @property
+    def size(self) -> int:
+        return int(self.x.shape[0])
+
+    def quantile_window(self, num: int, den: int, w: int) -> tuple[F64, I64, int, int] | None:
+        ranks = window_ranks(self.size, num, den, w)
+        return None if ranks is None else _window_counts(self.x, *ranks)
+
+    def count_below(self, v: float) -> int:
+        return int(np.count_nonzero(self.x < v))
+
+    def count_above(self, v: float) -> int:
+        return int(np.count_nonzero(self.x > v))
+
+    def sorted_values(self) -> F64:
+        self.x.sort()
+        return self.x
 
 
 @dataclass(frozen=True)
@@ -231,19 +308,18 @@ def _neighbour(x: F64, sub: F64 | None, v: float, *, before: bool) -> tuple[floa
 
 
 def _window_blocks(
-    x: F64, grid: CandidateGrid, score: QuantileScore, forced: int | None
+    x: F64 | RecordSource, grid: CandidateGrid, score: QuantileScore, forced: int | None
 ) -> _Blocks | None:
     """Blocks of the rank window around the target, or None when the full path is
     needed (small data, or a tail that is not negligible on this data). ``forced`` sets
     the window and skips the efficiency check (tests of the tail step)."""
-    n = x.shape[0]
+    src = ArrayRecords(x) if isinstance(x, np.ndarray) else x
+    n = src.size
     w = score.window(grid.size) if forced is None else forced
-    target_lo = score.num * n // score.den
-    lo = max(0, target_lo - w)
-    hi = min(n - 1, target_lo + 1 + w)
-    if lo == 0 or hi == n - 1:
+    window = src.quantile_window(score.num, score.den, w)
+    if window is None:
         return None
-    values, counts, below, above = _window_counts(x, lo, hi)
+    values, counts, below, above = window
     blocks = _blocks(grid, score, values, counts, below, above, n, full=False)
     tail = blocks.tail_low + grid.size - blocks.tail_high
     if tail and forced is None:
@@ -257,10 +333,10 @@ def _window_blocks(
     return blocks
 
 
-def _full_blocks(x: F64, grid: CandidateGrid, score: QuantileScore) -> _Blocks:
-    x.sort()
-    values, counts = _distinct(x)
-    return _blocks(grid, score, values, counts, 0, 0, x.shape[0], full=True)
+def _full_blocks(x: F64 | RecordSource, grid: CandidateGrid, score: QuantileScore) -> _Blocks:
+    ordered = (ArrayRecords(x) if isinstance(x, np.ndarray) else x).sorted_values()
+    values, counts = _distinct(ordered)
+    return _blocks(grid, score, values, counts, 0, 0, ordered.shape[0], full=True)
 
 
 def _tail_index(rng: RandomSource, blocks: _Blocks, size: int) -> int:
@@ -272,7 +348,7 @@ def _tail_index(rng: RandomSource, blocks: _Blocks, size: int) -> int:
 
 def sample_quantile_indices(
     rng: RandomSource,
-    x: F64,
+    x: F64 | RecordSource,
     grid: CandidateGrid,
     score: QuantileScore,
     draws: int = 1,
@@ -283,18 +359,20 @@ def sample_quantile_indices(
 ) -> I64:
     """``draws`` independent grid indices with probability exactly P(k).
 
-    ``x`` holds the clipped records and is reordered in place (pass a copy you own).
-    ``_full=True`` forces the full-sort path; ``_window=w`` forces a window of w ranks each
-    side (tests of both paths and of the tail step).
+    ``x`` holds the clipped records (an array, reordered in place: pass a copy you own)
+    or a :class:`RecordSource` that answers for records held elsewhere. ``_full=True``
+    forces the full-sort path; ``_window=w`` forces a window of w ranks each side (tests
+    of both paths and of the tail step).
     """
-    n = x.shape[0]
+    src = ArrayRecords(x) if isinstance(x, np.ndarray) else x
+    n = src.size
     if n == 0:
         return uniform_below(rng, np.full(draws, grid.size, dtype=np.uint64)).astype(np.int64)
     if score.den * n >= _MAX_SCORE:
         raise ValueError("too many records for exact integer scores")  # > 9e9 records
-    blocks = None if _full else _window_blocks(x, grid, score, _window)
+    blocks = None if _full else _window_blocks(src, grid, score, _window)
     if blocks is None:
-        blocks = _full_blocks(x, grid, score)
+        blocks = _full_blocks(src, grid, score)
     tail = blocks.tail_low + grid.size - blocks.tail_high
     weights = np.append(blocks.count, tail).astype(np.float64)
     scores = np.append(blocks.score, blocks.tail_score).astype(np.float64)
@@ -311,8 +389,7 @@ def sample_quantile_indices(
         for _ in range(int(np.count_nonzero(picks == tail_pick))):
             g = _tail_index(rng, blocks, grid.size)
             v = grid.values(np.array([g], dtype=np.int64))[0]
-            a = int(np.count_nonzero(x < v))
-            b = int(np.count_nonzero(x > v))
+            a, b = src.count_below(float(v)), src.count_above(float(v))
             excess = eta * (int(score.scores(np.array([a]), np.array([b]))[0]) - blocks.tail_score)
             if _bernoulli_exp_py(rng, excess.numerator, excess.denominator):
                 out.append(g)

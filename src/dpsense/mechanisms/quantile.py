@@ -55,7 +55,11 @@ from dpsense._arrays import as_data
 from dpsense.errors import InputError
 from dpsense.mechanisms._permute_flip import MAX_GRID as PF_MAX_GRID
 from dpsense.mechanisms._permute_flip import sample_permute_and_flip
-from dpsense.mechanisms._quantile_sampler import QuantileScore, sample_quantile_indices
+from dpsense.mechanisms._quantile_sampler import (
+    QuantileScore,
+    RecordSource,
+    sample_quantile_indices,
+)
 from dpsense.neighbours import Neighbours, validate_neighbours
 from dpsense.noise.choice import eta_at_most
 from dpsense.noise.rng import RandomSource, resolve_rng
@@ -121,15 +125,19 @@ def grid_selection(grid: CandidateGrid) -> str:
 
 def sample_on_grid(
     rng: RandomSource,
-    xc: F64,
+    xc: F64 | RecordSource,
     grid: CandidateGrid,
     score: QuantileScore,
     draws: int = 1,
     **private: Any,
 ) -> NDArray[np.int64]:
     """``draws`` grid indices, each an epsilon-DP choice for ``score`` (permute-and-flip on
-    small grids, the exponential mechanism otherwise; both exact). ``xc`` is reordered."""
+    small grids, the exponential mechanism otherwise; both exact). ``xc`` is reordered, or
+    is a :class:`RecordSource` for records an engine holds (the exponential mechanism
+    reads only a window of them; permute-and-flip reads them all)."""
     if grid_selection(grid) == "permute-and-flip":
+        if not isinstance(xc, np.ndarray):
+            xc = xc.sorted_values()
         return sample_permute_and_flip(rng, xc, grid, score, draws, **private)
     return sample_quantile_indices(rng, xc, grid, score, draws, **private)
 
@@ -259,7 +267,9 @@ class ExponentialQuantile:
         than the exponential mechanism, same epsilon), else "exponential-mechanism"."""
         return grid_selection(self._grid)
 
-    def sample(self, xc: F64, rng: RandomSource, draws: int = 1, **private: Any) -> F64:
+    def sample(
+        self, xc: F64 | RecordSource, rng: RandomSource, draws: int = 1, **private: Any
+    ) -> F64:
         """``draws`` independent outputs on the clipped records ``xc``, which are reordered
         in place (pass a copy you own). For :meth:`release`, methods and tests."""
         return self._grid.values(sample_on_grid(rng, xc, self._grid, self._score, draws, **private))
@@ -289,9 +299,9 @@ class ExponentialQuantile:
         source = resolve_rng(rng, where=where)
         return self.release_clipped(np.clip(data, self.lower, self.upper), source)
 
-    def release_clipped(self, xc: F64, rng: RandomSource) -> QuantileResult:
+    def release_clipped(self, xc: F64 | RecordSource, rng: RandomSource) -> QuantileResult:
         """:meth:`release` on records already clipped, in a buffer the caller owns (it is
-        reordered in place)."""
+        reordered in place), or held by an engine (a :class:`RecordSource`)."""
         value = float(self.sample(xc, rng)[0])
         kind = f"{self.selection}-quantile".replace("exponential-mechanism", "exponential")
         return QuantileResult(value, self.epsilon, self.grid, rng.seeded, kind)

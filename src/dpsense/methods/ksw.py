@@ -47,6 +47,7 @@ from dpsense.methods._release import Release
 from dpsense.neighbours import ADD_REMOVE, Neighbours, validate_neighbours
 from dpsense.noise.rng import RandomSource, resolve_rng
 from dpsense.params import check_epsilon, validate_bounds
+from dpsense.statistics._records import HeldRecords
 
 __all__ = ["ksw_mean", "ksw_sensitivity"]
 
@@ -150,6 +151,10 @@ def unit_sums(x: Any, lower: float, upper: float, *, where: str) -> tuple[Fracti
     accumulated exactly in integers: the pair is exact, for any number of records, and
     the released vector moves by at most its claimed L1 sensitivity between neighbours.
     """
+    if isinstance(x, HeldRecords):  # a group kept by its engine: the same exact sums
+        ones = x.quanta_sum(lower, upper, _QUANTA)
+        total = x.size * _QUANTA
+        return Fraction(ones, _QUANTA), Fraction(total - ones, _QUANTA)
     values = as_data(x, where=where, allow_empty=True)
     width = upper - lower
     unit = np.clip((np.clip(values, lower, upper) - lower) / width, 0.0, 1.0)

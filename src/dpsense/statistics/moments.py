@@ -26,6 +26,7 @@ from dpsense.statistics._exact import (
     fsum_rows,
 )
 from dpsense.statistics._profile import FunctionProfile, IntArray, Profile
+from dpsense.statistics._records import HeldRecords
 from dpsense.statistics.base import BoundedStatistic, Statistic
 
 __all__ = ["Count", "Mean", "Std", "Sum", "Variance"]
@@ -98,6 +99,8 @@ class Sum(BoundedStatistic):
 
     def _value_exact(self, xc: FloatArray) -> Fraction:
         grid = self._grid
+        if isinstance(xc, HeldRecords):  # a group kept by its engine: the same exact sum
+            return grid.total(xc.size, xc.grid_sum(grid))
         return grid.total(int(xc.shape[0]), grid.integer_sum(xc))
 
     def _value(self, xc: FloatArray) -> float:

@@ -15,8 +15,8 @@ the same multiset whatever the format or order of the input.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 import numpy as np
@@ -113,9 +113,13 @@ class BoundedTable:
     distinct: np.ndarray
     """Each group's number of distinct values (the rows of its histogram)."""
     has_values: bool
+    held: Mapping[int, Any] = field(default_factory=dict)
+    """Large groups an engine keeps (Spark): gid -> an object answering for their records
+    (``tables.spark_groups.SparkGroup``), yielded by :meth:`values` instead of an array."""
 
-    def values(self, gids: Sequence[int]) -> Iterator[tuple[int, np.ndarray]]:
-        """(gid, sorted clipped values) for each gid in increasing order.
+    def values(self, gids: Sequence[int]) -> Iterator[tuple[int, Any]]:
+        """(gid, sorted clipped values) for each gid in increasing order (or, for a group
+        in ``held``, the object that answers for its records).
 
         DuckDB hands over each group as a histogram (distinct values and their counts, in
         order), fetched in batches of at most ``_BATCH_ROWS`` histogram rows; a group's
@@ -126,8 +130,16 @@ class BoundedTable:
         i = 0
         con = self.source.con
         while i < len(order):
+            if order[i] in self.held:
+                yield order[i], self.held[order[i]]
+                i += 1
+                continue
             j, total = i, 0
-            while j < len(order) and (j == i or total + self.distinct[order[j]] <= _BATCH_ROWS):
+            while (
+                j < len(order)
+                and order[j] not in self.held
+                and (j == i or total + self.distinct[order[j]] <= _BATCH_ROWS)
+            ):
                 total += int(self.distinct[order[j]])
                 j += 1
             chunk = order[i:j]

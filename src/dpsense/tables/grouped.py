@@ -17,13 +17,26 @@ from dpsense.mechanisms.partition_selection import SelectionRule, select_groups
 from dpsense.methods import Release
 from dpsense.methods._release import format_value
 from dpsense.noise.rng import RandomSource
-from dpsense.statistics import BoundedStatistic, Count, Statistic
+from dpsense.statistics import (
+    BoundedStatistic,
+    Count,
+    Mean,
+    Quantile,
+    Statistic,
+    Sum,
+)
 from dpsense.statistics.units import per_unit
 from dpsense.tables.engine import TablePlan, bound_table
 from dpsense.tables.source import open_table
 from dpsense.tables.spark import bound_spark_table, is_spark_frame, open_spark
 
-__all__ = ["GroupedRelease", "bounded_values", "release_table"]
+__all__ = [
+    "GroupedRelease",
+    "bounded_values",
+    "held_or_values",
+    "reads_held",
+    "release_table",
+]
 
 SELECTION_SHARE = 0.5
 """Share of epsilon (and of delta) spent on private partition selection."""
@@ -236,7 +249,7 @@ def release_table(
         out: dict[Any, Release] = {}
         for gid, values in table.values([int(i) for i in chosen]):
             key = table.keys[gid]
-            rel = release_one(values, unit_stat, eps_g, dlt_g)
+            rel = release_one(held_or_values(values, unit_stat, method), unit_stat, eps_g, dlt_g)
             if m > 1:
                 rel = _with_unit_note(rel, privacy_unit, m)
             out[key if len(by) > 1 else (key[0] if by else None)] = rel
@@ -306,7 +319,27 @@ def bounded_values(
     with _opened(data, column, (), privacy_unit, needs_value=True) as (source, column):
         plan = TablePlan(column, (), privacy_unit, m, 1, nulls, None, None, salt)
         table = _bound(source, plan, None, is_spark_frame(data))
-        return next(values for _, values in table.values([0]))
+        values = next(values for _, values in table.values([0]))
+        return values if isinstance(values, np.ndarray) else values.materialize()
+
+
+def reads_held(statistic: Statistic, method: str) -> bool:
+    """True when ``method`` releases ``statistic`` from a group an engine keeps (its size,
+    exact sums, or the order statistics of the exponential mechanism's window) without
+    reading every record; other releases materialise the group first."""
+    if method == "global":
+        return isinstance(statistic, Count | Sum | Mean)
+    if method == "ksw":
+        return isinstance(statistic, Mean)
+    return method == "exponential" and isinstance(statistic, Quantile)
+
+
+def held_or_values(values: Any, statistic: Statistic, method: str) -> Any:
+    """``values`` itself when it is an array or ``method`` can read a kept group; else the
+    group's records, read from its engine."""
+    if isinstance(values, np.ndarray) or reads_held(statistic, method):
+        return values
+    return values.materialize()
 
 
 def _sort_key(key: Any) -> tuple[Any, ...]:

@@ -24,7 +24,8 @@ from typing import Any
 import numpy as np
 
 from dpsense.errors import InputError
-from dpsense.tables.engine import BoundedTable, TablePlan, raise_on_flags, summarise
+from dpsense.tables import spark_groups
+from dpsense.tables.engine import BoundedTable, TablePlan, raise_on_flags
 from dpsense.tables.source import TableSource, connection
 
 __all__ = ["SparkSource", "bound_spark_table", "is_spark_frame", "open_spark"]
@@ -49,6 +50,8 @@ class SparkSource:
         self.columns = list(frame.columns)
         self.label = "the Spark DataFrame"
         self.types = {f.name: f.dataType for f in frame.schema.fields}
+        self.on_close: list[Any] = []
+        """Called when the release is over (unpersisting what large groups kept)."""
 
     def require(self, name: str, argument: str) -> None:
         if name not in self.columns:
@@ -68,9 +71,12 @@ def open_spark(frame: Any) -> Iterator[SparkSource]:
             "Spark DataFrames need PySpark: pip install 'dpsense[spark]' (and Java 17+)."
         ) from None
     con = connection()
+    source = SparkSource(frame, con)
     try:
-        yield SparkSource(frame, con)
+        yield source
     finally:
+        for close in source.on_close:
+            close()
         con.close()
 
 
@@ -331,7 +337,23 @@ def bound_spark_table(
                     if units_frame is not None
                     else None
                 )
-        _load_histogram(source.con, numbered.select("gid", "v", "c"))
+        numbered = numbered.select("gid", "v", "c").persist(StorageLevel.MEMORY_AND_DISK)
+        persisted.append(numbered)
+        rows, distinct = _group_sizes(numbered, len(group_keys))
+        large = (
+            [g for g in range(len(group_keys)) if distinct[g] > spark_groups.STREAM_DISTINCT]
+            if plan.column is not None
+            else []
+        )
+        held: spark_groups.SparkGroups | None = None
+        if large:
+            marks = source.frame.sparkSession.createDataFrame([(g,) for g in large], "gid long")
+            big = numbered.join(sf.broadcast(marks), on="gid", how="left_semi")
+            big = big.persist(StorageLevel.MEMORY_AND_DISK)
+            source.on_close.append(big.unpersist)
+            held = spark_groups.SparkGroups(big, {g: int(rows[g]) for g in large})
+            numbered = numbered.join(sf.broadcast(marks), on="gid", how="left_anti")
+        _load_histogram(source.con, numbered)
     finally:
         for frame_ in persisted:
             frame_.unpersist()
@@ -341,7 +363,27 @@ def bound_spark_table(
         for row in unit_rows:
             units[int(row["gid"])] = int(row["count"])
     table_source = TableSource(source.con, "dpsense_hist", ["gid", "v", "c"], source.label)
-    return summarise(table_source, group_keys, units, plan.column is not None)
+    return BoundedTable(
+        table_source,
+        group_keys,
+        rows.copy() if units is None else units,
+        rows,
+        distinct,
+        plan.column is not None,
+        held={g: held.group(g) for g in large} if held is not None else {},
+    )
+
+
+def _group_sizes(numbered: Any, ngroups: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each group's number of rows and of distinct values (one row per group collected)."""
+    sf = _functions()
+    rows = np.zeros(ngroups, dtype=np.int64)
+    distinct = np.zeros(ngroups, dtype=np.int64)
+    sizes = numbered.groupBy("gid").agg(sf.sum("c").alias("n"), sf.count("v").alias("d"))
+    for row in sizes.collect():
+        rows[int(row["gid"])] = int(row["n"])
+        distinct[int(row["gid"])] = int(row["d"])
+    return rows, distinct
 
 
 def _load_histogram(con: Any, hist: Any) -> None:

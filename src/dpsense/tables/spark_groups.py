@@ -1,0 +1,208 @@
+"""Large groups of a Spark release, kept in Spark: only what a method asks reaches Python.
+
+A group whose histogram of clipped values has more than :data:`STREAM_DISTINCT` rows
+(continuous data) is not moved to the driver. The release of such a group asks instead
+for what its method needs, computed by Spark on the group's histogram:
+
+* the exponential-mechanism quantile: the distinct values around the target rank (a window
+  of public size, with their multiplicities and the counts below and above), in one job
+  for every large group; the two counts of the rare tail step, one small job each;
+* the sum and the means: exact integer sums (``decimal(38, 0)``) of the records mapped to
+  the statistic's public grid, in one job for every large group.
+
+Anything else (other methods, several quantiles, permute-and-flip grids, the sampler's
+full path on pathological data) reads the group's records after all, streamed as for a
+small group. Every answer is exact, so the release equals the one from an array of the
+same records, for the same seed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Final
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dpsense.mechanisms._quantile_sampler import window_ranks
+from dpsense.statistics._exact import RecordGrid
+
+__all__ = ["STREAM_DISTINCT", "SparkGroup", "SparkGroups"]
+
+STREAM_DISTINCT: Final = 1 << 16
+"""Groups with at most this many distinct values are streamed to the driver whole."""
+
+F64 = NDArray[np.float64]
+I64 = NDArray[np.int64]
+
+
+def _rint(sf: Any, x: Any) -> Any:
+    """numpy's ``rint`` (halves to even) of a double column, in exact double arithmetic:
+    ``floor`` and the fraction ``x - floor(x)`` are exact for |x| < 2^52."""
+    t = sf.floor(x)
+    frac = x - t.cast("double")
+    up = (frac > 0.5) | ((frac == 0.5) & (sf.pmod(t, sf.lit(2)) == 1))
+    return t + sf.when(up, sf.lit(1)).otherwise(sf.lit(0))
+
+
+class SparkGroups:
+    """The large groups of one release: their histogram (gid, v, c) persisted in Spark."""
+
+    def __init__(self, hist: Any, sizes: dict[int, int]) -> None:
+        self.hist = hist
+        self.sizes = sizes
+        self._windows: dict[tuple[int, int, int], dict[int, Any]] = {}
+        self._sums: dict[tuple[Any, ...], dict[int, int]] = {}
+        self.jobs = 0
+        """Spark jobs run for the windows, counts and sums (for tests and benchmarks)."""
+        self.rows_collected = 0
+        """Rows that reached the driver (for tests and benchmarks)."""
+
+    def group(self, gid: int) -> SparkGroup:
+        return SparkGroup(self, gid)
+
+    def _sf(self) -> Any:
+        from pyspark.sql import functions as sf
+
+        return sf
+
+    def _collect(self, frame: Any) -> list[Any]:
+        rows = frame.collect()
+        self.jobs += 1
+        self.rows_collected += len(rows)
+        return list(rows)
+
+    def window(self, gid: int, num: int, den: int, w: int) -> tuple[F64, I64, int, int] | None:
+        """The window of :func:`window_ranks` of group ``gid``; one Spark job computes it
+        for every large group at once (same level and width, each with its own n)."""
+        key = (num, den, w)
+        if key not in self._windows:
+            self._windows[key] = self._all_windows(num, den, w)
+        return self._windows[key].get(gid)
+
+    def _all_windows(self, num: int, den: int, w: int) -> dict[int, Any]:
+        from pyspark.sql import Window
+
+        sf = self._sf()
+        ranks = {
+            g: r for g, n in self.sizes.items() if (r := window_ranks(n, num, den, w)) is not None
+        }
+        if not ranks:
+            return {}
+        spark = self.hist.sparkSession
+        bounds = spark.createDataFrame(
+            [(g, lo, hi) for g, (lo, hi) in ranks.items()], "gid long, lo long, hi long"
+        )
+        order = Window.partitionBy("gid").orderBy("v")
+        before = Window.partitionBy("gid").orderBy("v").rowsBetween(Window.unboundedPreceding, -1)
+        h = (
+            self.hist.join(sf.broadcast(bounds), on="gid", how="inner")
+            .withColumn("cb", sf.coalesce(sf.sum("c").over(before), sf.lit(0)))
+            .withColumn("nc", sf.lead("c").over(order))
+            .withColumn("pc", sf.lag("c").over(order))
+        )
+        cb, c, lo, hi = sf.col("cb"), sf.col("c"), sf.col("lo"), sf.col("hi")
+        core = (cb <= hi) & (cb + c > lo)
+        predecessor = (cb + c <= lo) & (cb + c + sf.col("nc") > lo)
+        successor = (cb > hi) & (cb - sf.col("pc") <= hi)
+        rows = self._collect(
+            h.where(core | predecessor | successor)
+            .select("gid", "v", "c", "cb")
+            .orderBy("gid", "v")
+        )
+        out: dict[int, Any] = {}
+        by_gid: dict[int, list[Any]] = {}
+        for row in rows:
+            by_gid.setdefault(int(row["gid"]), []).append(row)
+        for g, got in by_gid.items():
+            values = np.array([float(r["v"]) for r in got], dtype=np.float64)
+            counts = np.array([int(r["c"]) for r in got], dtype=np.int64)
+            below = int(got[0]["cb"])
+            above = self.sizes[g] - int(got[-1]["cb"]) - int(counts[-1])
+            out[g] = (values, counts, below, above)
+        return out
+
+    def count(self, gid: int, test: Callable[[Any], Any]) -> int:
+        sf = self._sf()
+        rows = self._collect(
+            self.hist.where((sf.col("gid") == gid) & test(sf.col("v"))).agg(
+                sf.coalesce(sf.sum("c"), sf.lit(0)).alias("n")
+            )
+        )
+        return int(rows[0]["n"])
+
+    def values(self, gid: int) -> F64:
+        """Every record of the group, sorted (streamed partition by partition)."""
+        sf = self._sf()
+        frame = self.hist.where(sf.col("gid") == gid).select("v", "c").orderBy("v")
+        vs: list[float] = []
+        cs: list[int] = []
+        for row in frame.toLocalIterator():
+            vs.append(row[0])
+            cs.append(row[1])
+        self.jobs += 1
+        self.rows_collected += len(vs)
+        return np.repeat(np.asarray(vs, dtype=np.float64), np.asarray(cs, dtype=np.int64))
+
+    def grid_sum(self, gid: int, grid: RecordGrid) -> int:
+        sf = self._sf()
+        v = sf.col("v")
+        k = sf.greatest(
+            sf.least(_rint(sf, (v - sf.lit(grid.centre)) / sf.lit(grid.grid)), sf.lit(grid.k_high)),
+            sf.lit(grid.k_low),
+        )
+        key = ("grid", grid.centre, grid.grid, grid.k_low, grid.k_high)
+        return self._sum(gid, key, k)
+
+    def quanta_sum(self, gid: int, lower: float, upper: float, quanta: int) -> int:
+        sf = self._sf()
+        v = sf.greatest(sf.least(sf.col("v"), sf.lit(upper)), sf.lit(lower))
+        unit = (v - sf.lit(lower)) / sf.lit(upper - lower)
+        unit = sf.greatest(sf.least(unit, sf.lit(1.0)), sf.lit(0.0))
+        k = _rint(sf, unit * sf.lit(float(quanta)))
+        return self._sum(gid, ("quanta", lower, upper, quanta), k)
+
+    def _sum(self, gid: int, key: tuple[Any, ...], k: Any) -> int:
+        """sum(k(v) * c) per large group, exactly (decimal(38, 0)); one job for all."""
+        if key not in self._sums:
+            sf = self._sf()
+            exact = k.cast("decimal(38,0)") * sf.col("c").cast("decimal(38,0)")
+            rows = self._collect(
+                self.hist.groupBy("gid").agg(sf.sum(exact).cast("string").alias("s"))
+            )
+            self._sums[key] = {int(r["gid"]): int(r["s"]) for r in rows}
+        return self._sums[key].get(gid, 0)
+
+
+class SparkGroup:
+    """One large group: a :class:`~dpsense.statistics._records.HeldRecords` and a
+    :class:`~dpsense.mechanisms._quantile_sampler.RecordSource` answered by Spark."""
+
+    def __init__(self, groups: SparkGroups, gid: int) -> None:
+        self.groups = groups
+        self.gid = gid
+
+    @property
+    def size(self) -> int:
+        return self.groups.sizes[self.gid]
+
+    def quantile_window(self, num: int, den: int, w: int) -> tuple[F64, I64, int, int] | None:
+        return self.groups.window(self.gid, num, den, w)
+
+    def count_below(self, v: float) -> int:
+        return self.groups.count(self.gid, lambda col: col < float(v))
+
+    def count_above(self, v: float) -> int:
+        return self.groups.count(self.gid, lambda col: col > float(v))
+
+    def sorted_values(self) -> F64:
+        return self.groups.values(self.gid)
+
+    def materialize(self) -> F64:
+        return self.groups.values(self.gid)
+
+    def grid_sum(self, grid: RecordGrid) -> int:
+        return self.groups.grid_sum(self.gid, grid)
+
+    def quanta_sum(self, lower: float, upper: float, quanta: int) -> int:
+        return self.groups.quanta_sum(self.gid, lower, upper, quanta)
