@@ -158,7 +158,7 @@ def driver_rows(df: Any, keys: list[int], rows: int) -> list[str]:
 
     streamed: list[int] = []
     made: list[spark_groups.SparkGroups] = []
-    load, init = spark_engine._load_histogram, spark_groups.SparkGroups.__init__
+    load, init = spark_engine.load_histogram, spark_groups.SparkGroups.__init__
 
     def counting_load(con: Any, hist: Any) -> None:
         streamed.append(hist.count())
@@ -168,7 +168,7 @@ def driver_rows(df: Any, keys: list[int], rows: int) -> list[str]:
         init(self, *a)
         made.append(self)
 
-    spark_engine._load_histogram = counting_load  # type: ignore[assignment]
+    spark_engine.load_histogram = counting_load  # type: ignore[assignment]
     spark_groups.SparkGroups.__init__ = counting_init  # type: ignore[method-assign]
     releases = {
         "median of c": (ds.Median(0, 100), "c"),
@@ -187,7 +187,7 @@ def driver_rows(df: Any, keys: list[int], rows: int) -> list[str]:
                 answered = sum(m.rows_collected for m in made)
                 lines.append(f"| {name} | {size:,} | {sum(streamed):,} | {answered:,} |")
     finally:
-        spark_engine._load_histogram = load  # type: ignore[assignment]
+        spark_engine.load_histogram = load  # type: ignore[assignment]
         spark_groups.SparkGroups.__init__ = init  # type: ignore[method-assign]
     return lines
 

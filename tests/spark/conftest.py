@@ -4,7 +4,9 @@ out); each xdist worker that runs one starts its own local session."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import sys
 import warnings
 from collections.abc import Iterator
 from typing import Any
@@ -33,6 +35,9 @@ def _quiet_seeds() -> None:
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
+    # the executors' Python workers (contribution bounding hashes Arrow batches with
+    # DuckDB) must run this interpreter, which has dpsense's dependencies
+    os.environ["PYSPARK_PYTHON"] = sys.executable
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         session = (

@@ -20,6 +20,7 @@ from dpsense.noise.rng import SeededRandom
 from dpsense.statistics._exact import RecordGrid
 from dpsense.statistics._grid import PowerOfTwoGrid
 from dpsense.tables import spark_groups
+from dpsense.tables.source import connection
 
 pytestmark = pytest.mark.spark
 
@@ -148,7 +149,7 @@ def one_group(spark: Any) -> tuple[spark_groups.SparkGroups, np.ndarray]:
         [(0, float(v), int(c)) for v, c in zip(values, counts, strict=True)],
         "gid long, v double, c long",
     ).repartition(3)
-    return spark_groups.SparkGroups(hist, {0: int(x.shape[0])}), np.sort(x)
+    return spark_groups.SparkGroups(hist, {0: int(x.shape[0])}, connection()), np.sort(x)
 
 
 def test_exact_sums_equal_numpy(one_group: tuple[spark_groups.SparkGroups, np.ndarray]) -> None:
@@ -214,7 +215,7 @@ def test_the_sampler_draws_the_same_from_spark_and_from_the_array(spark: Any) ->
         [(0, float(v), int(c)) for v, c in zip(values, counts, strict=True)],
         "gid long, v double, c long",
     )
-    groups = spark_groups.SparkGroups(hist, {0: int(x.shape[0])})
+    groups = spark_groups.SparkGroups(hist, {0: int(x.shape[0])}, connection())
     grid = PowerOfTwoGrid.build(-3.0, 3.0, "test")
     score = quantile_score(0.5, 1.0, "add-remove", "test")
     for window in (2, None):

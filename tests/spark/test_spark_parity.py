@@ -76,6 +76,36 @@ def test_privacy_unit_within_the_bounds_matches_pandas(spark: Any, frame: Any) -
         assert _rows(got) == _rows(expected)
 
 
+BOUNDING: dict[str, dict[str, Any]] = {
+    "rows": {"max_rows_per_unit": 1, "max_groups_per_unit": 4, "keys": [2019, 2020, 2021]},
+    "groups": {"max_rows_per_unit": 2, "max_groups_per_unit": 1, "keys": [2019, 2020, 2021]},
+    "private": {"max_rows_per_unit": 1, "max_groups_per_unit": 2, "delta": 1e-6},
+}
+
+
+@pytest.mark.parametrize("person", ["integer", "text"])
+@pytest.mark.parametrize("bounds", list(BOUNDING))
+def test_bounds_that_drop_rows_keep_the_same_rows_as_pandas(
+    spark: Any, frame: Any, bounds: str, person: str
+) -> None:
+    """Spark hashes with DuckDB's keyed hash, so bounds that drop rows and groups keep the
+    same rows in both engines: the same releases for the same seed (integer and text
+    person ids; years, and year and region as text, for groups)."""
+    data = frame.copy()
+    if person == "text":
+        data["person"] = "p-" + data["person"].astype(str)
+    by: Any = "year" if "keys" in BOUNDING[bounds] else ["year", "region"]
+    kwargs = {"by": by, "privacy_unit": "person", "epsilon": 50.0, **BOUNDING[bounds]}
+    shuffled = to_spark(spark, data.sample(frac=1.0, random_state=8)).repartition(3)
+    for statistic, column in ((ds.Count(), None), (ds.Sum(0, 80), "hours")):
+        expected = ds.release(data, statistic, column=column, rng=3, **kwargs)
+        got = ds.release(shuffled, statistic, column=column, rng=3, **kwargs)
+        assert _rows(got) == _rows(expected)
+    # and the bounds did drop rows: the bounded count is below the table's rows
+    counted = ds.release(data, ds.Count(), rng=3, **{**kwargs, "epsilon": 1e9})
+    assert sum(rel.value for _, rel in counted) < len(data) - 50
+
+
 def test_privacy_unit_bounding_is_applied_in_spark(spark: Any, frame: Any) -> None:
     """One row per person-year and one year per person: the bounded counts equal the
     number of people (released with a huge epsilon), and per-year counts add up to it."""

@@ -24,7 +24,14 @@ import numpy as np
 from dpsense.errors import InputError
 from dpsense.tables.source import TableSource, quote
 
-__all__ = ["BoundedTable", "TablePlan", "bound_table", "raise_on_flags", "summarise"]
+__all__ = [
+    "BoundedTable",
+    "TablePlan",
+    "bound_table",
+    "keyed_hash",
+    "raise_on_flags",
+    "summarise",
+]
 
 _SCALAR_ROWS: Final = 16
 """Up to this many rows per unit, a unit's kept values are stored as scalar columns."""
@@ -161,6 +168,14 @@ class BoundedTable:
             i = j
 
 
+def keyed_hash(salt: int, columns: str) -> str:
+    """The bounding key of a unit's row or group, in DuckDB SQL: ``hash(key, u, columns)``
+    shifted to a signed 63-bit key (same order; DuckDB's top-m aggregate is faster on
+    BIGINT keys). The Spark engine computes this same expression with DuckDB on each
+    Arrow batch, so both engines keep the same rows."""
+    return f"(hash({int(salt)}, u, {columns}) >> 1)::BIGINT"
+
+
 _INTEGER_TYPES = frozenset(
     {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER"}
 )
@@ -231,7 +246,7 @@ def bound_table(
             # the hash shifted to a signed 63-bit key: same order (ties only where two
             # 64-bit hashes differ in their last bit), and DuckDB's top-m aggregate is
             # about 25% faster on BIGINT keys than on UBIGINT ones
-            f"SELECT u, {keyed}, min_by({value}, (hash({salt_r}, u, {value}) >> 1)::BIGINT, "
+            f"SELECT u, {keyed}, min_by({value}, {keyed_hash(salt_r, value)}, "
             f"{int(plan.max_rows)}) AS vs FROM ({stage}) GROUP BY ALL"
         )
         every_key = public and keys is not None and plan.max_groups >= len(keys)
@@ -251,7 +266,7 @@ def bound_table(
                 struct = ", ".join(f"'{c}': {c}" for c in group_cols)
                 chosen = f"unnest(min_by({{{struct}}}, hg, {G}), recursive := true)"
             pairs = (
-                f"WITH p AS MATERIALIZED (SELECT *, (hash({salt_g}, u, {canon}) >> 1)::BIGINT"
+                f"WITH p AS MATERIALIZED (SELECT *, {keyed_hash(salt_g, canon)}"
                 f" AS hg FROM ({pairs})), c AS (SELECT u, {chosen} FROM p GROUP BY u) "
                 f"SELECT p.* EXCLUDE (hg) FROM p SEMI JOIN c USING (u, {keyed})"
             )

@@ -25,13 +25,11 @@ import numpy as np
 
 from dpsense.errors import InputError
 from dpsense.tables import spark_groups
-from dpsense.tables.engine import BoundedTable, TablePlan, raise_on_flags
+from dpsense.tables.engine import BoundedTable, TablePlan, keyed_hash, raise_on_flags
 from dpsense.tables.source import TableSource, connection
+from dpsense.tables.spark_groups import load_histogram
 
 __all__ = ["SparkSource", "bound_spark_table", "is_spark_frame", "open_spark"]
-
-_CHUNK = 1_000_000
-"""Histogram rows moved from Spark to DuckDB at a time."""
 
 
 def is_spark_frame(data: Any) -> bool:
@@ -265,28 +263,32 @@ def bound_spark_table(
     persisted: list[Any] = []
     if plan.unit is not None:
         salt_g, salt_r = plan.salt
-        row_hash = sf.xxhash64(sf.lit(salt_r), sf.col("u"), sf.col("v"))
-        ranked = stage.withColumn(
+        hashed = _with_keyed_hash(stage, "hr", keyed_hash(salt_r, "v"))
+        ranked = hashed.withColumn(
             "r",
-            sf.row_number().over(Window.partitionBy("u", *group_cols).orderBy(row_hash, "v")),
+            sf.row_number().over(Window.partitionBy("u", *group_cols).orderBy("hr", "v")),
         )
-        kept = ranked.where(sf.col("r") <= int(plan.max_rows)).drop("r")
+        kept = ranked.where(sf.col("r") <= int(plan.max_rows)).drop("r", "hr")
         every_key = public and keys is not None and plan.max_groups >= len(keys)
         if by and not every_key:
             canon = (
-                [sf.col("gid")]
+                [sf.col("gid").alias("k0")]
                 if public
-                else [_canonical(sf, sf.col(f"g{i}"), source.types[b]) for i, b in enumerate(by)]
+                else [
+                    _canonical(sf, sf.col(f"g{i}"), source.types[b]).alias(f"k{i}")
+                    for i, b in enumerate(by)
+                ]
             )
-            pairs = kept.select("u", *group_cols).distinct()
-            group_hash = sf.xxhash64(sf.lit(salt_g), sf.col("u"), *canon)
+            pairs = kept.select("u", *group_cols).distinct().select("u", *group_cols, *canon)
+            ks = ", ".join(f"k{i}" for i in range(len(canon)))
+            pairs = _with_keyed_hash(pairs, "hg", keyed_hash(salt_g, ks))
             chosen = (
                 pairs.withColumn(
                     "r",
-                    sf.row_number().over(Window.partitionBy("u").orderBy(group_hash, *group_cols)),
+                    sf.row_number().over(Window.partitionBy("u").orderBy("hg", *group_cols)),
                 )
                 .where(sf.col("r") <= int(plan.max_groups))
-                .drop("r")
+                .select("u", *group_cols)
             )
             kept = kept.join(chosen, on=["u", *group_cols], how="left_semi")
         kept = kept.persist(StorageLevel.MEMORY_AND_DISK)
@@ -346,14 +348,23 @@ def bound_spark_table(
             else []
         )
         held: spark_groups.SparkGroups | None = None
-        if large:
+        if large:  # kept in Spark (persisted) until the release is over
+            persisted.remove(numbered)
+            source.on_close.append(numbered.unpersist)
             marks = source.frame.sparkSession.createDataFrame([(g,) for g in large], "gid long")
             big = numbered.join(sf.broadcast(marks), on="gid", how="left_semi")
-            big = big.persist(StorageLevel.MEMORY_AND_DISK)
-            source.on_close.append(big.unpersist)
-            held = spark_groups.SparkGroups(big, {g: int(rows[g]) for g in large})
+            held = spark_groups.SparkGroups(big, {g: int(rows[g]) for g in large}, source.con)
             numbered = numbered.join(sf.broadcast(marks), on="gid", how="left_anti")
-        _load_histogram(source.con, numbered)
+        load_histogram(source.con, numbered)
+    except Exception as exc:
+        if plan.unit is not None and "No module named" in str(exc):
+            raise InputError(
+                "Spark's Python workers could not import what contribution bounding needs "
+                "(duckdb and pyarrow, installed with dpsense). Run the executors with the "
+                "Python environment that has dpsense (set PYSPARK_PYTHON, or "
+                "spark.pyspark.python)."
+            ) from None
+        raise
     finally:
         for frame_ in persisted:
             frame_.unpersist()
@@ -386,34 +397,34 @@ def _group_sizes(numbered: Any, ngroups: int) -> tuple[np.ndarray, np.ndarray]:
     return rows, distinct
 
 
-def _load_histogram(con: Any, hist: Any) -> None:
-    """Stream (gid, v, c) rows from Spark into DuckDB table ``dpsense_hist``."""
-    con.execute("CREATE TEMP TABLE dpsense_hist (gid BIGINT, v DOUBLE, c BIGINT)")
-    gid: list[int] = []
-    v: list[float] = []
-    c: list[int] = []
+def _with_keyed_hash(frame: Any, name: str, expression: str) -> Any:
+    """``frame`` with a column ``name``: DuckDB's ``expression`` (``engine.keyed_hash``)
+    evaluated on each Arrow batch by the executors (``mapInArrow``), so that Spark bounds
+    contributions with exactly the hash the DuckDB engine uses. The executors' Python
+    needs duckdb and pyarrow (both come with dpsense)."""
+    from pyspark.sql import types as st
 
-    def flush() -> None:
-        if not gid:
-            return
-        con.register(
-            "dpsense_chunk",
-            {
-                "gid": np.asarray(gid, dtype=np.int64),
-                "v": np.asarray(v, dtype=np.float64),
-                "c": np.asarray(c, dtype=np.int64),
-            },
-        )
-        con.execute("INSERT INTO dpsense_hist SELECT gid, v, c FROM dpsense_chunk")
-        con.unregister("dpsense_chunk")
-        gid.clear()
-        v.clear()
-        c.clear()
+    schema = st.StructType([*frame.schema.fields, st.StructField(name, st.LongType(), True)])
+    return frame.mapInArrow(_BatchHasher(f"SELECT {expression} AS h FROM batch", name), schema)
 
-    for row in hist.toLocalIterator():
-        gid.append(row[0])
-        v.append(row[1])
-        c.append(row[2])
-        if len(gid) >= _CHUNK:
-            flush()
-    flush()
+
+class _BatchHasher:
+    """Picklable function for ``mapInArrow``: appends the DuckDB hash column to a batch."""
+
+    def __init__(self, query: str, name: str) -> None:
+        self.query = query
+        self.name = name
+
+    def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
+        import duckdb
+        import pyarrow as pa
+
+        con = duckdb.connect(config={"threads": 1})
+        try:
+            for batch in batches:
+                con.register("batch", pa.Table.from_batches([batch]))
+                got = con.execute(self.query).fetchnumpy()["h"]
+                con.unregister("batch")
+                yield batch.append_column(self.name, pa.array(got, type=pa.int64()))
+        finally:
+            con.close()

@@ -27,9 +27,11 @@ from numpy.typing import NDArray
 from dpsense.mechanisms._quantile_sampler import window_ranks
 from dpsense.statistics._exact import RecordGrid
 
-__all__ = ["STREAM_DISTINCT", "SparkGroup", "SparkGroups"]
+__all__ = ["STREAM_DISTINCT", "SparkGroup", "SparkGroups", "load_histogram"]
 
-STREAM_DISTINCT: Final = 1 << 16
+_CHUNK: Final = 1_000_000
+"""Histogram rows moved from Spark to DuckDB at a time."""
+STREAM_DISTINCT: Final = 1 << 12
 """Groups with at most this many distinct values are streamed to the driver whole."""
 
 F64 = NDArray[np.float64]
@@ -48,9 +50,12 @@ def _rint(sf: Any, x: Any) -> Any:
 class SparkGroups:
     """The large groups of one release: their histogram (gid, v, c) persisted in Spark."""
 
-    def __init__(self, hist: Any, sizes: dict[int, int]) -> None:
+    def __init__(self, hist: Any, sizes: dict[int, int], con: Any) -> None:
         self.hist = hist
         self.sizes = sizes
+        self.con = con
+        """The release's DuckDB cursor, which receives the groups if they are read whole."""
+        self._streamed = False
         self._windows: dict[tuple[int, int, int], dict[int, Any]] = {}
         self._sums: dict[tuple[Any, ...], dict[int, int]] = {}
         self.jobs = 0
@@ -132,17 +137,20 @@ class SparkGroups:
         return int(rows[0]["n"])
 
     def values(self, gid: int) -> F64:
-        """Every record of the group, sorted (streamed partition by partition)."""
-        sf = self._sf()
-        frame = self.hist.where(sf.col("gid") == gid).select("v", "c").orderBy("v")
-        vs: list[float] = []
-        cs: list[int] = []
-        for row in frame.toLocalIterator():
-            vs.append(row[0])
-            cs.append(row[1])
-        self.jobs += 1
-        self.rows_collected += len(vs)
-        return np.repeat(np.asarray(vs, dtype=np.float64), np.asarray(cs, dtype=np.int64))
+        """Every record of the group, sorted. The first call streams every large group's
+        histogram into a DuckDB table (one Spark job, partition by partition); each group
+        is then rebuilt from there, as small groups are."""
+        if not self._streamed:
+            load_histogram(self.con, self.hist, "dpsense_held")
+            self._streamed = True
+            self.jobs += 1
+        got = self.con.execute(
+            "SELECT v, c FROM dpsense_held WHERE gid = ? ORDER BY v", [gid]
+        ).fetchnumpy()
+        self.rows_collected += len(got["v"])
+        return np.repeat(
+            np.asarray(got["v"], dtype=np.float64), np.asarray(got["c"], dtype=np.int64)
+        )
 
     def grid_sum(self, gid: int, grid: RecordGrid) -> int:
         sf = self._sf()
@@ -206,3 +214,36 @@ class SparkGroup:
 
     def quanta_sum(self, lower: float, upper: float, quanta: int) -> int:
         return self.groups.quanta_sum(self.gid, lower, upper, quanta)
+
+
+def load_histogram(con: Any, hist: Any, table: str = "dpsense_hist") -> None:
+    """Stream (gid, v, c) rows from Spark into DuckDB table ``table``."""
+    con.execute(f"CREATE TEMP TABLE {table} (gid BIGINT, v DOUBLE, c BIGINT)")
+    gid: list[int] = []
+    v: list[float] = []
+    c: list[int] = []
+
+    def flush() -> None:
+        if not gid:
+            return
+        con.register(
+            "dpsense_chunk",
+            {
+                "gid": np.asarray(gid, dtype=np.int64),
+                "v": np.asarray(v, dtype=np.float64),
+                "c": np.asarray(c, dtype=np.int64),
+            },
+        )
+        con.execute(f"INSERT INTO {table} SELECT gid, v, c FROM dpsense_chunk")
+        con.unregister("dpsense_chunk")
+        gid.clear()
+        v.clear()
+        c.clear()
+
+    for row in hist.toLocalIterator():
+        gid.append(row[0])
+        v.append(row[1])
+        c.append(row[2])
+        if len(gid) >= _CHUNK:
+            flush()
+    flush()
