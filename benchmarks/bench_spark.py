@@ -25,6 +25,8 @@ Run: ``.venv/bin/python benchmarks/bench_spark.py [--rows 10000000 --groups 100]
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 import warnings
 from pathlib import Path
 from typing import Any
@@ -43,6 +45,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     warnings.simplefilter("ignore")
+    # contribution bounding hashes Arrow batches with DuckDB in the executors' Python
+    os.environ["PYSPARK_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as sf
 

@@ -17,8 +17,9 @@ it drops none (and always without a privacy unit) the results are identical.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 
 import numpy as np
@@ -73,9 +74,12 @@ def open_spark(frame: Any) -> Iterator[SparkSource]:
     try:
         yield source
     finally:
-        for close in source.on_close:
-            close()
-        con.close()
+        try:
+            for close in source.on_close:
+                with suppress(Exception):  # an unpersist that fails must not hide the rest
+                    close()
+        finally:
+            con.close()
 
 
 def _functions() -> Any:
@@ -263,7 +267,7 @@ def bound_spark_table(
     persisted: list[Any] = []
     if plan.unit is not None:
         salt_g, salt_r = plan.salt
-        hashed = _with_keyed_hash(stage, "hr", keyed_hash(salt_r, "v"))
+        hashed = _with_keyed_hash(stage, "hr", keyed_hash(salt_r, "v"), ["u", "v"])
         ranked = hashed.withColumn(
             "r",
             sf.row_number().over(Window.partitionBy("u", *group_cols).orderBy("hr", "v")),
@@ -281,7 +285,9 @@ def bound_spark_table(
             )
             pairs = kept.select("u", *group_cols).distinct().select("u", *group_cols, *canon)
             ks = ", ".join(f"k{i}" for i in range(len(canon)))
-            pairs = _with_keyed_hash(pairs, "hg", keyed_hash(salt_g, ks))
+            pairs = _with_keyed_hash(
+                pairs, "hg", keyed_hash(salt_g, ks), ["u", *(f"k{i}" for i in range(len(canon)))]
+            )
             chosen = (
                 pairs.withColumn(
                     "r",
@@ -357,13 +363,9 @@ def bound_spark_table(
             numbered = numbered.join(sf.broadcast(marks), on="gid", how="left_anti")
         load_histogram(source.con, numbered)
     except Exception as exc:
-        if plan.unit is not None and "No module named" in str(exc):
-            raise InputError(
-                "Spark's Python workers could not import what contribution bounding needs "
-                "(duckdb and pyarrow, installed with dpsense). Run the executors with the "
-                "Python environment that has dpsense (set PYSPARK_PYTHON, or "
-                "spark.pyspark.python)."
-            ) from None
+        friendly = _worker_error(exc) if plan.unit is not None else None
+        if friendly is not None:
+            raise friendly from None
         raise
     finally:
         for frame_ in persisted:
@@ -397,34 +399,62 @@ def _group_sizes(numbered: Any, ngroups: int) -> tuple[np.ndarray, np.ndarray]:
     return rows, distinct
 
 
-def _with_keyed_hash(frame: Any, name: str, expression: str) -> Any:
-    """``frame`` with a column ``name``: DuckDB's ``expression`` (``engine.keyed_hash``)
-    evaluated on each Arrow batch by the executors (``mapInArrow``), so that Spark bounds
-    contributions with exactly the hash the DuckDB engine uses. The executors' Python
-    needs duckdb and pyarrow (both come with dpsense)."""
+def _with_keyed_hash(frame: Any, name: str, expression: str, columns: list[str]) -> Any:
+    """``frame`` with a column ``name``: DuckDB's ``expression`` (``engine.keyed_hash``) of
+    ``columns``, evaluated on each Arrow batch by the executors (``mapInArrow``), so that
+    Spark bounds contributions with exactly the hash the DuckDB engine uses.
+
+    The function shipped to the executors is built here (cloudpickle sends it by value),
+    so their Python needs duckdb and pyarrow, not dpsense. DuckDB's hash may change between
+    DuckDB versions, so an executor whose DuckDB differs from the driver's stops the job
+    instead of keeping other rows.
+    """
+    import duckdb
     from pyspark.sql import types as st
 
     schema = st.StructType([*frame.schema.fields, st.StructField(name, st.LongType(), True)])
-    return frame.mapInArrow(_BatchHasher(f"SELECT {expression} AS h FROM batch", name), schema)
+    query = f"SELECT {expression} AS h FROM batch"
+    version = duckdb.__version__
 
-
-class _BatchHasher:
-    """Picklable function for ``mapInArrow``: appends the DuckDB hash column to a batch."""
-
-    def __init__(self, query: str, name: str) -> None:
-        self.query = query
-        self.name = name
-
-    def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
-        import duckdb
+    def add_hash(batches: Iterator[Any]) -> Iterator[Any]:
+        import duckdb as executor_duckdb
         import pyarrow as pa
 
-        con = duckdb.connect(config={"threads": 1})
+        if executor_duckdb.__version__ != version:
+            raise RuntimeError(
+                f"{_VERSION_MARK}: the driver has DuckDB {version}, this executor "
+                f"{executor_duckdb.__version__}"
+            )
+        con = executor_duckdb.connect(config={"threads": 1})
         try:
             for batch in batches:
-                con.register("batch", pa.Table.from_batches([batch]))
-                got = con.execute(self.query).fetchnumpy()["h"]
+                con.register("batch", pa.Table.from_batches([batch]).select(columns))
+                got = con.execute(query).fetchnumpy()["h"]
                 con.unregister("batch")
-                yield batch.append_column(self.name, pa.array(got, type=pa.int64()))
+                yield batch.append_column(name, pa.array(got, type=pa.int64()))
         finally:
             con.close()
+
+    return frame.mapInArrow(add_hash, schema)
+
+
+_VERSION_MARK = "dpsense-duckdb-version"
+
+
+def _worker_error(exc: Exception) -> InputError | None:
+    """The InputError for an executor that cannot run the bounding hash, or None."""
+    text = str(exc)
+    if _VERSION_MARK in text:
+        return InputError(
+            "Spark's executors run another DuckDB version than the driver, and DuckDB's "
+            "hash (which bounds contributions) may differ between versions. Install the "
+            "driver's duckdb version in the executors' Python environment."
+        )
+    missing = re.search(r"No module named '(duckdb|pyarrow)", text)
+    if missing:
+        return InputError(
+            f"Spark's Python workers cannot import {missing.group(1)}, which contribution "
+            "bounding needs on the executors. Run them with the Python environment that has "
+            "dpsense (set PYSPARK_PYTHON, or spark.pyspark.python)."
+        )
+    return None

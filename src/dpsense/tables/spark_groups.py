@@ -39,8 +39,10 @@ I64 = NDArray[np.int64]
 
 
 def _rint(sf: Any, x: Any) -> Any:
-    """numpy's ``rint`` (halves to even) of a double column, in exact double arithmetic:
-    ``floor`` and the fraction ``x - floor(x)`` are exact for |x| < 2^52."""
+    """numpy's ``rint`` (halves to even) of a double column: ``t = floor(x)``, then up by
+    one when the fraction ``x - t`` is above one half, or exactly one half and t is odd.
+    The fraction is exact for 1/2 <= |x| < 2^52 and, for -1/2 < x < 0, rounds to at most
+    1 with t = -1 and gives 0, as rint does; larger doubles are integers already."""
     t = sf.floor(x)
     frac = x - t.cast("double")
     up = (frac > 0.5) | ((frac == 0.5) & (sf.pmod(t, sf.lit(2)) == 1))
@@ -218,7 +220,7 @@ class SparkGroup:
 
 def load_histogram(con: Any, hist: Any, table: str = "dpsense_hist") -> None:
     """Stream (gid, v, c) rows from Spark into DuckDB table ``table``."""
-    con.execute(f"CREATE TEMP TABLE {table} (gid BIGINT, v DOUBLE, c BIGINT)")
+    con.execute(f"CREATE OR REPLACE TEMP TABLE {table} (gid BIGINT, v DOUBLE, c BIGINT)")
     gid: list[int] = []
     v: list[float] = []
     c: list[int] = []
