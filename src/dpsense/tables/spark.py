@@ -3,16 +3,18 @@
 Spark does everything that touches rows, with the DataFrame API: the checks for missing
 and non-numeric values, dropping nulls, keeping public keys, contribution bounding by a
 keyed hash, clipping, and each group's histogram of clipped values (distinct value and
-count, so tied data collapses) with its number of units. The driver receives the unit
-counts (one number per group) and streams the histogram, one partition at a time, into a
-temporary DuckDB table, from which each group's values are rebuilt exactly as for every
-other input (``engine.BoundedTable``). No noise is drawn in Spark.
+count, so tied data collapses) with its sizes and number of units. The driver receives
+one row per group; small groups' histograms are streamed, one partition at a time, into a
+temporary DuckDB table and rebuilt exactly as for every other input
+(``engine.BoundedTable``); large groups stay in Spark, which answers for the window of
+order statistics or the exact sums a release needs (``spark_groups``). No noise is drawn
+in Spark.
 
 Contribution bounding follows the same rule as the DuckDB engine (docs/tables.md §2): a
 unit keeps the ``g`` groups of smallest keyed hash of (unit, group) and, in each, the ``m``
-rows of smallest keyed hash of (unit, value). Spark's hash (xxhash64) is not DuckDB's, so
-when bounding drops rows the two engines keep different, equally random, subsets; when
-it drops none (and always without a privacy unit) the results are identical.
+rows of smallest keyed hash of (unit, value). The hash is DuckDB's own
+(``engine.keyed_hash``), evaluated by DuckDB on Arrow batches in the executors, so both
+engines keep the same rows and a release equals pandas' for the same seed.
 """
 
 from __future__ import annotations
