@@ -361,9 +361,15 @@ def bound_spark_table(
             source.on_close.append(numbered.unpersist)
             marks = source.frame.sparkSession.createDataFrame([(g,) for g in large], "gid long")
             big = numbered.join(sf.broadcast(marks), on="gid", how="left_semi")
-            held = spark_groups.SparkGroups(big, {g: int(rows[g]) for g in large}, source.con)
+            held = spark_groups.SparkGroups(
+                big,
+                {g: int(rows[g]) for g in large},
+                source.con,
+                {g: int(distinct[g]) for g in large},
+            )
             numbered = numbered.join(sf.broadcast(marks), on="gid", how="left_anti")
-        load_histogram(source.con, numbered)
+        streamed = int(distinct.sum()) - sum(int(distinct[g]) for g in large)
+        load_histogram(source.con, numbered, rows=streamed)
     except Exception as exc:
         friendly = _worker_error(exc) if plan.unit is not None else None
         if friendly is not None:

@@ -52,9 +52,13 @@ def _rint(sf: Any, x: Any) -> Any:
 class SparkGroups:
     """The large groups of one release: their histogram (gid, v, c) persisted in Spark."""
 
-    def __init__(self, hist: Any, sizes: dict[int, int], con: Any) -> None:
+    def __init__(
+        self, hist: Any, sizes: dict[int, int], con: Any, distinct: dict[int, int] | None = None
+    ) -> None:
         self.hist = hist
         self.sizes = sizes
+        self.distinct = distinct or {}
+        """Each group's number of histogram rows (to choose how to stream them)."""
         self.con = con
         """The release's DuckDB cursor, which receives the groups if they are read whole."""
         self._streamed = False
@@ -143,7 +147,7 @@ class SparkGroups:
         histogram into a DuckDB table (one Spark job, partition by partition); each group
         is then rebuilt from there, as small groups are."""
         if not self._streamed:
-            load_histogram(self.con, self.hist, "dpsense_held")
+            load_histogram(self.con, self.hist, "dpsense_held", sum(self.distinct.values()))
             self._streamed = True
             self.jobs += 1
         got = self.con.execute(
@@ -218,8 +222,12 @@ class SparkGroup:
         return self.groups.quanta_sum(self.gid, lower, upper, quanta)
 
 
-def load_histogram(con: Any, hist: Any, table: str = "dpsense_hist") -> None:
-    """Stream (gid, v, c) rows from Spark into DuckDB table ``table``."""
+def load_histogram(
+    con: Any, hist: Any, table: str = "dpsense_hist", rows: int | None = None
+) -> None:
+    """Stream (gid, v, c) rows from Spark into DuckDB table ``table``: one ``collect`` when
+    ``rows`` (the number of histogram rows, if known) is at most one chunk, else partition
+    by partition (``toLocalIterator``: one job per partition, bounded memory)."""
     con.execute(f"CREATE OR REPLACE TEMP TABLE {table} (gid BIGINT, v DOUBLE, c BIGINT)")
     gid: list[int] = []
     v: list[float] = []
@@ -242,7 +250,8 @@ def load_histogram(con: Any, hist: Any, table: str = "dpsense_hist") -> None:
         v.clear()
         c.clear()
 
-    for row in hist.toLocalIterator():
+    small = rows is not None and rows <= _CHUNK
+    for row in hist.collect() if small else hist.toLocalIterator():
         gid.append(row[0])
         v.append(row[1])
         c.append(row[2])
