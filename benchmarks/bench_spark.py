@@ -164,9 +164,9 @@ def driver_rows(df: Any, keys: list[int], rows: int) -> list[str]:
     made: list[spark_groups.SparkGroups] = []
     load, init = spark_engine.load_histogram, spark_groups.SparkGroups.__init__
 
-    def counting_load(con: Any, hist: Any) -> None:
+    def counting_load(con: Any, hist: Any, *args: Any, **kwargs: Any) -> None:
         streamed.append(hist.count())
-        load(con, hist)
+        load(con, hist, *args, **kwargs)
 
     def counting_init(self: spark_groups.SparkGroups, *a: Any) -> None:
         init(self, *a)
