@@ -149,7 +149,8 @@ def one_group(spark: Any) -> tuple[spark_groups.SparkGroups, np.ndarray]:
         [(0, float(v), int(c)) for v, c in zip(values, counts, strict=True)],
         "gid long, v double, c long",
     ).repartition(3)
-    return spark_groups.SparkGroups(hist, {0: int(x.shape[0])}, connection()), np.sort(x)
+    sizes, distinct = {0: int(x.shape[0])}, {0: int(values.shape[0])}
+    return spark_groups.SparkGroups(hist, sizes, distinct, connection()), np.sort(x)
 
 
 def test_exact_sums_equal_numpy(one_group: tuple[spark_groups.SparkGroups, np.ndarray]) -> None:
@@ -215,7 +216,9 @@ def test_the_sampler_draws_the_same_from_spark_and_from_the_array(spark: Any) ->
         [(0, float(v), int(c)) for v, c in zip(values, counts, strict=True)],
         "gid long, v double, c long",
     )
-    groups = spark_groups.SparkGroups(hist, {0: int(x.shape[0])}, connection())
+    groups = spark_groups.SparkGroups(
+        hist, {0: int(x.shape[0])}, {0: int(values.shape[0])}, connection()
+    )
     grid = PowerOfTwoGrid.build(-3.0, 3.0, "test")
     score = quantile_score(0.5, 1.0, "add-remove", "test")
     for window in (2, None):

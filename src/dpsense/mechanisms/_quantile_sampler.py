@@ -43,7 +43,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Final, Protocol, runtime_checkable
+from typing import Final, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
@@ -82,7 +82,6 @@ def window_ranks(n: int, num: int, den: int, w: int) -> tuple[int, int] | None:
     return None if lo == 0 or hi == n - 1 else (lo, hi)
 
 
-@runtime_checkable
 class RecordSource(Protocol):
     """The clipped records of one release, as the sampler reads them.
 

@@ -320,7 +320,7 @@ def bounded_values(
         plan = TablePlan(column, (), privacy_unit, m, 1, nulls, None, None, salt)
         table = _bound(source, plan, None, is_spark_frame(data))
         values = next(values for _, values in table.values([0]))
-        return values if isinstance(values, np.ndarray) else values.materialize()
+        return values if isinstance(values, np.ndarray) else values.sorted_values()
 
 
 def reads_held(statistic: Statistic, method: str) -> bool:
@@ -339,7 +339,7 @@ def held_or_values(values: Any, statistic: Statistic, method: str) -> Any:
     group's records, read from its engine."""
     if isinstance(values, np.ndarray) or reads_held(statistic, method):
         return values
-    return values.materialize()
+    return values.sorted_values()
 
 
 def _sort_key(key: Any) -> tuple[Any, ...]:

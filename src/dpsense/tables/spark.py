@@ -286,10 +286,8 @@ def bound_spark_table(
                 ]
             )
             pairs = kept.select("u", *group_cols).distinct().select("u", *group_cols, *canon)
-            ks = ", ".join(f"k{i}" for i in range(len(canon)))
-            pairs = _with_keyed_hash(
-                pairs, "hg", keyed_hash(salt_g, ks), ["u", *(f"k{i}" for i in range(len(canon)))]
-            )
+            ks = [f"k{i}" for i in range(len(canon))]
+            pairs = _with_keyed_hash(pairs, "hg", keyed_hash(salt_g, ", ".join(ks)), ["u", *ks])
             chosen = (
                 pairs.withColumn(
                     "r",
@@ -364,8 +362,8 @@ def bound_spark_table(
             held = spark_groups.SparkGroups(
                 big,
                 {g: int(rows[g]) for g in large},
-                source.con,
                 {g: int(distinct[g]) for g in large},
+                source.con,
             )
             numbered = numbered.join(sf.broadcast(marks), on="gid", how="left_anti")
         streamed = int(distinct.sum()) - sum(int(distinct[g]) for g in large)

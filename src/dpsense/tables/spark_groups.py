@@ -53,11 +53,11 @@ class SparkGroups:
     """The large groups of one release: their histogram (gid, v, c) persisted in Spark."""
 
     def __init__(
-        self, hist: Any, sizes: dict[int, int], con: Any, distinct: dict[int, int] | None = None
+        self, hist: Any, sizes: dict[int, int], distinct: dict[int, int], con: Any
     ) -> None:
         self.hist = hist
         self.sizes = sizes
-        self.distinct = distinct or {}
+        self.distinct = distinct
         """Each group's number of histogram rows (to choose how to stream them)."""
         self.con = con
         """The release's DuckDB cursor, which receives the groups if they are read whole."""
@@ -105,7 +105,7 @@ class SparkGroups:
             [(g, lo, hi) for g, (lo, hi) in ranks.items()], "gid long, lo long, hi long"
         )
         order = Window.partitionBy("gid").orderBy("v")
-        before = Window.partitionBy("gid").orderBy("v").rowsBetween(Window.unboundedPreceding, -1)
+        before = order.rowsBetween(Window.unboundedPreceding, -1)
         h = (
             self.hist.join(sf.broadcast(bounds), on="gid", how="inner")
             .withColumn("cb", sf.coalesce(sf.sum("c").over(before), sf.lit(0)))
@@ -144,8 +144,8 @@ class SparkGroups:
 
     def values(self, gid: int) -> F64:
         """Every record of the group, sorted. The first call streams every large group's
-        histogram into a DuckDB table (one Spark job, partition by partition); each group
-        is then rebuilt from there, as small groups are."""
+        histogram into a DuckDB table (``load_histogram``); each group is then rebuilt
+        from there, as small groups are."""
         if not self._streamed:
             load_histogram(self.con, self.hist, "dpsense_held", sum(self.distinct.values()))
             self._streamed = True
@@ -210,9 +210,6 @@ class SparkGroup:
         return self.groups.count(self.gid, lambda col: col > float(v))
 
     def sorted_values(self) -> F64:
-        return self.groups.values(self.gid)
-
-    def materialize(self) -> F64:
         return self.groups.values(self.gid)
 
     def grid_sum(self, grid: RecordGrid) -> int:
