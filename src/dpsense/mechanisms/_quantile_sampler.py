@@ -142,6 +142,10 @@ class ArrayRecords:
         return self.x
 
 
+def _as_source(x: F64 | RecordSource) -> RecordSource:
+    return ArrayRecords(x) if isinstance(x, np.ndarray) else x
+
+
 @dataclass(frozen=True)
 class QuantileScore:
     """The level p = num/den and the exponential mechanism's multiplier eta (a double).
@@ -312,7 +316,7 @@ def _window_blocks(
     """Blocks of the rank window around the target, or None when the full path is
     needed (small data, or a tail that is not negligible on this data). ``forced`` sets
     the window and skips the efficiency check (tests of the tail step)."""
-    src = ArrayRecords(x) if isinstance(x, np.ndarray) else x
+    src = _as_source(x)
     n = src.size
     w = score.window(grid.size) if forced is None else forced
     window = src.quantile_window(score.num, score.den, w)
@@ -333,7 +337,7 @@ def _window_blocks(
 
 
 def _full_blocks(x: F64 | RecordSource, grid: CandidateGrid, score: QuantileScore) -> _Blocks:
-    ordered = (ArrayRecords(x) if isinstance(x, np.ndarray) else x).sorted_values()
+    ordered = _as_source(x).sorted_values()
     values, counts = _distinct(ordered)
     return _blocks(grid, score, values, counts, 0, 0, ordered.shape[0], full=True)
 
@@ -363,7 +367,7 @@ def sample_quantile_indices(
     forces the full-sort path; ``_window=w`` forces a window of w ranks each side (tests
     of both paths and of the tail step).
     """
-    src = ArrayRecords(x) if isinstance(x, np.ndarray) else x
+    src = _as_source(x)
     n = src.size
     if n == 0:
         return uniform_below(rng, np.full(draws, grid.size, dtype=np.uint64)).astype(np.int64)

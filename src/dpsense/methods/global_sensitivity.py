@@ -39,7 +39,7 @@ from dpsense.neighbours import Neighbours
 from dpsense.noise.rng import RandomSource
 from dpsense.statistics import BoundedStatistic, Count, Mean, Statistic
 from dpsense.statistics._exact import RecordGrid, float_up
-from dpsense.statistics._records import HeldRecords
+from dpsense.statistics._records import grid_sum, record_count
 from dpsense.statistics.units import rows_per_unit
 
 __all__ = ["inflated_sensitivity", "output_range", "release_global"]
@@ -92,7 +92,7 @@ def release_global(
 ) -> Release:
     """Release ``statistic`` on clipped data with global-sensitivity noise (``xc`` may be
     records held by an engine for a count, a sum or a mean: the same exact sums)."""
-    n = xc.size if isinstance(xc, HeldRecords) else int(xc.shape[0])
+    n = record_count(xc)
     public_n = n if neighbours == "substitute" else None
     noise = noise or "laplace"
     if noise not in ("laplace", "gaussian"):
@@ -172,11 +172,8 @@ def _noisy_sum_over_count(
     half = epsilon / 2.0
     m = rows_per_unit(statistic)  # rows one unit adds or removes (1 without a unit)
     grid = RecordGrid.for_bounds(statistic.lower, statistic.upper)
-    if isinstance(xc, HeldRecords):  # a group kept by its engine: the same exact sums
-        k_sum, n = xc.grid_sum(grid), xc.size
-    else:
-        k_sum, n = grid.integer_sum(xc), int(xc.shape[0])
-    centred_sum = Fraction(grid.grid) * k_sum
+    n = record_count(xc)  # the records may be held by an engine: the same exact sums
+    centred_sum = Fraction(grid.grid) * grid_sum(grid, xc)
     sensitivity = float(m * grid.max_offset)  # exact: an integer below 2^42 times 2^j, times m
     noisy_sum = LaplaceMechanism(sensitivity, half).release(centred_sum, rng).value
     noisy_count = DiscreteLaplaceMechanism.for_privacy(m, half).release(n, rng).value

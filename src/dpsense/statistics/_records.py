@@ -12,9 +12,12 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
+import numpy as np
+from numpy.typing import NDArray
+
 from dpsense.statistics._exact import RecordGrid
 
-__all__ = ["HeldRecords"]
+__all__ = ["HeldRecords", "grid_sum", "record_count"]
 
 
 @runtime_checkable
@@ -34,3 +37,13 @@ class HeldRecords(Protocol):
         """The exact sum of ``rint(clip((x - lower) / (upper - lower), 0, 1) * quanta)``
         over the records (numpy's rint: halves to even)."""
         ...
+
+
+def record_count(xc: NDArray[np.float64] | HeldRecords) -> int:
+    """The number of records of an array or of held records."""
+    return xc.size if isinstance(xc, HeldRecords) else int(xc.shape[0])
+
+
+def grid_sum(grid: RecordGrid, xc: NDArray[np.float64] | HeldRecords) -> int:
+    """The exact sum of ``grid.integers(x)``, wherever the records are."""
+    return xc.grid_sum(grid) if isinstance(xc, HeldRecords) else grid.integer_sum(xc)

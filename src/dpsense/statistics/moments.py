@@ -26,7 +26,7 @@ from dpsense.statistics._exact import (
     fsum_rows,
 )
 from dpsense.statistics._profile import FunctionProfile, IntArray, Profile
-from dpsense.statistics._records import HeldRecords
+from dpsense.statistics._records import grid_sum, record_count
 from dpsense.statistics.base import BoundedStatistic, Statistic
 
 __all__ = ["Count", "Mean", "Std", "Sum", "Variance"]
@@ -98,10 +98,8 @@ class Sum(BoundedStatistic):
         return RecordGrid.for_bounds(self.lower, self.upper)
 
     def _value_exact(self, xc: FloatArray) -> Fraction:
-        grid = self._grid
-        if isinstance(xc, HeldRecords):  # a group kept by its engine: the same exact sum
-            return grid.total(xc.size, xc.grid_sum(grid))
-        return grid.total(int(xc.shape[0]), grid.integer_sum(xc))
+        grid = self._grid  # records may be held by an engine: the same exact sum
+        return grid.total(record_count(xc), grid_sum(grid, xc))
 
     def _value(self, xc: FloatArray) -> float:
         return float(self._value_exact(xc))
