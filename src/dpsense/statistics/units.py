@@ -1,21 +1,28 @@
 r"""Unit-level sensitivities: neighbours that add or remove all rows of one privacy unit.
 
 After contribution bounding, a unit has at most ``m`` rows in a group, so a unit-level
-neighbour of a group's data is at most ``m`` row-level add-remove moves away.
-:func:`per_unit` returns the same statistic (same class, so every method recognises it)
-whose sensitivities are measured in units:
+neighbour of a group's data adds, or removes, at most ``m`` rows. :func:`per_unit` returns
+the same statistic (same class, so every method recognises it) whose sensitivities are
+measured in units:
 
 * global sensitivity ``m * GS`` (triangle inequality along the m moves); a quantile's stays
   the data range ``u - l``, which bounds every change of a value in ``[l, u]``;
-* the profile :math:`\hat A_{unit}(k) = c \cdot \hat A_{row}((k+1)m - 1)` with ``c = m`` in
-  general and ``c = 1`` for quantiles (docs/tables.md §3 derives both; the tests check them
-  against brute force on small tables). It is admissible in units whenever the row-level
-  profile is admissible in rows, so smooth bounds, propose-test-release and the distance
-  to instability keep their proofs with "neighbour" read as "one unit".
+* the profile :math:`\hat A_{unit}(k) = m \cdot \hat A_{row}((k+1)m - 1)` for every
+  statistic (the m single-row steps of a unit, each bounded by a row-level local
+  sensitivity);
+* for quantiles also :math:`\hat A_{row}(km + D(m, p))`, one gap instead of m, where the
+  lag :math:`D(m, p)` (:func:`quantile_unit_lag`) is the number of row moves that turn a
+  unit's jump into one row's jump: ``m - 1`` for the median, up to ``2m - 2`` for levels
+  near 0 or 1. The profile is the smaller of the two. docs/tables.md §3 proves both; the
+  tests check them against brute force over every small multiset.
+
+Both are admissible in units whenever the row-level profile is admissible in rows, so
+smooth bounds, propose-test-release and the distance to instability keep their proofs with
+"neighbour" read as "one unit".
 
 Mechanisms whose noise is calibrated to a global sensitivity read the factor with
-:func:`rows_per_unit` (the exponential mechanism's score sensitivity is ``m`` times the
-row-level one; the mean estimators use group privacy).
+:func:`rows_per_unit` (the exponential mechanism and the mean estimators use group
+privacy).
 """
 
 from __future__ import annotations
@@ -34,27 +41,68 @@ from dpsense.statistics._profile import IntArray, Profile
 from dpsense.statistics.base import Statistic
 from dpsense.statistics.quantile import Quantile
 
-__all__ = ["UnitProfile", "group_privacy_budget", "per_unit", "rows_per_unit"]
+__all__ = [
+    "UnitProfile",
+    "group_privacy_budget",
+    "per_unit",
+    "quantile_unit_lag",
+    "rows_per_unit",
+]
+
+
+def quantile_unit_lag(rows: int, num: int, den: int) -> int:
+    r"""The row moves :math:`D(m, p)` that make one unit's change of a p-quantile one gap.
+
+    If y changes to z by adding or removing at most m rows, some dataset within
+    ``D(m, p)`` row moves of y has a row-level local sensitivity of at least
+    :math:`|f(y) - f(z)|` (docs/tables.md §3, Lemma), so
+    :math:`A_{unit}(x, k) \le A_{row}(x, km + D(m, p))`. With :math:`q = \max(p, 1-p)`,
+
+    .. math::
+        D = \max\Big(m - 1,\ \max_{M < pm} \big(M + m - \min(m,
+            \lfloor (q + (1-p)M)/p \rfloor)\big),\
+            \max_{M < (1-p)m} \big(M + m - \min(m, \lfloor (q + pM)/(1-p) \rfloor)\big)\Big),
+
+    computed in integers from ``p = num / den``. It is ``m - 1`` for the median and at most
+    ``2m - 2``.
+    """
+    a, b, m = num, den, rows
+    q = max(a, b - a)
+    lag = m - 1
+    for M in range(m):
+        if M * b < a * m:  # M < p m: a unit adding m rows above the gap
+            lag = max(lag, M + m - min(m, (q + (b - a) * M) // a))
+        if M * b < (b - a) * m:  # M < (1 - p) m: a unit adding m rows below it
+            lag = max(lag, M + m - min(m, (q + a * M) // (b - a)))
+    return lag
 
 
 class UnitProfile(Profile):
-    """``c * A_row((k + 1) m - 1)``: a row-level profile read in units of ``m`` rows."""
+    r"""A row-level profile read in units of ``m`` rows.
 
-    def __init__(self, inner: Profile, rows: int, factor: int) -> None:
+    :math:`\hat A_{unit}(k) = \min(m \hat A_{row}((k+1)m - 1),\ \hat A_{row}(km + D),\
+    \mathrm{cap})`, the middle term only when a lag ``D`` is given (quantiles).
+    """
+
+    def __init__(self, inner: Profile, rows: int, lag: int | None, cap: float) -> None:
         self._inner = inner
         self._rows = rows
-        self._factor = factor
-        self.cap = factor * inner.cap
+        self._lag = lag
+        self.cap = cap
         self.exact = inner.exact and rows == 1
 
-    def _row_ks(self, ks: IntArray) -> IntArray:
-        return (np.asarray(ks, dtype=np.int64) + 1) * self._rows - 1
-
     def at(self, ks: IntArray) -> FloatArray:
-        return self._factor * self._inner.at(self._row_ks(ks))
+        ks = np.asarray(ks, dtype=np.int64)
+        out = self._rows * self._inner.at((ks + 1) * self._rows - 1)
+        if self._lag is not None:
+            out = np.minimum(out, self._inner.at(ks * self._rows + self._lag))
+        return np.minimum(out, self.cap)
 
     def _saturated_by(self, k: int) -> bool:
-        return self._inner._saturated_by((k + 1) * self._rows - 1)
+        row_k = (k + 1) * self._rows - 1
+        if self._lag is not None:
+            row_k = min(row_k, k * self._rows + self._lag)
+        return self._inner._saturated_by(row_k)
 
     def value(self) -> float:
         """The statistic's value, when the row-level profile knows it (quantiles)."""
@@ -69,7 +117,10 @@ def _unit_class(cls: type[Statistic]) -> type[Statistic]:
     def profile(self: Any, xc: FloatArray, neighbours: Neighbours) -> Profile:
         inner = cls.profile(self, xc, neighbours)
         m = self._rows_per_unit
-        return UnitProfile(inner, m, 1 if isinstance(self, Quantile) else m)
+        if isinstance(self, Quantile):
+            lag = quantile_unit_lag(m, *self.level)
+            return UnitProfile(inner, m, lag, inner.cap)
+        return UnitProfile(inner, m, None, m * inner.cap)
 
     def _global(self: Any, neighbours: Neighbours, n: int | None) -> float:
         row = float(cls._global(self, neighbours, n))
