@@ -7,7 +7,12 @@ mutated copy and reports which tests failed. A mutant that no test kills means t
 are not done; a mutant whose text no longer matches the source is reported as stale, so
 the check cannot pass silently after a refactor.
 
-Run: ``.venv/bin/python scripts/mutation_check.py [--only NAME ...]``
+Each mutant runs the tests of the normal suite (``-m "not slow"``, what ``make unit``
+runs) in the files it names, killing tests first, and stops at the first failure (``-x``);
+hypothesis does not shrink a failing example. A mutant marked ``slow_audit`` is one that
+only a statistical audit can see: its named tests may be slow ones.
+
+Run: ``.venv/bin/python scripts/mutation_check.py [--only NAME ...] [--list]``
 Exit status: 0 when every mutant is killed, 1 otherwise.
 """
 
@@ -20,6 +25,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,6 +39,7 @@ class Mutant:
     path: str
     edits: tuple[tuple[str, str], ...]
     tests: tuple[str, ...]
+    slow_audit: bool = False
 
 
 MUTANTS = (
@@ -110,8 +117,49 @@ MUTANTS = (
         "unit-profile-without-factor-m",
         "per-unit local sensitivities of non-quantiles without the factor m",
         "src/dpsense/statistics/units.py",
-        (("1 if isinstance(self, Quantile) else m)", "1)"),),
-        ("tests/tables/test_unit_privacy.py",),
+        (
+            (
+                "out = self._rows * self._inner.at((ks + 1) * self._rows - 1)",
+                "out = self._inner.at((ks + 1) * self._rows - 1)",
+            ),
+        ),
+        ("tests/tables/test_unit_shortcuts.py", "tests/tables/test_unit_privacy.py"),
+    ),
+    Mutant(
+        "old-quantile-unit-profile",
+        "per-person quantiles with the old profile A_row((k+1)m - 1), false for p != 1/2",
+        "src/dpsense/statistics/units.py",
+        (
+            (
+                "            lag = quantile_unit_lag(m, *self.level)\n",
+                "            lag = m - 1\n",
+            ),
+        ),
+        ("tests/tables/test_unit_quantile_profile.py",),
+    ),
+    Mutant(
+        "quantile-unit-lag-of-m",
+        "per-person quantiles with the profile A_row((k+1)m), false at m = 3 for p = 0.1, 0.9",
+        "src/dpsense/statistics/units.py",
+        (
+            (
+                "            lag = quantile_unit_lag(m, *self.level)\n",
+                "            lag = m\n",
+            ),
+        ),
+        ("tests/tables/test_unit_quantile_profile.py",),
+    ),
+    Mutant(
+        "exponential-without-group-privacy",
+        "a per-person exponential-mechanism quantile run at the row-level epsilon",
+        "src/dpsense/methods/exponential.py",
+        (
+            (
+                "        group_privacy_budget(epsilon, 0.0, rows_per_unit(statistic))[0],\n",
+                "        epsilon,\n",
+            ),
+        ),
+        ("tests/tables/test_unit_shortcuts.py",),
     ),
     Mutant(
         "selection-threshold-lowered",
@@ -157,32 +205,50 @@ def run(mutant: Mutant, workers: int) -> tuple[bool, list[str]]:
         problem = _apply(mutant, tree)
         if problem is not None:
             return False, [problem]
-        env = {**os.environ, "PYTHONPATH": str(tree / "src")}
-        command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rf"]
+        env = {
+            **os.environ,
+            "PYTHONPATH": str(tree / "src"),
+            "DPSENSE_HYPOTHESIS_PROFILE": "mutation",
+        }
+        command = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-rf"]
+        if not mutant.slow_audit:
+            command += ["-m", "not slow"]
         if workers > 1:
             command += ["-n", str(workers)]
         result = subprocess.run(
             [*command, *mutant.tests], cwd=tree, env=env, capture_output=True, text=True
         )
         failed = re.findall(r"^FAILED (\S+)", result.stdout, flags=re.MULTILINE)
+        if not failed and result.returncode not in (0, 1, 5):
+            return False, [f"pytest exit {result.returncode}: {result.stdout[-400:]}"]
         return bool(failed), failed
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--only", nargs="*", default=None, help="mutant names to run")
-    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--list", action="store_true", help="list the mutants and exit")
     args = parser.parse_args()
+    if args.list:
+        for mutant in MUTANTS:
+            print(f"{mutant.name}: {mutant.description} ({mutant.path})")
+        return
     survivors = 0
+    start = time.monotonic()
     for mutant in MUTANTS:
         if args.only and mutant.name not in args.only:
             continue
+        began = time.monotonic()
         killed, details = run(mutant, args.workers)
         survivors += not killed
         status = "killed" if killed else "SURVIVED"
-        print(f"[{status}] {mutant.name}: {mutant.description}")
+        kind = " (statistical audit)" if mutant.slow_audit else ""
+        took = time.monotonic() - began
+        print(f"[{status}] {mutant.name}{kind}: {mutant.description} ({took:.0f} s)", flush=True)
         for line in details:
-            print(f"    {line}")
+            print(f"    {line}", flush=True)
+    print(f"{time.monotonic() - start:.0f} s in all", flush=True)
     sys.exit(1 if survivors else 0)
 
 

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import io
+import os
 import sys
 from collections.abc import Callable
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 
 settings.register_profile(
     "dpsense",
@@ -17,7 +18,13 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
     print_blob=True,
 )
-settings.load_profile("dpsense")
+# scripts/mutation_check.py: a failing example is enough, shrinking it only costs time
+settings.register_profile(
+    "mutation",
+    parent=settings.get_profile("dpsense"),
+    phases=[Phase.explicit, Phase.reuse, Phase.generate],
+)
+settings.load_profile(os.environ.get("DPSENSE_HYPOTHESIS_PROFILE", "dpsense"))
 
 
 class FakeTerminal(io.StringIO):
