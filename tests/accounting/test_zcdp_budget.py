@@ -326,3 +326,12 @@ def test_rho_budget_arguments_and_ledger_mismatch(tmp_path: Path) -> None:
         ds.Accountant(ledger=eps_path).charge(0.1, rho=0.01)
     with pytest.raises(ds.LedgerError, match="charge_zcdp"):
         Ledger.open(path).charge(0.1)
+
+
+def test_a_release_the_method_would_reject_is_rejected_before_the_charge() -> None:
+    acct = ds.Accountant(rho=10.0, delta=1e-6)
+    rng = CountingRandom()
+    with pytest.raises(ds.InputError, match="needs delta > 0"):
+        acct.release(TABLE["x"], MEAN, epsilon=1.0, method="smooth", noise="lln", rng=rng)
+    assert rng.drawn == 0
+    assert acct.spent == (0.0, 0.0)

@@ -9,8 +9,9 @@ resolved method (not ``"auto"``):
   or discrete Laplace noise (counts, and means under add-remove, whatever ``noise`` says),
   ``smooth`` with Cauchy or Student's t noise — are :math:`\varepsilon^2/2`-zCDP (Bun &
   Steinke 2016, Prop. 1.4);
-* ``smooth`` with ``noise="lln"`` is :math:`\rho`-zCDP with the rho its plan calibrates
-  (:func:`~dpsense.methods.smooth.zcdp_rho_for`, which bounds the rho it achieves);
+* ``smooth`` with ``noise="lln"`` is :math:`\rho`-zCDP with the rho its plan
+  (:func:`~dpsense.methods.smooth.plan_smooth`, the release's own) is calibrated to, which
+  bounds the rho it achieves;
 * ``global`` with ``noise="gaussian"`` is :math:`\Delta^2/(2\sigma^2)`-zCDP; sigma is the
   analytic Gaussian's, a function of :math:`\Delta/\sigma` only, so the rho depends on
   (epsilon, delta) alone. It is computed at :math:`\Delta = 1` and raised by a relative
@@ -31,7 +32,7 @@ from fractions import Fraction
 from typing import Any
 
 from dpsense.mechanisms.calibration import analytic_gaussian_sigma
-from dpsense.methods.smooth import zcdp_rho_for
+from dpsense.methods.smooth import plan_smooth
 from dpsense.neighbours import Neighbours
 from dpsense.statistics import Count, Mean, Median, Statistic
 
@@ -81,11 +82,13 @@ def method_rho(
             return _gaussian_rho(epsilon, delta)
         return pure_rho(epsilon)
     if method == "smooth":
-        chosen = noise if noise is not None else ("laplace" if delta > 0 else "student-t")
-        if chosen in ("cauchy", "student-t"):
-            return pure_rho(epsilon)
-        if chosen == "lln" and delta > 0:
-            return Fraction(zcdp_rho_for(epsilon, delta))
+        # the release's own plan: its errors (lln or Laplace without delta, bad sigma, t or
+        # dof) are raised here, before anything is charged
+        extra = {k: options[k] for k in ("dof", "t", "sigma") if k in options}
+        plan = plan_smooth(epsilon, delta, noise, **extra)
+        if plan.rho is not None:
+            return Fraction(plan.rho)
+        return pure_rho(epsilon) if plan.delta == 0.0 else None
     return None
 
 
