@@ -11,7 +11,9 @@
 A release is charged *before* any noise is drawn; a request over budget raises
 :class:`~dpsense.errors.BudgetExceededError` and draws nothing. With ``ledger=PATH`` the
 budget lives in a SQLite file (:class:`~dpsense.accounting.ledger.Ledger`) shared by every
-process that uses it; without one it lives in memory.
+process that uses it; without one it lives in memory. The budget is a total (epsilon,
+delta), or a zCDP budget ``rho`` (with ``delta``, the conversion's delta', and
+``approx_delta``, the cap on the deltas of private partition selection).
 """
 
 from __future__ import annotations
@@ -25,17 +27,26 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any, TypeVar
 
-from dpsense.accounting.composition import Charge, as_decimal, compose, zcdp_to_dp_epsilon
+from dpsense.accounting.composition import (
+    Charge,
+    RhoBudget,
+    ZcdpCharge,
+    as_decimal,
+    compose,
+    decimal_up,
+)
 from dpsense.accounting.ledger import Ledger
 from dpsense.bounds import private_bounds
 from dpsense.errors import BudgetExceededError, InputError
 from dpsense.methods import Release
 from dpsense.methods.ratio import private_ratio
 from dpsense.methods.sample_aggregate import sample_and_aggregate
+from dpsense.methods.zcdp import aggregate_rho, amount, pure_rho, ratio_rho
 from dpsense.params import check_delta, check_epsilon
-from dpsense.release import release
+from dpsense.release import release, zcdp_cost
 from dpsense.statistics import Statistic
 from dpsense.tables import GroupedRelease
+from dpsense.tables.zcdp import NOT_ZCDP
 
 R = TypeVar("R", bound=Release | GroupedRelease)
 
@@ -51,16 +62,24 @@ class Accountant:
         The total (epsilon, delta) budget. Required unless ``ledger`` names an existing
         ledger (whose totals are then used) or ``rho`` is given.
     rho : float, optional
-        A total zero-concentrated DP budget instead (Bun & Steinke 2016). Pure epsilon
-        releases cost epsilon^2/2; releases with a native rho (Gaussian, Laplace-log-normal
-        smooth sensitivity) cost that rho; other (epsilon, delta) releases are refused.
-        ``spent``/``remaining`` are then reported as (epsilon, delta) at ``delta``.
+        A total zero-concentrated DP budget instead (Bun & Steinke 2016); ``delta`` is then
+        the delta' at which ``spent``/``remaining`` are converted to (epsilon, delta). Pure
+        epsilon releases cost epsilon^2/2; Gaussian and Laplace-log-normal ones their rho;
+        other releases with delta > 0 (propose-test-release, smooth sensitivity with
+        Laplace noise, bounded-ls) are refused before anything is drawn.
+    approx_delta : float
+        With ``rho``: the cap on the summed deltas of approximately zCDP releases — grouped
+        releases without public keys, whose private partition selection releases a group
+        only the larger neighbour has with probability at most its delta. The total is then
+        (rho + 2 sqrt(rho ln(1/delta)), delta + approx_delta)-DP (docs/accounting.md §3).
+        0 (the default) refuses such releases.
     ledger : path, optional
         A SQLite ledger file: created with this budget if missing, else opened (its totals
         must match the ones given, if any).
     composition : {"basic", "advanced"}
-        Sequential composition rule; "advanced" spends ``delta_slack`` of the delta budget
-        and uses the advanced bound whenever it beats the basic sum.
+        Sequential composition rule of an epsilon budget; "advanced" spends
+        ``delta_slack`` of the delta budget and uses the advanced bound whenever it beats
+        the basic sum.
     delta_slack : float
         The delta' of advanced composition.
 
@@ -76,6 +95,7 @@ class Accountant:
         epsilon: float | None = None,
         delta: float = 0.0,
         rho: float | None = None,
+        approx_delta: float = 0.0,
         ledger: str | os.PathLike[str] | None = None,
         composition: str = "basic",
         delta_slack: float = 0.0,
@@ -89,85 +109,120 @@ class Accountant:
             )
         self._lock = threading.Lock()
         self._group: str | None = None
-        self._rho_total: float | None = None
-        self._rho_spent = 0.0
-        self._delta_target = check_delta(delta, where=where)
-        if rho is not None:
-            if ledger is not None:
-                raise InputError("A zCDP (rho) budget is kept in memory; drop 'ledger'.")
-            self._rho_total = check_epsilon(rho, "rho", where=where)
-            if self._delta_target == 0.0:
-                raise InputError(
-                    "A rho budget needs delta > 0 to report its (epsilon, delta) equivalent."
-                )
-            self._ledger: Ledger | None = None
-            self._memory: list[Charge] = []
-            self._total = (Decimal(0), Decimal(0))
-            self._composition = "basic"
-            self._slack = Decimal(0)
-            return
+        self._memory: list[Charge] = []
+        self._zcdp: list[ZcdpCharge] = []
         self._composition = composition
         self._slack = as_decimal(delta_slack, "delta_slack")
-        self._memory = []
-        if ledger is not None:
-            path = Path(ledger)
-            if path.exists():
-                self._ledger = Ledger.open(path, timeout=timeout)
-                if epsilon is not None and (
-                    as_decimal(epsilon, "epsilon") != self._ledger.total_epsilon
-                    or as_decimal(delta, "delta") != self._ledger.total_delta
-                ):
-                    raise InputError(
-                        "The budget given differs from the one stored in the ledger; omit "
-                        "epsilon/delta to use the ledger's."
-                    )
-                self._composition = self._ledger.composition
-                self._slack = self._ledger.delta_slack
-            else:
-                if epsilon is None:
-                    raise InputError("A new ledger needs a total budget: pass epsilon=...")
-                self._ledger = Ledger.create(
-                    path,
-                    epsilon=check_epsilon(epsilon, where=where),
-                    delta=self._delta_target,
-                    composition=composition,
-                    delta_slack=delta_slack,
-                    timeout=timeout,
-                )
-            self._total = (self._ledger.total_epsilon, self._ledger.total_delta)
-        else:
-            if epsilon is None:
-                raise InputError(
-                    f"The 'epsilon' parameter of {where} is required (the total budget)."
-                )
-            self._ledger = None
-            self._total = (
-                as_decimal(check_epsilon(epsilon, where=where), "epsilon"),
-                as_decimal(self._delta_target, "delta"),
+        dlt = check_delta(delta, where=where)
+        approx = check_delta(approx_delta, "approx_delta", where=where)
+        wanted = self._rho_budget(epsilon, dlt, rho, approx) if rho is not None else None
+        if rho is None and approx != 0.0:
+            raise InputError(
+                "The 'approx_delta' parameter of Accountant caps the approximate deltas of a "
+                "zCDP budget: pass rho=... too, or drop it."
             )
-            if composition == "advanced" and not 0 < self._slack <= self._total[1]:
-                raise InputError(
-                    "Advanced composition needs 0 < delta_slack <= delta (it is spent from "
-                    "the total delta)."
+        self._rho: RhoBudget | None = wanted
+        self._ledger: Ledger | None = None
+        if ledger is not None:
+            self._open_ledger(Path(ledger), epsilon, dlt, wanted, timeout)
+            return
+        if wanted is not None:
+            self._total = (Decimal(0), Decimal(0))  # unused: the rho budget is the total
+            return
+        if epsilon is None:
+            raise InputError(f"The 'epsilon' parameter of {where} is required (the total budget).")
+        self._total = (
+            as_decimal(check_epsilon(epsilon, where=where), "epsilon"),
+            as_decimal(dlt, "delta"),
+        )
+        if composition == "advanced" and not 0 < self._slack <= self._total[1]:
+            raise InputError(
+                "Advanced composition needs 0 < delta_slack <= delta (it is spent from "
+                "the total delta)."
+            )
+
+    def _rho_budget(
+        self, epsilon: float | None, delta: float, rho: float, approx: float
+    ) -> RhoBudget:
+        if epsilon is not None:
+            raise InputError("Pass a total epsilon or a total rho to Accountant, not both.")
+        if self._composition != "basic" or self._slack != 0:
+            raise InputError(
+                "A rho budget adds rhos: drop 'composition' and 'delta_slack' (they apply to "
+                "epsilon budgets)."
+            )
+        return RhoBudget.checked(check_epsilon(rho, "rho", where="Accountant"), delta, approx)
+
+    def _open_ledger(
+        self,
+        path: Path,
+        epsilon: float | None,
+        delta: float,
+        wanted: RhoBudget | None,
+        timeout: float,
+    ) -> None:
+        where = "Accountant"
+        if path.exists():
+            opened = Ledger.open(path, timeout=timeout)
+            differs = (
+                opened.rho_budget != wanted
+                if wanted is not None
+                else epsilon is not None
+                and (
+                    opened.rho_budget is not None
+                    or as_decimal(epsilon, "epsilon") != opened.total_epsilon
+                    or as_decimal(delta, "delta") != opened.total_delta
                 )
+            )
+            if differs:
+                raise InputError(
+                    "The budget given differs from the one stored in the ledger; omit "
+                    "epsilon/rho/delta to use the ledger's."
+                )
+            self._composition = opened.composition
+            self._slack = opened.delta_slack
+        elif wanted is not None:
+            opened = Ledger.create(
+                path,
+                rho=wanted.rho,
+                delta=wanted.delta,
+                approx_delta=wanted.approx_delta,
+                timeout=timeout,
+            )
+        elif epsilon is None:
+            raise InputError("A new ledger needs a total budget: pass epsilon=... (or rho=...).")
+        else:
+            opened = Ledger.create(
+                path,
+                epsilon=check_epsilon(epsilon, where=where),
+                delta=delta,
+                composition=self._composition,
+                delta_slack=self._slack,
+                timeout=timeout,
+            )
+        self._ledger = opened
+        self._rho = opened.rho_budget
+        self._total = (opened.total_epsilon, opened.total_delta)
 
     # -- the budget ---------------------------------------------------------------------
+    def _zcdp_charges(self) -> list[ZcdpCharge]:
+        return self._ledger.zcdp_charges() if self._ledger is not None else list(self._zcdp)
+
     @property
     def spent(self) -> tuple[float, float]:
-        """(epsilon, delta) spent so far."""
-        if self._rho_total is not None:
-            if self._rho_spent == 0:
-                return (0.0, 0.0)
-            return (zcdp_to_dp_epsilon(self._rho_spent, self._delta_target), self._delta_target)
+        """(epsilon, delta) spent so far (for a rho budget, what the spent rho and
+        approximate deltas amount to: (rho + 2 sqrt(rho ln(1/delta')), delta' + sum))."""
+        if self._rho is not None:
+            return self._rho.spent(self._zcdp_charges())
         eps, dlt = self._spent_decimal()
         return (float(eps), float(dlt))
 
     @property
     def remaining(self) -> tuple[float, float]:
-        """(epsilon, delta) still available."""
-        if self._rho_total is not None:
-            left = max(self._rho_total - self._rho_spent, 0.0)
-            return (zcdp_to_dp_epsilon(left, self._delta_target), self._delta_target)
+        """(epsilon, delta) still available (for a rho budget, the epsilon of the rho left
+        and the delta left)."""
+        if self._rho is not None:
+            return self._rho.remaining(self._zcdp_charges())
         eps, dlt = self._spent_decimal()
         return (
             float(max(self._total[0] - eps, Decimal(0))),
@@ -177,14 +232,23 @@ class Accountant:
     @property
     def total(self) -> tuple[float, float]:
         """The total (epsilon, delta) budget."""
-        if self._rho_total is not None:
-            return (zcdp_to_dp_epsilon(self._rho_total, self._delta_target), self._delta_target)
+        if self._rho is not None:
+            return self._rho.total
         return (float(self._total[0]), float(self._total[1]))
 
     @property
     def spent_rho(self) -> float | None:
         """zCDP rho spent (None unless this is a rho budget)."""
-        return None if self._rho_total is None else self._rho_spent
+        spent = self.spent_zcdp
+        return None if spent is None else spent[0]
+
+    @property
+    def spent_zcdp(self) -> tuple[float, float] | None:
+        """(rho, summed approximate delta) spent, rounded up (None unless a rho budget)."""
+        if self._rho is None:
+            return None
+        rho, approx = RhoBudget.spent_of(self._zcdp_charges())
+        return (float(decimal_up(rho)), float(decimal_up(approx)))
 
     def _spent_decimal(self) -> tuple[Decimal, Decimal]:
         if self._ledger is not None:
@@ -201,26 +265,38 @@ class Accountant:
         statistic: str = "",
         method: str = "",
         rho: float | None = None,
+        approx_delta: float = 0.0,
     ) -> int | None:
-        """Spend (epsilon, delta) — or rho — now, or raise BudgetExceededError.
+        """Spend (epsilon, delta) now, or raise BudgetExceededError.
 
-        Returns the ledger charge id (None without a ledger).
+        Against a rho budget, the charge is ``rho`` (with ``approx_delta``) when given,
+        else epsilon^2/2 for a pure-epsilon charge; an (epsilon, delta) charge with
+        delta > 0 and no rho is refused. Returns the ledger charge id (None without a
+        ledger).
         """
         where = "Accountant.charge"
         eps = check_epsilon(epsilon, where=where)
         dlt = check_delta(delta, where=where)
-        with self._lock:
-            if self._rho_total is not None:
-                cost = self._rho_cost(eps, dlt, rho)
-                if self._rho_spent + cost > self._rho_total * (1 + 1e-12):
-                    left = self.remaining
-                    raise BudgetExceededError(left, (eps, dlt))
-                self._rho_spent += cost
-                return None
-            if self._ledger is not None:
-                return self._ledger.charge(
-                    eps, dlt, dataset=dataset, statistic=statistic, method=method, group=self._group
+        approx = check_delta(approx_delta, "approx_delta", where=where)
+        labels = {"dataset": dataset, "statistic": statistic, "method": method}
+        if self._rho is not None:
+            if rho is not None:
+                cost = ZcdpCharge.exact(
+                    amount(check_epsilon(rho, "rho", where=where)), amount(approx)
                 )
+            elif dlt == 0.0 and approx == 0.0:
+                cost = ZcdpCharge.exact(pure_rho(eps))
+            else:
+                raise InputError(NOT_ZCDP.format(what="This charge"))
+            return self._charge_zcdp(cost, eps, labels)
+        if rho is not None or approx != 0.0:
+            raise InputError(
+                "'rho' and 'approx_delta' are charged to a rho budget; this Accountant holds "
+                "an (epsilon, delta) budget."
+            )
+        with self._lock:
+            if self._ledger is not None:
+                return self._ledger.charge(eps, dlt, group=self._group, **labels)
             request = Charge(as_decimal(eps, "epsilon"), as_decimal(dlt, "delta"), self._group)
             after = compose(
                 [*self._memory, request], composition=self._composition, delta_slack=self._slack
@@ -230,23 +306,32 @@ class Accountant:
             self._memory.append(request)
             return None
 
-    @staticmethod
-    def _rho_cost(epsilon: float, delta: float, rho: float | None) -> float:
-        if rho is not None:
-            return rho
-        if delta == 0.0:
-            return epsilon * epsilon / 2.0
-        raise InputError(
-            "This release is (epsilon, delta)-DP with delta > 0, which has no zCDP cost; "
-            "use a pure-epsilon method or a Gaussian / lln one with a rho budget."
-        )
+    def _charge_zcdp(self, cost: ZcdpCharge, epsilon: float, labels: dict[str, str]) -> int | None:
+        """Charge (rho, approximate delta) to the rho budget, or raise."""
+        budget = self._rho
+        assert budget is not None
+        if cost.delta > 0 and budget.approx_delta == 0:
+            raise InputError(
+                "This release is only approximately zCDP: without public keys, private "
+                "partition selection may release a group that holds one person, with "
+                f"probability up to {float(cost.delta):.3g}, and this rho budget has no cap "
+                "for such probabilities. Create the budget with one (approx_delta=1e-5, say), "
+                "or pass keys=[...] to the release."
+            )
+        with self._lock:
+            if self._ledger is not None:
+                return self._ledger.charge_zcdp(cost, epsilon=epsilon, **labels)
+            if not budget.admits(self._zcdp, cost):
+                raise budget.exceeded(self._zcdp, cost)
+            self._zcdp.append(cost)
+            return None
 
     @contextlib.contextmanager
     def parallel(self) -> Iterator[Accountant]:
         """Releases inside the block are on disjoint data; the block costs their maximum."""
         if self._group is not None:
             raise InputError("Parallel blocks cannot be nested.")
-        if self._rho_total is not None:
+        if self._rho is not None:
             raise InputError("Parallel composition is not available for a rho budget.")
         self._group = uuid.uuid4().hex
         try:
@@ -261,9 +346,19 @@ class Accountant:
         dlt: float,
         labels: dict[str, str],
         make: Callable[[], R],
-        rho_hint: float | None = None,
+        price: Callable[[], ZcdpCharge],
     ) -> R:
-        charge_id = self.charge(eps, dlt, rho=rho_hint, **labels)
+        """Charge (``price()`` under a rho budget, else (eps, dlt)), then release."""
+        if self._rho is not None:
+            charge_id = self._charge_zcdp(price(), eps, labels)
+        else:
+            charge_id = self.charge(
+                eps,
+                dlt,
+                dataset=labels["dataset"],
+                statistic=labels["statistic"],
+                method=labels["method"],
+            )
         result = make()
         if self._ledger is not None and charge_id is not None:
             if isinstance(result, GroupedRelease):
@@ -299,12 +394,28 @@ class Accountant:
         """:func:`dpsense.release`, charged first. ``dataset`` labels the ledger entry.
 
         A grouped release is one charge of its total (epsilon, delta): a unit loses at most
-        that much over all groups.
+        that much over all groups. Under a rho budget the charge is what
+        :func:`dpsense.release.zcdp_cost` computes (a release with no zCDP guarantee is
+        refused before anything is drawn).
         """
         eps = check_epsilon(epsilon, where="Accountant.release")
         dlt = check_delta(delta, where="Accountant.release")
         labels = {"dataset": dataset, "statistic": getattr(statistic, "name", ""), "method": method}
-        rho_hint = self._gaussian_rho(method, options, eps, dlt)
+
+        def price() -> ZcdpCharge:
+            return zcdp_cost(
+                statistic,
+                epsilon=eps,
+                delta=dlt,
+                method=method,
+                neighbours=neighbours,
+                by=by,
+                keys=keys,
+                privacy_unit=privacy_unit,
+                max_groups_per_unit=max_groups_per_unit,
+                **options,
+            )
+
         return self._run(
             eps,
             dlt,
@@ -326,7 +437,7 @@ class Accountant:
                 rng=rng,
                 **options,
             ),
-            rho_hint,
+            price,
         )
 
     def sample_and_aggregate(
@@ -343,11 +454,20 @@ class Accountant:
         eps = check_epsilon(epsilon, where="Accountant.sample_and_aggregate")
         dlt = check_delta(delta, where="Accountant.sample_and_aggregate")
         labels = {"dataset": dataset, "statistic": "sample-aggregate", "method": "sample-aggregate"}
+
+        def price() -> ZcdpCharge:
+            rho = aggregate_rho(kwargs.get("aggregator", "mean"), kwargs.get("noise"), eps, dlt)
+            if rho is None:
+                what = "This sample-and-aggregate release (a median with Laplace noise)"
+                raise InputError(NOT_ZCDP.format(what=what))
+            return ZcdpCharge.exact(rho)
+
         return self._run(
             eps,
             dlt,
             labels,
             lambda: sample_and_aggregate(x, func, epsilon=eps, delta=dlt, **kwargs),
+            price,
         )
 
     def private_bounds(
@@ -364,7 +484,11 @@ class Accountant:
         dlt = check_delta(delta, where="Accountant.private_bounds")
         labels = {"dataset": dataset, "statistic": "bounds", "method": "exponential"}
         return self._run(
-            eps, dlt, labels, lambda: private_bounds(x, epsilon=eps, delta=dlt, **kwargs)
+            eps,
+            dlt,
+            labels,
+            lambda: private_bounds(x, epsilon=eps, delta=dlt, **kwargs),
+            lambda: ZcdpCharge.exact(pure_rho(eps)),  # pure epsilon (delta must be 0)
         )
 
     def private_ratio(
@@ -385,19 +509,21 @@ class Accountant:
             "statistic": "ratio",
             "method": str(kwargs.get("method", "ksw")),
         }
+
+        def price() -> ZcdpCharge:
+            rho = ratio_rho(labels["method"], kwargs.get("neighbours", "add-remove"), eps)
+            if rho is None:
+                raise InputError(NOT_ZCDP.format(what="A local-bound ratio"))
+            return ZcdpCharge.exact(rho)
+
         return self._run(
-            eps, dlt, labels, lambda: private_ratio(a, b, epsilon=eps, delta=dlt, **kwargs)
+            eps, dlt, labels, lambda: private_ratio(a, b, epsilon=eps, delta=dlt, **kwargs), price
         )
-
-    @staticmethod
-    def _gaussian_rho(method: str, options: dict[str, Any], eps: float, dlt: float) -> float | None:
-        if method == "smooth" and options.get("noise") == "lln" and dlt > 0:
-            from dpsense.methods.smooth import zcdp_rho_for
-
-            return zcdp_rho_for(eps, dlt)
-        return None
 
     def __repr__(self) -> str:
         where = f", ledger={str(self._ledger.path)!r}" if self._ledger is not None else ""
+        if self._rho is not None:
+            b = self._rho
+            return f"Accountant(rho={b.rho}, delta={b.delta}, approx_delta={b.approx_delta}{where})"
         eps, dlt = self.total
         return f"Accountant(epsilon={eps:g}, delta={dlt:g}{where})"

@@ -14,6 +14,7 @@ from dataclasses import replace
 from typing import Any, Final
 
 from dpsense._arrays import FloatArray, as_data
+from dpsense.accounting.composition import ZcdpCharge
 from dpsense.errors import InputError
 from dpsense.methods import Release
 from dpsense.methods.adaptive import release_adaptive
@@ -30,8 +31,9 @@ from dpsense.params import check_delta, check_epsilon, check_int
 from dpsense.statistics import BoundedStatistic, Mean, Quantiles, Statistic
 from dpsense.statistics.units import group_privacy_budget, rows_per_unit
 from dpsense.tables.grouped import GroupedRelease, release_table
+from dpsense.tables.zcdp import public_key_count, release_zcdp_cost
 
-__all__ = ["METHODS", "release"]
+__all__ = ["METHODS", "release", "zcdp_cost"]
 
 METHODS: Final = (
     "auto",
@@ -117,6 +119,27 @@ def _by_columns(by: str | Sequence[str] | None) -> tuple[str, ...]:
     if len(set(cols)) != len(cols):
         raise InputError("The 'by' parameter names a column more than once.")
     return cols
+
+
+def _chosen_method(
+    statistic: Statistic,
+    method: str,
+    options: dict[str, Any],
+    eps: float,
+    dlt: float,
+    nb: Neighbours,
+) -> tuple[str, dict[str, Any]]:
+    """The method that runs and its options ("auto" resolved from public information)."""
+    if method not in METHODS:
+        raise InputError(
+            f"The 'method' parameter of release must be one of {', '.join(METHODS)}. "
+            f"Got {method!r} instead."
+        )
+    if method != "auto":
+        return method, options
+    if options:
+        raise InputError("method='auto' takes no options; name a method to pass options.")
+    return choose_method(statistic, epsilon=eps, delta=dlt, neighbours=nb)
 
 
 def _is_table(x: Any) -> bool:
@@ -209,16 +232,7 @@ def release(
     eps = check_epsilon(epsilon, where=where)
     dlt = check_delta(delta, where=where)
     nb = validate_neighbours(neighbours, where=where)
-    if method not in METHODS:
-        raise InputError(
-            f"The 'method' parameter of release must be one of {', '.join(METHODS)}. "
-            f"Got {method!r} instead."
-        )
-    chosen = method
-    if method == "auto":
-        if options:
-            raise InputError("method='auto' takes no options; name a method to pass options.")
-        chosen, options = choose_method(statistic, epsilon=eps, delta=dlt, neighbours=nb)
+    chosen, options = _chosen_method(statistic, method, options, eps, dlt, nb)
     if isinstance(statistic, Quantiles) and chosen != "exponential":
         raise InputError(
             f"Several quantiles are released with method='exponential' (the default), "
@@ -294,4 +308,47 @@ def release(
     xc = statistic.clip(data) if isinstance(statistic, BoundedStatistic) else data
     return _DISPATCH[chosen](
         xc, statistic, epsilon=eps, delta=dlt, neighbours=nb, rng=source, **options
+    )
+
+
+def zcdp_cost(
+    statistic: Statistic,
+    *,
+    epsilon: float,
+    delta: float = 0.0,
+    method: str = "auto",
+    neighbours: str = "add-remove",
+    by: str | Sequence[str] | None = None,
+    keys: Any = None,
+    privacy_unit: str | None = None,
+    max_groups_per_unit: int = 1,
+    **options: Any,
+) -> ZcdpCharge:
+    """What :func:`release` with these arguments costs under a zCDP (rho) budget.
+
+    The (rho, approximate delta) of the release (docs/accounting.md §3), from public
+    parameters only, resolving ``method="auto"`` as :func:`release` does. Raises
+    :class:`InputError` for a release that is (epsilon, delta)-DP with delta > 0 and has no
+    zCDP guarantee (propose-test-release, smooth sensitivity with Laplace noise,
+    bounded-ls), saying what to use instead.
+    """
+    where = "release"
+    eps = check_epsilon(epsilon, where=where)
+    dlt = check_delta(delta, where=where)
+    nb = validate_neighbours(neighbours, where=where)
+    chosen, options = _chosen_method(statistic, method, options, eps, dlt, nb)
+    by_cols = _by_columns(by)
+    g = 1
+    if privacy_unit is not None and by_cols:
+        g = check_int(max_groups_per_unit, "max_groups_per_unit", where=where, minimum=1)
+    return release_zcdp_cost(
+        statistic,
+        method=chosen,
+        epsilon=eps,
+        delta=dlt,
+        neighbours=nb,
+        by=by_cols,
+        public_keys=public_key_count(keys, by_cols),
+        groups=g,
+        options=dict(options),
     )

@@ -5,7 +5,13 @@ The user-facing :class:`dpsense.Accountant` lives in :mod:`dpsense.accountant`.
 
 from __future__ import annotations
 
-from dpsense.accounting.composition import advanced_epsilon, compose, zcdp_to_dp_epsilon
+from dpsense.accounting.composition import (
+    RhoBudget,
+    ZcdpCharge,
+    advanced_epsilon,
+    compose,
+    zcdp_to_dp_epsilon,
+)
 from dpsense.accounting.ledger import SCHEMA_VERSION, Ledger, LedgerEntry, LedgerError
 
 __all__ = [
@@ -13,6 +19,8 @@ __all__ = [
     "Ledger",
     "LedgerEntry",
     "LedgerError",
+    "RhoBudget",
+    "ZcdpCharge",
     "advanced_epsilon",
     "compose",
     "zcdp_to_dp_epsilon",

@@ -20,6 +20,12 @@ direction.
 * **zCDP**: rhos add (Bun & Steinke 2016, Lemma 2.3); pure epsilon-DP is
   :math:`\varepsilon^2/2`-zCDP (Prop. 1.4); rho-zCDP implies
   :math:`(\rho + 2\sqrt{\rho\ln(1/\delta)}, \delta)`-DP (Prop. 1.3).
+* **Approximate zCDP** (:class:`RhoBudget`): a charge is a pair
+  :math:`(\rho_i, \delta_i)` (:math:`\delta_i > 0` only for private partition selection);
+  rhos add and deltas add, and the whole is reported as
+  :math:`(\rho + 2\sqrt{\rho\ln(1/\delta')}, \delta' + \sum_i \delta_i)`-DP
+  (Bun & Steinke 2016, Def. 8.1 and Prop. 1.3; docs/accounting.md §3 proves it for the
+  releases dpsense makes, adaptively chosen ones included).
 """
 
 from __future__ import annotations
@@ -27,15 +33,19 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from decimal import Decimal, getcontext
+from decimal import ROUND_CEILING, Decimal, getcontext, localcontext
+from fractions import Fraction
 
-from dpsense.errors import InputError
+from dpsense.errors import BudgetExceededError, InputError
 
 __all__ = [
     "Charge",
+    "RhoBudget",
+    "ZcdpCharge",
     "advanced_epsilon",
     "as_decimal",
     "compose",
+    "decimal_up",
     "zcdp_to_dp_epsilon",
 ]
 
@@ -109,3 +119,128 @@ def compose(
 def zcdp_to_dp_epsilon(rho: float, delta: float) -> float:
     """rho-zCDP implies (rho + 2 sqrt(rho ln(1/delta)), delta)-DP."""
     return rho + 2.0 * math.sqrt(rho * math.log(1.0 / delta))
+
+
+def decimal_up(value: Fraction) -> Decimal:
+    """The smallest decimal of 50 significant digits that is >= ``value`` (exact when it
+    has that many digits or fewer): charges are stored as text and must never shrink."""
+    with localcontext() as ctx:
+        ctx.prec = 50
+        ctx.rounding = ROUND_CEILING
+        return Decimal(value.numerator) / Decimal(value.denominator)
+
+
+def _up(value: float) -> float:
+    """A float nudged up by a relative 1e-12 (it covers the rounding of log and sqrt): a
+    reported bound stays a bound."""
+    return value * (1.0 + 1e-12)
+
+
+def _float_up(value: Fraction) -> float:
+    """The smallest float >= ``value``."""
+    out = float(value)
+    return math.nextafter(out, math.inf) if Fraction(out) < value else out
+
+
+@dataclass(frozen=True)
+class ZcdpCharge:
+    """One charge to a rho budget: the release is ``delta``-approximately ``rho``-zCDP
+    (``delta`` is 0 except for private partition selection)."""
+
+    rho: Decimal
+    delta: Decimal = Decimal(0)
+
+    @classmethod
+    def exact(cls, rho: Fraction, delta: Fraction = Fraction(0)) -> ZcdpCharge:
+        """Rounded up to stored decimals (never below the exact cost)."""
+        return cls(decimal_up(rho), decimal_up(delta))
+
+
+@dataclass(frozen=True)
+class RhoBudget:
+    """A total zCDP budget with approximate parts.
+
+    ``rho`` bounds the sum of the charges' rhos and ``approx_delta`` the sum of their
+    deltas; ``delta`` is the delta' of the conversion to (epsilon, delta). The whole is
+    (rho + 2 sqrt(rho ln(1/delta')), delta' + sum of deltas)-DP.
+    Sums and the budget check are exact (fractions); only reported floats are rounded,
+    upwards.
+    """
+
+    rho: Decimal
+    delta: Decimal
+    approx_delta: Decimal = Decimal(0)
+
+    @classmethod
+    def checked(cls, rho: float, delta: float, approx_delta: float) -> RhoBudget:
+        """A budget from checked floats (rho > 0, delta > 0), or an InputError."""
+        if delta == 0.0:
+            raise InputError(
+                "A rho budget needs delta > 0 to report its (epsilon, delta) equivalent."
+            )
+        budget = cls(
+            as_decimal(rho, "rho"), as_decimal(delta, "delta"), as_decimal(approx_delta, "approx")
+        )
+        if budget.delta + budget.approx_delta >= 1:
+            raise InputError("A rho budget needs delta + approx_delta < 1.")
+        return budget
+
+    @staticmethod
+    def spent_of(charges: Iterable[ZcdpCharge]) -> tuple[Fraction, Fraction]:
+        """(sum of rhos, sum of deltas), exactly."""
+        rho, delta = Fraction(0), Fraction(0)
+        for c in charges:
+            rho += Fraction(c.rho)
+            delta += Fraction(c.delta)
+        return rho, delta
+
+    def admits(self, charges: Iterable[ZcdpCharge], request: ZcdpCharge) -> bool:
+        """True when ``request`` fits after ``charges``: both sums stay within the totals."""
+        rho, delta = self.spent_of([*charges, request])
+        return rho <= Fraction(self.rho) and delta <= Fraction(self.approx_delta)
+
+    def as_dp(self, rho: Fraction, approx: Fraction) -> tuple[float, float]:
+        """The (epsilon, delta) that ``rho`` and approximate deltas ``approx`` amount to
+        (nothing spent is (0, 0): the conversion's delta' is spent with the first rho)."""
+        if rho == 0 and approx == 0:
+            return (0.0, 0.0)
+        eps = _up(zcdp_to_dp_epsilon(_float_up(rho), float(self.delta))) if rho > 0 else 0.0
+        return (eps, _float_up(Fraction(self.delta) + approx))
+
+    @property
+    def total(self) -> tuple[float, float]:
+        """The total budget as (epsilon, delta) (the delta as the nearest float, like the
+        totals of an epsilon budget)."""
+        eps = self.as_dp(Fraction(self.rho), Fraction(0))[0]
+        return (eps, float(Fraction(self.delta) + Fraction(self.approx_delta)))
+
+    def spent(self, charges: Iterable[ZcdpCharge]) -> tuple[float, float]:
+        """(epsilon, delta) spent: 0 before the first charge."""
+        return self.as_dp(*self.spent_of(charges))
+
+    def remaining(self, charges: Iterable[ZcdpCharge]) -> tuple[float, float]:
+        """(the epsilon of the rho left, the total delta minus the delta spent); never
+        negative."""
+        rho, approx = self.spent_of(charges)
+        left_rho = max(Fraction(self.rho) - rho, Fraction(0))
+        eps = self.as_dp(left_rho, Fraction(0))[0]
+        total_delta = Fraction(self.delta) + Fraction(self.approx_delta)
+        spent_delta = Fraction(0) if rho == 0 and approx == 0 else Fraction(self.delta) + approx
+        return (eps, float(max(total_delta - spent_delta, Fraction(0))))
+
+    def exceeded(self, charges: Iterable[ZcdpCharge], request: ZcdpCharge) -> BudgetExceededError:
+        """The error for a request that does not fit (rho and approximate delta named)."""
+        charges = list(charges)
+        rho, delta = self.spent_of(charges)
+        left_rho = float(max(Fraction(self.rho) - rho, Fraction(0)))
+        left_delta = float(max(Fraction(self.approx_delta) - delta, Fraction(0)))
+        message = (
+            f"privacy budget exceeded: this release costs rho={float(request.rho):g} "
+            f"(approximate delta={float(request.delta):g}) but only rho={left_rho:g}, "
+            f"approximate delta={left_delta:g} remain. Ask for less, or start a new budget."
+        )
+        return BudgetExceededError(
+            self.remaining(charges),
+            self.as_dp(Fraction(request.rho), Fraction(request.delta)),
+            message,
+        )

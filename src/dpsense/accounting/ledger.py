@@ -18,52 +18,33 @@ Guarantees (docs/accounting.md):
   state.
 * Each charge records the time, a dataset label, the statistic, the method, epsilon,
   delta, a parallel-group id and whether the answer was refused — never data values.
+* **Two kinds of budget**: a total (epsilon, delta) under basic or advanced composition, or
+  a zCDP budget (total rho, the conversion's delta' and a cap on approximate deltas,
+  :class:`~dpsense.accounting.composition.RhoBudget`) whose charges record their rho and
+  approximate delta. The schema is versioned (:mod:`dpsense.accounting.schema`); files of
+  an older version are read as they are and migrated inside the first write transaction.
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 import sqlite3
 import stat
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
-from typing import Final
 
-from dpsense.accounting.composition import Charge, as_decimal, compose
-from dpsense.errors import BudgetExceededError, DPSenseError
+from dpsense.accounting import schema
+from dpsense.accounting._files import LedgerError, publish, recover_hot_journal
+from dpsense.accounting.composition import Charge, RhoBudget, ZcdpCharge, as_decimal, compose
+from dpsense.accounting.schema import SCHEMA_VERSION
+from dpsense.errors import BudgetExceededError
 
 __all__ = ["SCHEMA_VERSION", "Ledger", "LedgerEntry", "LedgerError"]
-
-SCHEMA_VERSION: Final = 1
-_FORMAT: Final = "dpsense-ledger"
-_STATUSES: Final = ("charged", "answered", "refused")
-_SCHEMA: Final = f"""
-CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE charges (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    time TEXT NOT NULL,
-    dataset TEXT NOT NULL,
-    statistic TEXT NOT NULL,
-    method TEXT NOT NULL,
-    epsilon TEXT NOT NULL,
-    delta TEXT NOT NULL,
-    group_id TEXT,
-    status TEXT NOT NULL CHECK (status IN {_STATUSES!r})
-);
-"""
-
-
-class LedgerError(DPSenseError):
-    """The ledger file cannot be used (missing, corrupt, locked, read-only, wrong version).
-
-    The file is left untouched.
-    """
 
 
 @dataclass(frozen=True)
@@ -79,6 +60,9 @@ class LedgerEntry:
     delta: Decimal
     group: str | None
     status: str
+    rho: Decimal | None = None
+    """The charged rho (rho budgets; ``delta`` is then the charged approximate delta and
+    ``epsilon`` the release's nominal epsilon, not composed)."""
 
     @property
     def refused(self) -> bool:
@@ -98,68 +82,8 @@ class LedgerEntry:
             "group": self.group,
             "status": self.status,
             "refused": self.refused,
+            "rho": None if self.rho is None else float(self.rho),
         }
-
-
-def _recover_hot_journal(path: Path, timeout: float) -> None:
-    """Roll back a transaction interrupted by a crash before reading.
-
-    A process killed inside a write transaction leaves a "hot" rollback journal; only a
-    read-write connection can roll it back, restoring the last committed state (SQLite's
-    own crash recovery). Reads therefore open read-write once when such a journal exists.
-    A read-only file that needs recovery is reported, not touched.
-    """
-    journal = path.with_name(path.name + "-journal")
-    if not journal.exists() or journal.stat().st_size == 0:
-        return
-    if not os.stat(path).st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
-        raise LedgerError(
-            f"The ledger file {path} was interrupted mid-write and needs recovery, but it is "
-            "read-only; make it writable and retry. It was left untouched."
-        )
-    try:
-        con = sqlite3.connect(f"file:{path}?mode=rw", uri=True, timeout=timeout)
-        try:
-            con.execute("SELECT count(*) FROM sqlite_master").fetchone()
-        finally:
-            con.close()
-    except sqlite3.OperationalError as exc:
-        if "locked" in str(exc) or "busy" in str(exc):
-            raise LedgerError(
-                f"The ledger file {path} is locked by another process; try again."
-            ) from None
-        raise LedgerError(f"The ledger file {path} could not be recovered.") from None
-    except sqlite3.DatabaseError:
-        raise LedgerError(
-            f"The file {path} is not a dpsense ledger or is corrupt; it was left untouched."
-        ) from None
-
-
-def _publish(tmp: Path, target: Path) -> None:
-    """Move a finished ledger into place atomically without overwriting anything.
-
-    A hard link fails if the target exists, so a crash leaves either no ledger or a
-    complete one. Where hard links are not supported, the name is reserved with an
-    exclusive create and the finished file replaces the (empty) reservation atomically.
-    """
-    try:
-        os.link(tmp, target)
-        return
-    except FileExistsError:
-        raise
-    except OSError as exc:
-        if exc.errno not in (
-            errno.EPERM,
-            errno.ENOTSUP,
-            errno.EOPNOTSUPP,
-            errno.ENOSYS,
-            errno.EXDEV,
-            errno.EMLINK,
-        ):
-            raise
-    fd = os.open(target, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-    os.close(fd)
-    os.replace(tmp, target)
 
 
 def _now() -> str:
@@ -167,9 +91,12 @@ def _now() -> str:
 
 
 class Ledger:
-    """A total (epsilon, delta) budget and the charges against it, in one SQLite file.
+    """A total budget and the charges against it, in one SQLite file.
 
-    Use :meth:`create` for a new ledger and :meth:`open` for an existing one.
+    The budget is a total (epsilon, delta) (``rho_budget`` None) or a zCDP budget
+    (``rho_budget``; ``total_epsilon``/``total_delta`` are then its (epsilon, delta)
+    equivalent, for display). Use :meth:`create` for a new ledger and :meth:`open` for an
+    existing one.
     """
 
     def __init__(
@@ -179,12 +106,24 @@ class Ledger:
         composition: str,
         delta_slack: Decimal,
         timeout: float,
+        rho_budget: RhoBudget | None = None,
     ) -> None:
         self.path = path
         self.total_epsilon, self.total_delta = total
         self.composition = composition
         self.delta_slack = delta_slack
         self.timeout = timeout
+        self.rho_budget = rho_budget
+
+    @property
+    def budget(self) -> str:
+        """ "epsilon" or "rho": the kind of budget the file holds."""
+        return "epsilon" if self.rho_budget is None else "rho"
+
+    @staticmethod
+    def _rho_view(budget: RhoBudget) -> tuple[Decimal, Decimal]:
+        eps, dlt = budget.total
+        return (Decimal(repr(eps)), Decimal(repr(dlt)))
 
     # -- opening ------------------------------------------------------------------------
     @classmethod
@@ -192,26 +131,63 @@ class Ledger:
         cls,
         path: str | os.PathLike[str],
         *,
-        epsilon: object,
+        epsilon: object = None,
         delta: object = 0.0,
         composition: str = "basic",
         delta_slack: object = 0.0,
+        rho: object = None,
+        approx_delta: object = 0.0,
         timeout: float = 30.0,
     ) -> Ledger:
-        """Create a new ledger file with a total budget; refuses to overwrite a file."""
+        """Create a new ledger file with a total budget; refuses to overwrite a file.
+
+        Pass ``epsilon`` (and ``delta``, ``composition``, ``delta_slack``) for an (epsilon,
+        delta) budget, or ``rho`` (with ``delta``, the conversion's delta', and
+        ``approx_delta``, the cap on approximate deltas) for a zCDP budget.
+        """
         p = Path(path)
-        eps = as_decimal(epsilon, "epsilon")
         dlt = as_decimal(delta, "delta")
-        slack = as_decimal(delta_slack, "delta_slack")
-        if eps <= 0 or dlt >= 1 or slack >= 1:
-            raise LedgerError("A ledger needs a total epsilon > 0 and a delta in [0, 1).")
-        if composition not in ("basic", "advanced"):
-            raise LedgerError("The composition of a ledger must be 'basic' or 'advanced'.")
-        if composition == "advanced" and not 0 < slack <= dlt:
-            raise LedgerError(
-                "Advanced composition needs a delta_slack in (0, delta]: it is spent from the "
-                "total delta."
-            )
+        rho_budget: RhoBudget | None = None
+        if rho is not None:
+            if epsilon is not None:
+                raise LedgerError("A ledger holds an epsilon budget or a rho budget, not both.")
+            total_rho = as_decimal(rho, "rho")
+            approx = as_decimal(approx_delta, "approx_delta")
+            if total_rho <= 0 or not 0 < dlt < 1 or dlt + approx >= 1:
+                raise LedgerError(
+                    "A rho ledger needs rho > 0, a delta in (0, 1) and delta + approx_delta < 1."
+                )
+            rho_budget = RhoBudget(total_rho, dlt, approx)
+            meta = {
+                "budget": "rho",
+                "total_rho": str(total_rho),
+                "zcdp_delta": str(dlt),
+                "approx_delta": str(approx),
+                "composition": "zcdp",
+            }
+            totals, slack, composition = cls._rho_view(rho_budget), Decimal(0), "zcdp"
+        else:
+            if epsilon is None:
+                raise LedgerError("A new ledger needs a total budget: epsilon=... or rho=....")
+            eps = as_decimal(epsilon, "epsilon")
+            slack = as_decimal(delta_slack, "delta_slack")
+            if eps <= 0 or dlt >= 1 or slack >= 1:
+                raise LedgerError("A ledger needs a total epsilon > 0 and a delta in [0, 1).")
+            if composition not in ("basic", "advanced"):
+                raise LedgerError("The composition of a ledger must be 'basic' or 'advanced'.")
+            if composition == "advanced" and not 0 < slack <= dlt:
+                raise LedgerError(
+                    "Advanced composition needs a delta_slack in (0, delta]: it is spent from "
+                    "the total delta."
+                )
+            meta = {
+                "budget": "epsilon",
+                "total_epsilon": str(eps),
+                "total_delta": str(dlt),
+                "composition": composition,
+                "delta_slack": str(slack),
+            }
+            totals = (eps, dlt)
         if p.exists():
             raise LedgerError(f"The ledger file {p} already exists; it was left untouched.")
         if not p.parent.exists():
@@ -220,22 +196,10 @@ class Ledger:
         try:
             con = sqlite3.connect(tmp, isolation_level=None)
             try:
-                con.executescript(_SCHEMA)
-                con.executemany(
-                    "INSERT INTO meta (key, value) VALUES (?, ?)",
-                    [
-                        ("format", _FORMAT),
-                        ("schema_version", str(SCHEMA_VERSION)),
-                        ("total_epsilon", str(eps)),
-                        ("total_delta", str(dlt)),
-                        ("composition", composition),
-                        ("delta_slack", str(slack)),
-                        ("created", _now()),
-                    ],
-                )
+                schema.create(con, {**meta, "created": _now()})
             finally:
                 con.close()
-            _publish(tmp, p)
+            publish(tmp, p)
         except FileExistsError:
             raise LedgerError(
                 f"The ledger file {p} already exists; it was left untouched."
@@ -245,17 +209,18 @@ class Ledger:
         finally:
             with contextlib.suppress(OSError):
                 tmp.unlink()
-        return cls(p, (eps, dlt), composition, slack, timeout)
+        return cls(p, totals, composition, slack, timeout, rho_budget)
 
     @classmethod
     def open(cls, path: str | os.PathLike[str], *, timeout: float = 30.0) -> Ledger:
-        """Open and validate an existing ledger (read-only until a charge)."""
+        """Open and validate an existing ledger (read-only until a charge; a file of an
+        older schema version is migrated by its first charge, not here)."""
         p = Path(path)
         if not p.is_file():
             raise LedgerError(
                 f"No ledger file at {p}; create one with 'dpsense budget init {p} --epsilon E'."
             )
-        _recover_hot_journal(p, timeout)
+        recover_hot_journal(p, timeout)
         try:
             con = sqlite3.connect(f"file:{p}?mode=ro", uri=True, timeout=timeout)
         except sqlite3.Error:
@@ -277,16 +242,26 @@ class Ledger:
             ) from None
         finally:
             con.close()
-        if meta.get("format") != _FORMAT or check is None or check[0] != "ok":
+        if meta.get("format") != schema.FORMAT or check is None or check[0] != "ok":
             raise LedgerError(
                 f"The file {p} is not a dpsense ledger or is corrupt; it was left untouched."
             )
-        if meta.get("schema_version") != str(SCHEMA_VERSION):
+        version = schema.stored_version(meta)
+        if version is None or not 1 <= version <= SCHEMA_VERSION:
+            newer = version is not None and version > SCHEMA_VERSION
             raise LedgerError(
                 f"The ledger {p} has schema version {meta.get('schema_version')!r}; this "
-                f"dpsense reads version {SCHEMA_VERSION}."
+                f"dpsense reads versions 1 to {SCHEMA_VERSION}"
+                + ("; upgrade dpsense to use it." if newer else ".")
             )
         try:
+            if meta.get("budget", "epsilon") == "rho":
+                budget = RhoBudget(
+                    Decimal(meta["total_rho"]),
+                    Decimal(meta["zcdp_delta"]),
+                    Decimal(meta["approx_delta"]),
+                )
+                return cls(p, cls._rho_view(budget), "zcdp", Decimal(0), timeout, budget)
             total = (Decimal(meta["total_epsilon"]), Decimal(meta["total_delta"]))
             slack = Decimal(meta.get("delta_slack", "0"))
             composition = meta.get("composition", "basic")
@@ -307,7 +282,7 @@ class Ledger:
                 "charges. It was left untouched."
             )
         if not write:
-            _recover_hot_journal(self.path, self.timeout)
+            recover_hot_journal(self.path, self.timeout)
         mode = "rw" if write else "ro"
         try:
             con = sqlite3.connect(
@@ -342,12 +317,25 @@ class Ledger:
 
     @staticmethod
     def _entries(con: sqlite3.Connection) -> list[LedgerEntry]:
+        # a file of schema version 1 has no rho column: its charges are epsilon charges
+        rho = "rho" if "rho" in schema.columns(con, "charges") else "NULL"
         rows = con.execute(
-            "SELECT id, time, dataset, statistic, method, epsilon, delta, group_id, status "
-            "FROM charges ORDER BY id"
+            "SELECT id, time, dataset, statistic, method, epsilon, delta, group_id, status, "
+            f"{rho} FROM charges ORDER BY id"
         ).fetchall()
         return [
-            LedgerEntry(r[0], r[1], r[2], r[3], r[4], Decimal(r[5]), Decimal(r[6]), r[7], r[8])
+            LedgerEntry(
+                r[0],
+                r[1],
+                r[2],
+                r[3],
+                r[4],
+                Decimal(r[5]),
+                Decimal(r[6]),
+                r[7],
+                r[8],
+                None if r[9] is None else Decimal(r[9]),
+            )
             for r in rows
         ]
 
@@ -355,6 +343,14 @@ class Ledger:
         """Every charge, oldest first."""
         with self._connection(write=False) as con:
             return self._entries(con)
+
+    @staticmethod
+    def _zcdp(entries: list[LedgerEntry]) -> list[ZcdpCharge]:
+        return [ZcdpCharge(e.rho or Decimal(0), e.delta) for e in entries]
+
+    def zcdp_charges(self) -> list[ZcdpCharge]:
+        """The (rho, approximate delta) of every charge of a rho ledger, oldest first."""
+        return self._zcdp(self.entries())
 
     def _spent_of(
         self, entries: list[LedgerEntry], extra: Charge | None = None
@@ -365,15 +361,47 @@ class Ledger:
         return compose(charges, composition=self.composition, delta_slack=self.delta_slack)
 
     def spent(self) -> tuple[Decimal, Decimal]:
-        """(epsilon, delta) spent so far under the ledger's composition rule."""
+        """(epsilon, delta) spent so far under the ledger's composition rule (for a rho
+        ledger, the (epsilon, delta) its spent rho and approximate deltas amount to)."""
+        if self.rho_budget is not None:
+            eps, dlt = self.rho_budget.spent(self.zcdp_charges())
+            return (Decimal(repr(eps)), Decimal(repr(dlt)))
         return self._spent_of(self.entries())
 
     def remaining(self) -> tuple[Decimal, Decimal]:
         """(epsilon, delta) still available (never negative)."""
+        if self.rho_budget is not None:
+            left = self.rho_budget.remaining(self.zcdp_charges())
+            return (Decimal(repr(left[0])), Decimal(repr(left[1])))
         eps, dlt = self.spent()
         return (max(self.total_epsilon - eps, Decimal(0)), max(self.total_delta - dlt, Decimal(0)))
 
     # -- charging -----------------------------------------------------------------------
+    def _insert(
+        self,
+        check: Callable[[list[LedgerEntry]], None],
+        values: tuple[str, str, str, str, str, str | None, str | None],
+    ) -> int:
+        """One write transaction: migrate an older file, read every charge, ``check`` the
+        budget (it raises to refuse), insert the charge and commit. A refusal or a crash
+        rolls everything back, the migration included."""
+        with self._connection(write=True) as con:
+            con.execute("BEGIN IMMEDIATE")
+            try:
+                schema.upgrade(con)
+                check(self._entries(con))
+                cur = con.execute(
+                    "INSERT INTO charges (time, dataset, statistic, method, epsilon, delta, "
+                    "group_id, rho, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'charged')",
+                    (_now(), *values),
+                )
+                con.execute("COMMIT")
+            except BaseException:
+                if con.in_transaction:
+                    con.execute("ROLLBACK")
+                raise
+            return int(cur.lastrowid or 0)
+
     def charge(
         self,
         epsilon: object,
@@ -384,45 +412,56 @@ class Ledger:
         method: str = "",
         group: str | None = None,
     ) -> int:
-        """Record a charge, atomically, or raise :class:`BudgetExceededError`.
+        """Record a charge to an (epsilon, delta) budget, atomically, or raise
+        :class:`BudgetExceededError`.
 
         Returns the charge id, for :meth:`record_outcome`. The charge is committed to disk
         before this returns.
         """
+        if self.rho_budget is not None:
+            raise LedgerError(
+                f"The ledger {self.path} holds a rho budget; charge it with charge_zcdp."
+            )
         request = Charge(as_decimal(epsilon, "epsilon"), as_decimal(delta, "delta"), group)
-        with self._connection(write=True) as con:
-            con.execute("BEGIN IMMEDIATE")
-            try:
-                entries = self._entries(con)
+
+        def check(entries: list[LedgerEntry]) -> None:
+            after = self._spent_of(entries, request)
+            if after[0] > self.total_epsilon or after[1] > self.total_delta:
                 before = self._spent_of(entries)
-                after = self._spent_of(entries, request)
-                if after[0] > self.total_epsilon or after[1] > self.total_delta:
-                    remaining = (
-                        float(max(self.total_epsilon - before[0], Decimal(0))),
-                        float(max(self.total_delta - before[1], Decimal(0))),
-                    )
-                    raise BudgetExceededError(
-                        remaining, (float(request.epsilon), float(request.delta))
-                    )
-                cur = con.execute(
-                    "INSERT INTO charges (time, dataset, statistic, method, epsilon, delta, "
-                    "group_id, status) VALUES (?, ?, ?, ?, ?, ?, ?, 'charged')",
-                    (
-                        _now(),
-                        dataset,
-                        statistic,
-                        method,
-                        str(request.epsilon),
-                        str(request.delta),
-                        group,
-                    ),
+                remaining = (
+                    float(max(self.total_epsilon - before[0], Decimal(0))),
+                    float(max(self.total_delta - before[1], Decimal(0))),
                 )
-                con.execute("COMMIT")
-            except BaseException:
-                if con.in_transaction:
-                    con.execute("ROLLBACK")
-                raise
-            return int(cur.lastrowid or 0)
+                raise BudgetExceededError(remaining, (float(request.epsilon), float(request.delta)))
+
+        values = (dataset, statistic, method, str(request.epsilon), str(request.delta))
+        return self._insert(check, (*values, group, None))
+
+    def charge_zcdp(
+        self,
+        request: ZcdpCharge,
+        *,
+        epsilon: object = 0.0,
+        dataset: str = "",
+        statistic: str = "",
+        method: str = "",
+    ) -> int:
+        """Record a charge of (rho, approximate delta) to a rho budget, atomically, or raise
+        :class:`BudgetExceededError`. ``epsilon`` is the release's nominal epsilon, kept as
+        a label. Returns the charge id; the charge is committed before this returns."""
+        budget = self.rho_budget
+        if budget is None:
+            raise LedgerError(
+                f"The ledger {self.path} holds an (epsilon, delta) budget; charge it with charge."
+            )
+
+        def check(entries: list[LedgerEntry]) -> None:
+            if not budget.admits(self._zcdp(entries), request):
+                raise budget.exceeded(self._zcdp(entries), request)
+
+        nominal = str(as_decimal(epsilon, "epsilon"))
+        values = (dataset, statistic, method, nominal, str(request.delta))
+        return self._insert(check, (*values, None, str(request.rho)))
 
     def record_outcome(self, charge_id: int, *, refused: bool, method: str | None = None) -> None:
         """Mark a charge answered or refused (its budget stays spent either way)."""
@@ -430,6 +469,7 @@ class Ledger:
         with self._connection(write=True) as con:
             con.execute("BEGIN IMMEDIATE")
             try:
+                schema.upgrade(con)
                 if method is None:
                     con.execute("UPDATE charges SET status = ? WHERE id = ?", (status, charge_id))
                 else:

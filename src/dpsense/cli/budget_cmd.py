@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from decimal import Decimal
+from fractions import Fraction
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -10,7 +10,8 @@ import typer
 from rich import box
 from rich.table import Table
 
-from dpsense.accounting import Ledger
+from dpsense.accounting import Ledger, LedgerError
+from dpsense.accounting.composition import decimal_up
 from dpsense.cli._shared import _console, _print_json
 
 __all__ = ["budget_app"]
@@ -19,6 +20,7 @@ INIT_EXAMPLES = (
     "Examples:\n\n\b\n"
     "  dpsense budget init budget.db --epsilon 10\n"
     "  dpsense budget init budget.db --epsilon 5 --delta 1e-6\n"
+    "  dpsense budget init budget.db --rho 0.5 --delta 1e-6 --approx-delta 1e-5\n"
 )
 """The examples that end ``--help``."""
 
@@ -45,16 +47,47 @@ budget_app = typer.Typer(
 @budget_app.command("init", no_args_is_help=True, epilog=INIT_EXAMPLES)
 def init(
     ledger: Annotated[Path, typer.Argument(help="The ledger file to create.")],
-    epsilon: Annotated[float, typer.Option(help="Total epsilon budget.")],
-    delta: Annotated[float, typer.Option(help="Total delta budget.")] = 0.0,
+    epsilon: Annotated[
+        float | None, typer.Option(help="Total epsilon budget (or give --rho).")
+    ] = None,
+    delta: Annotated[
+        float,
+        typer.Option(help="Total delta budget; with --rho, the delta' rho is converted at."),
+    ] = 0.0,
     composition: Annotated[
         str, typer.Option(help="basic, or advanced (needs --delta-slack).")
     ] = "basic",
     delta_slack: Annotated[
         float, typer.Option(help="advanced composition: the delta' spent from --delta.")
     ] = 0.0,
+    rho: Annotated[
+        float | None, typer.Option(help="Total zCDP budget instead of --epsilon (needs --delta).")
+    ] = None,
+    approx_delta: Annotated[
+        float,
+        typer.Option(
+            help="With --rho: the cap on the summed deltas of grouped releases without keys."
+        ),
+    ] = 0.0,
 ) -> None:
-    """Create a ledger with a total (epsilon, delta) budget; never overwrites a file."""
+    """Create a ledger with a total (epsilon, delta) or rho budget; never overwrites a file."""
+    if rho is not None:
+        if epsilon is not None or composition != "basic" or delta_slack != 0.0:
+            raise LedgerError(
+                "Give --epsilon (with --composition/--delta-slack) or --rho, not both."
+            )
+        made = Ledger.create(ledger, rho=rho, delta=delta, approx_delta=approx_delta)
+        budget = made.rho_budget
+        assert budget is not None
+        _console().print(
+            f"created ledger {made.path} with rho={budget.rho}, delta={budget.delta}, "
+            f"approx_delta={budget.approx_delta} (zCDP)"
+        )
+        return
+    if epsilon is None:
+        raise LedgerError("A new ledger needs a total budget: --epsilon E (or --rho R --delta D).")
+    if approx_delta != 0.0:
+        raise LedgerError("--approx-delta caps the approximate deltas of a --rho budget.")
     created = Ledger.create(
         ledger, epsilon=epsilon, delta=delta, composition=composition, delta_slack=delta_slack
     )
@@ -65,17 +98,46 @@ def init(
 
 
 def ledger_summary(ledger: Ledger) -> dict[str, Any]:
-    """The ``budget show --json`` object (its keys are part of the public contract)."""
+    """The ``budget show --json`` object (its keys are part of the public contract).
+
+    The epsilon/delta keys are the same for both kinds of budget (for a rho budget, its
+    (epsilon, delta) equivalent, as ``Accountant.spent`` reports it); the rho keys are None
+    for an epsilon budget.
+    """
     entries = ledger.entries()
     spent_eps, spent_delta = ledger.spent()
+    left_eps, left_delta = ledger.remaining()
+    rho: dict[str, float | None] = dict.fromkeys(
+        (
+            "total_rho",
+            "spent_rho",
+            "remaining_rho",
+            "zcdp_delta",
+            "approx_delta",
+            "spent_approx_delta",
+        )
+    )
+    budget = ledger.rho_budget
+    if budget is not None:
+        spent_rho, spent_approx = budget.spent_of(ledger.zcdp_charges())
+        rho.update(
+            total_rho=float(budget.rho),
+            spent_rho=float(decimal_up(spent_rho)),
+            remaining_rho=float(max(Fraction(budget.rho) - spent_rho, Fraction(0))),
+            zcdp_delta=float(budget.delta),
+            approx_delta=float(budget.approx_delta),
+            spent_approx_delta=float(decimal_up(spent_approx)),
+        )
     return {
         "total_epsilon": float(ledger.total_epsilon),
         "total_delta": float(ledger.total_delta),
         "spent_epsilon": float(spent_eps),
         "spent_delta": float(spent_delta),
-        "remaining_epsilon": float(max(ledger.total_epsilon - spent_eps, Decimal(0))),
-        "remaining_delta": float(max(ledger.total_delta - spent_delta, Decimal(0))),
+        "remaining_epsilon": float(left_eps),
+        "remaining_delta": float(left_delta),
         "composition": ledger.composition,
+        "budget": ledger.budget,
+        **rho,
         "charges": [e.to_dict() for e in entries],
     }
 
@@ -95,9 +157,20 @@ def show(
     head = Table(title=f"Privacy budget: {ledger}", box=box.SIMPLE_HEAVY)
     for name in ("", "epsilon", "delta"):
         head.add_column(name, justify="right" if name else "left")
+    zcdp = opened.rho_budget is not None
+    if zcdp:
+        head.add_column("rho", justify="right")
     for row in ("total", "spent", "remaining"):
-        head.add_row(row, f"{summary[row + '_epsilon']:.6g}", f"{summary[row + '_delta']:.3g}")
+        cells = [f"{summary[row + '_epsilon']:.6g}", f"{summary[row + '_delta']:.3g}"]
+        if zcdp:
+            cells.append(f"{summary[row + '_rho']:.6g}")
+        head.add_row(row, *cells)
     console.print(head)
+    if zcdp:
+        console.print(
+            f"zCDP budget: (epsilon, delta) at delta'={summary['zcdp_delta']:.3g}; approximate "
+            f"deltas {summary['spent_approx_delta']:.3g} of {summary['approx_delta']:.3g} spent"
+        )
     charges = Table(
         title=f"{len(summary['charges'])} charges ({opened.composition} composition)",
         box=box.SIMPLE_HEAD,
@@ -110,9 +183,11 @@ def show(
         "method",
         "epsilon",
         "delta",
+        *(("rho",) if zcdp else ()),
         "outcome",
     ):
-        charges.add_column(name, justify="right" if name in ("#", "epsilon", "delta") else "left")
+        numeric = name in ("#", "epsilon", "delta", "rho")
+        charges.add_column(name, justify="right" if numeric else "left")
     for c in summary["charges"]:
         outcome = {
             "charged": "charged (no answer recorded)",
@@ -129,6 +204,7 @@ def show(
             c["method"] or "-",
             f"{c['epsilon']:g}",
             f"{c['delta']:g}",
+            *((f"{c['rho']:.6g}",) if zcdp else ()),
             outcome,
         )
     console.print(charges)

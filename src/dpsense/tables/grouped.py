@@ -31,8 +31,10 @@ from dpsense.tables.source import open_table
 from dpsense.tables.spark import bound_spark_table, is_spark_frame, open_spark
 
 __all__ = [
+    "BudgetSplit",
     "GroupedRelease",
     "bounded_values",
+    "budget_split",
     "held_or_values",
     "reads_held",
     "release_table",
@@ -171,6 +173,45 @@ def _normalise_keys(keys: Any, by: tuple[str, ...]) -> list[tuple[Any, ...]]:
     return out
 
 
+@dataclass(frozen=True)
+class BudgetSplit:
+    """How a table release spends its (epsilon, delta) (docs/tables.md §4), from public
+    parameters only: the accountant prices a release with it before anything is drawn."""
+
+    selection: tuple[float, float] | None
+    """(epsilon, delta) of private partition selection; None with public keys or no groups."""
+    per_group: tuple[float, float]
+    """(epsilon, delta) of each group's release."""
+    touched: int
+    """The number of released groups one unit can change."""
+
+
+def budget_split(
+    epsilon: float, delta: float, *, by: tuple[str, ...], public_keys: int | None, groups: int
+) -> BudgetSplit:
+    """The split of a release by ``by`` with ``public_keys`` keys (None: private selection)
+    when a unit is in at most ``groups`` groups."""
+    selection = None
+    eps_rest, dlt_rest = epsilon, delta
+    if by and public_keys is None:
+        if delta == 0.0:
+            raise InputError(
+                "Releasing groups without public keys needs private partition selection, "
+                "which needs delta > 0: pass keys=[...] (--keys FILE) or delta=... (e.g. 1e-6)."
+            )
+        selection = (SELECTION_SHARE * epsilon, SELECTION_SHARE * delta)
+        eps_rest, dlt_rest = epsilon - selection[0], delta - selection[1]
+    # a unit touches at most g groups, and never more than the public keys
+    touched = min(groups, public_keys) if public_keys else groups
+    eps_g = eps_rest / touched
+    dlt_g = dlt_rest / touched
+    while Fraction(eps_g) * touched > Fraction(eps_rest):  # exactly, not in floating point
+        eps_g = math.nextafter(eps_g, 0.0)
+    while Fraction(dlt_g) * touched > Fraction(dlt_rest):
+        dlt_g = math.nextafter(dlt_g, 0.0)
+    return BudgetSplit(selection, (eps_g, dlt_g), touched)
+
+
 def release_table(
     data: Any,
     statistic: Statistic,
@@ -192,11 +233,9 @@ def release_table(
     m = max_rows_per_unit if privacy_unit is not None else 1
     g = max_groups_per_unit if (privacy_unit is not None and by) else 1
     public = _normalise_keys(keys, by) if (by and keys is not None) else None
-    if by and public is None and delta == 0.0:
-        raise InputError(
-            "Releasing groups without public keys needs private partition selection, which "
-            "needs delta > 0: pass keys=[...] (--keys FILE) or delta=... (e.g. 1e-6)."
-        )
+    split = budget_split(
+        epsilon, delta, by=by, public_keys=None if public is None else len(public), groups=g
+    )
     lower = statistic.lower if isinstance(statistic, BoundedStatistic) else None
     upper = statistic.upper if isinstance(statistic, BoundedStatistic) else None
     salt = (int(rng.words(1)[0] >> np.uint64(1)), int(rng.words(1)[0] >> np.uint64(1)))
@@ -218,15 +257,13 @@ def release_table(
             salt,
         )
         table = _bound(source, plan, public, spark)
-        eps_rest, dlt_rest = epsilon, delta
         params: dict[str, Any] = {
             "privacy_unit": privacy_unit,
             "max_rows_per_unit": m,
             "max_groups_per_unit": g,
         }
-        if by and public is None:
-            eps_sel, dlt_sel = SELECTION_SHARE * epsilon, SELECTION_SHARE * delta
-            eps_rest, dlt_rest = epsilon - eps_sel, delta - dlt_sel
+        if split.selection is not None:
+            eps_sel, dlt_sel = split.selection
             rule = SelectionRule.for_budget(eps_sel, dlt_sel, g)
             chosen = select_groups(table.units, rule, rng)
             params["selection"] = {
@@ -237,14 +274,7 @@ def release_table(
             }
         else:
             chosen = np.arange(len(table.keys))
-        # a unit touches at most g groups, and never more than the public keys
-        touched = min(g, len(public)) if public else g
-        eps_g = eps_rest / touched
-        dlt_g = dlt_rest / touched
-        while Fraction(eps_g) * touched > Fraction(eps_rest):  # exactly, not in floating point
-            eps_g = math.nextafter(eps_g, 0.0)
-        while Fraction(dlt_g) * touched > Fraction(dlt_rest):
-            dlt_g = math.nextafter(dlt_g, 0.0)
+        eps_g, dlt_g = split.per_group
         params["per_group"] = {"epsilon": eps_g, "delta": dlt_g}
         out: dict[Any, Release] = {}
         for gid, values in table.values([int(i) for i in chosen]):

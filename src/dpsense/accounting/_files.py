@@ -1,0 +1,81 @@
+"""Files of the ledger: crash recovery before reading, and publishing a new file atomically."""
+
+from __future__ import annotations
+
+import errno
+import os
+import sqlite3
+import stat
+from pathlib import Path
+
+from dpsense.errors import DPSenseError
+
+__all__ = ["LedgerError", "publish", "recover_hot_journal"]
+
+
+class LedgerError(DPSenseError):
+    """The ledger file cannot be used (missing, corrupt, locked, read-only, wrong version).
+
+    The file is left untouched.
+    """
+
+
+def recover_hot_journal(path: Path, timeout: float) -> None:
+    """Roll back a transaction interrupted by a crash before reading.
+
+    A process killed inside a write transaction leaves a "hot" rollback journal; only a
+    read-write connection can roll it back, restoring the last committed state (SQLite's
+    own crash recovery). Reads therefore open read-write once when such a journal exists.
+    A read-only file that needs recovery is reported, not touched.
+    """
+    journal = path.with_name(path.name + "-journal")
+    if not journal.exists() or journal.stat().st_size == 0:
+        return
+    if not os.stat(path).st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
+        raise LedgerError(
+            f"The ledger file {path} was interrupted mid-write and needs recovery, but it is "
+            "read-only; make it writable and retry. It was left untouched."
+        )
+    try:
+        con = sqlite3.connect(f"file:{path}?mode=rw", uri=True, timeout=timeout)
+        try:
+            con.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        finally:
+            con.close()
+    except sqlite3.OperationalError as exc:
+        if "locked" in str(exc) or "busy" in str(exc):
+            raise LedgerError(
+                f"The ledger file {path} is locked by another process; try again."
+            ) from None
+        raise LedgerError(f"The ledger file {path} could not be recovered.") from None
+    except sqlite3.DatabaseError:
+        raise LedgerError(
+            f"The file {path} is not a dpsense ledger or is corrupt; it was left untouched."
+        ) from None
+
+
+def publish(tmp: Path, target: Path) -> None:
+    """Move a finished ledger into place atomically without overwriting anything.
+
+    A hard link fails if the target exists, so a crash leaves either no ledger or a
+    complete one. Where hard links are not supported, the name is reserved with an
+    exclusive create and the finished file replaces the (empty) reservation atomically.
+    """
+    try:
+        os.link(tmp, target)
+        return
+    except FileExistsError:
+        raise
+    except OSError as exc:
+        if exc.errno not in (
+            errno.EPERM,
+            errno.ENOTSUP,
+            errno.EOPNOTSUPP,
+            errno.ENOSYS,
+            errno.EXDEV,
+            errno.EMLINK,
+        ):
+            raise
+    fd = os.open(target, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+    os.close(fd)
+    os.replace(tmp, target)

@@ -1,0 +1,83 @@
+r"""What a release — grouped or not — costs under a zCDP (rho) budget.
+
+The cost is a pair :math:`(\rho, \delta)`: the release is :math:`\delta`-approximately
+:math:`\rho`-zCDP (Bun & Steinke 2016, Def. 8.1). It follows the release's own budget split
+(:func:`~dpsense.tables.grouped.budget_split`) and is computed from public parameters only,
+before anything is drawn:
+
+* **Private partition selection** (groups without public keys): each of the at most g noisy
+  counts a unit changes moves by one under discrete Laplace noise of scale b, so it is
+  (1/b)-DP and the selection, restricted to the groups both neighbours have, is
+  :math:`g/(2b^2)`-zCDP (:math:`\le \varepsilon_s^2/(2g)`); a group only the larger
+  neighbour has is kept with probability at most :math:`\delta_s`. So selection is
+  :math:`\delta_s`-approximately :math:`g/(2b^2)`-zCDP (docs/accounting.md §3).
+* **Per-group values**: a unit changes at most ``touched`` of them, each released at the
+  per-group (epsilon, delta) by a method whose rho :func:`~dpsense.methods.zcdp.method_rho`
+  gives; zCDP composition adds ``touched`` of them.
+
+A release whose method has no zCDP guarantee (delta > 0 without one) is refused with an
+:class:`~dpsense.errors.InputError` that says what to use instead.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any
+
+from dpsense.accounting.composition import ZcdpCharge
+from dpsense.errors import InputError
+from dpsense.mechanisms.partition_selection import SelectionRule
+from dpsense.methods.zcdp import amount, method_rho
+from dpsense.neighbours import Neighbours
+from dpsense.statistics import Statistic
+from dpsense.tables.grouped import _normalise_keys, budget_split
+
+__all__ = ["NOT_ZCDP", "public_key_count", "release_zcdp_cost"]
+
+NOT_ZCDP = (
+    "{what} is (epsilon, delta)-DP with delta > 0 and has no zCDP guarantee, so a rho "
+    "budget cannot charge it. Use a pure-epsilon or zCDP method instead: method='global', "
+    "method='exponential', method='ksw', or method='smooth' with noise='lln' or "
+    "noise='student-t'. Or charge it to an (epsilon, delta) budget instead of a rho budget."
+)
+"""The refusal message; ``{what}`` names the release."""
+
+
+def release_zcdp_cost(
+    statistic: Statistic,
+    *,
+    method: str,
+    epsilon: float,
+    delta: float,
+    neighbours: Neighbours,
+    by: tuple[str, ...],
+    public_keys: int | None,
+    groups: int,
+    options: dict[str, Any],
+) -> ZcdpCharge:
+    """The (rho, approximate delta) of one release by ``method`` (resolved, not "auto"),
+    grouped by ``by`` with ``public_keys`` keys (None: private selection) and at most
+    ``groups`` groups per unit; an InputError when it has no zCDP guarantee."""
+    split = budget_split(epsilon, delta, by=by, public_keys=public_keys, groups=groups)
+    eps_g, dlt_g = split.per_group
+    one = method_rho(
+        method, statistic, epsilon=eps_g, delta=dlt_g, neighbours=neighbours, options=options
+    )
+    if one is None:
+        noise = f" with noise={options['noise']!r}" if "noise" in options else ""
+        if method == "smooth" and not noise:
+            noise = " with Laplace noise, its default when delta > 0"
+        raise InputError(NOT_ZCDP.format(what=f"This release (method={method!r}{noise})"))
+    rho = split.touched * one
+    approx = Fraction(0)
+    if split.selection is not None:
+        eps_sel, dlt_sel = split.selection
+        scale = SelectionRule.for_budget(eps_sel, dlt_sel, groups).scale
+        rho += Fraction(groups) / (2 * scale * scale)
+        approx = amount(dlt_sel)
+    return ZcdpCharge.exact(rho, approx)
+
+
+def public_key_count(keys: Any, by: tuple[str, ...]) -> int | None:
+    """The number of public keys a release gets (None: private selection, or no groups)."""
+    return len(_normalise_keys(keys, by)) if (by and keys is not None) else None
