@@ -62,10 +62,8 @@ def _check(source: TableSource, plan: TablePlan) -> str:
     if plan.column is not None:
         v = quote(plan.column)
         num = f"TRY_CAST({v} AS DOUBLE)"
-        checks += [
-            f"bool_or({v} IS NOT NULL AND {num} IS NULL)",
-            f"bool_or(isinf({num}))",
-        ]
+        # infinities are values: clipped to the bounds below, never an error
+        checks.append(f"bool_or({v} IS NOT NULL AND {num} IS NULL)")
         null_tests.append(f"({v} IS NULL OR isnan({num}))")
     for name in (*plan.by, *([plan.unit] if plan.unit else [])):
         null_tests.append(f"{quote(name)} IS NULL")
@@ -80,21 +78,16 @@ def _check(source: TableSource, plan: TablePlan) -> str:
 
 
 def raise_on_flags(plan: TablePlan, flags: list[bool]) -> bool:
-    """The InputError for the value checks of an engine (``flags``: non-numeric and
-    infinite entries in the value column when there is one, then missing values in any
-    used column); True when rows with missing values are to be dropped. The messages name
-    columns only, never values or counts."""
-    if plan.column is not None:
-        if flags[0]:
-            raise InputError(
-                f"The column {plan.column!r} must be numeric, but some entries are not "
-                "numbers. Clean those entries or choose a numeric column."
-            )
-        if flags[1]:
-            raise InputError(
-                f"The column {plan.column!r} contains infinite entries. Drop or clip them "
-                "before releasing."
-            )
+    """The InputError for the value checks of an engine (``flags``: non-numeric entries
+    in the value column when there is one, then missing values, null or NaN, in any used
+    column); True when rows with missing values are to be dropped. Infinities are not
+    checked: they are values, clipped to the bounds like any other outside them. The
+    messages name columns only, never values or counts."""
+    if plan.column is not None and flags[0]:
+        raise InputError(
+            f"The column {plan.column!r} must be numeric, but some entries are not "
+            "numbers. Clean those entries or choose a numeric column."
+        )
     if not (flags and flags[-1]):
         return False
     if plan.nulls != "drop":
