@@ -1,9 +1,9 @@
 """Conversion of user data to validated numeric arrays (vocabulary layer).
 
 Data may hold ``inf`` and ``-inf``: they are values like any other, which every bounded
-statistic clips to its public bounds (docs/tables.md, "Values outside the bounds"). NaN
-and missing entries (``None``, a pandas or Arrow null) are missing values, handled by the
-caller's ``nulls=`` policy or refused; text is refused.
+statistic clips to its public bounds (docs/tables.md §6.1). NaN and missing entries
+(``None``, a pandas or Arrow null) are missing values, handled by the caller's ``nulls=``
+policy or refused; text is refused.
 
 Error messages name the parameter and say what to do. They never contain the offending
 values, nor counts of records or of bad entries: under add-remove neighbours the number of

@@ -235,3 +235,30 @@ def test_a_count_counts_every_record_infinite_or_missing() -> None:
     expected = _rows(ds.release(finite, ds.Count(), epsilon=1.0, rng=3))
     for data in (values, pd.Series(values), pd.DataFrame({"v": values})):
         assert _rows(ds.release(data, ds.Count(), epsilon=1.0, rng=3)) == expected
+
+
+@pytest.mark.parametrize(
+    ("call", "name"),
+    [
+        (lambda: ds.Mean(0, np.inf), "'upper'"),
+        (lambda: ds.Median(-np.inf, 1), "'lower'"),
+        (lambda: ds.Median(0, 1, resolution=np.inf), "'resolution'"),
+        (lambda: ds.release([1.0], ds.Mean(0, 1), epsilon=np.inf), "'epsilon'"),
+        (lambda: ds.release([1.0], ds.Mean(0, 1), epsilon=1.0, delta=np.inf), "'delta'"),
+        (lambda: ds.Median(0, 1).smooth_sensitivity([np.inf], np.inf), "'beta'"),
+        (lambda: ds.Median(0, 1).distance_to_instability([np.inf], np.inf), "'bound'"),
+        (lambda: ds.laplace(np.inf, sensitivity=1.0, epsilon=1.0), "'value'"),
+        (lambda: ds.empirical_sensitivity(np.median, [np.inf], [0.0, np.inf]), "'universe'"),
+        (
+            lambda: ds.sample_and_aggregate(
+                [np.inf], np.mean, blocks=1, lower=0, upper=np.inf, epsilon=1.0
+            ),
+            "'upper'",
+        ),
+    ],
+)
+def test_parameters_that_are_not_data_still_reject_infinity(
+    call: Callable[[], Any], name: str
+) -> None:
+    with pytest.raises(ds.InputError, match=name):
+        call()

@@ -303,7 +303,8 @@ def _load_csv_stdlib(path: Path, column: str | None) -> FloatArray:
         )
     if np.isnan(values).any():
         raise InputError(
-            f"column {name!r} of {path} contains missing values (NaN); drop or impute them first."
+            f"column {name!r} of {path} contains missing values (NaN); drop or impute "
+            "them first (a release drops them with nulls='drop')."
         )
     return as_data(values, name=name, where=str(path), allow_empty=True)
 
