@@ -115,24 +115,33 @@ def test_held_groups_clip_infinities_before_their_sums_and_windows(
 
 
 def test_nan_and_nulls_with_infinities_match_pandas(spark: Any, infinite: Any) -> None:
-    """Spark NaN (not only null) is a missing value: an error naming nulls='drop', or
-    dropped, and then the release equals pandas'."""
+    """Spark NaN (not only null), in the value column and in a double by-column, is a
+    missing value: an error naming nulls='drop', or dropped, and then the release equals
+    pandas'."""
     from pyspark.sql import functions as sf
 
-    holes = infinite.copy()
+    holes = infinite.assign(year=infinite["year"].astype(float))
     holes.loc[holes.index[3::11], "hours"] = np.nan
+    holes.loc[holes.index[4::13], "year"] = np.nan
     sdf = to_spark(spark, holes)  # NaN arrives as null...
     nan_rows = sf.col("person") % 2 == 0  # ...and half of them made NaN again
-    sdf = sdf.withColumn(
-        "hours",
-        sf.when(sf.col("hours").isNull() & nan_rows, sf.lit(float("nan"))).otherwise(
-            sf.col("hours")
-        ),
-    )
+    for column in ("hours", "year"):
+        sdf = sdf.withColumn(
+            column,
+            sf.when(sf.col(column).isNull() & nan_rows, sf.lit(float("nan"))).otherwise(
+                sf.col(column)
+            ),
+        )
     assert sdf.where(sf.isnan("hours")).count() > 0
+    assert sdf.where(sf.isnan("year")).count() > 0
     statistic = ds.Mean(0, 60)
     with pytest.raises(ds.InputError, match="nulls='drop'"):
         ds.release(sdf, statistic, epsilon=2.0, rng=9, **PER_PERSON)
+    nan_year_only = sdf.where(
+        sf.col("hours").isNotNull() & ~sf.isnan("hours") & sf.col("year").isNotNull()
+    )
+    with pytest.raises(ds.InputError, match="nulls='drop'"):  # NaN in the key alone
+        ds.release(nan_year_only, statistic, epsilon=2.0, rng=9, **PER_PERSON)
     expected = ds.release(holes, statistic, epsilon=2.0, rng=9, nulls="drop", **PER_PERSON)
     got = ds.release(sdf, statistic, epsilon=2.0, rng=9, nulls="drop", **PER_PERSON)
     assert _rows(got) == _rows(expected)

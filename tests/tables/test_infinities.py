@@ -21,6 +21,7 @@ from tests.tables.conftest import PANEL, formats
 pd = pytest.importorskip("pandas")
 pl = pytest.importorskip("polars")
 pa = pytest.importorskip("pyarrow")
+pq = pytest.importorskip("pyarrow.parquet")
 
 STATISTICS: dict[str, ds.Statistic] = {
     "count": ds.Count(),
@@ -151,7 +152,7 @@ def test_one_column_release_value_and_sensitivities_clip_infinities(name: str) -
         (ds.Median(0, 60), "ptr", {"delta": 1e-6, "bound": 5.0}),
         (ds.Median(0, 60), "adaptive", {}),
     ],
-    ids=lambda v: v if isinstance(v, str) else "",
+    ids=["mean-global", "mean-smooth", "ksw", "bounded-ls", "median-smooth", "ptr", "adaptive"],
 )
 def test_every_method_clips_infinities(
     statistic: ds.Statistic, method: str, options: dict[str, Any]
@@ -262,3 +263,47 @@ def test_parameters_that_are_not_data_still_reject_infinity(
 ) -> None:
     with pytest.raises(ds.InputError, match=name):
         call()
+
+
+def test_nan_kept_as_nan_is_missing_in_every_format(tmp_path: Path) -> None:
+    """NaN in the value column, a float by-column or a float privacy unit is a missing
+    value whether the format keeps it as NaN (Polars; Parquet files written by Polars or
+    pyarrow, whose statistics leave NaN out; a CSV's "nan") or as null (pandas)."""
+    rs = np.random.default_rng(1)
+    n = 120
+    group = rs.integers(0, 2, n).astype(float)
+    person = rs.integers(0, 40, n).astype(float)
+    value = rs.normal(5, 2, n).round(2)
+    group[::13], person[5::17], value[7::19] = np.nan, np.nan, np.nan
+    frame = pd.DataFrame({"g": group, "u": person, "v": value})
+    kwargs = {"column": "v", "by": "g", "keys": [0.0, 1.0], "privacy_unit": "u"}
+    expected = _rows(ds.release(frame.dropna(), ds.Mean(0, 10), epsilon=1.0, rng=2, **kwargs))
+    inputs: dict[str, Any] = {
+        "pandas": frame,
+        "polars-nan": pl.from_pandas(frame, nan_to_null=False),
+        "arrow": pa.Table.from_pandas(frame, preserve_index=False),
+    }
+    for column in ("g", "u", "v"):  # NaN in one column at a time, in files
+        only = frame.assign(**{c: frame[c].fillna(0.0) for c in "guv" if c != column})
+        kept = only.dropna()
+        want = _rows(ds.release(kept, ds.Mean(0, 10), epsilon=1.0, rng=2, **kwargs))
+        csv = tmp_path / f"{column}.csv"
+        cells = [",".join("nan" if np.isnan(x) else str(x) for x in row) for row in only.to_numpy()]
+        csv.write_text("g,u,v\n" + "\n".join(cells) + "\n")
+        by_polars, by_arrow = tmp_path / f"{column}-pl.parquet", tmp_path / f"{column}-pa.parquet"
+        pl.from_pandas(only, nan_to_null=False).write_parquet(by_polars)
+        pq.write_table(pa.table({c: pa.array(only[c].to_numpy()) for c in "guv"}), by_arrow)
+        for label, data in {
+            "csv": csv,
+            "polars-parquet": by_polars,
+            "pyarrow-parquet": by_arrow,
+        }.items():
+            with pytest.raises(ds.InputError, match="nulls='drop'"):
+                ds.release(data, ds.Mean(0, 10), epsilon=1.0, rng=2, **kwargs)
+            got = ds.release(data, ds.Mean(0, 10), epsilon=1.0, rng=2, nulls="drop", **kwargs)
+            assert _rows(got) == want, (label, column)
+    for label, data in inputs.items():
+        with pytest.raises(ds.InputError, match="nulls='drop'"):
+            ds.release(data, ds.Mean(0, 10), epsilon=1.0, rng=2, **kwargs)
+        got = ds.release(data, ds.Mean(0, 10), epsilon=1.0, rng=2, nulls="drop", **kwargs)
+        assert _rows(got) == expected, label

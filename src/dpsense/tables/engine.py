@@ -54,6 +54,16 @@ class TablePlan:
     salt: tuple[int, int]
 
 
+def _is_nan(expr: str) -> str:
+    """SQL that is true where the double ``expr`` is NaN.
+
+    ``isnan`` alone is not enough: DuckDB folds it to false on a Parquet column whose
+    statistics are finite, and writers leave NaN out of the statistics (a Parquet file
+    written by Polars or pyarrow with NaN in it would pass the check). ``isfinite`` is
+    evaluated, and NaN is the one double that is neither finite nor infinite."""
+    return f"(isnan({expr}) OR NOT (isfinite({expr}) OR isinf({expr})))"
+
+
 def _check(source: TableSource, plan: TablePlan) -> str:
     """Raise on bad values; return the WHERE clause that drops nulls (or 'TRUE')."""
     con = source.con
@@ -64,9 +74,21 @@ def _check(source: TableSource, plan: TablePlan) -> str:
         num = f"TRY_CAST({v} AS DOUBLE)"
         # infinities are values: clipped to the bounds below, never an error
         checks.append(f"bool_or({v} IS NOT NULL AND {num} IS NULL)")
-        null_tests.append(f"({v} IS NULL OR isnan({num}))")
-    for name in (*plan.by, *([plan.unit] if plan.unit else [])):
-        null_tests.append(f"{quote(name)} IS NULL")
+        null_tests.append(f"({v} IS NULL OR {_is_nan(num)})")
+    keys = (*plan.by, *([plan.unit] if plan.unit else []))
+    types = (
+        {
+            str(r[0]): str(r[1])
+            for r in con.execute(f"DESCRIBE SELECT * FROM {source.view}").fetchall()
+        }
+        if keys
+        else {}
+    )
+    for name in keys:
+        # NaN in a float key is missing too, as pandas' NaN (read as null) is; Polars,
+        # Parquet and CSV ("nan") keep it as NaN
+        nan = f" OR {_is_nan(quote(name))}" if types.get(name) in _FLOAT_TYPES else ""
+        null_tests.append(f"({quote(name)} IS NULL{nan})")
     if not checks and not null_tests:
         return "TRUE"
     any_null = " OR ".join(null_tests) if null_tests else "FALSE"
