@@ -1,5 +1,10 @@
 """Conversion of user data to validated numeric arrays (vocabulary layer).
 
+Data may hold ``inf`` and ``-inf``: they are values like any other, which every bounded
+statistic clips to its public bounds (docs/tables.md §6.1). NaN and missing entries
+(``None``, a pandas or Arrow null) are missing values, handled by the caller's ``nulls=``
+policy or refused; text is refused.
+
 Error messages name the parameter and say what to do. They never contain the offending
 values, nor counts of records or of bad entries: under add-remove neighbours the number of
 records is private, and a count of bad entries is a statistic of the data.
@@ -23,6 +28,10 @@ FloatArray = NDArray[np.float64]
 def _to_numpy(x: Any) -> NDArray[Any]:
     # DataFrame libraries expose to_numpy(); narwhals is not needed for a single column.
     if hasattr(x, "to_numpy") and not isinstance(x, np.ndarray):
+        if type(x).__module__.split(".")[0] == "pyarrow":
+            # an Arrow array with nulls refuses the default zero-copy conversion; a copy
+            # reads its nulls as NaN (missing values, as in every other format)
+            return np.asarray(x.to_numpy(zero_copy_only=False))
         return np.asarray(x.to_numpy())
     if isinstance(x, np.ndarray):
         return x
@@ -33,14 +42,12 @@ def _to_numpy(x: Any) -> NDArray[Any]:
         )
     items = x if isinstance(x, list | tuple) else list(x)
     try:
-        # one conversion in C for the common case (numbers; booleans count as 0/1)
-        fast = np.asarray(items, dtype=np.float64)
-        if fast.ndim != 1 or np.isfinite(fast).all():
-            return fast
+        # one conversion in C for the common case (numbers, None as NaN: a missing value;
+        # booleans count as 0/1)
+        return np.asarray(items, dtype=np.float64)
     except (TypeError, ValueError, OverflowError):
         pass
-    # something is not a finite number (None also converts to NaN): the entry-by-entry
-    # path says what is wrong
+    # something is not a number: the entry-by-entry path says what is wrong
     return np.asarray(items, dtype=object)
 
 
@@ -89,18 +96,38 @@ def as_indicator(
 
 
 def as_data(
-    x: Any, *, name: str = "x", where: str = "dpsense", allow_empty: bool = False
+    x: Any,
+    *,
+    name: str = "x",
+    where: str = "dpsense",
+    allow_empty: bool = False,
+    nulls: str | None = None,
+    infinite: bool = True,
 ) -> FloatArray:
-    """Return ``x`` as a one-dimensional float64 array of finite values.
+    """Return ``x`` as a one-dimensional float64 array of numbers (``±inf`` included).
 
     Lists and tuples are converted once, in C; booleans count as 0 and 1 (as in a numpy
-    boolean array), numeric strings as their numbers.
+    boolean array), numeric strings as their numbers, ``None`` as a missing value.
+
+    Parameters
+    ----------
+    nulls : {"error", "drop", "keep"} or None
+        What to do with missing values (NaN, ``None``, pandas/Arrow nulls): "drop" drops
+        them, "error" refuses them with a message that says to pass ``nulls='drop'``,
+        "keep" keeps them as NaN (a count of records, which uses no value), and None (for
+        callers without a ``nulls`` parameter) refuses them with a message that says to
+        drop or impute them.
+    infinite : bool
+        Whether ``inf`` and ``-inf`` are accepted (data: yes, every bounded statistic clips
+        them; a public set of values such as a universe: no).
 
     Raises
     ------
     InputError
-        If ``x`` is not one-dimensional, holds non-numeric entries, NaN or infinity, or is
-        empty (unless ``allow_empty``). The message gives neither values nor counts.
+        If ``x`` is not one-dimensional, holds non-numeric entries, missing values (unless
+        ``nulls="drop"``), infinities (unless ``infinite``), or is empty (unless
+        ``allow_empty``; checked after dropping). The message gives neither values nor
+        counts.
     """
     arr = _one_column(_to_numpy(x))
     if arr.ndim != 1:
@@ -115,8 +142,8 @@ def as_data(
         bad = False
         for i, v in enumerate(arr.tolist()):
             if v is None:
-                bad = True
-                break
+                out[i] = np.nan  # a missing value, as in a numeric column
+                continue
             try:
                 out[i] = float(v)
             except (TypeError, ValueError):
@@ -125,7 +152,7 @@ def as_data(
         if bad:
             raise InputError(
                 f"The '{name}' data of {where} must be numeric, but some entries are not "
-                "numbers (text, empty or missing). Clean or drop those entries, "
+                "numbers (text, empty cells or other objects). Clean or drop those entries, "
                 "or choose a numeric column."
             )
     else:
@@ -133,14 +160,28 @@ def as_data(
             f"The '{name}' data of {where} must be numeric. Got an array of dtype "
             f"{arr.dtype} instead."
         )
+    missing = np.isnan(out)
+    if nulls != "keep" and missing.any():
+        if nulls == "drop":
+            out = out[~missing]
+        elif nulls == "error":
+            raise InputError(
+                f"The '{name}' data of {where} contains missing values (NaN or None). "
+                "Pass nulls='drop' to drop them, or clean them before releasing."
+            )
+        else:
+            raise InputError(
+                f"The '{name}' data of {where} contains missing values (NaN or None). "
+                "Drop or impute them first."
+            )
+    if not infinite and np.isinf(out).any():
+        raise InputError(
+            f"The '{name}' of {where} contains infinite entries; it must hold finite "
+            "numbers. Remove them."
+        )
     if out.shape[0] == 0 and not allow_empty:
         raise InputError(
             f"The '{name}' data of {where} is empty; this computation needs at least one "
             "record (private releases accept empty data)."
-        )
-    if not np.isfinite(out).all():
-        raise InputError(
-            f"The '{name}' data of {where} contains NaN or infinite entries. "
-            "Drop or impute them before computing anything private."
         )
     return out

@@ -3,12 +3,12 @@ r"""Private bounds: a public ``(lower, upper)`` for a column, found with privacy
 A noisy histogram over a public log-scale grid (the approach of Google's ApproxBounds and
 Tumult's ``get_bounds``). The grid is ``g_0 < ... < g_{G-1}``: 0 and ±2^k for
 k = -30..60. Each value falls in one bucket, ``(-inf, g_0)``, ``[g_{i-1}, g_i)``, ...,
-``[g_{G-1}, inf)``; every bucket count gets independent exact discrete Laplace noise of
-scale ``m / epsilon`` (m = rows per person, 1 without a privacy unit). Adding or removing a
-person changes at most m counts by one in total (L1 sensitivity m), so the noisy histogram
-is epsilon-DP (the discrete Laplace mechanism; Ghosh, Roughgarden & Sundararajan 2012;
-Canonne, Kamath & Steinke 2020 for the exact sampler), and everything below is
-post-processing:
+``[g_{G-1}, inf)`` (an infinite value in the outermost one); every bucket count gets
+independent exact discrete Laplace noise of scale ``m / epsilon`` (m = rows per person, 1
+without a privacy unit). Adding or removing a person changes at most m counts by one in
+total (L1 sensitivity m), so the noisy histogram is epsilon-DP (the discrete Laplace
+mechanism; Ghosh, Roughgarden & Sundararajan 2012; Canonne, Kamath & Steinke 2020 for the
+exact sampler), and everything below is post-processing:
 
 * ``lower`` is the largest grid point whose noisy count below it is at most
   ``p_lo`` times the noisy total, ``upper`` the smallest grid point whose noisy count at or
@@ -31,6 +31,7 @@ from typing import Any, Final
 
 import numpy as np
 
+from dpsense._arrays import as_data
 from dpsense.errors import InputError
 from dpsense.methods import Release
 from dpsense.noise.exact import discrete_laplace
@@ -130,6 +131,8 @@ def private_bounds(
             "private_bounds is pure epsilon-DP and spends no delta: pass delta=0 (the default)."
         )
     p_lo, p_hi = _check_quantiles(quantiles)
+    if nulls not in ("error", "drop"):
+        raise InputError(f"The 'nulls' parameter must be 'error' or 'drop'. Got {nulls!r}.")
     if privacy_unit is None and max_rows_per_unit != 1:
         raise InputError(
             "max_rows_per_unit needs a privacy unit: pass privacy_unit='...' "
@@ -207,18 +210,6 @@ def _values(
     # the table path draws a bounding key from the generator first: drawing it here too
     # keeps seeded releases equal whatever the input's format
     source.words(2)
-    try:
-        arr = np.asarray(data, dtype=np.float64).reshape(-1)
-    except (TypeError, ValueError):
-        raise InputError(
-            "private_bounds needs numbers: pass an array of numbers or a table with column=..."
-        ) from None
-    finite = np.isfinite(arr)
-    if not finite.all():
-        if nulls == "drop" and not np.isinf(arr).any():
-            return arr[finite]
-        raise InputError(
-            "The data contain NaN or infinite values. Drop them first (or pass nulls='drop' "
-            "for missing values)."
-        )
-    return arr
+    # infinities fall in the outermost buckets of the histogram, as any value beyond
+    # the grid does; NaN and None are missing values, for nulls=
+    return as_data(data, name="data", where="private_bounds", allow_empty=True, nulls=nulls)

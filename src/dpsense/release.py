@@ -28,7 +28,7 @@ from dpsense.methods.smooth import release_smooth
 from dpsense.neighbours import Neighbours, validate_neighbours
 from dpsense.noise.rng import RandomSource, resolve_rng
 from dpsense.params import check_delta, check_epsilon, check_int
-from dpsense.statistics import BoundedStatistic, Mean, Quantiles, Statistic
+from dpsense.statistics import BoundedStatistic, Count, Mean, Quantiles, Statistic
 from dpsense.statistics.units import group_privacy_budget, rows_per_unit
 from dpsense.tables.grouped import GroupedRelease, release_table
 from dpsense.tables.zcdp import public_key_count, release_zcdp_cost
@@ -183,10 +183,10 @@ def release(
         One column of numbers (list, numpy array, pandas/Polars series), or a table: a
         pandas/Polars DataFrame or LazyFrame, an Arrow table, a DuckDB relation, a mapping
         of column names to sequences, or a CSV/Parquet path. Values are clipped to the
-        statistic's public bounds. Under add-remove, empty data is released like any
-        other (the empty dataset is a neighbour of every one-record dataset, so an error
-        would reveal that there are no records). Under substitute the number of records
-        is public and empty data is an ``InputError``.
+        statistic's public bounds, ``inf`` and ``-inf`` included. Under add-remove, empty
+        data is released like any other (the empty dataset is a neighbour of every
+        one-record dataset, so an error would reveal that there are no records). Under
+        substitute the number of records is public and empty data is an ``InputError``.
     statistic : Statistic
         e.g. ``ds.Median(0, 100)``.
     epsilon, delta : float
@@ -212,7 +212,9 @@ def release(
         Contribution bounds per unit (rows per group, groups), enforced by keyed-hash
         sampling; they need a privacy unit.
     nulls : {"error", "drop"}
-        What to do with missing values in the columns the release uses.
+        What to do with missing values (null, NaN, None) in the columns the release uses:
+        the data owner's cleaning step, before the mechanism (the guarantee is about the
+        cleaned data).
     rng : None, int or RandomSource
         None uses the OS CSPRNG; an int seed is for tests and demos (it warns and the
         receipt says ``seeded=True``).
@@ -291,7 +293,10 @@ def release(
             rng=source,
             release_one=one,
         )
-    data = as_data(x, where=where, allow_empty=True)
+    # a count uses no value: like a table's, it counts every record, NaN included
+    data = as_data(
+        x, where=where, allow_empty=True, nulls="keep" if isinstance(statistic, Count) else nulls
+    )
     if nb == "add-remove":
         # the table path draws a bounding key from the generator first: drawing it here
         # too keeps seeded releases equal whatever the input's format

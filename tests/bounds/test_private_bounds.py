@@ -203,3 +203,28 @@ def test_cli_bounds(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     err = capsys.readouterr().err
     assert "'nope'" in err
     assert "Traceback" not in err
+
+
+def test_infinities_fall_in_the_outermost_buckets() -> None:
+    """+inf and -inf are counted in the last and first buckets, as values beyond the grid
+    (2^70 and -2^70) are: the same release for the same seed, from an array or a table."""
+    assert bucket_counts(np.array([np.inf, -np.inf, np.inf]), GRID).tolist() == [
+        1,
+        *([0] * (GRID.size - 1)),
+        2,
+    ]
+    rs = np.random.default_rng(8)
+    x = rs.normal(100.0, 10.0, 3000)
+    x[::40], x[7::50] = np.inf, -np.inf
+    beyond = np.where(np.isposinf(x), 2.0**70, np.where(np.isneginf(x), -(2.0**70), x))
+    expected = ds.private_bounds(beyond, epsilon=1.0, rng=3).value
+    assert ds.private_bounds(x, epsilon=1.0, rng=3).value == expected
+    frame = pd.DataFrame({"v": x, "person": np.arange(x.size) // 2})
+    assert ds.private_bounds(frame, column="v", epsilon=1.0, rng=3).value == expected
+    per_person = ds.private_bounds(
+        frame, column="v", privacy_unit="person", max_rows_per_unit=2, epsilon=1.0, rng=3
+    ).value
+    assert per_person == ds.private_bounds(
+        frame.assign(v=beyond), column="v", privacy_unit="person", max_rows_per_unit=2,
+        epsilon=1.0, rng=3,
+    ).value  # fmt: skip

@@ -276,3 +276,26 @@ def test_several_quantiles_on_the_command_line_say_what_to_do(
     code, _, err = run(capsys, *args)
     assert code == 2
     assert wanted in err
+
+
+def test_analyze_clips_infinities_and_counts_them(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """analyze (non-private) treats inf and -inf as a release does: clipped to the bounds,
+    counted among the clipped values, the profile that of the clipped data."""
+    x = np.random.default_rng(4).normal(50, 10, 300).round(2)
+    x[::7], x[3::11] = np.inf, -np.inf
+    spelled = ["inf" if v == np.inf else "-Infinity" if v == -np.inf else str(v) for v in x]
+    infinite, clipped = tmp_path / "infinite.csv", tmp_path / "clipped.csv"
+    infinite.write_text("v\n" + "\n".join(spelled) + "\n")
+    clipped.write_text("v\n" + "\n".join(str(v) for v in np.clip(x, 45, 60)) + "\n")
+    args = ("-c", "v", "-s", "median", "--lower", "45", "--upper", "60", "--json")
+    code, out, err = run(capsys, "analyze", str(infinite), *args)
+    assert code == 0, err
+    payload = json.loads(out)
+    assert payload["clipped_below"] == int(np.sum(x < 45))
+    assert payload["clipped_above"] == int(np.sum(x > 60))
+    code, out, _ = run(capsys, "analyze", str(clipped), *args)
+    reference = json.loads(out)
+    for key in ("value", "local_sensitivity", "smooth_sensitivity", "sensitivity_at_distance"):
+        assert payload[key] == reference[key], key

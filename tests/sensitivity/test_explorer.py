@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.conftest import FakeTerminal
 
+import dpsense as ds
 from dpsense.errors import InputError
 from dpsense.sensitivity import empirical_sensitivity, empirical_sensitivity_profile, explorer
 
@@ -451,14 +452,27 @@ def test_data_not_in_population() -> None:
 
 
 def test_bad_data() -> None:
-    with pytest.raises(InputError, match="NaN or infinite"):
+    with pytest.raises(InputError, match="missing values"):
         empirical_sensitivity(np.median, [1, float("nan")], POP)
-    with pytest.raises(InputError, match="NaN or infinite"):
+    # the universe is a public set of values, not data: it must be finite
+    with pytest.raises(InputError, match="'universe' of empirical_sensitivity contains infinite"):
         empirical_sensitivity(np.median, [1, 2], [1, float("inf")])
     with pytest.raises(InputError, match="empty"):
         empirical_sensitivity(np.median, [], POP)
     with pytest.raises(InputError, match="empty"):
         empirical_sensitivity(np.median, [1], [])
+
+
+def test_infinite_data_are_clipped_by_a_statistic() -> None:
+    """The data (not the universe) may hold infinities: a dpsense statistic clips them, so
+    the brute force equals the one on the clipped data; a plain function that answers inf
+    is reported as such."""
+    median = ds.Median(1, 11)
+    for neighbours in ("add-remove", "substitute"):
+        got = empirical_sensitivity(median, [2, np.inf, -np.inf], POP, neighbours=neighbours)
+        assert got == empirical_sensitivity(median, [2, 11, 1], POP, neighbours=neighbours)
+    with pytest.raises(InputError, match="NaN or infinity"):
+        empirical_sensitivity(np.max, [2, np.inf], POP)
 
 
 def test_max_evaluations() -> None:

@@ -85,11 +85,17 @@ def test_nulls_are_an_error_unless_dropped() -> None:
     )
 
 
-def test_infinite_values_are_an_error() -> None:
+def test_infinite_values_are_clipped_not_refused() -> None:
+    """(tests/tables/test_infinities.py checks every format and statistic.)"""
     frame = _frame()
     frame.loc[0, "hours"] = np.inf
-    with pytest.raises(ds.InputError, match="infinite"):
-        ds.release(frame, ds.Mean(0, 100), column="hours", epsilon=1.0, rng=1)
+    frame.loc[3, "hours"] = -np.inf
+    clipped = frame.assign(hours=frame["hours"].clip(0, 50))
+    out = ds.release(frame, ds.Mean(0, 50), column="hours", epsilon=1.0, rng=1)
+    assert isinstance(out, ds.Release)
+    assert (
+        out.value == ds.release(clipped, ds.Mean(0, 50), column="hours", epsilon=1.0, rng=1).value
+    )
 
 
 def test_keys_table_without_the_by_columns() -> None:

@@ -67,8 +67,11 @@ def _print_json(payload: dict[str, Any]) -> None:
     sys.stdout.write(json.dumps(payload, allow_nan=False) + "\n")
 
 
-def _parse_numbers(text: str, option: str) -> list[float]:
-    """Comma-separated numbers; errors name the option and the position, not the text."""
+def _parse_numbers(text: str, option: str, *, data: bool = False) -> list[float]:
+    """Comma-separated numbers; errors name the option and the position, not the text.
+
+    Parameters (levels, a universe) must be finite; ``data`` (a dataset) may hold ``inf``
+    and ``-inf``, which the statistics clip to their bounds, but not NaN."""
     parts = [p.strip() for p in text.split(",")]
     if not any(parts):
         raise InputError(f"{option} must be a comma-separated list of numbers; it is empty.")
@@ -80,7 +83,9 @@ def _parse_numbers(text: str, option: str) -> list[float]:
             raise InputError(
                 f"{option} must be a comma-separated list of numbers; entry {i} is not a number."
             ) from None
-        if not math.isfinite(value):
+        if math.isnan(value):
+            raise InputError(f"{option} must hold numbers; entry {i} is NaN.")
+        if math.isinf(value) and not data:
             raise InputError(f"{option} must hold finite numbers; entry {i} is not finite.")
         out.append(value)
     return out

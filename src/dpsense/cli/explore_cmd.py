@@ -107,7 +107,7 @@ def explore(
     if values is not None:
         if column is not None:
             raise InputError("--column applies to a DATA file, not to --values.")
-        x = load_column(_parse_numbers(values, "--values"))
+        x = load_column(_parse_numbers(values, "--values", data=True))
     else:
         x = load_column(data, column, allow_empty=False)
     names = [s.strip() for s in statistics.split(",") if s.strip()]

@@ -57,15 +57,16 @@ def load_column(source: Any, column: str | None = None, *, allow_empty: bool = T
     Returns
     -------
     numpy.ndarray
-        ``float64`` values, all finite (none when the column has no rows).
+        ``float64`` values, ``inf`` and ``-inf`` included (a release clips them to its
+        bounds); none when the column has no rows.
 
     Raises
     ------
     InputError
         If the file is missing, unreadable or has no header row, the column does not
-        exist (the message lists the available column names), entries are not numbers,
-        NaN or infinite (the message says what is wrong, never which values or how many),
-        or the column has no rows and ``allow_empty`` is False.
+        exist (the message lists the available column names), entries are not numbers or
+        are missing (NaN; the message says what is wrong, never which values or how
+        many), or the column has no rows and ``allow_empty`` is False.
 
     Examples
     --------
@@ -250,8 +251,8 @@ def _load_csv_duckdb(path: Path, column: str | None) -> FloatArray | None:
             return None  # a cell is not a number (or missing): explained by the other reader
         values = values.data
     values = np.asarray(values, dtype=np.float64)
-    if not np.isfinite(values).all():
-        return None
+    if np.isnan(values).any():
+        return None  # a missing value: explained by the other reader
     return as_data(values, name=header[index], where=str(path), allow_empty=True)
 
 
@@ -300,10 +301,10 @@ def _load_csv_stdlib(path: Path, column: str | None) -> FloatArray:
             f"column {name!r} of {path} must be numeric, but some rows are not numbers "
             "(text, empty or missing); clean or drop those rows."
         )
-    if not np.isfinite(values).all():
+    if np.isnan(values).any():
         raise InputError(
-            f"column {name!r} of {path} contains NaN or infinite entries; drop or impute "
-            "them first."
+            f"column {name!r} of {path} contains missing values (NaN); drop or impute "
+            "them first (a release drops them with nulls='drop')."
         )
     return as_data(values, name=name, where=str(path), allow_empty=True)
 

@@ -15,9 +15,11 @@ adding or removing a record leaves every other record where it was. (A random sp
 equal sizes is not valid there: one more record reshuffles everyone.) Under substitute,
 where n is public, a uniformly random permutation is cut into k equal blocks.
 
-f is arbitrary user code. A block on which f raises or returns a non-finite value
-contributes the midpoint (l + u)/2 — silently, because reporting which blocks failed would
-reveal something about them; pass ``on_error="raise"`` while debugging (non-private).
+f is arbitrary user code. Its answers are clipped to [l, u], ``inf`` and ``-inf``
+included. A block on which f raises or returns NaN contributes the midpoint (l + u)/2 —
+silently, because reporting which blocks failed would reveal something about them; pass
+``on_error="raise"`` while debugging (non-private). The records may hold infinities: f
+receives them as they are.
 """
 
 from __future__ import annotations
@@ -195,10 +197,10 @@ def sample_and_aggregate(
                     "could describe the data)."
                 ) from None
             continue
-        if math.isfinite(value):
+        if not math.isnan(value):  # an infinite answer is clipped like any other
             answers[i] = min(max(value, b.lower), b.upper)
         elif on_error == "raise":
-            raise InputError("func returned NaN or infinity on a block.")
+            raise InputError("func returned NaN on a block.")
     params = {
         "aggregator": aggregator,
         "function": label,

@@ -110,7 +110,7 @@ def _validate(
     vectorized_ = _optional_bool(vectorized, "vectorized", where)
 
     xs = as_data(data, name="data", where=where, allow_empty=min_size_ == 0)
-    us = as_data(universe, name="universe", where=where)
+    us = as_data(universe, name="universe", where=where, infinite=False)
     n = int(xs.shape[0])
     if min_size_ > n:
         raise InputError(

@@ -54,6 +54,16 @@ class TablePlan:
     salt: tuple[int, int]
 
 
+def _is_nan(expr: str) -> str:
+    """SQL that is true where the double ``expr`` is NaN.
+
+    ``isnan`` alone is not enough: DuckDB folds it to false on a Parquet column whose
+    statistics are finite, and writers leave NaN out of the statistics (a Parquet file
+    written by Polars or pyarrow with NaN in it would pass the check). ``isfinite`` is
+    evaluated, and NaN is the one double that is neither finite nor infinite."""
+    return f"(isnan({expr}) OR NOT (isfinite({expr}) OR isinf({expr})))"
+
+
 def _check(source: TableSource, plan: TablePlan) -> str:
     """Raise on bad values; return the WHERE clause that drops nulls (or 'TRUE')."""
     con = source.con
@@ -62,13 +72,23 @@ def _check(source: TableSource, plan: TablePlan) -> str:
     if plan.column is not None:
         v = quote(plan.column)
         num = f"TRY_CAST({v} AS DOUBLE)"
-        checks += [
-            f"bool_or({v} IS NOT NULL AND {num} IS NULL)",
-            f"bool_or(isinf({num}))",
-        ]
-        null_tests.append(f"({v} IS NULL OR isnan({num}))")
-    for name in (*plan.by, *([plan.unit] if plan.unit else [])):
-        null_tests.append(f"{quote(name)} IS NULL")
+        # infinities are values: clipped to the bounds below, never an error
+        checks.append(f"bool_or({v} IS NOT NULL AND {num} IS NULL)")
+        null_tests.append(f"({v} IS NULL OR {_is_nan(num)})")
+    keys = (*plan.by, *([plan.unit] if plan.unit else []))
+    types = (
+        {
+            str(r[0]): str(r[1])
+            for r in con.execute(f"DESCRIBE SELECT * FROM {source.view}").fetchall()
+        }
+        if keys
+        else {}
+    )
+    for name in keys:
+        # NaN in a float key is missing too, as pandas' NaN (read as null) is; Polars,
+        # Parquet and CSV ("nan") keep it as NaN
+        nan = f" OR {_is_nan(quote(name))}" if types.get(name) in _FLOAT_TYPES else ""
+        null_tests.append(f"({quote(name)} IS NULL{nan})")
     if not checks and not null_tests:
         return "TRUE"
     any_null = " OR ".join(null_tests) if null_tests else "FALSE"
@@ -80,21 +100,16 @@ def _check(source: TableSource, plan: TablePlan) -> str:
 
 
 def raise_on_flags(plan: TablePlan, flags: list[bool]) -> bool:
-    """The InputError for the value checks of an engine (``flags``: non-numeric and
-    infinite entries in the value column when there is one, then missing values in any
-    used column); True when rows with missing values are to be dropped. The messages name
-    columns only, never values or counts."""
-    if plan.column is not None:
-        if flags[0]:
-            raise InputError(
-                f"The column {plan.column!r} must be numeric, but some entries are not "
-                "numbers. Clean those entries or choose a numeric column."
-            )
-        if flags[1]:
-            raise InputError(
-                f"The column {plan.column!r} contains infinite entries. Drop or clip them "
-                "before releasing."
-            )
+    """The InputError for the value checks of an engine (``flags``: non-numeric entries
+    in the value column when there is one, then missing values, null or NaN, in any used
+    column); True when rows with missing values are to be dropped. Infinities are not
+    checked: they are values, clipped to the bounds like any other outside them. The
+    messages name columns only, never values or counts."""
+    if plan.column is not None and flags[0]:
+        raise InputError(
+            f"The column {plan.column!r} must be numeric, but some entries are not "
+            "numbers. Clean those entries or choose a numeric column."
+        )
     if not (flags and flags[-1]):
         return False
     if plan.nulls != "drop":

@@ -104,6 +104,8 @@ def _canonical(sf: Any, column: Any, data_type: Any) -> Any:
 
 def _check(source: SparkSource, plan: TablePlan) -> Any:
     """Raise on bad values; return the filter that drops nulls (a Column), or None."""
+    from pyspark.sql import types as st
+
     sf = _functions()
     frame = source.frame
     aggs = []
@@ -112,10 +114,13 @@ def _check(source: SparkSource, plan: TablePlan) -> Any:
         raw = sf.col(plan.column)
         num = sf.expr(f"try_cast(`{_escape(plan.column)}` AS DOUBLE)")
         aggs.append(sf.max((raw.isNotNull() & num.isNull()).cast("int")))
-        aggs.append(sf.max((sf.abs(num) == float("inf")).cast("int")))
+        # infinities are values: clipped to the bounds below, never an error
         null_tests.append(raw.isNull() | sf.isnan(num))
     for name in (*plan.by, *([plan.unit] if plan.unit else [])):
-        null_tests.append(sf.col(name).isNull())
+        test = sf.col(name).isNull()
+        if isinstance(source.types[name], st.FloatType | st.DoubleType):
+            test = test | sf.isnan(sf.col(name))  # NaN in a float key is missing too
+        null_tests.append(test)
     if not aggs and not null_tests:
         return None
     any_null = null_tests[0]
