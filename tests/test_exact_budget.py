@@ -38,9 +38,7 @@ from dpsense.params import rest_of_budget
 
 HARD_EPSILONS = (1 / 3, 1 / 7, 0.1, 0.3, 0.7, 1e-3 / 3, 2 / 3, 1 / 49, 5e-324, 1e308)
 positive = st.floats(min_value=5e-324, max_value=1e300, allow_nan=False, allow_infinity=False)
-rationals = st.builds(
-    Fraction, st.integers(-(10**40), 10**40), st.integers(1, 10**40)
-)
+rationals = st.builds(Fraction, st.integers(-(10**40), 10**40), st.integers(1, 10**40))
 
 _PRECISE = mpmath.MPContext()
 _PRECISE.prec = 300
@@ -70,7 +68,8 @@ def test_quotients_are_tight_on_hard_cases(sensitivity: float, epsilon: float) -
     q = exact(sensitivity) / exact(epsilon)
     up, down = quotient_up(sensitivity, epsilon), quotient_down(sensitivity, epsilon)
     if q > Fraction(sys.float_info.max):
-        assert up == math.inf and down == sys.float_info.max
+        assert up == math.inf
+        assert down == sys.float_info.max
         return
     assert _up_is_tight(up, q)
     assert _down_is_tight(down, q)
@@ -108,6 +107,10 @@ def test_float_rounding_beyond_the_double_range() -> None:
     assert float_down(-huge) == -math.inf
     assert float_down(Fraction(1, 10**400)) == 0.0
     assert float_up(Fraction(1, 10**400)) == 5e-324
+    # zero has one sign: a receipt never says "-0"
+    assert math.copysign(1.0, float_down(0)) == 1.0
+    assert math.copysign(1.0, quotient_down(0.0, 3)) == 1.0
+    assert math.copysign(1.0, float_up(Fraction(-1, 10**400))) == 1.0
     with pytest.raises(ValueError, match="finite"):
         exact(math.inf)
 

@@ -70,12 +70,12 @@ def float_up(value: Real) -> float:
     f = float(q)  # correctly rounded: an int / int true division
     while Fraction(f) < q:
         f = math.nextafter(f, math.inf)
-    return f
+    return f + 0.0  # -0.0 (a tiny negative q) prints as "-0": zero has one sign here
 
 
 def float_down(value: Real) -> float:
     """The largest double <= ``value`` (``-inf`` below the smallest double)."""
-    return -float_up(-exact(value))
+    return -float_up(-exact(value)) + 0.0
 
 
 def quotient_up(numerator: Real, denominator: Real) -> float:

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from fractions import Fraction
 from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 
+from dpsense._exact_budget import difference_down, float_up, product_down, quotient_down
 from dpsense.errors import InputError
 from dpsense.mechanisms.partition_selection import SelectionRule, select_groups
 from dpsense.methods import Release
@@ -225,26 +224,24 @@ def release_table(
             "max_groups_per_unit": g,
         }
         if by and public is None:
-            eps_sel, dlt_sel = SELECTION_SHARE * epsilon, SELECTION_SHARE * delta
-            eps_rest, dlt_rest = epsilon - eps_sel, delta - dlt_sel
+            # shares rounded down, the rests exact differences rounded down (docs/noise.md §8)
+            eps_sel = product_down(SELECTION_SHARE, epsilon)
+            dlt_sel = product_down(SELECTION_SHARE, delta)
+            eps_rest, dlt_rest = difference_down(epsilon, eps_sel), difference_down(delta, dlt_sel)
             rule = SelectionRule.for_budget(eps_sel, dlt_sel, g)
             chosen = select_groups(table.units, rule, rng)
             params["selection"] = {
                 "epsilon": eps_sel,
                 "delta": dlt_sel,
                 "threshold": rule.threshold,
-                "scale": float(rule.scale),
+                "scale": float_up(rule.scale),
             }
         else:
             chosen = np.arange(len(table.keys))
         # a unit touches at most g groups, and never more than the public keys
         touched = min(g, len(public)) if public else g
-        eps_g = eps_rest / touched
-        dlt_g = dlt_rest / touched
-        while Fraction(eps_g) * touched > Fraction(eps_rest):  # exactly, not in floating point
-            eps_g = math.nextafter(eps_g, 0.0)
-        while Fraction(dlt_g) * touched > Fraction(dlt_rest):
-            dlt_g = math.nextafter(dlt_g, 0.0)
+        eps_g = quotient_down(eps_rest, touched)
+        dlt_g = quotient_down(dlt_rest, touched)
         params["per_group"] = {"epsilon": eps_g, "delta": dlt_g}
         out: dict[Any, Release] = {}
         for gid, values in table.values([int(i) for i in chosen]):
