@@ -16,6 +16,7 @@ LAYERS = {
     "neighbours": 1,
     "_arrays": 1,
     "_progress": 1,
+    "_exact_budget": 1,
     "noise": 2,
     "statistics": 2,
     "sensitivity": 3,

@@ -26,12 +26,12 @@ exact sampler), and everything below is post-processing:
 from __future__ import annotations
 
 import math
-from fractions import Fraction
 from typing import Any, Final
 
 import numpy as np
 
 from dpsense._arrays import as_data
+from dpsense._exact_budget import exact, float_up, log_bounds, rational_ceil
 from dpsense.errors import InputError
 from dpsense.methods import Release
 from dpsense.noise.exact import discrete_laplace
@@ -146,12 +146,13 @@ def private_bounds(
     x = _values(data, column, privacy_unit, max_rows_per_unit, nulls, source)
     m = max_rows_per_unit if privacy_unit is not None else 1
     grid = bounds_grid()
-    scale = Fraction(math.ceil(Fraction(m) / Fraction(eps) * _SCALE_GRID), _SCALE_GRID)
+    scale = rational_ceil(m / exact(eps), _SCALE_GRID)
     noisy = bucket_counts(x, grid) + discrete_laplace(source, scale, grid.size + 1)
     # buckets whose noisy count is below the threshold are treated as empty: an empty
     # bucket passes with probability at most NOISE_BETA / (G + 1), so the ~180 empty
-    # buckets add no noise mass that would drag the bounds off the data
-    threshold = math.ceil(float(scale) * math.log((grid.size + 1) / NOISE_BETA))
+    # buckets add no noise mass that would drag the bounds off the data (the log from
+    # above, so that bound holds exactly: docs/noise.md §8)
+    threshold = math.ceil(scale * log_bounds((grid.size + 1) / exact(NOISE_BETA))[1])
     lower, upper = bounds_from_counts(noisy, threshold, grid, p_lo, p_hi, float(scale))
     return Release(
         value=(lower, upper),
@@ -160,7 +161,7 @@ def private_bounds(
         delta=0.0,
         method="histogram",
         noise="discrete-laplace",
-        scale=float(scale),
+        scale=float_up(scale),
         neighbours="add-remove",
         statistic="bounds",
         seeded=source.seeded,

@@ -11,6 +11,7 @@ import math
 import numbers
 from dataclasses import dataclass
 
+from dpsense._exact_budget import difference_down, exact, log_bounds, quotient_down
 from dpsense.errors import InputError
 
 __all__ = [
@@ -130,7 +131,8 @@ def smooth_beta(epsilon: float, delta: float = 0.0) -> float:
     .. math:: \beta = \frac{\varepsilon}{2 \ln(2/\delta)}
 
     With ``delta == 0`` it is the Cauchy instantiation (pure epsilon),
-    :math:`\beta = \varepsilon / 6`.
+    :math:`\beta = \varepsilon / 6`. Either is rounded down from its exact value (a
+    smaller beta keeps every guarantee; docs/noise.md §8).
 
     References
     ----------
@@ -140,8 +142,9 @@ def smooth_beta(epsilon: float, delta: float = 0.0) -> float:
     eps = check_epsilon(epsilon, where="smooth_beta")
     dlt = check_delta(delta, where="smooth_beta")
     if dlt == 0.0:
-        return eps / 6.0
-    return eps / (2.0 * math.log(2.0 / dlt))
+        return quotient_down(eps, 6)
+    # rounded down (a smaller beta is still admissible): ln(2/delta) from above
+    return quotient_down(eps, 2 * log_bounds(2 / exact(dlt))[1])
 
 
 def rest_of_budget(total: float, used: float) -> float:
@@ -150,9 +153,4 @@ def rest_of_budget(total: float, used: float) -> float:
     ``total - used`` in floating point may round up by half an ulp, which would make the
     parts of a split budget add up to more than the total.
     """
-    from fractions import Fraction
-
-    rest = total - used
-    while rest > 0 and Fraction(used) + Fraction(rest) > Fraction(total):
-        rest = math.nextafter(rest, 0.0)
-    return rest
+    return difference_down(total, used)

@@ -21,6 +21,14 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from dpsense._exact_budget import (
+    Real,
+    exact,
+    float_up,
+    quotient_up,
+    rational_at_least,
+    sqrt_bounds,
+)
 from dpsense.errors import InputError
 from dpsense.mechanisms._common import (
     MechanismResult,
@@ -59,12 +67,9 @@ def _check_sensitivity(value: object, where: str) -> float:
     return s
 
 
-def _rational_at_least(value: float) -> Fraction:
+def _rational_at_least(value: Real) -> Fraction:
     """``value`` as a fraction with denominator <= 2^20, rounded up (never less private)."""
-    exact = Fraction(value)
-    if exact.denominator <= _MAX_DENOMINATOR:
-        return exact
-    return Fraction(math.ceil(exact * _MAX_DENOMINATOR), _MAX_DENOMINATOR)
+    return rational_at_least(value, _MAX_DENOMINATOR)
 
 
 def _as_doubles(flat: Any) -> NDArray[np.float64]:
@@ -105,8 +110,8 @@ class LaplaceMechanism:
 
     @property
     def scale(self) -> float:
-        """The Laplace scale b = sensitivity / epsilon."""
-        return self.sensitivity / self.epsilon
+        """The Laplace scale b = sensitivity / epsilon, rounded up (docs/noise.md §8)."""
+        return quotient_up(self.sensitivity, self.epsilon)
 
     def release(self, value: Any, rng: object = None) -> MechanismResult:
         """Add noise to ``value`` (scalar or array).
@@ -193,7 +198,9 @@ class GaussianMechanism:
     @property
     def rho(self) -> float:
         """zCDP parameter Delta^2 / (2 sigma^2)."""
-        return 0.0 if self.sigma == 0 else self.sensitivity**2 / (2.0 * self.sigma**2)
+        if self.sigma == 0:
+            return 0.0
+        return float_up(exact(self.sensitivity) ** 2 / (2 * exact(self.sigma) ** 2))
 
     def release(self, value: Any, rng: object = None) -> MechanismResult:
         """Add noise to ``value`` (scalar or array; exact Fractions as for Laplace)."""
@@ -249,12 +256,13 @@ class DiscreteLaplaceMechanism:
 
     @classmethod
     def for_privacy(cls, sensitivity: int, epsilon: float) -> DiscreteLaplaceMechanism:
-        """The mechanism with scale sensitivity / epsilon."""
-        return cls(_check_sensitivity(sensitivity, "DiscreteLaplaceMechanism") / epsilon)
+        """The mechanism with scale sensitivity / epsilon, rounded up (docs/noise.md §8)."""
+        sens = _check_sensitivity(sensitivity, "DiscreteLaplaceMechanism")
+        return cls(quotient_up(sens, check_epsilon(epsilon, where="DiscreteLaplaceMechanism")))
 
     def epsilon_for(self, sensitivity: float) -> float:
-        """The pure-DP epsilon for an integer query of this L1 sensitivity."""
-        return sensitivity / float(_rational_at_least(self.scale))
+        """The pure-DP epsilon for an integer query of this L1 sensitivity (rounded up)."""
+        return quotient_up(sensitivity, _rational_at_least(self.scale))
 
     def release(self, value: Any, rng: object = None) -> MechanismResult:
         """Add integer noise to ``value`` (integer scalar or array)."""
@@ -267,7 +275,7 @@ class DiscreteLaplaceMechanism:
             "discrete-laplace",
             self.epsilon_for(1.0),
             0.0,
-            float(scale),
+            float_up(scale),
             None,
             source.seeded,
         )
@@ -307,20 +315,25 @@ class DiscreteGaussianMechanism:
 
     def rho_for(self, sensitivity: float) -> float:
         """zCDP rho for an integer query with this L2 sensitivity."""
-        return sensitivity**2 / (2.0 * float(_rational_at_least(self.sigma**2)))
+        return float_up(exact(sensitivity) ** 2 / (2 * self._sigma2))
+
+    @property
+    def _sigma2(self) -> Fraction:
+        """sigma^2 as used by the sampler: exact, or rounded up to denominator 2^20."""
+        return _rational_at_least(exact(self.sigma) ** 2)
 
     def release(self, value: Any, rng: object = None) -> MechanismResult:
         """Add integer noise to ``value`` (integer scalar or array)."""
         flat, scalar = as_int_values(value, "discrete_gaussian")
         source = resolve_rng(rng, where="discrete_gaussian")
-        sigma2 = _rational_at_least(self.sigma**2)
+        sigma2 = self._sigma2
         noisy = flat + _sample_dgauss(source, sigma2, flat.size)
         return MechanismResult(
             restore_shape(noisy, value, scalar),
             "discrete-gaussian",
             math.nan,
             math.nan,
-            math.sqrt(float(sigma2)),
+            float_up(sqrt_bounds(sigma2)[1]),
             None,
             source.seeded,
             self.rho_for(1.0),

@@ -21,6 +21,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from dpsense._exact_budget import exact, exp_bounds, log_bounds, rational_ceil
 from dpsense.noise.exact import discrete_laplace
 from dpsense.noise.rng import RandomSource
 
@@ -39,12 +40,12 @@ class SelectionRule:
     @classmethod
     def for_budget(cls, epsilon: float, delta: float, groups_per_unit: int) -> SelectionRule:
         g = groups_per_unit
-        scale = Fraction(g) / Fraction(epsilon)
         # a coarser denominator keeps the exact sampler fast; rounding up only adds privacy
-        scale = Fraction(math.ceil(scale * _SCALE_GRID), _SCALE_GRID)
-        q = math.exp(-1.0 / float(scale))
-        # + 1 covers the rounding of log and exp with a wide margin
-        steps = math.ceil(float(scale) * math.log(g / (delta * (1.0 + q)))) + 1
+        scale = rational_ceil(g / exact(epsilon), _SCALE_GRID)
+        # tau - 1 >= b ln(g / (delta (1 + q))): q from below, the log from above, the
+        # product in exact rationals (docs/noise.md §8)
+        q_low = exp_bounds(-1 / scale)[0]
+        steps = math.ceil(scale * log_bounds(g / (exact(delta) * (1 + q_low)))[1])
         return cls(scale, 1 + max(steps, 0))
 
     def tail(self, groups_per_unit: int) -> float:

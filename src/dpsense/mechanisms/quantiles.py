@@ -46,6 +46,7 @@ from typing import Final
 import numpy as np
 from numpy.typing import NDArray
 
+from dpsense._exact_budget import quotient_down
 from dpsense.errors import InputError
 from dpsense.mechanisms._quantile_sampler import QuantileScore
 from dpsense.mechanisms.quantile import quantile_score, sample_on_grid
@@ -93,8 +94,10 @@ class RecursiveQuantiles:
             share = self.epsilon
         else:
             depth = halving_depth(m)
-            share = self.epsilon / (depth if self.neighbours == "add-remove" else 2 * depth)
-            share = _round_down(share, self.epsilon, depth, self.neighbours)
+            # each depth's share, rounded down: the D depths never add up to more
+            share = quotient_down(
+                self.epsilon, depth if self.neighbours == "add-remove" else 2 * depth
+            )
         object.__setattr__(self, "per_call", share)
 
     @property
@@ -196,11 +199,3 @@ def dithered(xc: F64, resolution: float, rng: RandomSource) -> F64:
     """
     u = (rng.words(xc.shape[0]) >> np.uint64(11)).astype(np.float64) * 2.0**-53  # [0, 1)
     return np.asarray(xc + (u - 0.5) * resolution, dtype=np.float64)
-
-
-def _round_down(share: float, epsilon: float, depth: int, neighbours: Neighbours) -> float:
-    """``share`` lowered until the depths' total is at most epsilon in floating point."""
-    factor = depth if neighbours == "add-remove" else 2 * depth
-    while Fraction(share) * factor > Fraction(epsilon):  # exactly, not in floating point
-        share = float(np.nextafter(share, 0.0))
-    return share

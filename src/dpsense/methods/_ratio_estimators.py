@@ -168,7 +168,7 @@ def _local_bound(
     eps_noise = rest_of_budget(epsilon, eps_bound)
     # Two counts, each with sensitivity 1: the vector has L1 sensitivity 2, so scale
     # 2/eps_bound spends eps_bound in total (eps_bound/2 per count, as in the blog post).
-    counts = DiscreteLaplaceMechanism(2.0 / eps_bound).release(
+    counts = DiscreteLaplaceMechanism.for_privacy(2, eps_bound).release(
         np.array([ones, total], dtype=np.int64), source
     )
     margin = discrete_laplace_margin(

@@ -34,9 +34,9 @@ costs ~18% accuracy; for smooth sensitivity in the tied regime, where the error 
 from __future__ import annotations
 
 import math
-from fractions import Fraction
 
 from dpsense._arrays import FloatArray
+from dpsense._exact_budget import exact, rational_at_least
 from dpsense.errors import InputError
 from dpsense.methods._release import Release
 from dpsense.methods.exponential import release_exponential
@@ -84,9 +84,7 @@ def release_adaptive(
     d0 = math.ceil(math.log(max(_BREAK_EVEN / eps_main, math.e)) / plan.beta)
     threshold = max(d0, math.ceil(_CONFIDENCE / eps_test))
     distance = statistic.profile(xc, neighbours).distance(bound)
-    scale = 1 / Fraction(eps_test)
-    if scale.denominator > 2**20:
-        scale = Fraction(math.ceil(scale * 2**20), 2**20)
+    scale = rational_at_least(1 / exact(eps_test), 2**20)
     noise = int(discrete_laplace(rng, scale, 1)[0])
     stable = distance == INFINITE_DISTANCE or distance + noise >= threshold
     if stable:

@@ -251,7 +251,7 @@ def private_lower_bound(
     scale : float
         The discrete Laplace scale actually used.
     """
-    result = DiscreteLaplaceMechanism(1.0 / epsilon).release(
+    result = DiscreteLaplaceMechanism.for_privacy(1, epsilon).release(
         np.full(size, count, dtype=np.int64), source
     )
     scale = float(result.scale) * (1.0 + _SCALE_SLACK)

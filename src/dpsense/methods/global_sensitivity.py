@@ -23,6 +23,7 @@ import math
 from fractions import Fraction
 
 from dpsense._arrays import FloatArray
+from dpsense._exact_budget import float_up, quotient_down
 from dpsense.errors import InputError
 from dpsense.mechanisms.additive import (
     DiscreteLaplaceMechanism,
@@ -38,15 +39,17 @@ from dpsense.methods._release import (
 from dpsense.neighbours import Neighbours
 from dpsense.noise.rng import RandomSource
 from dpsense.statistics import BoundedStatistic, Count, Mean, Statistic
-from dpsense.statistics._exact import RecordGrid, float_up
+from dpsense.statistics._exact import RecordGrid
 from dpsense.statistics._records import grid_sum, record_count
 from dpsense.statistics.units import rows_per_unit
 
 __all__ = ["inflated_sensitivity", "output_range", "release_global"]
 
 
-def inflated_sensitivity(sensitivity: float, statistic: Statistic) -> float:
-    """``sensitivity + 2 * exact_value_error``, rounded up: covers the computed value."""
+def inflated_sensitivity(sensitivity: float | Fraction, statistic: Statistic) -> float:
+    """``sensitivity + 2 * exact_value_error``, rounded up: covers the computed value.
+
+    ``sensitivity`` may be an exact rational (``w / k``): it is rounded once, here, up."""
     error = statistic.exact_value_error
     if not math.isfinite(error):
         raise InputError(
@@ -169,12 +172,12 @@ def _noisy_sum_over_count(
     integers, with sensitivity :math:`\gamma \max(|k_\ell|, |k_u|) \le w/2 + \gamma`
     (:class:`~dpsense.statistics._exact.RecordGrid`); the estimate is post-processing.
     """
-    half = epsilon / 2.0
+    half = quotient_down(epsilon, 2)  # exact but for subnormals; never above
     m = rows_per_unit(statistic)  # rows one unit adds or removes (1 without a unit)
     grid = RecordGrid.for_bounds(statistic.lower, statistic.upper)
     n = record_count(xc)  # the records may be held by an engine: the same exact sums
     centred_sum = Fraction(grid.grid) * grid_sum(grid, xc)
-    sensitivity = float(m * grid.max_offset)  # exact: an integer below 2^42 times 2^j, times m
+    sensitivity = float_up(m * grid.max_offset)  # an integer below 2^42 times 2^j, times m
     noisy_sum = LaplaceMechanism(sensitivity, half).release(centred_sum, rng).value
     noisy_count = DiscreteLaplaceMechanism.for_privacy(m, half).release(n, rng).value
     value = grid.centre + noisy_sum / max(noisy_count, 1)

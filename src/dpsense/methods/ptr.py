@@ -6,7 +6,9 @@ r"""Propose-test-release (Dwork & Lei 2009; the often-quoted threshold corrected
 3. If :math:`D + Z < m^*` refuse (⊥); else release :math:`f(x) + \mathrm{Lap}(b/\varepsilon_r)`.
 
 The threshold is the smallest integer :math:`m^*` with :math:`P(Z \ge m^*) \le \delta`, from
-the exact tail of the discrete Laplace, :math:`P(Z \ge m) = q^m/(1+q)`, :math:`q = e^{-1/s}`.
+the exact tail of the discrete Laplace, :math:`P(Z \ge m) = q^m/(1+q)`, :math:`q = e^{-1/s}`,
+bounded from above with enclosed exponentials and compared with delta in exact rationals
+(docs/noise.md §8).
 (The continuous-Laplace version is :math:`T = \ln(1/(2\delta))/\varepsilon_t`; the
 often-quoted :math:`\ln(2/\delta)/(2\varepsilon)` is too small — docs/frameworks.md.)
 
@@ -26,6 +28,7 @@ import math
 from fractions import Fraction
 
 from dpsense._arrays import FloatArray
+from dpsense._exact_budget import exact, exp_bounds, float_down, quotient_up, rational_at_least
 from dpsense.errors import InputError
 from dpsense.mechanisms.additive import LaplaceMechanism
 from dpsense.methods._release import (
@@ -41,7 +44,6 @@ from dpsense.noise.exact import discrete_laplace
 from dpsense.noise.rng import RandomSource
 from dpsense.params import check_finite, rest_of_budget
 from dpsense.statistics import INFINITE_DISTANCE, Statistic
-from dpsense.statistics._exact import float_up
 
 __all__ = ["ptr_threshold", "release_ptr"]
 
@@ -50,10 +52,7 @@ _SCALE_DENOMINATOR = 2**20
 
 def _test_scale(epsilon_test: float) -> Fraction:
     """1/epsilon_t as a fraction with a small denominator, rounded up."""
-    exact = 1 / Fraction(epsilon_test)
-    if exact.denominator <= _SCALE_DENOMINATOR:
-        return exact
-    return Fraction(math.ceil(exact * _SCALE_DENOMINATOR), _SCALE_DENOMINATOR)
+    return rational_at_least(1 / exact(epsilon_test), _SCALE_DENOMINATOR)
 
 
 def _tail(m: int, scale: float) -> float:
@@ -62,14 +61,21 @@ def _tail(m: int, scale: float) -> float:
     return math.exp(-m / scale) / (1.0 + q)
 
 
+def _tail_above(m: int, scale: Fraction) -> Fraction:
+    """A certified upper bound on P(Z >= m) = q^m / (1 + q), q = e^{-1/scale}."""
+    return exp_bounds(-m / scale)[1] / (1 + exp_bounds(-1 / scale)[0])
+
+
 def ptr_threshold(epsilon_test: float, delta: float) -> int:
-    """The smallest integer m with P(Z >= m) <= delta for Z ~ DLap(1/epsilon_test)."""
-    scale = float(_test_scale(epsilon_test))
-    q = math.exp(-1.0 / scale)
-    m = max(0, math.ceil(scale * math.log(1.0 / (delta * (1.0 + q)))))
-    while _tail(m, scale) > delta:
+    """The smallest integer m whose certified bound on P(Z >= m) is at most delta, for
+    Z ~ DLap(1/epsilon_test) (exp enclosed from above, compared in exact rationals)."""
+    scale = _test_scale(epsilon_test)
+    bound = exact(delta)
+    q = math.exp(-1.0 / float(scale))
+    m = max(0, math.ceil(float(scale) * math.log(1.0 / (delta * (1.0 + q)))))  # a start
+    while _tail_above(m, scale) > bound:
         m += 1
-    while m > 0 and _tail(m - 1, scale) <= delta:
+    while m > 0 and _tail_above(m - 1, scale) <= bound:
         m -= 1
     return m
 
@@ -81,7 +87,7 @@ def _test_bound(bound: float, error: float) -> float | None:
     target = Fraction(bound) - 2 * Fraction(error)
     if target < 0:
         return None
-    down = -float_up(-target)
+    down = float_down(target)
     return max(down, 0.0)
 
 
@@ -133,7 +139,7 @@ def release_ptr(
         "seeded": rng.seeded,
         "parameters": params,
     }
-    scale = b / eps_release
+    scale = quotient_up(b, eps_release)
     if not passed:
         return Release(None, True, epsilon, delta, "ptr", "laplace", scale, **common)  # type: ignore[arg-type]
     value_exact = profile_value(profile, statistic, xc)

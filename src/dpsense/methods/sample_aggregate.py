@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from dpsense._exact_budget import exact
 from dpsense.errors import InputError
 from dpsense.mechanisms.additive import LaplaceMechanism
 from dpsense.methods._release import Release
@@ -210,9 +211,9 @@ def sample_and_aggregate(
     }
     if aggregator == "mean":
         # the mean of the clipped block answers, exactly rounded, with its sensitivity
-        # w/k inflated by twice the mean's proven floating-point error
+        # w/k (exact, rounded up once) inflated by twice the mean's proven error
         aggregate = Mean(b.lower, b.upper)
-        sensitivity = inflated_sensitivity((b.upper - b.lower) / k, aggregate)
+        sensitivity = inflated_sensitivity((exact(b.upper) - exact(b.lower)) / k, aggregate)
         out = LaplaceMechanism(sensitivity, eps).release(
             aggregate._value_exact(aggregate.clip(answers)), source
         )

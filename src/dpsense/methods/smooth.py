@@ -48,13 +48,14 @@ from fractions import Fraction
 from typing import Any, Final
 
 from dpsense._arrays import FloatArray
+from dpsense._exact_budget import sqrt_bounds
 from dpsense.errors import InputError
 from dpsense.methods._release import Release, on_resolution, resolution_parameters
 from dpsense.methods.global_sensitivity import output_range
 from dpsense.neighbours import Neighbours
 from dpsense.noise.lattice import NoiseShape, OutputLattice, sample_on_lattice
 from dpsense.noise.rng import RandomSource
-from dpsense.params import check_finite, check_int
+from dpsense.params import check_finite, check_int, smooth_beta
 from dpsense.statistics import BoundedStatistic, Count, Quantile, Statistic, Sum
 
 __all__ = [
@@ -120,11 +121,6 @@ def zcdp_rho_for(epsilon: float, delta: float) -> float:
     return root * root
 
 
-def _sqrt_down(d: int) -> Fraction:
-    """A rational lower bound on sqrt(d) within 2^-60."""
-    return Fraction(math.isqrt(d << 120), 1 << 60)
-
-
 def _check_beta(beta: float) -> float:
     if not beta >= _MIN_BETA:
         raise InputError(
@@ -158,12 +154,12 @@ def plan_smooth(
                 "Smooth sensitivity with Laplace noise needs delta > 0; pass delta=... or use "
                 "noise='student-t' or 'cauchy' for pure epsilon."
             )
-        beta = _check_beta(epsilon / (2.0 * math.log(2.0 / delta)))
+        beta = _check_beta(smooth_beta(epsilon, delta))
         return SmoothPlan(
             noise, beta, eps / 2, epsilon, delta, None, NoiseShape("laplace"), {"beta": beta}
         )
     if noise == "cauchy":
-        beta = _check_beta(epsilon / 6.0)
+        beta = _check_beta(smooth_beta(epsilon))
         return SmoothPlan(
             noise, beta, eps / 6, epsilon, 0.0, None, NoiseShape("cauchy"), {"beta": beta}
         )
@@ -182,7 +178,7 @@ def plan_smooth(
                 f"(0, {float(limit):g}). Got {t!r} instead."
             )
         _check_beta(beta)
-        divisor = 2 * _sqrt_down(d) * (limit - Fraction(beta))
+        divisor = 2 * sqrt_bounds(d, 60)[0] * (limit - Fraction(beta))
         return SmoothPlan(
             noise,
             beta,

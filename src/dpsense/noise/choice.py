@@ -43,6 +43,7 @@ from typing import Any, Final
 import numpy as np
 from numpy.typing import NDArray
 
+from dpsense._exact_budget import quotient_down
 from dpsense.errors import InputError
 from dpsense.noise.exact import uniform_below
 from dpsense.noise.rng import RandomSource
@@ -72,10 +73,7 @@ def eta_at_most(numerator: float, denominator: float) -> float:
     The exponential mechanism with a smaller eta is more private, so rounding eta down
     keeps every guarantee computed for the exact ratio.
     """
-    eta = numerator / denominator
-    while Fraction(eta) > Fraction(numerator) / Fraction(denominator):
-        eta = math.nextafter(eta, 0.0)
-    return eta
+    return quotient_down(numerator, denominator)
 
 
 _CONTEXTS = threading.local()

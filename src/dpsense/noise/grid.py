@@ -26,6 +26,7 @@ from typing import Final, TypeAlias
 import numpy as np
 from numpy.typing import NDArray
 
+from dpsense._exact_budget import float_up, sqrt_bounds
 from dpsense.errors import InputError
 from dpsense.noise.exact import discrete_gaussian, discrete_laplace
 from dpsense.noise.rng import RandomSource
@@ -57,7 +58,7 @@ class GridNoise:
     integer_scale: int
     """Noise scale in grid units (Laplace t, or the integer Gaussian sigma)."""
     scale: float
-    """The effective noise scale in data units: ``integer_scale * grid``."""
+    """The effective noise scale in data units: ``integer_scale * grid`` (rounded up)."""
 
 
 def pow2_at_most(value: float) -> float:
@@ -154,7 +155,7 @@ def grid_laplace(
     t = math.ceil(Fraction(delta_g) / Fraction(epsilon))
     m = _integers(values, grid)
     z = discrete_laplace(rng, Fraction(t), size)
-    return _add_integer_noise(m, z, grid), GridNoise(grid, t, t * grid)
+    return _add_integer_noise(m, z, grid), GridNoise(grid, t, float_up(t * Fraction(grid)))
 
 
 def grid_gaussian(
@@ -178,16 +179,8 @@ def grid_gaussian(
         pow2_at_most(sigma / math.sqrt(d)) * 2.0**-_GAUSS_BITS,
         pow2_at_most(sigma) * 2.0**-_GAUSS_MAX_BITS,
     )
-    inflated = Fraction(sigma) * (Fraction(l2_sensitivity) + Fraction(grid) * _sqrt_up(d))
+    inflated = Fraction(sigma) * (Fraction(l2_sensitivity) + Fraction(grid) * sqrt_bounds(d, 20)[1])
     t = math.ceil(inflated / (Fraction(l2_sensitivity) * Fraction(grid)))
     m = _integers(values, grid)
     z = discrete_gaussian(rng, Fraction(t * t), size)
-    return _add_integer_noise(m, z, grid), GridNoise(grid, t, t * grid)
-
-
-def _sqrt_up(d: int) -> Fraction:
-    """A rational upper bound on sqrt(d), exact for squares."""
-    root = math.isqrt(d)
-    if root * root == d:
-        return Fraction(root)
-    return Fraction(math.isqrt(d * 2**40) + 1, 2**20)
+    return _add_integer_noise(m, z, grid), GridNoise(grid, t, float_up(t * Fraction(grid)))

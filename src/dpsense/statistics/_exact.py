@@ -31,7 +31,6 @@ __all__ = [
     "UNIT_ROUNDOFF",
     "RecordGrid",
     "centred_mean_parts",
-    "float_up",
     "fsum_rows",
     "half_ulp_bound",
 ]
@@ -43,17 +42,6 @@ ETA: Final = Fraction(1, 2**1074)
 GRID_BITS: Final = 40
 """The record grid is 2^-40 times the largest power of two <= w."""
 _BLOCK: Final = 1 << 21  # |k| <= 2^41, so a block of 2^21 records sums below 2^62
-
-
-def float_up(value: Fraction) -> float:
-    """The smallest double >= ``value`` (``inf`` beyond the double range)."""
-    try:
-        f = float(value)
-    except OverflowError:
-        return math.inf
-    if Fraction(f) < value:
-        f = math.nextafter(f, math.inf)
-    return f
 
 
 def half_ulp_bound(magnitude: Fraction) -> Fraction:

@@ -204,6 +204,11 @@ class BoundedStatistic(Statistic):
         return self.upper - self.lower
 
     @property
+    def _width_exact(self) -> Fraction:
+        """``upper - lower`` exactly: global sensitivities are rounded up from it."""
+        return Fraction(self.upper) - Fraction(self.lower)
+
+    @property
     def midpoint(self) -> float:
         """``(lower + upper) / 2``: the value of mean-like statistics on empty data."""
         return 0.5 * (self.lower + self.upper)

@@ -16,13 +16,13 @@ from typing import ClassVar
 import numpy as np
 
 from dpsense._arrays import FloatArray
+from dpsense._exact_budget import float_up, sqrt_bounds
 from dpsense.neighbours import Neighbours
 from dpsense.statistics._exact import (
     ETA,
     UNIT_ROUNDOFF,
     RecordGrid,
     centred_mean_parts,
-    float_up,
     fsum_rows,
 )
 from dpsense.statistics._profile import FunctionProfile, IntArray, Profile
@@ -245,9 +245,9 @@ class Mean(BoundedStatistic):
 
     def _global(self, neighbours: Neighbours, n: int | None) -> float:
         if neighbours == "add-remove":
-            return self.width / 2.0
+            return float_up(self._width_exact / 2)
         size = self._need_n(n)
-        return self.width / size if size else 0.0
+        return float_up(self._width_exact / size) if size else 0.0
 
     def profile(self, xc: FloatArray, neighbours: Neighbours) -> Profile:
         n, w = xc.shape[0], self.width
@@ -375,14 +375,14 @@ class Variance(BoundedStatistic):
         return w * w * (mf - 1.0) / (mf * mf)
 
     def _global(self, neighbours: Neighbours, n: int | None) -> float:
-        w = self.width
+        w = self._width_exact  # exact; each result is rounded up once
         if neighbours == "add-remove":
-            return w / 2.0 if self._sqrt else w * w / 4.0
+            return float_up(w / 2 if self._sqrt else w * w / 4)
         size = self._need_n(n)
         if size <= 1:
             return 0.0
         g = (size - 1) * w * w / (size * size)
-        return math.sqrt(g) if self._sqrt else g
+        return float_up(sqrt_bounds(g)[1] if self._sqrt else g)
 
     def _local(self, xc: FloatArray, neighbours: Neighbours) -> float:
         """Exact local sensitivity: extremes of the neighbour variance over each change.

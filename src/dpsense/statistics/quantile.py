@@ -31,6 +31,7 @@ from typing import ClassVar, Final
 import numpy as np
 
 from dpsense._arrays import FloatArray
+from dpsense._exact_budget import float_up
 from dpsense.errors import InputError
 from dpsense.neighbours import Neighbours
 from dpsense.params import check_finite, check_probability
@@ -316,7 +317,7 @@ class Quantile(BoundedStatistic):
     def _global(self, neighbours: Neighbours, n: int | None) -> float:
         if neighbours == "substitute" and n == 0:
             return 0.0
-        return self.width
+        return float_up(self._width_exact)
 
     def profile(self, xc: FloatArray, neighbours: Neighbours) -> Profile:
         if neighbours == "substitute" and xc.shape[0] == 0:

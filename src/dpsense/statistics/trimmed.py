@@ -27,6 +27,7 @@ from typing import ClassVar
 import numpy as np
 
 from dpsense._arrays import FloatArray
+from dpsense._exact_budget import float_up
 from dpsense.neighbours import Neighbours
 from dpsense.params import check_int
 from dpsense.statistics._profile import FunctionProfile, IntArray, Profile
@@ -93,9 +94,9 @@ class TrimmedMean(BoundedStatistic):
 
     def _global(self, neighbours: Neighbours, n: int | None) -> float:
         if neighbours == "add-remove":
-            return self.width / 2.0
+            return float_up(self._width_exact / 2)
         size = self._need_n(n)
-        return self.width / (size - 2 * self.trim) if size > 2 * self.trim else 0.0
+        return float_up(self._width_exact / (size - 2 * self.trim)) if size > 2 * self.trim else 0.0
 
     def profile(self, xc: FloatArray, neighbours: Neighbours) -> Profile:
         n, m, w = xc.shape[0], self.trim, self.width

@@ -27,14 +27,13 @@ privacy).
 
 from __future__ import annotations
 
-import math
-from fractions import Fraction
 from functools import cache
 from typing import Any
 
 import numpy as np
 
 from dpsense._arrays import FloatArray
+from dpsense._exact_budget import exact, exp_bounds, float_down, product_up, quotient_down
 from dpsense.errors import InputError
 from dpsense.neighbours import Neighbours
 from dpsense.statistics._profile import IntArray, Profile
@@ -124,7 +123,7 @@ def _unit_class(cls: type[Statistic]) -> type[Statistic]:
 
     def _global(self: Any, neighbours: Neighbours, n: int | None) -> float:
         row = float(cls._global(self, neighbours, n))
-        return row if isinstance(self, Quantile) else self._rows_per_unit * row
+        return row if isinstance(self, Quantile) else product_up(self._rows_per_unit, row)
 
     def sensitivity_is_exact(self: Any, neighbours: str = "add-remove") -> bool:
         return False
@@ -174,14 +173,14 @@ def group_privacy_budget(epsilon: float, delta: float, rows: int) -> tuple[float
     Group privacy (Dwork and Roth 2014, Theorem 2.2 and its approximate form, Vadhan 2017
     Lemma 2.2): an (e, d)-DP mechanism is :math:`(m e, m e^{(m-1)e} d)`-DP for groups of m
     records, so running it at :math:`e = \epsilon/m`,
-    :math:`d = \delta / (m e^{(m-1)\epsilon/m})` gives :math:`(\epsilon, \delta)` per unit.
-    Both are rounded down.
+    :math:`d = \delta / (m e^{(m-1)e})` gives :math:`(\epsilon, \delta)` per unit.
+    Both are rounded down from their exact values, the exponential enclosed from above
+    (docs/noise.md §8).
     """
     if rows == 1:
         return epsilon, delta
-    eps = epsilon / rows
-    while Fraction(eps) * rows > Fraction(epsilon):  # exactly, not in floating point
-        eps = math.nextafter(eps, 0.0)
-    dlt = delta / (rows * math.exp((rows - 1) * eps)) if delta > 0 else 0.0
-    dlt = math.nextafter(dlt, 0.0) if dlt > 0 else 0.0
-    return eps, dlt
+    eps = quotient_down(epsilon, rows)
+    if delta == 0:
+        return eps, 0.0
+    growth = exp_bounds((rows - 1) * exact(eps))[1]
+    return eps, float_down(exact(delta) / (rows * growth))

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from fractions import Fraction
 from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 
+from dpsense._exact_budget import difference_down, float_up, product_down, quotient_down
 from dpsense.errors import InputError
 from dpsense.mechanisms.partition_selection import SelectionRule, select_groups
 from dpsense.methods import Release
@@ -199,16 +198,14 @@ def budget_split(
                 "Releasing groups without public keys needs private partition selection, "
                 "which needs delta > 0: pass keys=[...] (--keys FILE) or delta=... (e.g. 1e-6)."
             )
-        selection = (SELECTION_SHARE * epsilon, SELECTION_SHARE * delta)
-        eps_rest, dlt_rest = epsilon - selection[0], delta - selection[1]
+        # shares rounded down, the rests exact differences rounded down (docs/noise.md §8)
+        selection = (product_down(SELECTION_SHARE, epsilon), product_down(SELECTION_SHARE, delta))
+        eps_rest = difference_down(epsilon, selection[0])
+        dlt_rest = difference_down(delta, selection[1])
     # a unit touches at most g groups, and never more than the public keys
     touched = min(groups, public_keys) if public_keys else groups
-    eps_g = eps_rest / touched
-    dlt_g = dlt_rest / touched
-    while Fraction(eps_g) * touched > Fraction(eps_rest):  # exactly, not in floating point
-        eps_g = math.nextafter(eps_g, 0.0)
-    while Fraction(dlt_g) * touched > Fraction(dlt_rest):
-        dlt_g = math.nextafter(dlt_g, 0.0)
+    eps_g = quotient_down(eps_rest, touched)
+    dlt_g = quotient_down(dlt_rest, touched)
     return BudgetSplit(selection, (eps_g, dlt_g), touched)
 
 
@@ -270,7 +267,7 @@ def release_table(
                 "epsilon": eps_sel,
                 "delta": dlt_sel,
                 "threshold": rule.threshold,
-                "scale": float(rule.scale),
+                "scale": float_up(rule.scale),
             }
         else:
             chosen = np.arange(len(table.keys))
