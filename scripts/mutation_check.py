@@ -77,11 +77,11 @@ MUTANTS = (
         "src/dpsense/methods/sample_aggregate.py",
         (
             (
-                "inflated_sensitivity((b.upper - b.lower) / k, aggregate)",
-                "inflated_sensitivity((b.upper - b.lower) / (2 * k), aggregate)",
+                "inflated_sensitivity((exact(b.upper) - exact(b.lower)) / k, aggregate)",
+                "inflated_sensitivity((exact(b.upper) - exact(b.lower)) / (2 * k), aggregate)",
             ),
         ),
-        ("tests/methods/test_sample_aggregate_audit.py",),
+        ("tests/test_budget_arithmetic.py", "tests/methods/test_sample_aggregate_audit.py"),
     ),
     Mutant(
         "smooth-floor-removed-beta-doubled",
@@ -103,8 +103,8 @@ MUTANTS = (
         "grouped-budget-not-split",
         "every group of a grouped release gets the whole epsilon (no split over g groups)",
         "src/dpsense/tables/grouped.py",
-        (("        eps_g = eps_rest / touched\n", "        eps_g = eps_rest\n"),),
-        ("tests/tables/test_unit_privacy.py", "tests/tables/test_grouped_releases.py"),
+        (("    eps_g = quotient_down(eps_rest, touched)\n", "    eps_g = eps_rest\n"),),
+        ("tests/test_budget_arithmetic.py", "tests/tables/test_grouped_releases.py"),
     ),
     Mutant(
         "unit-rows-ignored-in-counts",
@@ -167,6 +167,45 @@ MUTANTS = (
         "src/dpsense/mechanisms/partition_selection.py",
         (("noise >= rule.threshold)", "noise >= rule.threshold - 20)"),),
         ("tests/tables/test_unit_privacy.py",),
+    ),
+    Mutant(
+        "pure-rho-charge",
+        "under a rho budget, private partition selection charged as pure rho (its delta dropped)",
+        "src/dpsense/tables/zcdp.py",
+        (("        approx = amount(dlt_sel)\n", "        approx = Fraction(0)\n"),),
+        ("tests/accounting/test_zcdp_budget.py", "tests/tables/test_zcdp.py"),
+    ),
+    Mutant(
+        "float-quotient-scale",
+        "discrete-Laplace scale as a float quotient (a count at epsilon = 1/3 gets scale 3.0)",
+        "src/dpsense/mechanisms/additive.py",
+        (
+            (
+                'cls(quotient_up(sens, check_epsilon(epsilon, where="DiscreteLaplaceMechanism")))',
+                'cls(sens / check_epsilon(epsilon, where="DiscreteLaplaceMechanism"))',
+            ),
+        ),
+        ("tests/test_budget_arithmetic.py",),
+    ),
+    Mutant(
+        "inf-is-an-error",
+        "an infinite value in a one-column input is an error instead of being clipped",
+        "src/dpsense/_arrays.py",
+        (("    if not infinite and np.isinf(out).any():\n", "    if np.isinf(out).any():\n"),),
+        ("tests/tables/test_infinities.py",),
+    ),
+    Mutant(
+        "inf-is-an-error-in-tables",
+        "an infinite value in a table column is an error instead of being clipped",
+        "src/dpsense/tables/engine.py",
+        (
+            (
+                '        checks.append(f"bool_or({v} IS NOT NULL AND {num} IS NULL)")\n',
+                '        checks.append(f"bool_or(({v} IS NOT NULL AND {num} IS NULL)"\n'
+                '                      f" OR isinf({num}))")\n',
+            ),
+        ),
+        ("tests/tables/test_infinities.py",),
     ),
 )
 

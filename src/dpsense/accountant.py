@@ -36,7 +36,7 @@ from dpsense.accounting.composition import (
     decimal_up,
 )
 from dpsense.accounting.ledger import Ledger
-from dpsense.bounds import private_bounds
+from dpsense.bounds import check_bounds_delta, private_bounds
 from dpsense.errors import BudgetExceededError, InputError
 from dpsense.methods import Release
 from dpsense.methods.ratio import private_ratio
@@ -270,9 +270,13 @@ class Accountant:
         """Spend (epsilon, delta) now, or raise BudgetExceededError.
 
         Against a rho budget, the charge is ``rho`` (with ``approx_delta``) when given,
-        else epsilon^2/2 for a pure-epsilon charge; an (epsilon, delta) charge with
-        delta > 0 and no rho is refused. Returns the ledger charge id (None without a
-        ledger).
+        else epsilon^2/2 for a pure-epsilon charge; a charge with delta > 0 is refused
+        (a zCDP mechanism has no delta of its own, and an (epsilon, delta) guarantee has no
+        zCDP cost). ``approx_delta`` is for mechanisms that are delta-approximately
+        rho-zCDP through a failure event of their output, of probability at most
+        ``approx_delta`` whatever came before, the form docs/accounting.md §3 proves
+        composition for (private partition selection is one). Returns the ledger charge
+        id (None without a ledger).
         """
         where = "Accountant.charge"
         eps = check_epsilon(epsilon, where=where)
@@ -280,6 +284,8 @@ class Accountant:
         approx = check_delta(approx_delta, "approx_delta", where=where)
         labels = {"dataset": dataset, "statistic": statistic, "method": method}
         if self._rho is not None:
+            if dlt > 0.0:
+                raise InputError(NOT_ZCDP.format(what="A charge with delta > 0"))
             if rho is not None:
                 cost = ZcdpCharge.exact(
                     amount(check_epsilon(rho, "rho", where=where)), amount(approx)
@@ -482,6 +488,7 @@ class Accountant:
         """:func:`dpsense.private_bounds`, charged first."""
         eps = check_epsilon(epsilon, where="Accountant.private_bounds")
         dlt = check_delta(delta, where="Accountant.private_bounds")
+        check_bounds_delta(dlt)  # refused before the charge, not after it
         labels = {"dataset": dataset, "statistic": "bounds", "method": "exponential"}
         return self._run(
             eps,

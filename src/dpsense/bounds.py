@@ -39,7 +39,7 @@ from dpsense.noise.rng import resolve_rng
 from dpsense.params import check_epsilon
 from dpsense.tables.grouped import bounded_values
 
-__all__ = ["bounds_grid", "private_bounds"]
+__all__ = ["bounds_grid", "check_bounds_delta", "private_bounds"]
 
 K_LOW: Final = 30
 """The smallest non-zero magnitude on the grid is 2^-K_LOW."""
@@ -103,6 +103,14 @@ def bounds_from_counts(
     return float(grid[i_lo]), float(grid[i_hi])
 
 
+def check_bounds_delta(delta: float) -> None:
+    """Raise unless ``delta`` is 0: private bounds are pure epsilon-DP."""
+    if delta != 0.0:
+        raise InputError(
+            "private_bounds is pure epsilon-DP and spends no delta: pass delta=0 (the default)."
+        )
+
+
 def private_bounds(
     data: Any,
     *,
@@ -126,10 +134,7 @@ def private_bounds(
     """
     where = "private_bounds"
     eps = check_epsilon(epsilon, where=where)
-    if delta != 0.0:
-        raise InputError(
-            "private_bounds is pure epsilon-DP and spends no delta: pass delta=0 (the default)."
-        )
+    check_bounds_delta(delta)
     p_lo, p_hi = _check_quantiles(quantiles)
     if nulls not in ("error", "drop"):
         raise InputError(f"The 'nulls' parameter must be 'error' or 'drop'. Got {nulls!r}.")

@@ -198,7 +198,12 @@ def _refused_calls() -> dict[str, Callable[[ds.Accountant, SeededRandom], object
             x, np.median, blocks=4, lower=0, upper=100, aggregator="median", epsilon=eps,
             delta=dlt, rng=r,
         ),
+        # the neighbours' aliases are the relation private_ratio runs under
+        "local-bound ratio": lambda a, r: a.private_ratio(
+            30, 100, epsilon=eps, delta=dlt, method="local-bound", neighbours="unbounded", rng=r
+        ),
         "charge": lambda a, r: a.charge(0.5, dlt),
+        "charge with delta": lambda a, r: a.charge(0.5, dlt, rho=0.1),
     }  # fmt: skip
 
 
@@ -214,6 +219,13 @@ def test_releases_without_a_zcdp_guarantee_are_refused_before_drawing(fragment: 
     assert "(epsilon, delta) budget" in message
     assert rng.drawn == 0
     assert acct.spent == (0.0, 0.0)
+
+
+def test_private_bounds_with_a_delta_is_refused_before_its_charge() -> None:
+    for acct in (ds.Accountant(rho=1.0, delta=1e-6), ds.Accountant(epsilon=1.0)):
+        with pytest.raises(ds.InputError, match="pure epsilon-DP"):
+            acct.private_bounds(TABLE["x"], epsilon=0.5, delta=1e-6)
+        assert acct.spent == (0.0, 0.0)
 
 
 def test_zcdp_releases_of_every_entry_point_are_charged() -> None:

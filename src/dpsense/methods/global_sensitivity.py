@@ -1,7 +1,7 @@
 r"""The ``global`` method: noise calibrated to global sensitivity.
 
-* Count: discrete Laplace (pure epsilon) or discrete Gaussian (zCDP, when delta > 0 and
-  ``noise="gaussian"``); under substitute the count is public and released as is.
+* Count: discrete Laplace (pure epsilon), whatever ``noise`` says; under substitute the
+  count is public and released as is.
 * Mean under add-remove (n private): noisy sum over noisy count (the textbook split),
   each with half the budget; the sum is of the records mapped to a fine public grid centred at the
   midpoint (accumulated exactly in integers), so its sensitivity is about w/2.

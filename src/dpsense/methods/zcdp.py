@@ -33,7 +33,7 @@ from typing import Any
 
 from dpsense.mechanisms.calibration import analytic_gaussian_sigma
 from dpsense.methods.smooth import plan_smooth
-from dpsense.neighbours import Neighbours
+from dpsense.neighbours import Neighbours, validate_neighbours
 from dpsense.statistics import Count, Mean, Median, Statistic
 
 __all__ = ["PURE_METHODS", "aggregate_rho", "amount", "method_rho", "pure_rho", "ratio_rho"]
@@ -114,6 +114,8 @@ def ratio_rho(method: str, neighbours: str, epsilon: float) -> Fraction | None:
     """The rho of :func:`~dpsense.methods.ratio.private_ratio`: "ksw" and "naive" are pure
     epsilon, and so is "local-bound" under substitute (it is then the naive method); under
     add-remove "local-bound" is (epsilon, delta)-DP with no zCDP guarantee."""
-    if method == "local-bound" and neighbours == "add-remove":
+    # the relation as private_ratio reads it: its aliases ("unbounded", ...) included
+    relation = validate_neighbours(neighbours, where="private_ratio")
+    if method == "local-bound" and relation == "add-remove":
         return None
     return pure_rho(epsilon)
