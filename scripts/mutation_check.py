@@ -69,7 +69,7 @@ MUTANTS = (
                 "    value = grid.centre + noisy_sum / max(xc.shape[0], 1)\n",
             ),
         ),
-        ("tests/methods/test_framework_audits.py",),
+        ("tests/methods/test_global_mean_budget.py", "tests/methods/test_framework_audits.py"),
     ),
     Mutant(
         "sample-aggregate-noise-halved",
@@ -111,7 +111,7 @@ MUTANTS = (
         "a per-person count calibrated to one row instead of m rows",
         "src/dpsense/methods/global_sensitivity.py",
         (("for_privacy(rows_per_unit(statistic), epsilon)", "for_privacy(1, epsilon)"),),
-        ("tests/tables/test_unit_privacy.py",),
+        ("tests/test_budget_arithmetic.py", "tests/tables/test_unit_privacy.py"),
     ),
     Mutant(
         "unit-profile-without-factor-m",

@@ -19,7 +19,7 @@ import pytest
 
 import dpsense as ds
 from dpsense.audit import histogram_audit
-from dpsense.mechanisms.partition_selection import SelectionRule
+from dpsense.mechanisms.partition_selection import SelectionRule, select_groups
 from dpsense.noise.rng import SeededRandom
 from dpsense.statistics.units import group_privacy_budget, per_unit, rows_per_unit
 
@@ -112,6 +112,16 @@ def test_selection_threshold_tail_is_at_most_delta(eps: float, delta: float, g: 
     assert rule.tail(g) <= delta
     # and the threshold is not wasteful: one step lower would break the bound
     assert g * (1 - q) / (1 + q) * q ** (t - 2) / (1 - q) > delta
+
+
+def test_selection_drops_one_person_groups_and_keeps_big_ones() -> None:
+    """The selection itself on 20,000 groups of one person and 200 of 400: each one-person
+    group is kept with probability at most delta / g, so none of them here (a chance below
+    0.02 that any is); a threshold ten steps lower keeps 271 of them with this seed."""
+    rule = SelectionRule.for_budget(1.0, 1e-6, 1)
+    units = np.array([1] * 20_000 + [400] * 200)
+    kept = select_groups(units, rule, SeededRandom(11))
+    assert np.array_equal(kept, np.arange(20_000, 20_200))
 
 
 @pytest.mark.slow
