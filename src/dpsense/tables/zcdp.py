@@ -24,6 +24,7 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
+from dpsense.accounting.budget import NOT_ZCDP
 from dpsense.accounting.composition import ZcdpCharge
 from dpsense.errors import InputError
 from dpsense.mechanisms.partition_selection import SelectionRule
@@ -32,15 +33,7 @@ from dpsense.neighbours import Neighbours
 from dpsense.statistics import Statistic
 from dpsense.tables.grouped import _normalise_keys, budget_split
 
-__all__ = ["NOT_ZCDP", "public_key_count", "release_zcdp_cost"]
-
-NOT_ZCDP = (
-    "{what} is (epsilon, delta)-DP with delta > 0 and has no zCDP guarantee, so a rho "
-    "budget cannot charge it. Use a pure-epsilon or zCDP method instead: method='global', "
-    "method='exponential', method='ksw', or method='smooth' with noise='lln' or "
-    "noise='student-t'. Or charge it to an (epsilon, delta) budget instead of a rho budget."
-)
-"""The refusal message; ``{what}`` names the release."""
+__all__ = ["public_key_count", "release_zcdp_cost"]
 
 
 def release_zcdp_cost(
