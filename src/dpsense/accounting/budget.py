@@ -42,40 +42,8 @@ NOT_ZCDP: Final = (
 
 
 class Budget:
-    """A total privacy budget and its charges (the base of :class:`dpsense.Accountant`).
-
-    Parameters
-    ----------
-    epsilon, delta : float
-        The total (epsilon, delta) budget. Required unless ``ledger`` names an existing
-        ledger (whose totals are then used) or ``rho`` is given.
-    rho : float, optional
-        A total zero-concentrated DP budget instead (Bun & Steinke 2016); ``delta`` is then
-        the delta' at which ``spent``/``remaining`` are converted to (epsilon, delta). Pure
-        epsilon releases cost epsilon^2/2; Gaussian and Laplace-log-normal ones their rho;
-        other releases with delta > 0 (propose-test-release, smooth sensitivity with
-        Laplace noise, bounded-ls) are refused before anything is drawn.
-    approx_delta : float
-        With ``rho``: the cap on the summed deltas of approximately zCDP releases — grouped
-        releases without public keys, whose private partition selection releases a group
-        only the larger neighbour has with probability at most its delta. The total is then
-        (rho + 2 sqrt(rho ln(1/delta)), delta + approx_delta)-DP (docs/accounting.md §3).
-        0 (the default) refuses such releases.
-    ledger : path, optional
-        A SQLite ledger file: created with this budget if missing, else opened (its totals
-        must match the ones given, if any).
-    composition : {"basic", "advanced"}
-        Sequential composition rule of an epsilon budget; "advanced" spends
-        ``delta_slack`` of the delta budget and uses the advanced bound whenever it beats
-        the basic sum.
-    delta_slack : float
-        The delta' of advanced composition.
-
-    Notes
-    -----
-    Parallel composition: releases inside ``with acct.parallel():`` must be on disjoint
-    parts of the data (your promise); the group costs the largest of its members.
-    """
+    """A total privacy budget and its charges (the base of :class:`dpsense.Accountant`,
+    whose docstring describes the parameters)."""
 
     def __init__(
         self,
