@@ -207,6 +207,33 @@ MUTANTS = (
         ),
         ("tests/tables/test_infinities.py",),
     ),
+    Mutant(
+        "quantile-score-sensitivity-min",
+        "the tie-aware quantile score's sensitivity taken as min(p, 1 - p), not max",
+        "src/dpsense/mechanisms/quantile.py",
+        (
+            (
+                "    scaled_sensitivity = max(num, den - num) if",
+                "    scaled_sensitivity = min(num, den - num) if",
+            ),
+        ),
+        (
+            "tests/mechanisms/test_tie_aware_score.py",
+            "tests/mechanisms/test_quantile_mechanisms.py",
+        ),
+    ),
+    Mutant(
+        "rank-halfwidth-without-candidates",
+        "rank error bars forget the union over the G candidates (ln(1/alpha), not ln(G/alpha))",
+        "src/dpsense/mechanisms/accuracy.py",
+        (
+            (
+                "    _, log_ratio = log_bounds(Fraction(candidates) / exact(alpha))\n",
+                "    _, log_ratio = log_bounds(Fraction(1) / exact(alpha))\n",
+            ),
+        ),
+        ("tests/methods/test_rank_accuracy.py",),
+    ),
 )
 
 

@@ -59,6 +59,12 @@ def test_sensitivity_by_brute_force(p: float) -> None:
             )
     assert worst_add == max(q, 1 - q)  # the claimed sensitivity, attained
     assert worst_sub == 1
+    # the mechanism's multiplier per unit of integer score is calibrated to what was
+    # measured: 2 eta (den Delta) <= epsilon, so a neighbour moves the log-pmf by <= epsilon
+    for neighbours, worst in (("add-remove", worst_add), ("substitute", worst_sub)):
+        for eps in (0.1, 1.0, 3.0):
+            score = quantile_score(p, eps, neighbours, "test")
+            assert 2 * Fraction(score.eta) * score.den * worst <= Fraction(eps), (neighbours, eps)
 
 
 @pytest.mark.parametrize("p", LEVELS)
