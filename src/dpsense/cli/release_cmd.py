@@ -153,6 +153,7 @@ def receipt_json(result: Release) -> dict[str, Any]:
     """The contract's ``--json`` keys first, then the rest of the receipt."""
     payload = result.to_dict()
     payload["accuracy"] = result.accuracy(ACCURACY_ALPHA)
+    payload["rank_accuracy"] = result.rank_accuracy(ACCURACY_ALPHA)
     for key in ("value", "scale", "rho", "accuracy"):
         value = payload[key]
         if isinstance(value, float) and not math.isfinite(value):

@@ -83,9 +83,9 @@ class GroupedRelease:
         return key in self.groups
 
     def to_dicts(self) -> list[dict[str, Any]]:
-        """One dict per group: the by-columns, value, refused, method, noise, scale and
+        """One dict per group: the by-columns, value, refused, method, noise, scale,
         accuracy (the 95% half-width of :meth:`Release.accuracy`, None where it would
-        depend on the data)."""
+        depend on the data) and rank_accuracy (:meth:`Release.rank_accuracy` at 95%)."""
         rows = []
         for key, rel in self.groups.items():
             parts = key if len(self.by) > 1 else (key,)
@@ -98,6 +98,7 @@ class GroupedRelease:
                 noise=rel.noise,
                 scale=rel.scale,
                 accuracy=rel.accuracy(ACCURACY_ALPHA),
+                rank_accuracy=rel.rank_accuracy(ACCURACY_ALPHA),
             )
             rows.append(row)
         return rows
@@ -132,7 +133,7 @@ class GroupedRelease:
         return "\n".join(lines)
 
 
-_RESULT_COLUMNS = ("value", "refused", "method", "noise", "scale", "accuracy")
+_RESULT_COLUMNS = ("value", "refused", "method", "noise", "scale", "accuracy", "rank_accuracy")
 ACCURACY_ALPHA = 0.05
 """The accuracy column is the half-width at 95%."""
 
@@ -141,7 +142,10 @@ def _shown(rel: Release) -> str:
     if rel.refused:
         return "refused"
     a = rel.accuracy(ACCURACY_ALPHA)
-    return format_value(rel.value) + ("" if a is None else f" ± {a:.3g} (95%)")
+    if a is not None:
+        return format_value(rel.value) + f" ± {a:.3g} (95%)"
+    t = rel.rank_accuracy(ACCURACY_ALPHA)
+    return format_value(rel.value) + ("" if t is None else f" ± {t} ranks (95%)")
 
 
 def _normalise_keys(keys: Any, by: tuple[str, ...]) -> list[tuple[Any, ...]]:
