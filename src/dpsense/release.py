@@ -224,7 +224,7 @@ def release(
         takes one from the value column's declared type: 1 for integer types (numpy,
         pandas, Polars, Arrow, Parquet, DuckDB, Spark), ``10**-s`` for DECIMAL(p, s); a
         CSV's or a list's types are inferred from the values and never used
-        (docs/tables.md §8). The receipt's ``resolution_source`` says where the
+        (docs/tables.md §7). The receipt's ``resolution_source`` says where the
         resolution came from. For one column of numbers the key is its name ("value"
         for arrays and lists).
     rng : None, int or RandomSource

@@ -236,7 +236,7 @@ def release_table(
 
     ``schema`` (parsed by :func:`~dpsense.tables.schema.parse_schema`) casts columns in the
     engine; a quantile without a resolution takes one from the value column's declared
-    type (docs/tables.md §8)."""
+    type (docs/tables.md §7)."""
     m = max_rows_per_unit if privacy_unit is not None else 1
     g = max_groups_per_unit if (privacy_unit is not None and by) else 1
     public = _normalise_keys(keys, by) if (by and keys is not None) else None

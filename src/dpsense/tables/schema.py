@@ -4,7 +4,7 @@ A table's schema (its column names and types) is part of the data's description,
 before any person's values are in it, so a release may read it like any other public
 parameter. An integer type says every value is a whole number, which is a public
 ``resolution=1`` for a quantile release; ``DECIMAL(p, s)`` says every value is a multiple
-of ``10**-s``. The release then chooses among those values only (docs/tables.md §8).
+of ``10**-s``. The release then chooses among those values only (docs/tables.md §7).
 
 What counts as declared (the rule, and why):
 

@@ -45,7 +45,7 @@ class TableSource:
         self.label = label
         self.declared_types = declared_types
         """False when DuckDB inferred the column types from the values (CSV): such types
-        are not public (docs/tables.md §8)."""
+        are not public (docs/tables.md §7)."""
 
     def require(self, name: str, argument: str) -> None:
         """An InputError naming ``argument`` when the table has no column ``name``."""
