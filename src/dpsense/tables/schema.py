@@ -331,14 +331,13 @@ def _polars_type(data_type: Any) -> ColumnType:
     return ColumnType(str(data_type), None)
 
 
-def _pandas_or_numpy_type(dtype: Any) -> ColumnType | None:
-    """A numpy or pandas dtype; None for ``object`` (its values decide what DuckDB sees)."""
+def _pandas_or_numpy_type(dtype: Any) -> ColumnType:
+    """A numpy or pandas dtype. An ``object`` column has no resolution whatever DuckDB
+    would make of it: DuckDB infers its type by sampling its values."""
     arrow = getattr(dtype, "pyarrow_dtype", None)
     if arrow is not None:  # pandas ArrowDtype
         return _arrow_type(arrow)
     kind = getattr(dtype, "kind", "O")
-    if kind == "O":
-        return None
     if kind == "b":
         return ColumnType("BOOLEAN", 0)
     if kind in "iu":  # numpy, and pandas' nullable Int*/UInt* (same kind and itemsize)
