@@ -31,6 +31,7 @@ from dpsense.params import check_delta, check_epsilon, check_int
 from dpsense.statistics import BoundedStatistic, Count, Mean, Quantiles, Statistic
 from dpsense.statistics.units import group_privacy_budget, rows_per_unit
 from dpsense.tables.grouped import GroupedRelease, release_table
+from dpsense.tables.schema import array_type, parse_schema, schema_resolution
 from dpsense.tables.zcdp import public_key_count, release_zcdp_cost
 
 __all__ = ["METHODS", "release", "zcdp_cost"]
@@ -172,6 +173,7 @@ def release(
     max_rows_per_unit: int = 1,
     max_groups_per_unit: int = 1,
     nulls: str = "error",
+    schema: Mapping[str, str] | None = None,
     rng: object = None,
     **options: Any,
 ) -> Release | GroupedRelease:
@@ -215,6 +217,16 @@ def release(
         What to do with missing values (null, NaN, None) in the columns the release uses:
         the data owner's cleaning step, before the mechanism (the guarantee is about the
         cleaned data).
+    schema : mapping of str to str, optional
+        Declared types of columns, ``{"age": "int"}``: "int", "float" or "decimal(p,s)".
+        The column is cast in the engine (a value that does not fit becomes a null,
+        handled by ``nulls``) and its type is public. A quantile without a resolution
+        takes one from the value column's declared type: 1 for integer types (numpy,
+        pandas, Polars, Arrow, Parquet, DuckDB, Spark), ``10**-s`` for DECIMAL(p, s); a
+        CSV's or a list's types are inferred from the values and never used
+        (docs/tables.md §7). The receipt's ``resolution_source`` says where the
+        resolution came from. For one column of numbers the key is its name ("value"
+        for arrays and lists).
     rng : None, int or RandomSource
         None uses the OS CSPRNG; an int seed is for tests and demos (it warns and the
         receipt says ``seeded=True``).
@@ -264,8 +276,9 @@ def release(
         raise InputError(f"The 'nulls' parameter must be 'error' or 'drop'. Got {nulls!r}.")
     if column is not None and not isinstance(column, str):
         raise InputError("The 'column' parameter must be a column name (str).")
+    casts = parse_schema(schema, where)
     source = resolve_rng(rng, where=where)
-    if by_cols or privacy_unit is not None or column is not None or _is_table(x):
+    if by_cols or privacy_unit is not None or column is not None or casts or _is_table(x):
         if nb == "substitute":
             raise InputError(
                 "Tables, groups and privacy units use add-remove neighbours (the number of "
@@ -292,6 +305,7 @@ def release(
             nulls=nulls,
             rng=source,
             release_one=one,
+            schema=casts,
         )
     # a count uses no value: like a table's, it counts every record, NaN included
     data = as_data(
@@ -310,9 +324,15 @@ def release(
             "of records is public and there is nothing to release; pass "
             "neighbours='add-remove' if the number of records is private."
         )
+    statistic, resolution = schema_resolution(statistic, array_type(x))
     xc = statistic.clip(data) if isinstance(statistic, BoundedStatistic) else data
-    return _DISPATCH[chosen](
+    out = _DISPATCH[chosen](
         xc, statistic, epsilon=eps, delta=dlt, neighbours=nb, rng=source, **options
+    )
+    if "resolution_source" not in resolution:
+        return out
+    return replace(
+        out, parameters={**out.parameters, "resolution_source": resolution["resolution_source"]}
     )
 
 

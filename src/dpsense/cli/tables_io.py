@@ -140,6 +140,11 @@ def emit_grouped(result: GroupedRelease, json_output: bool, column: str | None) 
         lines.append(
             f"Each group released with epsilon={split['epsilon']:g}, delta={split['delta']:g}."
         )
+    if result.parameters.get("resolution") is not None:
+        lines.append(
+            f"Values on multiples of {result.parameters['resolution']:g} (resolution from "
+            f"the {result.parameters.get('resolution_source')})."
+        )
     if any(rel.seeded for _, rel in result):
         lines.append("SEEDED: reproducible, not secure (tests and demos only).")
     console.print(" ".join(lines))

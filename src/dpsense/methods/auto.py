@@ -11,7 +11,11 @@ would itself leak. The rule, measured in benchmarks/results/utility.md and quant
   the median under add-remove) and, on a declared resolution grid, permute-and-flip: the
   best of dpsense's own methods (or within Monte Carlo error of it) in every cell of the
   utility grid of benchmarks/results/quantile_utility.md, tied data included, where smooth
-  sensitivity is 2-50x worse at small n and ``adaptive`` pays for its private test;
+  sensitivity is 2-50x worse at small n and ``adaptive`` pays for its private test.
+  The candidates are the declared (or schema) resolution grid, else the continuous grid
+  of the bounds — public inputs only, never n: a coarser grid helps small groups by a few
+  percent and costs large ones without bound (docs/quantile_mechanisms.md §4c,
+  benchmarks/results/panel_utility.md);
 * variance, standard deviation, trimmed mean: ``smooth`` (Student's t for pure epsilon,
   Laplace when delta > 0): their global sensitivity does not shrink with n.
 """
