@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import warnings
 from collections import Counter
+from dataclasses import replace
 from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
@@ -344,11 +345,39 @@ def test_a_rho_budget_adds_the_bounds_rho(method: str) -> None:
 
 def test_a_zcdp_release_reports_the_rho_of_both_parts() -> None:
     eps = 2.0
-    eps_b, _ = _split(eps)
+    eps_b, _ = _split(eps, 0.25)
     lln: dict[str, Any] = {"method": "smooth", "noise": "lln", "delta": 1e-6, "rng": 1}
     plain = ds.release(X, ds.Std(0, 1e4), epsilon=1.5, **lln)
-    rel = ds.release(X, ds.Std(), epsilon=eps, bounds="private", **lln)
+    rel = ds.release(X, ds.Std(), epsilon=eps, bounds="private", bounds_share=0.25, **lln)
     assert eps - eps_b == 1.5
     assert plain.rho is not None
     assert rel.rho is not None
     assert rel.rho == float_up(Fraction(plain.rho) + pure_rho(eps_b))
+
+
+def test_a_resolution_lands_on_its_grid_with_private_bounds() -> None:
+    counts = np.round(X)
+    rel = ds.release(counts, ds.Median(resolution=1), epsilon=1.0, bounds="private", rng=2)
+    lower = rel.parameters["bounds"]["lower"]
+    assert float(rel.value - lower).is_integer()
+    assert "resolution_dropped" not in rel.parameters["bounds"]
+
+
+def test_bounds_too_wide_for_the_resolution_drop_it_instead_of_failing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Bounds 2^61 integer steps apart (the ends of today's bounds grid, on too little
+    data) give a continuous release that says so, not an error after the budget is spent."""
+    real = bir.private_bounds
+
+    def widest(data: Any, **kwargs: Any) -> ds.Release:
+        return replace(real(data, **kwargs), value=(-(2.0**60), 2.0**60))
+
+    monkeypatch.setattr(bir, "private_bounds", widest)
+    acct = ds.Accountant(epsilon=1.0)
+    rel = acct.release(
+        np.arange(20.0), ds.Median(resolution=1), epsilon=0.5, bounds="private", rng=2
+    )
+    assert isinstance(rel, ds.Release)
+    assert rel.parameters["bounds"]["resolution_dropped"] is True
+    assert acct.spent == (0.5, 0.0)

@@ -237,7 +237,7 @@ def release(
         delta); ``parameters["bounds"]`` and ``parameters["release"]`` hold the two parts
         (docs/bounds_in_release.md).
     bounds_share : float, optional
-        The share of epsilon spent on the bounds, in (0, 1); 0.25 by default
+        The share of epsilon spent on the bounds, in (0, 1); 0.3 by default
         (:data:`dpsense.bounds_in_release.BOUNDS_SHARE`).
 
     Returns

@@ -217,7 +217,8 @@ class BoundedStatistic(Statistic):
             raise InputError(
                 f"The '{missing}' parameter of {type(self).__name__} is missing: give both "
                 f"bounds, e.g. {self._example()}, or neither and release with "
-                "bounds='private' to find them privately."
+                "bounds='private' to find them privately (or spend part of the budget on "
+                "ds.private_bounds)."
             )
         bounds = validate_bounds(self.lower, self.upper, where=type(self).__name__)
         object.__setattr__(self, "lower", bounds.lower)
