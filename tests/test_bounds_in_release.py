@@ -381,3 +381,43 @@ def test_bounds_too_wide_for_the_resolution_drop_it_instead_of_failing(
     assert isinstance(rel, ds.Release)
     assert rel.parameters["bounds"]["resolution_dropped"] is True
     assert acct.spent == (0.5, 0.0)
+
+
+@pytest.mark.parametrize("grouped", [False, True])
+@pytest.mark.parametrize("unit", [False, True])
+def test_one_charge_through_a_ledger_read_back(tmp_path: Path, grouped: bool, unit: bool) -> None:
+    """Grouped or not, with a privacy unit or not: the ledger file holds one entry of the
+    total (epsilon, delta), read back by a fresh Accountant, and the receipt's two parts
+    are the split of exactly that total (never more, short by under one ulp)."""
+    eps, dlt, share = 6.0, 1e-7, 0.25
+    path = tmp_path / "budget.db"
+    acct = ds.Accountant(epsilon=10.0, delta=1e-6, ledger=path)
+    kwargs: dict[str, Any] = {"column": "hours"}
+    if unit:
+        kwargs.update(privacy_unit="person", max_rows_per_unit=2)
+    if grouped:
+        kwargs.update(by="year", keys=YEARS)
+        if unit:
+            kwargs["max_groups_per_unit"] = 3
+    rel = acct.release(
+        PANEL, ds.Mean(), epsilon=eps, delta=dlt, bounds="private", bounds_share=share,
+        rng=9, dataset="panel", **kwargs,
+    )  # fmt: skip
+    assert isinstance(rel, ds.GroupedRelease if grouped else ds.Release)
+    # a pure release reports the delta it used (0), as with public bounds; the charge is
+    # the whole delta asked for
+    assert (rel.epsilon, rel.delta) == (eps, dlt if grouped else 0.0)
+    bounds, part = rel.parameters["bounds"], rel.parameters["release"]
+    assert bounds["share"] == share
+    assert bounds["privacy_unit"] == ("person" if unit else None)
+    assert bounds["max_rows_per_unit"] == (2 if unit else 1)
+    assert part["delta"] == rel.delta
+    total = Fraction(bounds["epsilon"]) + Fraction(part["epsilon"])
+    assert total <= Fraction(eps)
+    assert Fraction(eps) - total <= Fraction(np.spacing(eps))
+    assert Fraction(bounds["epsilon"]) <= Fraction(share) * Fraction(eps)
+    entries = Ledger.open(path).entries()
+    assert len(entries) == 1
+    assert (entries[0].epsilon, entries[0].delta) == (Decimal("6"), Decimal("1E-7"))
+    assert ds.Accountant(ledger=path).spent == (eps, dlt)
+    assert acct.spent == (eps, dlt)
