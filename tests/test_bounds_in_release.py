@@ -421,3 +421,76 @@ def test_one_charge_through_a_ledger_read_back(tmp_path: Path, grouped: bool, un
     assert (entries[0].epsilon, entries[0].delta) == (Decimal("6"), Decimal("1E-7"))
     assert ds.Accountant(ledger=path).spent == (eps, dlt)
     assert acct.spent == (eps, dlt)
+
+
+# -- with the public schema ------------------------------------------------------------------
+INTS = np.random.default_rng(5).integers(0, 60, 20_000)
+"""An integer column (int64: a declared type, resolution 1)."""
+
+
+def test_an_integer_column_gets_resolution_1_with_private_bounds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The schema's resolution applies to the privately found bounds, moved inward to
+    integers: private bounds (-0.75, 100.5) release exactly as the median on the integers
+    0..100 does, after the same bounds step."""
+    real = bir.private_bounds
+
+    def off_grid(data: Any, **kwargs: Any) -> ds.Release:
+        return replace(real(data, **kwargs), value=(-0.75, 100.5))
+
+    monkeypatch.setattr(bir, "private_bounds", off_grid)
+    eps_b, eps_r = _split(1.0)
+    for seed in range(3):
+        got = ds.release(INTS, ds.Median(), epsilon=1.0, bounds="private", rng=SeededRandom(seed))
+        assert got.parameters["resolution"] == 1.0
+        assert got.parameters["resolution_source"] == "schema: BIGINT"
+        assert (got.parameters["bounds"]["lower"], got.parameters["bounds"]["upper"]) == (
+            -0.75,
+            100.5,
+        )
+        assert float(got.value).is_integer()
+        assert 0.0 <= got.value <= 100.0
+        source = SeededRandom(seed)
+        real(INTS, epsilon=eps_b, rng=source)  # the same draws as the bounds step
+        want = ds.release(INTS, ds.Median(0, 100, resolution=1), epsilon=eps_r, rng=source)
+        assert got.value == want.value
+
+
+def test_an_integer_table_column_gets_resolution_1_per_group_with_private_bounds() -> None:
+    frame = pd.DataFrame(
+        {"v": INTS, "person": np.arange(INTS.size) % 5_000, "g": np.arange(INTS.size) % 3}
+    )
+    gr = ds.release(
+        frame, ds.Median(), column="v", by="g", keys=[0, 1, 2], privacy_unit="person",
+        max_rows_per_unit=4, epsilon=4.0, bounds="private", rng=1,
+    )  # fmt: skip
+    assert isinstance(gr, ds.GroupedRelease)
+    assert gr.parameters["resolution"] == 1.0
+    assert gr.parameters["resolution_source"] == "schema: BIGINT"
+    assert gr.parameters["bounds"]["max_rows_per_unit"] == 4
+    for _, rel in gr:
+        assert float(rel.value).is_integer()
+
+
+def test_the_bounds_step_reads_the_column_as_the_schema_casts_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """schema= casts the value column for both steps: a text column of whole numbers is
+    found bounds for and released as integers."""
+    calls: list[dict[str, Any]] = []
+    real = bir.private_bounds
+
+    def spy(data: Any, **kwargs: Any) -> ds.Release:
+        calls.append(kwargs)
+        return real(data, **kwargs)
+
+    monkeypatch.setattr(bir, "private_bounds", spy)
+    frame = pd.DataFrame({"v": INTS.astype(str)})
+    rel = ds.release(
+        frame, ds.Median(), column="v", schema={"v": "int"}, epsilon=1.0, bounds="private", rng=2
+    )
+    assert [call["schema"] for call in calls] == [{"v": "int"}]
+    assert rel.parameters["resolution_source"] == "schema argument: int"
+    assert float(rel.value).is_integer()
+    assert rel.parameters["bounds"]["upper"] <= 128.0

@@ -18,7 +18,7 @@ delta), or a zCDP budget ``rho`` (with ``delta``, the conversion's delta', and
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from dpsense.accounting.budget import NOT_ZCDP, Budget
@@ -125,6 +125,7 @@ class Accountant(Budget):
         max_rows_per_unit: int = 1,
         max_groups_per_unit: int = 1,
         nulls: str = "error",
+        schema: Mapping[str, str] | None = None,
         rng: object = None,
         bounds: str | None = None,
         bounds_share: float | None = None,
@@ -187,6 +188,7 @@ class Accountant(Budget):
                 max_rows_per_unit=max_rows_per_unit,
                 max_groups_per_unit=max_groups_per_unit,
                 nulls=nulls,
+                schema=schema,
                 rng=rng,
                 bounds=bounds,
                 bounds_share=bounds_share,

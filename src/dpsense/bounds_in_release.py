@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from fractions import Fraction
@@ -157,11 +157,13 @@ def find_bounds(
     max_rows_per_unit: int,
     nulls: str,
     rng: RandomSource,
+    schema: Mapping[str, str] | None = None,
 ) -> tuple[BoundedStatistic, dict[str, Any]]:
     """Step 1: the statistic with private bounds, and their receipt.
 
     ``private_bounds`` bounds each unit to ``max_rows_per_unit`` rows of the whole column
-    (not per group: a unit in g groups still adds at most m rows here).
+    (not per group: a unit in g groups still adds at most m rows here), of the column as
+    the release reads it (``schema`` casts it the same way).
     """
     found = private_bounds(
         x,
@@ -171,6 +173,7 @@ def find_bounds(
         max_rows_per_unit=max_rows_per_unit,
         nulls=nulls,
         rng=rng,
+        schema=schema,
     )
     lower, upper = (float(v) for v in found.value)
     bounded, dropped = _bounded(statistic, lower, upper)

@@ -38,6 +38,7 @@ from dpsense.params import check_delta, check_epsilon, check_int
 from dpsense.statistics import BoundedStatistic, Count, Mean, Quantiles, Statistic
 from dpsense.statistics.units import group_privacy_budget, rows_per_unit
 from dpsense.tables.grouped import GroupedRelease, budget_split, release_table
+from dpsense.tables.schema import array_type, parse_schema, schema_resolution
 from dpsense.tables.zcdp import public_key_count, release_zcdp_cost
 
 __all__ = ["METHODS", "release", "zcdp_cost"]
@@ -179,6 +180,7 @@ def release(
     max_rows_per_unit: int = 1,
     max_groups_per_unit: int = 1,
     nulls: str = "error",
+    schema: Mapping[str, str] | None = None,
     rng: object = None,
     bounds: str | None = None,
     bounds_share: float | None = None,
@@ -226,6 +228,16 @@ def release(
         What to do with missing values (null, NaN, None) in the columns the release uses:
         the data owner's cleaning step, before the mechanism (the guarantee is about the
         cleaned data).
+    schema : mapping of str to str, optional
+        Declared types of columns, ``{"age": "int"}``: "int", "float" or "decimal(p,s)".
+        The column is cast in the engine (a value that does not fit becomes a null,
+        handled by ``nulls``) and its type is public. A quantile without a resolution
+        takes one from the value column's declared type: 1 for integer types (numpy,
+        pandas, Polars, Arrow, Parquet, DuckDB, Spark), ``10**-s`` for DECIMAL(p, s); a
+        CSV's or a list's types are inferred from the values and never used
+        (docs/tables.md §7). The receipt's ``resolution_source`` says where the
+        resolution came from. For one column of numbers the key is its name ("value"
+        for arrays and lists).
     rng : None, int or RandomSource
         None uses the OS CSPRNG; an int seed is for tests and demos (it warns and the
         receipt says ``seeded=True``).
@@ -286,8 +298,15 @@ def release(
         raise InputError(f"The 'nulls' parameter must be 'error' or 'drop'. Got {nulls!r}.")
     if column is not None and not isinstance(column, str):
         raise InputError("The 'column' parameter must be a column name (str).")
+    casts = parse_schema(schema, where)
     source = resolve_rng(rng, where=where)
-    tabular = bool(by_cols) or privacy_unit is not None or column is not None or _is_table(x)
+    tabular = (
+        bool(by_cols)
+        or privacy_unit is not None
+        or column is not None
+        or bool(casts)
+        or _is_table(x)
+    )
     if tabular and nb == "substitute":
         raise InputError(
             "Tables, groups and privacy units use add-remove neighbours (the number of "
@@ -318,6 +337,7 @@ def release(
             nulls=nulls,
             rng=source,
             release_one=one,
+            schema=casts,
         )
 
     if plan is None:
@@ -341,6 +361,7 @@ def release(
             max_rows_per_unit=m_rows,
             nulls=nulls,
             rng=source,
+            schema=schema,
         )
         result = run(data, bounded, plan.rest)
     return with_bounds_receipt(result, receipt, epsilon=eps, delta=dlt, release_epsilon=plan.rest)
@@ -376,9 +397,15 @@ def _release_column(
             "of records is public and there is nothing to release; pass "
             "neighbours='add-remove' if the number of records is private."
         )
+    statistic, resolution = schema_resolution(statistic, array_type(x))
     xc = statistic.clip(data) if isinstance(statistic, BoundedStatistic) else data
-    return _DISPATCH[chosen](
+    out = _DISPATCH[chosen](
         xc, statistic, epsilon=eps, delta=dlt, neighbours=nb, rng=source, **options
+    )
+    if "resolution_source" not in resolution:
+        return out
+    return replace(
+        out, parameters={**out.parameters, "resolution_source": resolution["resolution_source"]}
     )
 
 

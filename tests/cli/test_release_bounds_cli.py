@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -301,10 +300,43 @@ def test_long_group_names_on_a_narrow_terminal_are_ruled_off(
     text = screen.getvalue()
     assert max(len(line) for line in text.splitlines()) <= 60
     table = text[: text.index("3 groups (public keys)")]
-    parts = [b.strip("─ \n") for b in table.split("─" * 20)]
-    blocks = [b for b in parts if b][2:]  # after the title and the header
+    lines = table.splitlines()
+    header = next(i for i, line in enumerate(lines) if "value" in line)
+    name_end = lines[header].index("value")  # the name column ends before the value's
+    blocks: list[list[str]] = []
+    for line in lines[header + 1 :]:
+        if set(line.strip()) <= {"─"}:  # a rule (or blank): a new row begins
+            blocks.append([])
+        else:
+            blocks[-1].append(line)
+    blocks = [b for b in blocks if b]
     assert len(blocks) == len(LONG_NAMES)
     for name, block in zip(LONG_NAMES, blocks, strict=True):
-        first_cells = [re.split(r"\s{2,}", line.strip())[0] for line in block.splitlines()]
-        assert " ".join(first_cells) == name
-        assert sum(1 for line in block.splitlines() if "exponent" in line) == 1
+        # the name cell of each line (other cells, e.g. "(95%)", may wrap too)
+        cells = [line[:name_end].strip() for line in block]
+        assert " ".join(cell for cell in cells if cell) == name
+        assert sum(1 for line in block if "exponent" in line) == 1
+
+
+# -- with the public schema ------------------------------------------------------------------
+def test_bounds_private_with_a_declared_integer_type(
+    capsys: pytest.CaptureFixture[str], panel: Path, tmp_path: Path
+) -> None:
+    """--bounds private with --schema hours=int on a CSV, and on a Parquet file whose
+    column is BIGINT: the release is on the integers between the private bounds."""
+    parquet = tmp_path / "panel.parquet"
+    pd.read_csv(panel).to_parquet(parquet)
+    for data, extra, where in (
+        (panel, ["--schema", "hours=int"], "schema argument: int"),
+        (parquet, [], "schema: BIGINT"),
+    ):
+        code, out, err = run(
+            capsys, "release", str(data), *HOURS, *extra, "--bounds", "private",
+            "--epsilon", "4", "--seed", "1", "--json",
+        )  # fmt: skip
+        assert code == 0, err
+        payload = json.loads(out)
+        assert payload["parameters"]["resolution"] == 1.0
+        assert payload["parameters"]["resolution_source"] == where
+        assert payload["parameters"]["bounds"]["source"] == "private"
+        assert float(payload["value"]).is_integer()

@@ -32,9 +32,14 @@ GRID = ResolutionGrid.build(0.0, 12.0, 1.0, "test")  # 13 candidates
 
 
 def scores(x: list[float], p: float, values: NDArray[np.float64]) -> list[Fraction]:
+    """The tie-aware score max(0, #{x < v} - pn, #{x > v} - (1-p)n), from the definition."""
     q = Fraction(p).limit_denominator(1_000_000)
     xs = np.asarray(x, dtype=float)
-    return [abs((1 - q) * int(np.sum(xs < v)) - q * int(np.sum(xs > v))) for v in values]
+    n = xs.shape[0]
+    return [
+        max(Fraction(0), int(np.sum(xs < v)) - q * n, int(np.sum(xs > v)) - (1 - q) * n)
+        for v in values
+    ]
 
 
 def pf_pmf(

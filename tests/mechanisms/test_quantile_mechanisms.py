@@ -1,7 +1,7 @@
 """Quantile mechanisms (docs/quantile_mechanisms.md): exactness, support and privacy.
 
 * The sampling distribution is checked against the pmf computed by brute force from the
-  definition (every grid value, symmetric score): chi-square at alpha = 0.001 accepts the
+  definition (every grid value, tie-aware score): chi-square at alpha = 0.001 accepts the
   true pmf and rejects one with a 30% wrong epsilon, on the full-sort path, the window path,
   the window path with a tiny window (the tail's rejection step runs often), the certified
   path alone, and on a declared resolution grid.
@@ -70,12 +70,17 @@ def log_pmf(
     neighbours: str = "add-remove",
     sensitivity_factor: float = 1.0,
 ) -> NDArray[np.float64]:
-    """log P(v) ∝ -eps u(v) / (2 Delta), u(v) = |(1-p) #{x < v} - p #{x > v}|, in exact
-    rationals for the score; Delta = max(p, 1-p) (add-remove) or 1 (substitute)."""
+    """log P(v) ∝ -eps u(v) / (2 Delta), u(v) = max(0, #{x < v} - pn, #{x > v} - (1-p)n)
+    (the tie-aware score), in exact rationals for the score; Delta = max(p, 1-p)
+    (add-remove) or 1 (substitute)."""
     q = Fraction(p).limit_denominator(1_000_000)
     xs = np.clip(np.asarray(x, dtype=float), values[0], values[-1])
+    n = xs.shape[0]
     u = np.array(
-        [float(abs((1 - q) * int(np.sum(xs < v)) - q * int(np.sum(xs > v)))) for v in values]
+        [
+            float(max(Fraction(0), int(np.sum(xs < v)) - q * n, int(np.sum(xs > v)) - (1 - q) * n))
+            for v in values
+        ]
     )
     delta = float(max(q, 1 - q)) if neighbours == "add-remove" else 1.0
     log_w = -epsilon * u / (2 * delta * sensitivity_factor)

@@ -51,7 +51,7 @@ def call_pmf(x: NDArray[np.float64], call: QuantileCall) -> NDArray[np.float64]:
     values = call.grid.values(np.arange(call.grid.size))
     a = np.array([int(np.sum(x < v)) for v in values])
     b = np.array([int(np.sum(x > v)) for v in values])
-    s = call.score.scores(a, b).astype(float)
+    s = call.score.scores(a, b, x.shape[0]).astype(float)
     if grid_selection(call.grid) == "exponential-mechanism":
         weights = np.exp(-call.score.eta * (s - s.min()))
         return weights / weights.sum()

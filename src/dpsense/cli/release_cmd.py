@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import math
 import warnings
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -34,6 +35,7 @@ from dpsense.release import METHODS, release
 from dpsense.statistics import STATISTIC_NAMES, BoundedStatistic, Count, Statistic, Sum
 from dpsense.tables import GroupedRelease
 from dpsense.tables.grouped import ACCURACY_ALPHA
+from dpsense.tables.schema import parquet_column_type, parse_schema_items, schema_resolution
 
 __all__ = ["CLI_METHODS", "ratio_command", "release_command"]
 
@@ -193,6 +195,7 @@ def receipt_json(result: Release) -> dict[str, Any]:
     """The contract's ``--json`` keys first, then the rest of the receipt."""
     payload = result.to_dict()
     payload["accuracy"] = result.accuracy(ACCURACY_ALPHA)
+    payload["rank_accuracy"] = result.rank_accuracy(ACCURACY_ALPHA)
     for key in ("value", "scale", "rho", "accuracy"):
         value = payload[key]
         if isinstance(value, float) and not math.isfinite(value):
@@ -343,6 +346,15 @@ def release_command(
     nulls: Annotated[
         str, typer.Option(help="Missing values in the used columns: error or drop.")
     ] = "error",
+    schema: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Declared column types, COL=TYPE (int, float, decimal(p,s)); repeatable or "
+            "comma-separated. Casts the column (values that do not fit become missing, see "
+            "--nulls); median/quantiles of an int column use resolution 1. A CSV's own types "
+            "are never used."
+        ),
+    ] = None,
     output: Annotated[
         Path | None,
         typer.Option(help="Also write the result rows to FILE.csv, .parquet or .json."),
@@ -378,8 +390,11 @@ def release_command(
     if output is not None:
         check_output(output)  # before any budget is spent
     source = "-" if str(data) == "-" else data
+    schema_map = parse_schema_items(schema) if schema else None
     tabular = (
         source == "-"
+        or schema_map is not None
+        or bool(bounds_options)  # both steps read the file (and a Parquet file's types)
         or by is not None
         or keys is not None
         or privacy_unit is not None
@@ -417,6 +432,7 @@ def release_command(
             if accountant is not None:
                 run = functools.partial(accountant.release, dataset=label)
             table_options: dict[str, Any] = {}
+            from_schema: dict[str, Any] = {}
             if tabular:
                 by_cols = tuple(c.strip() for c in by.split(",")) if by else None
                 table_options = {
@@ -429,9 +445,12 @@ def release_command(
                     if max_groups_per_unit is None
                     else max_groups_per_unit,
                     "nulls": nulls,
+                    "schema": schema_map,
                 }
                 if keys is not None and not by_cols:
                     raise InputError("--keys lists groups: pass --by as well.")
+            else:  # a Parquet file's declared type, read here: the column arrives as floats
+                stat, from_schema = schema_resolution(stat, parquet_column_type(data, column))
             result = run(
                 source if tabular else load_column(data, column),
                 stat,
@@ -444,6 +463,9 @@ def release_command(
                 **bounds_options,
                 **_options(bound, noise, test_fraction, dof),
             )
+            if not tabular and isinstance(result, Release) and from_schema:
+                source_note = {"resolution_source": from_schema["resolution_source"]}
+                result = replace(result, parameters={**result.parameters, **source_note})
     if output is not None:
         write_output(output, result)
     if isinstance(result, GroupedRelease):

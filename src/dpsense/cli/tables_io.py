@@ -35,7 +35,7 @@ __all__ = [
     "write_output",
 ]
 
-_RESULT_COLUMNS = ("value", "refused", "method", "noise", "scale", "accuracy")
+_RESULT_COLUMNS = ("value", "refused", "method", "noise", "scale", "accuracy", "rank_accuracy")
 _OUTPUT_SUFFIXES = (".csv", ".parquet", ".json")
 _WIDEST = 10_000
 """Measure tables as if the page were this wide (their natural width)."""
@@ -120,9 +120,13 @@ def shown_value(rel: Release) -> str:
 
 
 def shown_accuracy(rel: Release) -> str:
-    """ "± a (95%)" where the half-width is public, else "" (docs/accuracy.md)."""
+    """ "± a (95%)" where the half-width is public, "± t ranks (95%)" where the rank error
+    is, else "" (docs/accuracy.md)."""
     a = rel.accuracy(ACCURACY_ALPHA)
-    return "" if a is None else f"± {_fmt(a)} (95%)"
+    if a is not None:
+        return f"± {_fmt(a)} (95%)"
+    t = rel.rank_accuracy(ACCURACY_ALPHA)
+    return "" if t is None else f"± {t} ranks (95%)"
 
 
 def result_rows(result: Release | GroupedRelease) -> tuple[list[str], list[dict[str, Any]]]:
@@ -131,8 +135,10 @@ def result_rows(result: Release | GroupedRelease) -> tuple[list[str], list[dict[
         return [*result.by, *_RESULT_COLUMNS], [
             {k: _clean(v) for k, v in row.items()} for row in result.to_dicts()
         ]
-    row = {k: _clean(getattr(result, k)) for k in _RESULT_COLUMNS if k != "accuracy"}
+    accuracies = ("accuracy", "rank_accuracy")
+    row = {k: _clean(getattr(result, k)) for k in _RESULT_COLUMNS if k not in accuracies}
     row["accuracy"] = result.accuracy(ACCURACY_ALPHA)
+    row["rank_accuracy"] = result.rank_accuracy(ACCURACY_ALPHA)
     return list(_RESULT_COLUMNS), [row]
 
 
@@ -200,6 +206,11 @@ def emit_grouped(result: GroupedRelease, json_output: bool, column: str | None) 
             f"Bounds ({_fmt(found['lower'])}, {_fmt(found['upper'])}) found privately over "
             f"the whole column with epsilon={found['epsilon']:g} of the total, for every "
             "group."
+        )
+    if result.parameters.get("resolution") is not None:
+        lines.append(
+            f"Values on multiples of {result.parameters['resolution']:g} (resolution from "
+            f"the {result.parameters.get('resolution_source')})."
         )
     if any(rel.seeded for _, rel in result):
         lines.append("SEEDED: reproducible, not secure (tests and demos only).")

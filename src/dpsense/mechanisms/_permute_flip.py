@@ -192,7 +192,7 @@ def _tail_actives(
         g = pos if pos < low else high + (pos - low)
         v = grid.values(np.array([g], dtype=np.int64))[0]
         below, above = np.count_nonzero(x < v), np.count_nonzero(x > v)
-        s = int(score.scores(np.array([below]), np.array([above]))[0])
+        s = int(score.scores(np.array([below]), np.array([above]), x.shape[0])[0])
         excess = eta * (s - blocks.tail_score)
         if _bernoulli_exp_py(rng, excess.numerator, excess.denominator):
             active.append(g)

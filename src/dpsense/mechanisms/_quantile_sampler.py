@@ -3,11 +3,13 @@ r"""The exact sampler of the exponential-mechanism quantile, in O(n) time.
 The mechanism (docs/quantile_mechanisms.md) picks grid index k with probability
 
 .. math:: P(k) \propto e^{-\eta S(k)}, \qquad
-          S(k) = \left| (d - m)\, a_k - m\, b_k \right|,
+          S(k) = \max\left(0,\; d\, a_k - m\, n,\; d\, b_k - (d - m)\, n\right),
 
 where :math:`p = m/d` in lowest terms, :math:`a_k = \#\{x < v_k\}`, :math:`b_k =
-\#\{x > v_k\}` and :math:`v_k` is the k-th grid value. :math:`S/d` is the symmetric score
-:math:`|(1-p) a_k - p b_k|`; S is an integer, so every score is exact.
+\#\{x > v_k\}` and :math:`v_k` is the k-th grid value. :math:`S/d` is the tie-aware score
+:math:`\max(0, a_k - pn, b_k - (1-p)n)`: 0 exactly when :math:`v_k` is a p-quantile of the
+records (ties included), and the symmetric score :math:`|(1-p) a_k - p b_k|` when no record
+equals :math:`v_k`. S is an integer, so every score is exact.
 
 **Blocks.** Between two consecutive distinct records, and at each record, :math:`a_k` and
 :math:`b_k` are constant; such a run of grid indices is a *block* with one score and a
@@ -151,7 +153,7 @@ class QuantileScore:
     """The level p = num/den and the exponential mechanism's multiplier eta (a double).
 
     ``eta`` multiplies the integer score S; it is eps / (2 den Delta) rounded down, where
-    the symmetric score's sensitivity is Delta = max(p, 1 - p) under add-remove and 1
+    the tie-aware score's sensitivity is Delta = max(p, 1 - p) under add-remove and 1
     under substitute.
     """
 
@@ -159,8 +161,13 @@ class QuantileScore:
     den: int
     eta: float
 
-    def scores(self, a: I64, b: I64) -> I64:
-        return np.asarray(np.abs((self.den - self.num) * a - self.num * b), dtype=np.int64)
+    def scores(self, a: I64, b: I64, n: int) -> I64:
+        """The integer tie-aware scores ``max(0, d a - m n, d b - (d - m) n)`` of candidates
+        with ``a`` records below them and ``b`` above, among ``n`` (docs/quantile_mechanisms.md
+        §2)."""
+        low = self.den * np.asarray(a, dtype=np.int64) - self.num * n
+        high = self.den * np.asarray(b, dtype=np.int64) - (self.den - self.num) * n
+        return np.asarray(np.maximum(0, np.maximum(low, high)), dtype=np.int64)
 
     def window(self, size: int) -> int:
         """Ranks each side of the target beyond which the tail is negligible: W with
@@ -196,8 +203,8 @@ def _blocks(
     before = below + np.concatenate(([0], np.cumsum(counts)[:-1]))  # #{x < v_j}
     through = before + counts  # #{x <= v_j}
     # at v_j: a = before, b = n - through; in the gap after v_j: a = through, b = n - through
-    at_scores = score.scores(before, n - through)
-    gap_scores = score.scores(through, n - through)
+    at_scores = score.scores(before, n - through, n)
+    gap_scores = score.scores(through, n - through, n)
     gap_start = hi
     gap_end = np.concatenate((lo[1:], [hi[-1]]))  # the last gap is empty here
     starts = [np.column_stack((lo, gap_start)).reshape(-1)]
@@ -207,7 +214,7 @@ def _blocks(
     if full:  # below the minimum a = 0, b = n; above the maximum a = n, b = 0
         starts += [np.array([0, tail_high])]
         sizes += [np.array([tail_low, grid.size - tail_high])]
-        scores += [score.scores(np.array([0, n]), np.array([n, 0]))]
+        scores += [score.scores(np.array([0, n]), np.array([n, 0]), n)]
         tail_low, tail_high = 0, grid.size
     else:
         tail_score = max(
@@ -393,7 +400,8 @@ def sample_quantile_indices(
             g = _tail_index(rng, blocks, grid.size)
             v = grid.values(np.array([g], dtype=np.int64))[0]
             a, b = src.count_below(float(v)), src.count_above(float(v))
-            excess = eta * (int(score.scores(np.array([a]), np.array([b]))[0]) - blocks.tail_score)
+            s_g = int(score.scores(np.array([a]), np.array([b]), n)[0])
+            excess = eta * (s_g - blocks.tail_score)
             if _bernoulli_exp_py(rng, excess.numerator, excess.denominator):
                 out.append(g)
     return np.asarray(out, dtype=np.int64)

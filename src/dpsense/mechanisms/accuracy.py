@@ -20,13 +20,29 @@ contains f) only moves it closer to f. The integer tails:
 
 For continuous noise these are the textbook :math:`b \ln(1/\alpha)` (Laplace, scale b) and
 :math:`\sigma \Phi^{-1}(1 - \alpha/2)` (Gaussian) up to a grid step.
+
+**Ranks of a selection** (:func:`selection_rank_halfwidth`). The exponential mechanism or
+permute-and-flip over G candidates with :math:`P \propto e^{-\eta u}` outputs a candidate
+whose score exceeds the best one by more than t with probability at most
+:math:`G e^{-\eta t}` (McSherry and Talwar 2007; for permute-and-flip each worse candidate is
+accepted before the best with probability at most :math:`e^{-\eta t}`). For the tie-aware
+quantile score, which is 0 at the released statistic when the data lie on the candidate
+grid, a score of at most t means a rank within t of the target (docs/accuracy.md).
 """
 
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
-__all__ = ["discrete_gaussian_halfwidth", "discrete_laplace_halfwidth", "grid_halfwidth"]
+from dpsense._exact_budget import exact, log_bounds
+
+__all__ = [
+    "discrete_gaussian_halfwidth",
+    "discrete_laplace_halfwidth",
+    "grid_halfwidth",
+    "selection_rank_halfwidth",
+]
 
 
 def _laplace_tail(k: int, t: float) -> float:
@@ -82,3 +98,14 @@ def grid_halfwidth(
     else:
         raise ValueError(f"no half-width for {noise!r} noise")
     return grid * k + grid / 2.0 + value_error
+
+
+def selection_rank_halfwidth(eta: float, candidates: int, alpha: float) -> int:
+    r"""The smallest integer t >= 0 with :math:`G e^{-\eta t} \le \alpha`.
+
+    ``eta`` is the selection's multiplier per unit of score (a rank for the quantile
+    score), ``candidates`` the number G of candidates. The logarithm is a certified upper
+    enclosure, so t is never too small.
+    """
+    _, log_ratio = log_bounds(Fraction(candidates) / exact(alpha))
+    return max(0, math.ceil(log_ratio / exact(eta)))

@@ -1,7 +1,7 @@
 r"""Quantiles by the exponential mechanism, exactly sampled on a public grid.
 
 :func:`exponential_quantile` / :class:`ExponentialQuantile`: one quantile (Smith 2011) with
-the symmetric score, pure :math:`\varepsilon`-DP under the chosen neighbour relation and
+the tie-aware score, pure :math:`\varepsilon`-DP under the chosen neighbour relation and
 sampled exactly (docs/quantile_mechanisms.md derives every claim). JointExp (Gillenwater,
 Joseph and Kulesza 2021; :func:`joint_quantiles`, :class:`JointExponentialQuantiles`) is
 withdrawn until it has an exact sampler: those names raise an
@@ -13,12 +13,16 @@ the data (:mod:`dpsense.statistics._grid`): the multiples of a power of two
 when the data's possible values are declared (1 for integers). The set of possible outputs
 never depends on the data, which defeats the floating-point attack of Mironov (2012).
 
-**Score.** For candidate value v, with :math:`a = \#\{x < v\}` and
-:math:`b = \#\{x > v\}`, the symmetric score :math:`u(v) = |(1 - p) a - p b|` (Gillenwater,
-Joseph and Kulesza 2021, Section 3.1). Adding or removing one record moves
-:math:`(1-p)a - pb` by :math:`1 - p`, :math:`p` or 0, so its sensitivity is
-:math:`\max(p, 1-p)` under add-remove (1/2 for the median, half the rank-distance
-score's); a substitution moves it by at most 1. The output is v with probability
+**Score.** For candidate value v, with :math:`a = \#\{x < v\}`, :math:`b = \#\{x > v\}` and n
+records, the tie-aware score :math:`u(v) = \max(0,\ a - pn,\ b - (1-p)n)`. It is 0 exactly when
+v is a p-quantile of the records (at least :math:`pn` records at or below v and at least
+:math:`(1-p)n` at or above it), ties included, and it equals the symmetric score
+:math:`|(1 - p) a - p b|` of Gillenwater, Joseph and Kulesza (2021, Section 3.1) when no
+record equals v. (On a grid, the symmetric score is wrong at a tied value: with many records
+equal to the median it can prefer the next grid value.) Adding or removing one record moves
+:math:`a - pn` and :math:`b - (1-p)n` each by :math:`1 - p` or :math:`p` (or leaves them),
+so the score's sensitivity is :math:`\max(p, 1-p)` under add-remove (1/2 for the median);
+a substitution moves each by at most 1. The output is v with probability
 :math:`\propto \exp(-\varepsilon u(v) / (2 \Delta u))`.
 
 **Sampler.** :mod:`dpsense.mechanisms._quantile_sampler`: O(n) time (one
@@ -52,9 +56,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpsense._arrays import as_data
+from dpsense._exact_budget import product_down
 from dpsense.errors import InputError
 from dpsense.mechanisms._permute_flip import MAX_GRID as PF_MAX_GRID
-from dpsense.mechanisms._permute_flip import sample_permute_and_flip
+from dpsense.mechanisms._permute_flip import pf_eta, sample_permute_and_flip
 from dpsense.mechanisms._quantile_sampler import (
     QuantileScore,
     RecordSource,
@@ -170,7 +175,7 @@ class QuantileResult:
 
 @dataclass(frozen=True)
 class ExponentialQuantile:
-    r"""The exponential mechanism for one quantile (Smith 2011), symmetric score, exact.
+    r"""The exponential mechanism for one quantile (Smith 2011), tie-aware score, exact.
 
     The output is the grid value :math:`v_k` with probability
 
@@ -306,6 +311,22 @@ class ExponentialQuantile:
         kind = f"{self.selection}-quantile".replace("exponential-mechanism", "exponential")
         return QuantileResult(value, self.epsilon, self.grid, rng.seeded, kind)
 
+    def rank_bound(self) -> tuple[float, int] | None:
+        """``(eta, G)`` for :func:`~dpsense.mechanisms.accuracy.selection_rank_halfwidth`:
+        the selection's multiplier per rank of score (rounded down) and the number of
+        candidates, when every value the clipped records can take is a candidate — a
+        resolution grid whose last point is the upper bound (the lower bound is its first),
+        the records being on the grid as its resolution declares. None otherwise (the
+        power-of-two grid of continuous data: the best candidate's score, and so the rank
+        error, depends on the data)."""
+        grid = self._grid
+        if not isinstance(grid, ResolutionGrid):
+            return None
+        if float(grid.values(np.array([grid.size - 1]))[0]) != grid.upper:
+            return None
+        eta = pf_eta(self._score) if self.selection == "permute-and-flip" else self._score.eta
+        return product_down(eta, self._score.den), grid.size
+
     def accuracy(self, n: int, beta: float = 0.05) -> float:
         r"""A bound on the score error that holds with probability at least ``1 - beta``.
 
@@ -355,7 +376,7 @@ def exponential_quantile(
     rng: object = None,
     _grid_bits: int = GRID_BITS,
 ) -> float:
-    r"""An epsilon-DP quantile by the exponential mechanism (Smith 2011), symmetric score.
+    r"""An epsilon-DP quantile by the exponential mechanism (Smith 2011), tie-aware score.
 
     See :class:`ExponentialQuantile` for the distribution, the grid and the sensitivity.
 

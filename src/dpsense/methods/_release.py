@@ -166,6 +166,30 @@ class Release:
         to_double = 0.5 * math.ulp(abs(float(self.value)) + rounding)
         return grid_halfwidth(self.noise, self.scale, float(grid), error, a) + rounding + to_double
 
+    def rank_accuracy(self, alpha: float = 0.05) -> int | None:
+        r"""A number of ranks t: with probability at least :math:`1 - \alpha` the released
+        value lies between the records of ranks :math:`r - t` and :math:`r + t`, r the
+        target rank :math:`\max(1, \lceil p n \rceil)` (per unit of ``max_rows_per_unit``
+        rows: t counts rows).
+
+        For a quantile released by the exponential mechanism or permute-and-flip over a
+        finite public candidate set that holds every value the data can take (a declared
+        resolution, or one from the column's type, with both bounds on its grid):
+        :math:`t = \lceil (\ln G + \ln(1/\alpha)) / \eta \rceil` from the number of
+        candidates G and the selection's multiplier :math:`\eta = \varepsilon / (2\Delta)`
+        only (docs/accuracy.md). None elsewhere: continuous candidates (the rank error then
+        depends on how the records fall between grid points), several quantiles, other
+        methods, refusals.
+        """
+        from dpsense.mechanisms.accuracy import selection_rank_halfwidth
+        from dpsense.params import check_probability
+
+        a = check_probability(alpha, "alpha", where="Release.rank_accuracy")
+        bound = self.parameters.get("rank_bound")
+        if self.refused or bound is None:
+            return None
+        return selection_rank_halfwidth(float(bound["eta"]), int(bound["candidates"]), a)
+
     def to_dict(self) -> dict[str, Any]:
         """The receipt as plain data (the CLI's ``--json`` keys first)."""
         value = self.value.tolist() if isinstance(self.value, np.ndarray) else self.value

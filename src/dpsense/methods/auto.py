@@ -7,7 +7,7 @@ would itself leak. The rule, measured in benchmarks/results/utility.md and quant
 * count, sum: ``global`` (their local sensitivity equals the global one);
 * mean: ``ksw`` under add-remove (pure epsilon, never worse than 1.2x the best mean method
   in the study), ``global`` under substitute (n is public: Laplace at w/n);
-* quantiles and the median: ``exponential`` — the symmetric score (sensitivity 1/2 for
+* quantiles and the median: ``exponential`` — the tie-aware score (sensitivity 1/2 for
   the median under add-remove) and, on a declared resolution grid, permute-and-flip: the
   best of dpsense's own methods (or within Monte Carlo error of it) in every cell of the
   utility grid of benchmarks/results/quantile_utility.md, tied data included, where smooth

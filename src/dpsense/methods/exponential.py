@@ -57,6 +57,10 @@ def release_exponential(
         neighbours,
     )
     out = mech.release_clipped(xc, rng)
+    params = _grid_parameters(statistic, mech.grid)
+    bound = mech.rank_bound()
+    if bound is not None:  # public: epsilon, the score's sensitivity, the grid
+        params["rank_bound"] = {"eta": bound[0], "candidates": bound[1]}
     return Release(
         float(out.value),
         False,
@@ -69,7 +73,7 @@ def release_exponential(
         statistic.name,
         rng.seeded,
         None,
-        _grid_parameters(statistic, mech.grid),
+        params,
     )
 
 

@@ -9,9 +9,12 @@ A grid is a data-independent, non-decreasing map :math:`k \mapsto v_k` from the 
   represented exactly (the grid index times :math:`\gamma` stays below :math:`2^{53}\gamma`),
   and there are between :math:`2^{32} - 1` and :math:`2^{33} + 1` of them unless the bounds
   are so far from 0 that the doubles themselves are coarser.
-* :class:`ResolutionGrid` (``resolution=r`` declared by the user, e.g. 1 for integers):
-  :math:`v_k = \min(\mathrm{fl}(l + \mathrm{fl}(k r)), u)` for
-  :math:`0 \le k \le \lfloor (u - l) / r \rfloor`.
+* :class:`ResolutionGrid` (``resolution=r`` declared by the user or by the column's type,
+  e.g. 1 for integers): :math:`v_k = \min(\mathrm{fl}(l + \mathrm{fl}(k r)), u)` for
+  :math:`0 \le k \le \lfloor (u - l) / r \rfloor`; on a *decimal lattice* (r the double
+  nearest 1/d for an integer d, l the double nearest j/d) :math:`v_k = \min(\mathrm{fl}((j
+  + k) / d), u)` instead, the doubles nearest the decimals themselves: exactly the doubles a
+  ``DECIMAL(p, s)`` column (d = 10^s) becomes, so its tied values are grid points.
 
 Both answer, for any doubles x, the exact counts :math:`\#\{k : v_k < x\}` and
 :math:`\#\{k : v_k \le x\}`: the quantile mechanisms score grid *blocks* (runs of grid
@@ -24,6 +27,7 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Final
 
 import numpy as np
@@ -147,12 +151,17 @@ class PowerOfTwoGrid(CandidateGrid):
 
 @dataclass(frozen=True)
 class ResolutionGrid(CandidateGrid):
-    """``lower + k * resolution`` (rounded to doubles, capped at ``upper``)."""
+    """``lower + k * resolution`` (rounded to doubles, capped at ``upper``); on a decimal
+    lattice, ``(first + k) / denominator`` rounded once."""
 
     lower: float
     upper: float
     resolution: float
     size: int
+    first: int = 0
+    """The lattice index of ``lower`` (``lower`` is the double nearest first/denominator)."""
+    denominator: int = 0
+    """d when ``resolution`` is the double nearest 1/d and ``lower`` a lattice point, else 0."""
 
     @classmethod
     def build(cls, lower: float, upper: float, resolution: float, where: str) -> ResolutionGrid:
@@ -170,13 +179,23 @@ class ResolutionGrid(CandidateGrid):
                 "resolution=None for continuous data."
             )
         steps = math.floor(ratio)
-        return cls(lower, upper, resolution, steps + 1)
+        first, denominator = _decimal_lattice(lower, resolution, steps + 1)
+        if denominator:
+            # counted exactly: (upper - lower) / resolution rounds, and can miss the last
+            # lattice point (0.7 / 0.01 is 69.99999999999999)
+            steps = math.floor(Fraction(upper) * denominator) - first
+        return cls(lower, upper, resolution, steps + 1, first, denominator)
 
     @property
     def spacing(self) -> float:
         return self.resolution
 
     def values(self, k: I64) -> F64:
+        if self.denominator:
+            # first + k and d are below 2^53, so both are exact doubles and the quotient is
+            # rounded once: the double nearest (first + k) / d, non-decreasing in k
+            idx = float(self.first) + np.asarray(k, dtype=np.float64)
+            return np.minimum(idx / float(self.denominator), self.upper)
         steps = np.asarray(k, dtype=np.float64) * self.resolution
         return np.minimum(self.lower + steps, self.upper)
 
@@ -211,6 +230,20 @@ class ResolutionGrid(CandidateGrid):
 
     def count_at_most(self, x: F64) -> I64:
         return self._first_index(x, strict=False)
+
+
+def _decimal_lattice(lower: float, resolution: float, steps: int) -> tuple[int, int]:
+    """(j, d) when ``resolution`` is the double nearest 1/d for an integer d and ``lower``
+    the double nearest j/d, with every lattice index and d below 2^53; else (0, 0)."""
+    if resolution > 1.0:
+        return 0, 0
+    d = round(1.0 / resolution)
+    if not 1 <= d < 2**53 or float(Fraction(1, d)) != resolution:
+        return 0, 0
+    j = round(Fraction(lower) * d)
+    if float(Fraction(j, d)) != lower or abs(j) + steps >= 2**53:
+        return 0, 0
+    return j, d
 
 
 @dataclass(frozen=True)

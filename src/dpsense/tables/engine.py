@@ -116,7 +116,8 @@ def raise_on_flags(plan: TablePlan, flags: list[bool]) -> bool:
         used = ", ".join(repr(c) for c in (plan.column, *plan.by, plan.unit) if c is not None)
         raise InputError(
             f"The columns this release uses ({used}) contain missing values (null or "
-            "NaN). Pass nulls='drop' (--nulls drop) to drop those rows, or clean them."
+            "NaN, or values that do not fit their schema= type). Pass nulls='drop' "
+            "(--nulls drop) to drop those rows, or clean them."
         )
     return True
 

@@ -26,6 +26,7 @@ from dpsense.statistics import (
 )
 from dpsense.statistics.units import per_unit
 from dpsense.tables.engine import TablePlan, bound_table
+from dpsense.tables.schema import Cast, apply_schema, declared_type, schema_resolution
 from dpsense.tables.source import open_table
 from dpsense.tables.spark import bound_spark_table, is_spark_frame, open_spark
 
@@ -82,9 +83,9 @@ class GroupedRelease:
         return key in self.groups
 
     def to_dicts(self) -> list[dict[str, Any]]:
-        """One dict per group: the by-columns, value, refused, method, noise, scale and
+        """One dict per group: the by-columns, value, refused, method, noise, scale,
         accuracy (the 95% half-width of :meth:`Release.accuracy`, None where it would
-        depend on the data)."""
+        depend on the data) and rank_accuracy (:meth:`Release.rank_accuracy` at 95%)."""
         rows = []
         for key, rel in self.groups.items():
             parts = key if len(self.by) > 1 else (key,)
@@ -97,6 +98,7 @@ class GroupedRelease:
                 noise=rel.noise,
                 scale=rel.scale,
                 accuracy=rel.accuracy(ACCURACY_ALPHA),
+                rank_accuracy=rel.rank_accuracy(ACCURACY_ALPHA),
             )
             rows.append(row)
         return rows
@@ -131,7 +133,7 @@ class GroupedRelease:
         return "\n".join(lines)
 
 
-_RESULT_COLUMNS = ("value", "refused", "method", "noise", "scale", "accuracy")
+_RESULT_COLUMNS = ("value", "refused", "method", "noise", "scale", "accuracy", "rank_accuracy")
 ACCURACY_ALPHA = 0.05
 """The accuracy column is the half-width at 95%."""
 
@@ -140,7 +142,10 @@ def _shown(rel: Release) -> str:
     if rel.refused:
         return "refused"
     a = rel.accuracy(ACCURACY_ALPHA)
-    return format_value(rel.value) + ("" if a is None else f" ± {a:.3g} (95%)")
+    if a is not None:
+        return format_value(rel.value) + f" ± {a:.3g} (95%)"
+    t = rel.rank_accuracy(ACCURACY_ALPHA)
+    return format_value(rel.value) + ("" if t is None else f" ± {t} ranks (95%)")
 
 
 def _normalise_keys(keys: Any, by: tuple[str, ...]) -> list[tuple[Any, ...]]:
@@ -225,23 +230,31 @@ def release_table(
     nulls: str,
     rng: RandomSource,
     release_one: Callable[[np.ndarray, Statistic, float, float], Release],
+    schema: Mapping[str, Cast] | None = None,
 ) -> Release | GroupedRelease:
-    """Bound, group and release (the engine work in DuckDB, the noise in Python)."""
+    """Bound, group and release (the engine work in DuckDB, the noise in Python).
+
+    ``schema`` (parsed by :func:`~dpsense.tables.schema.parse_schema`) casts columns in the
+    engine; a quantile without a resolution takes one from the value column's declared
+    type (docs/tables.md §7)."""
     m = max_rows_per_unit if privacy_unit is not None else 1
     g = max_groups_per_unit if (privacy_unit is not None and by) else 1
     public = _normalise_keys(keys, by) if (by and keys is not None) else None
     split = budget_split(
         epsilon, delta, by=by, public_keys=None if public is None else len(public), groups=g
     )
-    lower = statistic.lower if isinstance(statistic, BoundedStatistic) else None
-    upper = statistic.upper if isinstance(statistic, BoundedStatistic) else None
     salt = (int(rng.words(1)[0] >> np.uint64(1)), int(rng.words(1)[0] >> np.uint64(1)))
-    unit_stat = per_unit(statistic, m)
     spark = is_spark_frame(data)
-    with _opened(data, column, by, privacy_unit, needs_value=not isinstance(statistic, Count)) as (
+    needs_value = not isinstance(statistic, Count)
+    with _opened(data, column, by, privacy_unit, needs_value=needs_value, schema=schema) as (
         source,
         column,
     ):
+        declared = declared_type(data, source, column, schema or {}) if column else None
+        statistic, resolution = schema_resolution(statistic, declared)
+        lower = statistic.lower if isinstance(statistic, BoundedStatistic) else None
+        upper = statistic.upper if isinstance(statistic, BoundedStatistic) else None
+        unit_stat = per_unit(statistic, m)
         plan = TablePlan(
             column if not isinstance(statistic, Count) else None,
             by,
@@ -258,6 +271,7 @@ def release_table(
             "privacy_unit": privacy_unit,
             "max_rows_per_unit": m,
             "max_groups_per_unit": g,
+            **resolution,
         }
         if split.selection is not None:
             eps_sel, dlt_sel = split.selection
@@ -279,6 +293,8 @@ def release_table(
             rel = release_one(held_or_values(values, unit_stat, method), unit_stat, eps_g, dlt_g)
             if m > 1:
                 rel = _with_unit_note(rel, privacy_unit, m)
+            if "resolution_source" in resolution:
+                rel = _with_resolution_source(rel, resolution["resolution_source"])
             out[key if len(by) > 1 else (key[0] if by else None)] = rel
     if not by:
         return out[None]
@@ -298,10 +314,17 @@ def release_table(
 
 @contextmanager
 def _opened(
-    data: Any, column: str | None, by: tuple[str, ...], unit: str | None, *, needs_value: bool
+    data: Any,
+    column: str | None,
+    by: tuple[str, ...],
+    unit: str | None,
+    *,
+    needs_value: bool,
+    schema: Mapping[str, Cast] | None = None,
 ) -> Iterator[tuple[Any, str | None]]:
-    """The table opened in its engine, with the value column resolved and every named
-    column checked (an InputError naming the argument otherwise)."""
+    """The table opened in its engine, with the value column resolved, every named
+    column checked (an InputError naming the argument otherwise) and the ``schema``
+    casts applied."""
     needed = [c for c in (column, *by, unit) if c is not None]
     opened = (
         open_spark(data)
@@ -323,6 +346,7 @@ def _opened(
             source.require(b, "by")
         if unit is not None:
             source.require(unit, "privacy_unit")
+        apply_schema(source, schema or {})
         yield source, column
 
 
@@ -338,12 +362,17 @@ def bounded_values(
     max_rows_per_unit: int,
     nulls: str,
     rng: RandomSource,
+    schema: Mapping[str, Cast] | None = None,
 ) -> np.ndarray:
     """One column of a table, bounded to ``max_rows_per_unit`` rows per unit and not
-    clipped (for releases that need the raw values, such as private bounds)."""
+    clipped (for releases that need the raw values, such as private bounds); ``schema``
+    casts as in :func:`release_table`."""
     m = max_rows_per_unit if privacy_unit is not None else 1
     salt = (int(rng.words(1)[0] >> np.uint64(1)), int(rng.words(1)[0] >> np.uint64(1)))
-    with _opened(data, column, (), privacy_unit, needs_value=True) as (source, column):
+    with _opened(data, column, (), privacy_unit, needs_value=True, schema=schema) as (
+        source,
+        column,
+    ):
         plan = TablePlan(column, (), privacy_unit, m, 1, nulls, None, None, salt)
         table = _bound(source, plan, None, is_spark_frame(data))
         values = next(values for _, values in table.values([0]))
@@ -372,6 +401,12 @@ def held_or_values(values: Any, statistic: Statistic, method: str) -> Any:
 def _sort_key(key: Any) -> tuple[Any, ...]:
     parts = key if isinstance(key, tuple) else (key,)
     return tuple((p is None, type(p).__name__, p) for p in parts)
+
+
+def _with_resolution_source(rel: Release, source: str | None) -> Release:
+    from dataclasses import replace
+
+    return replace(rel, parameters={**rel.parameters, "resolution_source": source})
 
 
 def _with_unit_note(rel: Release, unit: str | None, m: int) -> Release:

@@ -30,11 +30,22 @@ _PARQUET_SUFFIXES = (".parquet", ".pq")
 class TableSource:
     """A DuckDB connection and the name of a view holding the user's table."""
 
-    def __init__(self, con: Any, view: str, columns: Sequence[str], label: str) -> None:
+    def __init__(
+        self,
+        con: Any,
+        view: str,
+        columns: Sequence[str],
+        label: str,
+        *,
+        declared_types: bool = True,
+    ) -> None:
         self.con = con
         self.view = view
         self.columns = list(columns)
         self.label = label
+        self.declared_types = declared_types
+        """False when DuckDB inferred the column types from the values (CSV): such types
+        are not public (docs/tables.md §7)."""
 
     def require(self, name: str, argument: str) -> None:
         """An InputError naming ``argument`` when the table has no column ``name``."""
@@ -80,22 +91,25 @@ def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def _path_source(con: Any, path: str, label: str) -> None:
+def _path_source(con: Any, path: str, label: str) -> bool:
+    """Create view ``src`` over the file; True for Parquet (typed), False for CSV (types
+    inferred from the values)."""
     lowered = path.lower()
     is_glob = any(ch in path for ch in "*?[")
     if os.path.isdir(path):
         pattern = os.path.join(path, "**", "*.parquet")
         con.execute(f"CREATE TEMP VIEW src AS SELECT * FROM read_parquet({_literal(pattern)})")
-        return
+        return True
     if not is_glob and not os.path.exists(path):
         raise InputError(f"The data file {path!r} does not exist. Check the path.")
     if lowered.endswith(_PARQUET_SUFFIXES) or (is_glob and ".parquet" in lowered):
         con.execute(f"CREATE TEMP VIEW src AS SELECT * FROM read_parquet({_literal(path)})")
-        return
+        return True
     con.execute(
         "CREATE TEMP VIEW src AS SELECT * FROM read_csv("
         f"{_literal(path)}, header = true, auto_detect = true, sample_size = -1)"
     )
+    return False
 
 
 def _literal(text: str) -> str:
@@ -177,12 +191,13 @@ def open_table(data: Any, needed: Sequence[str] | None = None) -> Iterator[Table
         stdin_copy = _copy_stdin()
         data = stdin_copy
     con = _connection()
+    declared = True
     try:
         if isinstance(data, str | os.PathLike):
             path = os.fspath(data)
             label = "standard input" if stdin_copy else f"the file {Path(path).name!r}"
             try:
-                _path_source(con, path, label)
+                declared = _path_source(con, path, label)
                 columns = [d[0] for d in con.execute("SELECT * FROM src LIMIT 0").description]
             except duckdb.Error as exc:
                 raise InputError(
@@ -200,7 +215,7 @@ def open_table(data: Any, needed: Sequence[str] | None = None) -> Iterator[Table
             con.register("src_obj", scan)
             con.execute("CREATE TEMP VIEW src AS SELECT * FROM src_obj")
             columns = [d[0] for d in con.execute("SELECT * FROM src LIMIT 0").description]
-        yield TableSource(con, "src", columns, label)
+        yield TableSource(con, "src", columns, label, declared_types=declared)
     finally:
         con.close()
         if stdin_copy:
