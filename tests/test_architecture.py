@@ -28,6 +28,7 @@ LAYERS = {
     "tables": 5,
     "release": 6,
     "bounds": 6,
+    "bounds_in_release": 6,
     "accountant": 6,
     "cli": 6,
     "plots": 6,

@@ -24,11 +24,13 @@ from typing import Any, TypeVar
 from dpsense.accounting.budget import NOT_ZCDP, Budget
 from dpsense.accounting.composition import ZcdpCharge
 from dpsense.bounds import check_bounds_delta, private_bounds
+from dpsense.bounds_in_release import plan_bounds
 from dpsense.errors import InputError
 from dpsense.methods import Release
 from dpsense.methods.ratio import private_ratio
 from dpsense.methods.sample_aggregate import sample_and_aggregate
 from dpsense.methods.zcdp import aggregate_rho, pure_rho, ratio_rho
+from dpsense.neighbours import validate_neighbours
 from dpsense.params import check_delta, check_epsilon
 from dpsense.release import release, zcdp_cost
 from dpsense.statistics import Statistic
@@ -125,18 +127,31 @@ class Accountant(Budget):
         nulls: str = "error",
         schema: Mapping[str, str] | None = None,
         rng: object = None,
+        bounds: str | None = None,
+        bounds_share: float | None = None,
         dataset: str = "",
         **options: Any,
     ) -> Release | GroupedRelease:
         """:func:`dpsense.release`, charged first. ``dataset`` labels the ledger entry.
 
         A grouped release is one charge of its total (epsilon, delta): a unit loses at most
-        that much over all groups. Under a rho budget the charge is what
-        :func:`dpsense.release.zcdp_cost` computes (a release with no zCDP guarantee is
+        that much over all groups. So is a release with ``bounds="private"``: its bounds
+        step and the release are one charge of the total. Under a rho budget the charge is
+        what :func:`dpsense.release.zcdp_cost` computes (a release with no zCDP guarantee is
         refused before anything is drawn).
         """
-        eps = check_epsilon(epsilon, where="Accountant.release")
-        dlt = check_delta(delta, where="Accountant.release")
+        where = "Accountant.release"
+        eps = check_epsilon(epsilon, where=where)
+        dlt = check_delta(delta, where=where)
+        # missing bounds and a bad bounds_share are refused before the charge
+        plan_bounds(
+            statistic,
+            bounds,
+            bounds_share,
+            eps,
+            validate_neighbours(neighbours, where=where),
+            where=where,
+        )
         labels = {"dataset": dataset, "statistic": getattr(statistic, "name", ""), "method": method}
 
         def price() -> ZcdpCharge:
@@ -150,6 +165,8 @@ class Accountant(Budget):
                 keys=keys,
                 privacy_unit=privacy_unit,
                 max_groups_per_unit=max_groups_per_unit,
+                bounds=bounds,
+                bounds_share=bounds_share,
                 **options,
             )
 
@@ -173,6 +190,8 @@ class Accountant(Budget):
                 nulls=nulls,
                 schema=schema,
                 rng=rng,
+                bounds=bounds,
+                bounds_share=bounds_share,
                 **options,
             ),
             price,

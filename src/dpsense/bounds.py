@@ -26,6 +26,7 @@ exact sampler), and everything below is post-processing:
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any, Final
 
 import numpy as np
@@ -38,6 +39,7 @@ from dpsense.noise.exact import discrete_laplace
 from dpsense.noise.rng import resolve_rng
 from dpsense.params import check_epsilon
 from dpsense.tables.grouped import bounded_values
+from dpsense.tables.schema import Cast, parse_schema
 
 __all__ = ["bounds_grid", "check_bounds_delta", "private_bounds"]
 
@@ -122,6 +124,7 @@ def private_bounds(
     nulls: str = "error",
     quantiles: tuple[float, float] = (0.02, 0.98),
     rng: object = None,
+    schema: Mapping[str, str] | None = None,
 ) -> Release:
     """Private ``(lower, upper)`` bounds of a column, epsilon-DP (add-remove).
 
@@ -131,6 +134,9 @@ def private_bounds(
     about 2 wider): use them as the bounds of a later release, whose budget is separate
     (an :class:`dpsense.Accountant` adds both). ``delta`` must be 0: this is pure
     epsilon-DP. On very small data the noise dominates and the bounds come out wide.
+    ``schema`` casts columns in the engine as in :func:`dpsense.release` (a value that
+    does not fit becomes a null, for ``nulls``), so that ``release(..., schema=...,
+    bounds="private")`` reads the same column in both steps.
     """
     where = "private_bounds"
     eps = check_epsilon(epsilon, where=where)
@@ -147,8 +153,9 @@ def private_bounds(
         raise InputError(
             f"max_rows_per_unit must be an integer >= 1. Got {max_rows_per_unit!r} instead."
         )
+    casts = parse_schema(schema, where)
     source = resolve_rng(rng, where=where)
-    x = _values(data, column, privacy_unit, max_rows_per_unit, nulls, source)
+    x = _values(data, column, privacy_unit, max_rows_per_unit, nulls, source, casts)
     m = max_rows_per_unit if privacy_unit is not None else 1
     grid = bounds_grid()
     scale = rational_ceil(m / exact(eps), _SCALE_GRID)
@@ -201,10 +208,11 @@ def _values(
     m: int,
     nulls: str,
     source: Any,
+    casts: Mapping[str, Cast],
 ) -> np.ndarray:
     from dpsense.release import _is_table
 
-    if _is_table(data) or unit is not None or column is not None:
+    if _is_table(data) or unit is not None or column is not None or casts:
         return bounded_values(
             data,
             column=column,
@@ -212,6 +220,7 @@ def _values(
             max_rows_per_unit=m,
             nulls=nulls,
             rng=source,
+            schema=casts,
         )
     # the table path draws a bounding key from the generator first: drawing it here too
     # keeps seeded releases equal whatever the input's format

@@ -15,6 +15,13 @@ from typing import Any, Final
 
 from dpsense._arrays import FloatArray, as_data
 from dpsense.accounting.composition import ZcdpCharge
+from dpsense.bounds_in_release import (
+    find_bounds,
+    plan_bounds,
+    readable_twice,
+    with_bounds_receipt,
+    with_bounds_rho,
+)
 from dpsense.errors import InputError
 from dpsense.methods import Release
 from dpsense.methods.adaptive import release_adaptive
@@ -30,7 +37,7 @@ from dpsense.noise.rng import RandomSource, resolve_rng
 from dpsense.params import check_delta, check_epsilon, check_int
 from dpsense.statistics import BoundedStatistic, Count, Mean, Quantiles, Statistic
 from dpsense.statistics.units import group_privacy_budget, rows_per_unit
-from dpsense.tables.grouped import GroupedRelease, release_table
+from dpsense.tables.grouped import GroupedRelease, budget_split, release_table
 from dpsense.tables.schema import array_type, parse_schema, schema_resolution
 from dpsense.tables.zcdp import public_key_count, release_zcdp_cost
 
@@ -175,6 +182,8 @@ def release(
     nulls: str = "error",
     schema: Mapping[str, str] | None = None,
     rng: object = None,
+    bounds: str | None = None,
+    bounds_share: float | None = None,
     **options: Any,
 ) -> Release | GroupedRelease:
     """Release ``statistic`` of ``x`` with differential privacy.
@@ -190,9 +199,11 @@ def release(
         one-record dataset, so an error would reveal that there are no records). Under
         substitute the number of records is public and empty data is an ``InputError``.
     statistic : Statistic
-        e.g. ``ds.Median(0, 100)``.
+        e.g. ``ds.Median(0, 100)``; built without bounds (``ds.Median()``) it needs
+        ``bounds="private"``.
     epsilon, delta : float
-        The privacy budget of this release (delta in [0, 1)).
+        The privacy budget of this release (delta in [0, 1)), the bounds step of
+        ``bounds="private"`` included.
     method : str
         "auto" (chosen from public information only), "global", "smooth" (options
         ``noise="laplace"|"cauchy"|"student-t"|"lln"``, ``dof``, ``t``, ``sigma``),
@@ -230,6 +241,16 @@ def release(
     rng : None, int or RandomSource
         None uses the OS CSPRNG; an int seed is for tests and demos (it warns and the
         receipt says ``seeded=True``).
+    bounds : {None, "private"}
+        ``"private"`` for a statistic built without bounds: ``bounds_share`` of epsilon is
+        spent on :func:`dpsense.private_bounds` over the whole column (each privacy unit
+        kept to ``max_rows_per_unit`` rows of it, before grouping, so every group gets the
+        same bounds) and the rest on the release. The guarantee is the total (epsilon,
+        delta); ``parameters["bounds"]`` and ``parameters["release"]`` hold the two parts
+        (docs/bounds_in_release.md).
+    bounds_share : float, optional
+        The share of epsilon spent on the bounds, in (0, 1); 0.3 by default
+        (:data:`dpsense.bounds_in_release.BOUNDS_SHARE`).
 
     Returns
     -------
@@ -246,6 +267,7 @@ def release(
     eps = check_epsilon(epsilon, where=where)
     dlt = check_delta(delta, where=where)
     nb = validate_neighbours(neighbours, where=where)
+    plan = plan_bounds(statistic, bounds, bounds_share, eps, nb, where=where)
     chosen, options = _chosen_method(statistic, method, options, eps, dlt, nb)
     if isinstance(statistic, Quantiles) and chosen != "exponential":
         raise InputError(
@@ -278,22 +300,32 @@ def release(
         raise InputError("The 'column' parameter must be a column name (str).")
     casts = parse_schema(schema, where)
     source = resolve_rng(rng, where=where)
-    if by_cols or privacy_unit is not None or column is not None or casts or _is_table(x):
-        if nb == "substitute":
-            raise InputError(
-                "Tables, groups and privacy units use add-remove neighbours (the number of "
-                "rows of a unit is private): pass neighbours='add-remove'."
-            )
+    tabular = (
+        bool(by_cols)
+        or privacy_unit is not None
+        or column is not None
+        or bool(casts)
+        or _is_table(x)
+    )
+    if tabular and nb == "substitute":
+        raise InputError(
+            "Tables, groups and privacy units use add-remove neighbours (the number of "
+            "rows of a unit is private): pass neighbours='add-remove'."
+        )
 
-        def one(values: FloatArray, stat: Statistic, eps_g: float, dlt_g: float) -> Release:
+    def run(data: Any, stat: Statistic, eps_r: float) -> Release | GroupedRelease:
+        if not tabular:
+            return _release_column(data, stat, eps_r, dlt, chosen, options, nb, nulls, source)
+
+        def one(values: FloatArray, stat_g: Statistic, eps_g: float, dlt_g: float) -> Release:
             return _DISPATCH[chosen](
-                values, stat, epsilon=eps_g, delta=dlt_g, neighbours=nb, rng=source, **options
+                values, stat_g, epsilon=eps_g, delta=dlt_g, neighbours=nb, rng=source, **options
             )
 
         return release_table(
-            x,
-            statistic,
-            epsilon=eps,
+            data,
+            stat,
+            epsilon=eps_r,
             delta=dlt,
             method=chosen,
             column=column,
@@ -307,6 +339,47 @@ def release(
             release_one=one,
             schema=casts,
         )
+
+    if plan is None:
+        return run(x, statistic, eps)
+    assert isinstance(statistic, BoundedStatistic)  # plan_bounds checked it
+    if by_cols:  # the split's errors (no keys and no delta) before the bounds step
+        budget_split(
+            plan.rest,
+            dlt,
+            by=by_cols,
+            public_keys=public_key_count(keys, by_cols),
+            groups=m_groups if privacy_unit is not None else 1,
+        )
+    with readable_twice(x) as data:
+        bounded, receipt = find_bounds(
+            data,
+            statistic,
+            plan,
+            column=column,
+            privacy_unit=privacy_unit,
+            max_rows_per_unit=m_rows,
+            nulls=nulls,
+            rng=source,
+            schema=schema,
+        )
+        result = run(data, bounded, plan.rest)
+    return with_bounds_receipt(result, receipt, epsilon=eps, delta=dlt, release_epsilon=plan.rest)
+
+
+def _release_column(
+    x: Any,
+    statistic: Statistic,
+    eps: float,
+    dlt: float,
+    chosen: str,
+    options: dict[str, Any],
+    nb: Neighbours,
+    nulls: str,
+    source: RandomSource,
+) -> Release:
+    """One column of numbers (not a table): clipped, then released by ``chosen``."""
+    where = "release"
     # a count uses no value: like a table's, it counts every record, NaN included
     data = as_data(
         x, where=where, allow_empty=True, nulls="keep" if isinstance(statistic, Count) else nulls
@@ -347,6 +420,8 @@ def zcdp_cost(
     keys: Any = None,
     privacy_unit: str | None = None,
     max_groups_per_unit: int = 1,
+    bounds: str | None = None,
+    bounds_share: float | None = None,
     **options: Any,
 ) -> ZcdpCharge:
     """What :func:`release` with these arguments costs under a zCDP (rho) budget.
@@ -355,21 +430,23 @@ def zcdp_cost(
     parameters only, resolving ``method="auto"`` as :func:`release` does. Raises
     :class:`InputError` for a release that is (epsilon, delta)-DP with delta > 0 and has no
     zCDP guarantee (propose-test-release, smooth sensitivity with Laplace noise,
-    bounded-ls), saying what to use instead.
+    bounded-ls), saying what to use instead. With ``bounds="private"`` the bounds step
+    adds its pure epsilon's rho and the release is priced at the epsilon left.
     """
     where = "release"
     eps = check_epsilon(epsilon, where=where)
     dlt = check_delta(delta, where=where)
     nb = validate_neighbours(neighbours, where=where)
+    plan = plan_bounds(statistic, bounds, bounds_share, eps, nb, where=where)
     chosen, options = _chosen_method(statistic, method, options, eps, dlt, nb)
     by_cols = _by_columns(by)
     g = 1
     if privacy_unit is not None and by_cols:
         g = check_int(max_groups_per_unit, "max_groups_per_unit", where=where, minimum=1)
-    return release_zcdp_cost(
+    part = release_zcdp_cost(
         statistic,
         method=chosen,
-        epsilon=eps,
+        epsilon=eps if plan is None else plan.rest,
         delta=dlt,
         neighbours=nb,
         by=by_cols,
@@ -377,3 +454,4 @@ def zcdp_cost(
         groups=g,
         options=dict(options),
     )
+    return part if plan is None else with_bounds_rho(part, plan)

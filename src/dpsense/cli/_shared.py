@@ -114,7 +114,11 @@ def _statistic(
     p: str | float | None,
     trim: int | None,
     resolution: float | None = None,
+    *,
+    bounds_optional: bool = False,
 ) -> Statistic:
+    """The statistic of the options; without ``bounds_optional`` a missing bound is an
+    error here (commands other than ``release`` have no --bounds private)."""
     key = name.strip().lower()
     if p is not None and key not in ("quantile", "quantiles"):
         raise InputError("--p applies only to --statistic quantile and quantiles.")
@@ -129,4 +133,11 @@ def _statistic(
         example = "0.9" if key == "quantile" else "0.1,0.5,0.9"
         raise InputError(f"--statistic {key} needs its level(s): pass --p (e.g. --p {example}).")
     levels = _levels(p, key)
+    if not bounds_optional and key != "count" and (lower is None or upper is None):
+        what = "--upper is missing" if lower is not None else "--lower is missing"
+        raise InputError(
+            (what if lower is not None or upper is not None else f"--statistic {key} needs bounds")
+            + ": pass --lower L --upper U, public and chosen without looking at the data "
+            "('dpsense bounds' finds them privately)."
+        )
     return make_statistic(name, lower, upper, p=levels, trim=trim, resolution=resolution)

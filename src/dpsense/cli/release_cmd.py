@@ -14,11 +14,12 @@ from rich import box
 from rich.table import Table
 
 from dpsense.accountant import Accountant
+from dpsense.bounds_in_release import BOUNDS_SHARE
 from dpsense.cli._shared import _console, _fmt, _print_json, _statistic
 from dpsense.cli.tables_io import (
     check_output,
     emit_grouped,
-    read_keys,
+    keys_option,
     shown_accuracy,
     shown_value,
     write_output,
@@ -43,8 +44,8 @@ RELEASE_EXAMPLES = (
     "  dpsense release census.csv -c age -s median --lower 0 --upper 100 --epsilon 1\n"
     "  dpsense release census.csv -c age -s quantiles --p 0.1,0.5,0.9 \\\n"
     "      --lower 0 --upper 100 --epsilon 1\n"
-    "  dpsense release panel.csv -c hours -s mean --lower 0 --upper 80 --epsilon 1 \\\n"
-    "      --by year --keys years.csv --privacy-unit person --ledger budget.db\n"
+    "  dpsense release panel.csv -c hours -s median --bounds private --epsilon 1 \\\n"
+    "      --by year --keys year=2015,2016,2017 --privacy-unit person --ledger budget.db\n"
 )
 """The examples that end ``--help``."""
 
@@ -129,6 +130,47 @@ def _sample_aggregate(
     return sample_and_aggregate(values, stat._value, epsilon=epsilon, delta=delta, **kwargs)
 
 
+def _bounds_option(
+    statistic: str,
+    lower: float | None,
+    upper: float | None,
+    bounds: str | None,
+    bounds_share: float | None,
+    method: str,
+) -> dict[str, Any]:
+    """The release's ``bounds``/``bounds_share`` from --bounds, or an InputError that names
+    --lower/--upper and --bounds private when neither way is given."""
+    if bounds is not None and bounds != "private":
+        raise InputError(
+            f"--bounds takes 'private' (find the bounds privately); got {bounds!r}. For public "
+            "bounds pass --lower and --upper."
+        )
+    if bounds_share is not None and bounds is None:
+        raise InputError(
+            "--bounds-share is the share of --epsilon for --bounds private; pass both."
+        )
+    given = lower is not None or upper is not None
+    if bounds is not None:
+        if given:
+            raise InputError("Pass --lower and --upper, or --bounds private, not both.")
+        if method == "sample-aggregate":
+            raise InputError(
+                "--method sample-aggregate needs --lower and --upper; --bounds private "
+                "works with the other methods."
+            )
+        return {"bounds": "private", "bounds_share": bounds_share}
+    needs = statistic.strip().lower() != "count"
+    if needs and (lower is None or upper is None):
+        what = "--upper" if lower is not None else "--lower" if upper is not None else ""
+        raise InputError(
+            (f"{what} is missing: pass" if what else f"--statistic {statistic} needs bounds: pass")
+            + " --lower L --upper U (public, chosen without looking at the data), or "
+            "--bounds private to find them privately with --bounds-share of --epsilon "
+            f"({BOUNDS_SHARE:g} by default)."
+        )
+    return {}
+
+
 def _accountant(ledger: Path | None) -> Accountant | None:
     """The ledger-backed accountant for --ledger (the ledger must already exist)."""
     if ledger is None:
@@ -195,7 +237,7 @@ def print_receipt(result: Release, column: str | None) -> None:
     )
     table.add_row("neighbours", result.neighbours)
     for key, value in result.parameters.items():
-        table.add_row(key, _fmt(value) if isinstance(value, float) else str(value))
+        table.add_row(key, _parameter(key, value))
     if result.seeded:
         table.add_row("randomness", "SEEDED: reproducible, not secure (tests/demos only)")
     console.print(table)
@@ -208,6 +250,18 @@ def print_receipt(result: Release, column: str | None) -> None:
             "(--test-fraction), or a method that never refuses: --method smooth, or "
             "exponential for quantiles."
         )
+
+
+def _parameter(key: str, value: Any) -> str:
+    """A receipt parameter as printed; the two parts of --bounds private in words."""
+    if key == "bounds" and isinstance(value, dict) and value.get("source") == "private":
+        return (
+            f"({_fmt(value['lower'])}, {_fmt(value['upper'])}), found privately with "
+            f"epsilon={value['epsilon']:g}"
+        )
+    if key == "release" and isinstance(value, dict):
+        return f"epsilon={value['epsilon']:g}, delta={value['delta']:g}"
+    return _fmt(value) if isinstance(value, float) else str(value)
 
 
 def release_command(
@@ -224,6 +278,17 @@ def release_command(
     ] = None,
     upper: Annotated[
         float | None, typer.Option(help="Public upper bound, chosen without looking at the data.")
+    ] = None,
+    bounds: Annotated[
+        str | None,
+        typer.Option(
+            help="private: find the bounds privately, over the whole column and before any "
+            "grouping, with --bounds-share of --epsilon (instead of --lower/--upper)."
+        ),
+    ] = None,
+    bounds_share: Annotated[
+        float | None,
+        typer.Option(help=f"With --bounds private: the share of --epsilon ({BOUNDS_SHARE:g})."),
     ] = None,
     delta: Annotated[float, typer.Option(help="Privacy parameter delta.")] = 0.0,
     method: Annotated[str, typer.Option(help=f"One of: {', '.join(CLI_METHODS)}.")] = "auto",
@@ -263,8 +328,11 @@ def release_command(
         str | None, typer.Option(help="Release one value per group of these columns (a,b).")
     ] = None,
     keys: Annotated[
-        Path | None,
-        typer.Option(help="CSV/Parquet file of the public groups (has the --by columns)."),
+        str | None,
+        typer.Option(
+            help="The public groups: a CSV/Parquet file with the --by columns, or inline "
+            "(year=1980,1981, or 1980,1981 for one --by column); an existing file wins."
+        ),
     ] = None,
     privacy_unit: Annotated[
         str | None, typer.Option(help="Column identifying a person: protect all their rows.")
@@ -307,13 +375,18 @@ def release_command(
     remove all rows of one person, bounded by --max-rows-per-unit and
     --max-groups-per-unit.
 
+    Without --lower/--upper, --bounds private spends --bounds-share of --epsilon on private
+    bounds over the whole column (per person with --privacy-unit) and the rest on the
+    release: one charge of --epsilon; the receipt shows both parts.
+
     With --method sample-aggregate the statistic is evaluated on each of --blocks disjoint
     blocks and the block answers are aggregated privately (Nissim, Raskhodnikova and
     Smith 2007, Section 4); the receipt names the aggregator, the statistic and k.
     """
     if method not in CLI_METHODS:
         raise InputError(f"--method must be one of {', '.join(CLI_METHODS)}. Got {method!r}.")
-    stat = _statistic(statistic, lower, upper, p, trim, resolution)
+    bounds_options = _bounds_option(statistic, lower, upper, bounds, bounds_share, method)
+    stat = _statistic(statistic, lower, upper, p, trim, resolution, bounds_optional=True)
     if output is not None:
         check_output(output)  # before any budget is spent
     source = "-" if str(data) == "-" else data
@@ -321,6 +394,7 @@ def release_command(
     tabular = (
         source == "-"
         or schema_map is not None
+        or bool(bounds_options)  # both steps read the file (and a Parquet file's types)
         or by is not None
         or keys is not None
         or privacy_unit is not None
@@ -364,7 +438,7 @@ def release_command(
                 table_options = {
                     "column": column,
                     "by": by_cols,
-                    "keys": read_keys(keys, by_cols) if keys and by_cols else keys,
+                    "keys": keys_option(keys, by_cols) if keys and by_cols else keys,
                     "privacy_unit": privacy_unit,
                     "max_rows_per_unit": 1 if max_rows_per_unit is None else max_rows_per_unit,
                     "max_groups_per_unit": 1
@@ -386,6 +460,7 @@ def release_command(
                 neighbours=neighbours,
                 rng=seed,
                 **table_options,
+                **bounds_options,
                 **_options(bound, noise, test_fraction, dof),
             )
             if not tabular and isinstance(result, Release) and from_schema:

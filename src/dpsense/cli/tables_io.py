@@ -6,12 +6,14 @@ import csv
 import json
 import math
 import os
+import re
 import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from rich import box
+from rich.measure import Measurement
 from rich.table import Table
 
 from dpsense.cli._shared import _console, _fmt, _print_json
@@ -25,6 +27,7 @@ from dpsense.tables.source import open_table, quote
 __all__ = [
     "check_output",
     "emit_grouped",
+    "keys_option",
     "read_keys",
     "result_rows",
     "shown_accuracy",
@@ -34,6 +37,8 @@ __all__ = [
 
 _RESULT_COLUMNS = ("value", "refused", "method", "noise", "scale", "accuracy", "rank_accuracy")
 _OUTPUT_SUFFIXES = (".csv", ".parquet", ".json")
+_WIDEST = 10_000
+"""Measure tables as if the page were this wide (their natural width)."""
 
 
 def read_keys(path: Path, by: tuple[str, ...]) -> list[tuple[Any, ...]]:
@@ -48,6 +53,57 @@ def read_keys(path: Path, by: tuple[str, ...]) -> list[tuple[Any, ...]]:
         columns = ", ".join(quote(b) for b in by)
         rows = source.con.execute(f"SELECT {columns} FROM {source.view}").fetchall()
     return list(dict.fromkeys(tuple(r) for r in rows))  # distinct, in the file's order
+
+
+def keys_option(text: str, by: tuple[str, ...]) -> list[tuple[Any, ...]]:
+    """The public keys of ``--keys``: a CSV/Parquet file, or inline values.
+
+    An existing file wins. Otherwise ``COL=V1,V2`` (COL the by-column; an "=" before any
+    comma) or ``V1,V2`` (a comma, one by-column) are inline keys; a value that holds "="
+    or "," needs a file. Each value is an int when it is written as one
+    (``1980``, not ``01980``), a float when written as a plain decimal (``2.5``), else the
+    text itself: read from the option alone, never from the data, and the engine matches
+    keys to the by-column by value after casting them to its type.
+    """
+    if Path(text).is_file():
+        return read_keys(Path(text), by)
+    name, sep, rest = text.partition("=")
+    named = bool(sep) and "," not in name  # COL=...: the "=" before any comma
+    if not named and "," not in text:
+        raise InputError(
+            f"The keys file {text!r} does not exist. Pass a CSV/Parquet file with the "
+            f"by-columns, or the keys inline: --keys {by[0]}=A,B (or --keys A,B for one "
+            "by-column)."
+        )
+    if len(by) != 1:
+        raise InputError(
+            "Inline --keys list the values of one by-column; with several (--by "
+            f"{','.join(by)}) pass a CSV/Parquet file with those columns."
+        )
+    if named and name.strip() != by[0]:
+        raise InputError(
+            f"--keys names the column {name.strip()!r}, but --by is {by[0]!r}: write "
+            f"--keys {by[0]}=A,B."
+        )
+    parts = [p.strip() for p in (rest if named else text).split(",")]
+    if not all(parts):
+        raise InputError(
+            f"--keys has an empty value; write the keys separated by commas, e.g. --keys "
+            f"{by[0]}=A,B."
+        )
+    values = [(_key_value(p),) for p in parts]
+    if len(set(values)) != len(values):
+        raise InputError("--keys lists a group more than once; give each key once.")
+    return values
+
+
+def _key_value(text: str) -> Any:
+    """An inline key: int or float when written as one (canonically), else the text."""
+    if re.fullmatch(r"-?(0|[1-9][0-9]*)", text):
+        return int(text)
+    if re.fullmatch(r"-?(0|[1-9][0-9]*)\.[0-9]*[1-9]", text):
+        return float(text)
+    return text
 
 
 def _clean(value: Any) -> Any:
@@ -107,8 +163,11 @@ def emit_grouped(result: GroupedRelease, json_output: bool, column: str | None) 
     stat = next((rel.statistic for _, rel in result), "statistic")
     title = f"Private {stat}" + (f" of {column}" if column else "") + f" by {', '.join(result.by)}"
     table = Table(title=title, box=box.SIMPLE_HEAVY)
-    for name in result.by:
-        table.add_column(name)
+    for i, name in enumerate(result.by):
+        # a group name is never cut short (two names must not look alike), nor split
+        # inside a word when the screen is narrow
+        words = [w for key, _ in result for w in str(_part(key, i, result.by)).split()]
+        table.add_column(name, overflow="fold", min_width=min(max(map(len, words), default=1), 30))
     table.add_column("value", justify="right")
     table.add_column("accuracy", justify="right")
     table.add_column("method")
@@ -122,6 +181,7 @@ def emit_grouped(result: GroupedRelease, json_output: bool, column: str | None) 
             rel.method,
             str(rel.noise),
         )
+    _fit(console, table)
     console.print(table)
     split = result.parameters.get("per_group", {})
     lines = [
@@ -140,6 +200,13 @@ def emit_grouped(result: GroupedRelease, json_output: bool, column: str | None) 
         lines.append(
             f"Each group released with epsilon={split['epsilon']:g}, delta={split['delta']:g}."
         )
+    found = result.parameters.get("bounds")
+    if found:
+        lines.append(
+            f"Bounds ({_fmt(found['lower'])}, {_fmt(found['upper'])}) found privately over "
+            f"the whole column with epsilon={found['epsilon']:g} of the total, for every "
+            "group."
+        )
     if result.parameters.get("resolution") is not None:
         lines.append(
             f"Values on multiples of {result.parameters['resolution']:g} (resolution from "
@@ -148,6 +215,26 @@ def emit_grouped(result: GroupedRelease, json_output: bool, column: str | None) 
     if any(rel.seeded for _, rel in result):
         lines.append("SEEDED: reproducible, not secure (tests and demos only).")
     console.print(" ".join(lines))
+
+
+def _fit(console: Any, table: Table) -> None:
+    """One group, one row: a table wider than the screen would wrap a long group name onto
+    a line of its own, read as a group without a value. Written to a pipe or a file, the
+    page is made as wide as the table (nothing wraps); on a terminal narrower than the
+    table, rows are ruled off so that a wrapped name stays visibly inside its row."""
+    wide = console.options.update(width=_WIDEST, max_width=_WIDEST)
+    needed = Measurement.get(console, wide, table).maximum
+    if needed <= console.width:
+        return
+    if console.is_terminal:
+        table.box = box.HORIZONTALS
+        table.show_lines = True
+    else:
+        console.width = needed
+
+
+def _part(key: Any, i: int, by: tuple[str, ...]) -> Any:
+    return key[i] if len(by) > 1 else key
 
 
 def _jsonable(value: Any) -> Any:

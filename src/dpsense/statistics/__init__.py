@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from dpsense.errors import InputError
 from dpsense.statistics._profile import INFINITE_DISTANCE, Profile
-from dpsense.statistics.base import BoundedStatistic, Statistic
+from dpsense.statistics.base import NO_BOUND, BoundedStatistic, Statistic
 from dpsense.statistics.moments import Count, Mean, Std, Sum, Variance
 from dpsense.statistics.quantile import Median, Quantile
 from dpsense.statistics.quantiles import Quantiles
@@ -54,14 +54,16 @@ def make_statistic(
 ) -> Statistic:
     """Build a statistic from its name (as the command line does).
 
-    ``p`` is one level for ``quantile`` and a list of levels for ``quantiles``.
+    ``p`` is one level for ``quantile`` and a list of levels for ``quantiles``. Without
+    ``lower`` and ``upper`` the statistic is built without bounds (see
+    :meth:`BoundedStatistic.with_bounds`).
     ``resolution`` (the public spacing of the values, e.g. 1 for integers) applies to the
     median and quantiles only.
 
     Raises
     ------
     InputError
-        For an unknown name, missing bounds, or a missing ``p`` / ``trim``.
+        For an unknown name, one bound without the other, or a missing ``p`` / ``trim``.
     """
     key = name.strip().lower().replace("_", "-")
     key = {"var": "variance", "stddev": "std", "trimmed": "trimmed-mean"}.get(key, key)
@@ -74,7 +76,10 @@ def make_statistic(
         return Count()
     from dpsense.params import validate_bounds
 
-    b = validate_bounds(lower, upper, where=f"statistic {key!r}")
+    lo, hi = NO_BOUND, NO_BOUND  # both missing: built without bounds (bounds="private")
+    if lower is not None or upper is not None:
+        checked = validate_bounds(lower, upper, where=f"statistic {key!r}")
+        lo, hi = checked.lower, checked.upper
     if resolution is not None and key not in ("median", "quantile", "quantiles"):
         raise InputError(
             f"A resolution applies to the median and quantiles, not to {key}; drop it."
@@ -87,27 +92,27 @@ def make_statistic(
                 "The quantile statistic takes one level (e.g. --p 0.9); for several use "
                 "the quantiles statistic (e.g. --statistic quantiles --p 0.1,0.5,0.9)."
             )
-        return Quantile(p, b.lower, b.upper, resolution)
+        return Quantile(p, lo, hi, resolution)
     if key == "quantiles":
         if p is None:
             raise InputError(
                 "The quantiles statistic needs its levels: pass p (e.g. --p 0.1,0.5,0.9)."
             )
         levels = (p,) if isinstance(p, int | float) else tuple(p)
-        return Quantiles(levels, b.lower, b.upper, resolution)
+        return Quantiles(levels, lo, hi, resolution)
     if key == "median":
-        return Median(b.lower, b.upper, resolution)
+        return Median(lo, hi, resolution)
     if key == "trimmed-mean":
         if trim is None:
             raise InputError(
                 "The trimmed-mean statistic needs the number of records dropped from each "
                 "end: pass trim (e.g. --trim 5)."
             )
-        return TrimmedMean(trim, b.lower, b.upper)
+        return TrimmedMean(trim, lo, hi)
     classes: dict[str, type[Statistic]] = {
         "sum": Sum,
         "mean": Mean,
         "variance": Variance,
         "std": Std,
     }
-    return classes[key](b.lower, b.upper)  # type: ignore[call-arg]
+    return classes[key](lo, hi)  # type: ignore[call-arg]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from fractions import Fraction
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final, Self, cast
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -17,7 +17,12 @@ from dpsense.neighbours import Neighbours, validate_neighbours
 from dpsense.params import check_beta, check_finite, check_int, validate_bounds
 from dpsense.statistics._profile import Profile, as_ks
 
-__all__ = ["BoundedStatistic", "Statistic"]
+__all__ = ["NO_BOUND", "BoundedStatistic", "Statistic"]
+
+NO_BOUND: Final = cast(float, None)
+"""The default ``lower`` and ``upper`` of a statistic built without bounds: None, typed as a
+float because every method that reads a bound first calls
+:meth:`BoundedStatistic.require_bounds`, which raises while it is None."""
 
 
 @dataclass(frozen=True)
@@ -91,10 +96,16 @@ class Statistic(ABC):
         return self.kind
 
     def clip(self, x: FloatArray) -> FloatArray:
-        """Clip data to the statistic's bounds (identity for unbounded statistics)."""
+        """Clip data to the statistic's bounds (identity for statistics that use no value)."""
         return x
 
+    def require_bounds(self, where: str) -> None:
+        """Raise an InputError when the statistic needs bounds it was built without (a
+        statistic that uses no value, such as the count, needs none)."""
+        return None
+
     def _prepare(self, x: Any, where: str) -> FloatArray:
+        self.require_bounds(where)
         return self.clip(as_data(x, where=where))
 
     def __call__(self, x: Any) -> float:
@@ -103,6 +114,7 @@ class Statistic(ABC):
 
     def evaluate_batch(self, datasets: ArrayLike) -> FloatArray:
         """The statistic on each row of a 2-D array (rows are datasets of equal size)."""
+        self.require_bounds(f"{self.name}.evaluate_batch")
         arr = np.asarray(datasets, dtype=np.float64)
         if arr.ndim != 2:
             raise InputError("evaluate_batch needs a 2-D array: one dataset per row.")
@@ -123,6 +135,7 @@ class Statistic(ABC):
             where n is private.
         """
         where = f"{self.name}.global_sensitivity"
+        self.require_bounds(where)
         nb = validate_neighbours(neighbours, where=where)
         size = None if n is None else check_int(n, "n", where=where, minimum=0)
         return float(self._global(nb, size if nb == "substitute" else None))
@@ -187,16 +200,61 @@ class BoundedStatistic(Statistic):
     """A statistic of records clipped to public bounds ``[lower, upper]``.
 
     Concrete subclasses are frozen dataclasses that declare ``lower`` and ``upper`` (after
-    any leading parameter such as the quantile level ``p``).
+    any leading parameter such as the quantile level ``p``), both defaulting to None: a
+    statistic built without bounds (``ds.Median()``) has no value or sensitivity until
+    they are given, by :meth:`with_bounds` or by ``ds.release(..., bounds="private")``,
+    which finds them with part of the budget. They are never inferred from the data.
     """
 
     lower: float
     upper: float
 
     def __post_init__(self) -> None:
+        if self.lower is None and self.upper is None:
+            return  # built without bounds: with_bounds or bounds="private" gives them
+        if self.lower is None or self.upper is None:
+            missing = "lower" if self.lower is None else "upper"
+            raise InputError(
+                f"The '{missing}' parameter of {type(self).__name__} is missing: give both "
+                f"bounds, e.g. {self._example()}, or neither and release with "
+                "bounds='private' to find them privately (or spend part of the budget on "
+                "ds.private_bounds)."
+            )
         bounds = validate_bounds(self.lower, self.upper, where=type(self).__name__)
         object.__setattr__(self, "lower", bounds.lower)
         object.__setattr__(self, "upper", bounds.upper)
+
+    @property
+    def has_bounds(self) -> bool:
+        """True when the statistic was given its bounds."""
+        return self.lower is not None
+
+    def with_bounds(self, lower: float, upper: float) -> Self:
+        """The same statistic with public bounds ``[lower, upper]`` (a new object)."""
+        bounded: Self = replace(cast(Any, self), lower=lower, upper=upper)  # re-validated
+        return bounded
+
+    def require_bounds(self, where: str) -> None:
+        if self.lower is None:
+            raise InputError(
+                f"{where} needs bounds, and {type(self).__name__} was built without them: give "
+                f"public bounds chosen without looking at the data, e.g. {self._example()}, or "
+                "pass bounds='private' to ds.release to find them privately (bounds_share of "
+                "epsilon; or ds.private_bounds, then with_bounds). dpsense never infers bounds "
+                "from the data."
+            )
+
+    def _example(self) -> str:
+        """The constructor call with bounds 0 and 100, e.g. ``ds.Quantile(0.9, 0, 100)``."""
+        lead = []
+        for f in fields(self):
+            if not f.init or f.name in ("lower", "upper") or f.name.startswith("_"):
+                continue
+            if f.name == "resolution":
+                break
+            value = getattr(self, f.name)
+            lead.append(repr(list(value)) if isinstance(value, tuple) else f"{value!r}")
+        return f"ds.{type(self).__name__}({', '.join([*lead, '0', '100'])})"
 
     @property
     def width(self) -> float:
@@ -214,6 +272,7 @@ class BoundedStatistic(Statistic):
         return 0.5 * (self.lower + self.upper)
 
     def clip(self, x: FloatArray) -> FloatArray:
+        self.require_bounds(f"{self.name}.clip")
         return np.clip(x, self.lower, self.upper)
 
     def _need_n(self, n: int | None) -> int:

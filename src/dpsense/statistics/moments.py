@@ -27,7 +27,7 @@ from dpsense.statistics._exact import (
 )
 from dpsense.statistics._profile import FunctionProfile, IntArray, Profile
 from dpsense.statistics._records import grid_sum, record_count
-from dpsense.statistics.base import BoundedStatistic, Statistic
+from dpsense.statistics.base import NO_BOUND, BoundedStatistic, Statistic
 
 __all__ = ["Count", "Mean", "Std", "Sum", "Variance"]
 
@@ -89,8 +89,8 @@ class Sum(BoundedStatistic):
     (docs/sensitivity.md §Sum and §Floating-point error of f).
     """
 
-    lower: float
-    upper: float
+    lower: float = NO_BOUND
+    upper: float = NO_BOUND
     kind: ClassVar[str] = "sum"
 
     @property
@@ -216,8 +216,8 @@ class Mean(BoundedStatistic):
     docs/sensitivity.md §4 (Mean) for the corrected derivation.
     """
 
-    lower: float
-    upper: float
+    lower: float = NO_BOUND
+    upper: float = NO_BOUND
     kind: ClassVar[str] = "mean"
 
     def _value(self, xc: FloatArray) -> float:
@@ -338,8 +338,8 @@ class Variance(BoundedStatistic):
     and :math:`\hat A(k) = GS = (n-1) w^2 / n^2` under substitute.
     """
 
-    lower: float
-    upper: float
+    lower: float = NO_BOUND
+    upper: float = NO_BOUND
     kind: ClassVar[str] = "variance"
     _sqrt: ClassVar[bool] = False
 
@@ -458,7 +458,7 @@ class Std(Variance):
     :math:`|\sigma' - \sigma| \le \sqrt{|V' - V|}`.
     """
 
-    lower: float
-    upper: float
+    lower: float = NO_BOUND
+    upper: float = NO_BOUND
     kind: ClassVar[str] = "std"
     _sqrt: ClassVar[bool] = True

@@ -43,7 +43,7 @@ from dpsense.statistics._profile import (
     IntArray,
     Profile,
 )
-from dpsense.statistics.base import BoundedStatistic
+from dpsense.statistics.base import NO_BOUND, BoundedStatistic
 
 __all__ = ["Median", "Quantile"]
 
@@ -235,8 +235,8 @@ class Quantile(BoundedStatistic):
     """
 
     p: float
-    lower: float
-    upper: float
+    lower: float = NO_BOUND
+    upper: float = NO_BOUND
     resolution: float | None = None
     kind: ClassVar[str] = "quantile"
     _num: int = field(init=False, repr=False, compare=False, default=0)
@@ -265,8 +265,9 @@ class Quantile(BoundedStatistic):
                     "instead."
                 )
             object.__setattr__(self, "resolution", res)
-            grid = ResolutionGrid.build(self.lower, self.upper, res, name)
-            object.__setattr__(self, "_grid", grid)
+            if self.has_bounds:  # else with_bounds builds the grid
+                grid = ResolutionGrid.build(self.lower, self.upper, res, name)
+                object.__setattr__(self, "_grid", grid)
 
     @property
     def level(self) -> tuple[int, int]:
@@ -276,6 +277,7 @@ class Quantile(BoundedStatistic):
     def candidates(self, where: str = "release") -> CandidateGrid:
         """The public grid of values a quantile release may take: the declared resolution
         grid, else the power-of-two grid of the bounds (2^32 or more points)."""
+        self.require_bounds(f"{self.name}.candidates")
         if self._grid is not None:
             return self._grid
         return PowerOfTwoGrid.build(self.lower, self.upper, where)
@@ -343,8 +345,8 @@ class Median(Quantile):
     """
 
     p: float = field(init=False, default=0.5)
-    lower: float
-    upper: float
+    lower: float = NO_BOUND
+    upper: float = NO_BOUND
     resolution: float | None = None
     kind: ClassVar[str] = "median"
 

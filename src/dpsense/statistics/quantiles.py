@@ -22,7 +22,7 @@ from dpsense.neighbours import Neighbours
 from dpsense.params import check_probability
 from dpsense.statistics._grid import CandidateGrid
 from dpsense.statistics._profile import Profile
-from dpsense.statistics.base import BoundedStatistic
+from dpsense.statistics.base import NO_BOUND, BoundedStatistic
 from dpsense.statistics.quantile import Quantile
 
 __all__ = ["Quantiles"]
@@ -63,8 +63,8 @@ class Quantiles(BoundedStatistic):
     """
 
     ps: tuple[float, ...]
-    lower: float
-    upper: float
+    lower: float = NO_BOUND
+    upper: float = NO_BOUND
     resolution: float | None = None
     kind: ClassVar[str] = "quantiles"
     _levels: tuple[Fraction, ...] = field(init=False, repr=False, compare=False, default=())

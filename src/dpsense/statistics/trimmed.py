@@ -31,7 +31,7 @@ from dpsense._exact_budget import float_up
 from dpsense.neighbours import Neighbours
 from dpsense.params import check_int
 from dpsense.statistics._profile import FunctionProfile, IntArray, Profile
-from dpsense.statistics.base import BoundedStatistic
+from dpsense.statistics.base import NO_BOUND, BoundedStatistic
 from dpsense.statistics.moments import mean_errors, mean_rows, mean_value, mean_value_exact
 
 __all__ = ["TrimmedMean"]
@@ -50,8 +50,8 @@ class TrimmedMean(BoundedStatistic):
     """
 
     trim: int
-    lower: float
-    upper: float
+    lower: float = NO_BOUND
+    upper: float = NO_BOUND
     kind: ClassVar[str] = "trimmed-mean"
 
     def __post_init__(self) -> None:

@@ -1,0 +1,251 @@
+r"""Bounds found in the same call: ``ds.release(..., bounds="private")``.
+
+A statistic built without bounds (``ds.Median()``) is released in two steps charged as one:
+
+1. :func:`dpsense.private_bounds` over the whole value column, at
+   :math:`\varepsilon_b` = ``bounds_share`` x epsilon (rounded down), each privacy unit kept
+   to ``max_rows_per_unit`` rows of the column by the keyed hash (its own draw, before any
+   grouping: every group shares the one pair of bounds);
+2. the release itself with those bounds, at :math:`\varepsilon - \varepsilon_b` (the exact
+   difference rounded down) and the whole delta.
+
+Step 1 is :math:`\varepsilon_b`-DP for a unit: the unit has at most m rows in the one
+column it sees, whatever the number of groups, and ``private_bounds`` is
+:math:`\varepsilon_b`-DP for units of m rows. Step 2 is
+:math:`(\varepsilon - \varepsilon_b, \delta)`-DP for every value of the public bounds step
+1 outputs. By sequential (adaptive) composition (Dwork and Roth 2014, Theorem 3.16, which
+holds when the second mechanism is chosen from the first one's output) the pair is
+:math:`(\varepsilon, \delta)`-DP, and the accountant charges that total once.
+docs/bounds_in_release.md gives the derivation and the measured default share.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from fractions import Fraction
+from typing import Any, Final, cast
+
+from dpsense._exact_budget import difference_down, float_up, product_down
+from dpsense.accounting.composition import ZcdpCharge
+from dpsense.bounds import private_bounds
+from dpsense.errors import InputError
+from dpsense.methods import Release
+from dpsense.methods.zcdp import pure_rho
+from dpsense.neighbours import Neighbours
+from dpsense.noise.rng import RandomSource
+from dpsense.statistics import BoundedStatistic, Statistic
+from dpsense.statistics._grid import ResolutionGrid
+from dpsense.tables.grouped import GroupedRelease
+
+__all__ = [
+    "BOUNDS_SHARE",
+    "BoundsPlan",
+    "find_bounds",
+    "missing_bounds",
+    "plan_bounds",
+    "readable_twice",
+    "with_bounds_receipt",
+    "with_bounds_rho",
+]
+
+BOUNDS_SHARE: Final = 0.3
+"""The default share of epsilon spent on the bounds, measured (docs/bounds_in_release.md §4):
+where it finds bounds, its median and mean errors are within 1.25 times the best share's;
+smaller shares find bounds less often; 0.4 and 0.5 find them in a few more cases but lose up
+to 3.8 and 5.8 times the error elsewhere."""
+
+
+@dataclass(frozen=True)
+class BoundsPlan:
+    """How ``bounds="private"`` splits epsilon, from public parameters only."""
+
+    share: float
+    """The share of epsilon asked for."""
+    epsilon: float
+    """Epsilon of the bounds step: share x epsilon, rounded down."""
+    rest: float
+    """Epsilon left for the release: the exact difference, rounded down."""
+
+
+def missing_bounds(statistic: BoundedStatistic, where: str) -> InputError:
+    """The error for a statistic built without bounds and released without
+    ``bounds="private"``: it names both ways."""
+    return InputError(
+        f"{type(statistic).__name__} was built without bounds: give public bounds chosen "
+        f"without looking at the data, e.g. {statistic._example()}, or pass "
+        f"bounds='private' to {where} to find them privately (bounds_share of epsilon, "
+        f"{BOUNDS_SHARE:g} by default). dpsense never infers bounds from the data."
+    )
+
+
+def plan_bounds(
+    statistic: Statistic,
+    bounds: object,
+    bounds_share: object,
+    epsilon: float,
+    neighbours: Neighbours,
+    *,
+    where: str = "release",
+) -> BoundsPlan | None:
+    """The split of ``bounds="private"`` (None without it), or an InputError.
+
+    Without ``bounds="private"`` a statistic built without bounds is an error that says
+    both ways; with it, the statistic must need bounds and not have them, and the
+    neighbours must be add-remove (private bounds are add-remove DP).
+    """
+    if bounds is not None and bounds != "private":
+        raise InputError(
+            f"The 'bounds' parameter of {where} must be None (the statistic's own bounds) or "
+            f"'private'. Got {bounds!r} instead."
+        )
+    if bounds is None:
+        if bounds_share is not None:
+            raise InputError(
+                f"The 'bounds_share' parameter of {where} is the share of epsilon spent on "
+                "private bounds: pass bounds='private' too, or drop it."
+            )
+        if isinstance(statistic, BoundedStatistic) and not statistic.has_bounds:
+            raise missing_bounds(statistic, where)
+        return None
+    if not isinstance(statistic, BoundedStatistic):
+        raise InputError(
+            f"{statistic.name} uses no value and needs no bounds: drop bounds='private'."
+        )
+    if statistic.has_bounds:
+        raise InputError(
+            f"This {statistic.name} already has bounds ({statistic.lower:g}, "
+            f"{statistic.upper:g}): drop bounds='private', or build it without bounds "
+            f"(e.g. ds.{type(statistic).__name__}()) to find them privately."
+        )
+    if neighbours != "add-remove":
+        raise InputError(
+            "bounds='private' finds bounds with add-remove differential privacy: pass "
+            "neighbours='add-remove', or give public bounds."
+        )
+    share = BOUNDS_SHARE if bounds_share is None else bounds_share
+    if (
+        isinstance(share, bool)
+        or not isinstance(share, int | float)
+        or not 0.0 < float(share) < 1.0
+    ):
+        raise InputError(
+            f"The 'bounds_share' parameter of {where} must be a float in (0, 1). "
+            f"Got {bounds_share!r} instead."
+        )
+    eps_b = product_down(float(share), epsilon)
+    rest = difference_down(epsilon, eps_b)
+    if not (eps_b > 0.0 and rest > 0.0):
+        raise InputError(
+            f"The 'bounds_share' parameter of {where} leaves no epsilon for the bounds or "
+            f"for the release (epsilon={epsilon!r}, bounds_share={share!r}): pass a share "
+            "further from 0 and 1."
+        )
+    return BoundsPlan(float(share), eps_b, rest)
+
+
+def find_bounds(
+    x: Any,
+    statistic: BoundedStatistic,
+    plan: BoundsPlan,
+    *,
+    column: str | None,
+    privacy_unit: str | None,
+    max_rows_per_unit: int,
+    nulls: str,
+    rng: RandomSource,
+    schema: Mapping[str, str] | None = None,
+) -> tuple[BoundedStatistic, dict[str, Any]]:
+    """Step 1: the statistic with private bounds, and their receipt.
+
+    ``private_bounds`` bounds each unit to ``max_rows_per_unit`` rows of the whole column
+    (not per group: a unit in g groups still adds at most m rows here), of the column as
+    the release reads it (``schema`` casts it the same way).
+    """
+    found = private_bounds(
+        x,
+        epsilon=plan.epsilon,
+        column=column,
+        privacy_unit=privacy_unit,
+        max_rows_per_unit=max_rows_per_unit,
+        nulls=nulls,
+        rng=rng,
+        schema=schema,
+    )
+    lower, upper = (float(v) for v in found.value)
+    bounded, dropped = _bounded(statistic, lower, upper)
+    receipt = {
+        "source": "private",
+        "epsilon": found.epsilon,
+        "share": plan.share,
+        "lower": lower,
+        "upper": upper,
+        "method": found.method,
+        "privacy_unit": privacy_unit,
+        "max_rows_per_unit": max_rows_per_unit if privacy_unit is not None else 1,
+    }
+    if dropped:
+        receipt["resolution_dropped"] = True
+    return bounded, receipt
+
+
+def _bounded(statistic: BoundedStatistic, lower: float, upper: float) -> tuple[Any, bool]:
+    """``statistic`` with the private bounds, and whether its declared resolution had to be
+    dropped: bounds too wide for its grid (2^50 steps or more, e.g. the ends of the bounds
+    grid on too little data) give a continuous release instead of an error after the
+    budget is spent. A choice made from the released bounds only: post-processing."""
+    resolution = getattr(statistic, "resolution", None)
+    if resolution is not None:
+        try:
+            ResolutionGrid.build(lower, upper, resolution, type(statistic).__name__)
+        except InputError:
+            continuous = replace(cast(Any, statistic), resolution=None, lower=lower, upper=upper)
+            return continuous, True
+    return statistic.with_bounds(lower, upper), False
+
+
+def with_bounds_receipt(
+    result: Release | GroupedRelease,
+    bounds: dict[str, Any],
+    *,
+    epsilon: float,
+    delta: float,
+    release_epsilon: float,
+) -> Release | GroupedRelease:
+    """The release's receipt with both parts: the total guarantee ``(epsilon, delta)`` and
+    ``parameters["bounds"]`` (step 1), ``parameters["release"]`` (step 2)."""
+    release_part = {"epsilon": release_epsilon, "delta": result.delta}
+    params = {**result.parameters, "bounds": bounds, "release": release_part}
+    if isinstance(result, GroupedRelease):
+        return replace(result, epsilon=epsilon, delta=delta, parameters=params)
+    rho = result.rho
+    if rho is not None:  # zCDP adds: the bounds are pure epsilon_b, so epsilon_b^2 / 2
+        rho = float_up(Fraction(rho) + pure_rho(bounds["epsilon"]))
+    return replace(result, epsilon=epsilon, rho=rho, parameters=params)
+
+
+def with_bounds_rho(part: ZcdpCharge, plan: BoundsPlan) -> ZcdpCharge:
+    """The zCDP cost of a release with private bounds: the bounds step is pure
+    epsilon_b-DP, so epsilon_b^2 / 2-zCDP (Bun & Steinke 2016, Prop. 1.4), added to the
+    release's own cost (zCDP composes by adding rhos, Lemma 2.3)."""
+    rho = pure_rho(plan.epsilon) + Fraction(part.rho)
+    return ZcdpCharge.exact(rho, Fraction(part.delta))
+
+
+@contextmanager
+def readable_twice(x: Any) -> Iterator[Any]:
+    """``x``, or for ``"-"`` (CSV on standard input) a copy of standard input that both
+    steps can read (standard input can be read once)."""
+    if not (isinstance(x, str) and x == "-"):
+        yield x
+        return
+    from dpsense.tables.source import _copy_stdin
+
+    path = _copy_stdin()
+    try:
+        yield path
+    finally:
+        shutil.rmtree(os.path.dirname(path), ignore_errors=True)
