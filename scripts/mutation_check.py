@@ -234,6 +234,18 @@ MUTANTS = (
         ),
         ("tests/methods/test_rank_accuracy.py",),
     ),
+    Mutant(
+        "private-bounds-step-not-subtracted",
+        "bounds='private': the release spends the whole epsilon after the bounds step",
+        "src/dpsense/bounds_in_release.py",
+        (
+            (
+                "    return BoundsPlan(float(share), eps_b, rest)\n",
+                "    return BoundsPlan(float(share), eps_b, epsilon)\n",
+            ),
+        ),
+        ("tests/test_bounds_in_release.py",),
+    ),
 )
 
 
