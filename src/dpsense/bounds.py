@@ -185,9 +185,9 @@ def private_bounds(
     lows, highs = bound_scores(np.asarray(x, dtype=np.float64), grid, t_lo, t_hi)
     # each score moves by at most m per person: eta = epsilon / (4 m) makes each draw
     # epsilon/2-DP, the pair epsilon-DP (rounded down: more private)
-    eta = bounds_eta(eps, m)
-    i_lo = _draw(source, lows, eta)
-    i_hi = _draw(source, highs, eta)
+    eta_lo = eta_hi = bounds_eta(eps, m)
+    i_lo = _draw(source, lows, eta_lo)
+    i_hi = _draw(source, highs, eta_hi)
     lower, upper = ordered_pair(grid, i_lo, i_hi)
     return Release(
         value=(lower, upper),
@@ -204,7 +204,7 @@ def private_bounds(
             "quantiles": (p_lo, p_hi),
             "grid": f"0 and ±2^k, k = {-K_LOW}..{K_HIGH}",
             "epsilon_split": (eps / 2, eps / 2),
-            "eta": eta,
+            "eta": (eta_lo, eta_hi),
             "width_steps": WIDTH_STEPS,
             "width_share": float(WIDTH_SHARE),
             "privacy_unit": privacy_unit,
