@@ -229,7 +229,7 @@ def test_the_bounds_step_sees_each_person_once_per_m_rows(
 def test_a_person_in_many_groups_weighs_m_rows_in_the_bounds() -> None:
     """Four people with 3 rows at 10^6 in each of 10 groups, among 1,000 people with one
     row in [0, 100]. Kept to m = 1 row each, they are 0.4% of the bounds step's rows and
-    the upper bound stays near the data; kept to g x m = 10 rows each (one per group, as
+    the upper bound stays within the mechanism's width factor of the data; kept to g x m = 10 rows each (one per group, as
     the release keeps them), they would be 3.8%, beyond the 98% quantile the bounds aim at,
     and the upper bound would jump towards 10^6."""
     rs = np.random.default_rng(4)
@@ -258,7 +258,9 @@ def test_a_person_in_many_groups_weighs_m_rows_in_the_bounds() -> None:
             bounds="private",
             rng=seed,
         )
-        assert gr.parameters["bounds"]["upper"] <= 256.0
+        # the mechanism may answer anywhere in its zero-score range (up to 2^5 times the
+        # magnitude a tenth of the data reach, 2^12 here), never near 10^6
+        assert gr.parameters["bounds"]["upper"] <= 4096.0
 
 
 def test_what_the_bounds_step_sees_differs_by_m_rows_per_person() -> None:
@@ -493,4 +495,5 @@ def test_the_bounds_step_reads_the_column_as_the_schema_casts_it(
     assert [call["schema"] for call in calls] == [{"v": "int"}]
     assert rel.parameters["resolution_source"] == "schema argument: int"
     assert float(rel.value).is_integer()
-    assert rel.parameters["bounds"]["upper"] <= 128.0
+    # within the mechanism's width factor 2^5 of the data (0..59), far from the grid's end
+    assert rel.parameters["bounds"]["upper"] <= 64.0 * 2**5

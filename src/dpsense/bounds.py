@@ -1,107 +1,132 @@
 r"""Private bounds: a public ``(lower, upper)`` for a column, found with privacy.
 
-A noisy histogram over a public log-scale grid (the approach of Google's ApproxBounds and
-Tumult's ``get_bounds``). The grid is ``g_0 < ... < g_{G-1}``: 0 and ±2^k for
-k = -30..60. Each value falls in one bucket, ``(-inf, g_0)``, ``[g_{i-1}, g_i)``, ...,
-``[g_{G-1}, inf)`` (an infinite value in the outermost one); every bucket count gets
-independent exact discrete Laplace noise of scale ``m / epsilon`` (m = rows per person, 1
-without a privacy unit). Adding or removing a person changes at most m counts by one in
-total (L1 sensitivity m), so the noisy histogram is epsilon-DP (the discrete Laplace
-mechanism; Ghosh, Roughgarden & Sundararajan 2012; Canonne, Kamath & Steinke 2020 for the
-exact sampler), and everything below is post-processing:
+Two exponential mechanisms over a public log-scale grid (docs/bounds.md): the grid
+``v_0 < ... < v_{G-1}`` is 0 and ±2^k for k = -30..60 (G = 183); ``lower`` and ``upper``
+are each one grid point, drawn with epsilon/2 each. With n the number of (bounded) rows,
+``a(v) = #{x < v}``, ``b(v) = #{x > v}`` (the rows each bound would clip) and
+``r(v) = #{|x| >= |v| / 2^W}``, the scores (lower is better) are
 
-* ``lower`` is the largest grid point whose noisy count below it is at most
-  ``p_lo`` times the noisy total, ``upper`` the smallest grid point whose noisy count at or
-  above it is at most ``(1 - p_hi)`` times the noisy total (2% and 98% by default);
-* so without noise ``lower <= q_lo`` and ``upper >= q_hi`` (the true quantiles) and each
-  is within one grid step (a factor 2 in magnitude) of them; the noise moves the counts by
-  a few ``m / epsilon`` (docs/bounds.md gives the failure probability);
-* before that, noisy counts below ``ceil((m / epsilon) ln((G + 1) / 0.05))`` are set to 0,
-  so that the empty buckets (most of the grid) add no noise mass, and the mass this hides
-  (noisy total minus what is kept, plus two standard deviations of the summed noise) is
-  counted on the wrong side of each bound; on data too small or too spread out for that,
-  the bounds come out as the ends of the grid.
+* lower: ``max(0, a(v) - t_lo n, [v < 0] (s n - r(v)))``,
+* upper: ``max(0, b(v) - t_hi n, [v > 0] (s n - r(v)))``,
+
+with ``t_lo = quantiles[0]``, ``t_hi = 1 - quantiles[1]`` (the share each side may clip),
+``s = 1/10`` and ``W = 5``. Score 0 means: the bound clips at most its target share, and it
+is within a factor 2^W of the magnitude that a tenth of the data reach. The first term
+alone (the quantile recipe of OpenDP) has a flat score ``t n`` over every grid point
+beyond the data, so at small n the bound wanders to the end of the grid; the second term
+makes those points cost ``s n`` instead, and the zero-score set is an interval of several
+grid points, not one target quantile.
+
+Each score moves by at most m (= ``max_rows_per_unit``, 1 without a privacy unit) when a
+person is added or removed, so each draw with ``P(v) ∝ exp(-eta S(v))``, ``eta <= epsilon /
+(4 m)``, is epsilon/2-DP (McSherry & Talwar 2007) and the pair is epsilon-DP (basic
+composition); the draws are exact (:class:`dpsense.noise.choice.ExponentialChoice`).
+Clipping: with probability at least ``1 - beta``, each bound clips at most
+``t n + OPT + 4 m ln(2 G / beta) / epsilon`` rows (the utility theorem; OPT is 0 unless the
+data are too heavy-tailed for a factor 2^W).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from fractions import Fraction
 from typing import Any, Final
 
 import numpy as np
+from numpy.typing import NDArray
 
 from dpsense._arrays import as_data
-from dpsense._exact_budget import exact, float_up, log_bounds, rational_ceil
+from dpsense._exact_budget import exact, quotient_down
 from dpsense.errors import InputError
 from dpsense.methods import Release
-from dpsense.noise.exact import discrete_laplace
-from dpsense.noise.rng import resolve_rng
+from dpsense.noise.choice import ExponentialChoice
+from dpsense.noise.rng import RandomSource, resolve_rng
 from dpsense.params import check_epsilon
 from dpsense.tables.grouped import bounded_values
 from dpsense.tables.schema import Cast, parse_schema
 
-__all__ = ["bounds_grid", "check_bounds_delta", "private_bounds"]
+__all__ = [
+    "bound_scores",
+    "bounds_eta",
+    "bounds_grid",
+    "check_bounds_delta",
+    "ordered_pair",
+    "private_bounds",
+]
 
 K_LOW: Final = 30
 """The smallest non-zero magnitude on the grid is 2^-K_LOW."""
 K_HIGH: Final = 60
 """The largest magnitude on the grid is 2^K_HIGH."""
-NOISE_BETA: Final = 0.05
-"""Probability that any empty bucket's noisy count reaches the threshold."""
-_SCALE_GRID: Final = 2**20
-"""The noise scale is rounded up to a multiple of 2^-20 (more noise, exact sampling)."""
+WIDTH_STEPS: Final = 5
+"""W: a bound costs nothing for width while a tenth of the data reach 2^-W of its size."""
+WIDTH_SHARE: Final = Fraction(1, 10)
+"""s: the share of the data that must reach |bound| / 2^W."""
+_MAX_DENOMINATOR: Final = 1_000_000
+
+F64 = NDArray[np.float64]
 
 
-def bounds_grid() -> np.ndarray:
+def bounds_grid() -> F64:
     """The public candidate grid: 0 and ±2^k for k = -K_LOW..K_HIGH, increasing."""
     powers = np.ldexp(1.0, np.arange(-K_LOW, K_HIGH + 1))
     return np.concatenate([-powers[::-1], [0.0], powers])
 
 
-def bucket_counts(x: np.ndarray, grid: np.ndarray) -> np.ndarray:
-    """Counts of ``x`` in the G + 1 buckets ``(-inf, g_0)``, ``[g_{i-1}, g_i)``,
-    ``[g_{G-1}, inf)``."""
-    index = np.searchsorted(grid, x, side="right")
-    return np.bincount(index, minlength=grid.size + 1).astype(np.int64)
+def bound_scores(
+    x: F64, grid: F64, t_lo: Fraction, t_hi: Fraction
+) -> tuple[list[Fraction], list[Fraction]]:
+    """The exact scores of every grid point as a lower and as an upper bound (in rows).
 
-
-def bounds_from_counts(
-    noisy: np.ndarray,
-    threshold: int,
-    grid: np.ndarray,
-    p_lo: float,
-    p_hi: float,
-    noise_scale: float = 0.0,
-) -> tuple[float, float]:
-    """The post-processing of the noisy histogram (docs/bounds.md).
-
-    Counts below ``threshold`` are set to 0 (an empty bucket rarely passes), and the mass
-    that hides there (noisy total minus the kept counts, plus two standard deviations of
-    the noise summed over those buckets, ``noise_scale`` being the discrete Laplace scale)
-    is assumed to lie on the wrong side:
-    ``lower`` is the largest grid point with ``kept below + hidden <= p_lo total`` and
-    ``upper`` the smallest with ``kept at or above + hidden <= (1 - p_hi) total``. When no
-    grid point qualifies the bound is the end of the grid (the data are too few to say
-    more), and so are both bounds when the kept buckets hold less than half of the noisy
-    total plus that margin.
+    ``lower: max(0, a - t_lo n, [v < 0](s n - r))``, ``upper: max(0, b - t_hi n,
+    [v > 0](s n - r))`` with ``a = #{x < v}``, ``b = #{x > v}``, ``r = #{|x| >= |v|/2^W}``
+    (infinities count as beyond every grid point; NaN must be gone).
     """
-    kept = np.where(noisy >= threshold, noisy, 0).astype(np.float64)
-    total = float(noisy.sum())
-    dropped = int(np.count_nonzero(noisy < threshold))
-    margin = 2.0 * noise_scale * math.sqrt(2.0 * dropped)
-    hidden = max(total - float(kept.sum()) + margin, 0.0)
-    below = np.cumsum(kept)[:-1]  # below[i]: kept count of values < g_i
-    above = float(kept.sum()) - below  # kept count of values >= g_i
-    low_ok = np.flatnonzero(below + hidden <= p_lo * total)
-    high_ok = np.flatnonzero(above + hidden <= (1.0 - p_hi) * total)
-    # when the kept buckets hold less than half of the noisy total, the histogram says too
-    # little about where the data lie: the ends of the grid
-    informative = total > 0 and float(kept.sum()) >= 0.5 * (total + margin)
-    i_lo = int(low_ok[-1]) if low_ok.size and informative else 0
-    i_hi = int(high_ok[0]) if high_ok.size and informative else grid.size - 1
-    if i_lo >= i_hi:
-        i_lo, i_hi = max(min(i_lo, i_hi) - 1, 0), min(max(i_lo, i_hi) + 1, grid.size - 1)
+    n = int(x.size)
+    ordered = np.sort(x)
+    magnitudes = np.sort(np.abs(x))
+    below = np.searchsorted(ordered, grid, side="left")
+    above = n - np.searchsorted(ordered, grid, side="right")
+    # |v| / 2^W is exact in binary floating point (a power of two times a power of two)
+    reach = n - np.searchsorted(magnitudes, np.ldexp(np.abs(grid), -WIDTH_STEPS), side="left")
+    lows: list[Fraction] = []
+    highs: list[Fraction] = []
+    for v, a, b, r in zip(
+        grid.tolist(), below.tolist(), above.tolist(), reach.tolist(), strict=True
+    ):
+        width = WIDTH_SHARE * n - r
+        lows.append(max(Fraction(0), a - t_lo * n, width if v < 0 else Fraction(0)))
+        highs.append(max(Fraction(0), b - t_hi * n, width if v > 0 else Fraction(0)))
+    return lows, highs
+
+
+def _draw(rng: RandomSource, scores: list[Fraction], eta: float) -> int:
+    """One exact draw of P(i) ∝ exp(-eta s_i)."""
+    floats = np.array([float(s) for s in scores])
+    # float(Fraction) is correctly rounded: within half an ulp, |s| 2^-53
+    error = float(np.max(np.abs(floats))) * 2.0**-52
+    choice = ExponentialChoice(
+        weights=np.ones(len(scores)),
+        scores=floats,
+        eta=eta,
+        exact_score=lambda i: scores[i],
+        score_error=error,
+    )
+    return int(choice.sample(rng)[0])
+
+
+def bounds_eta(epsilon: float, m: int) -> float:
+    """eta = (epsilon / 2) / (2 m), rounded down: each draw's score moves by at most m."""
+    return quotient_down(exact(epsilon) / 2, 2 * m)
+
+
+def ordered_pair(grid: F64, i_lo: int, i_hi: int) -> tuple[float, float]:
+    """Post-processing: the two draws as an increasing pair of grid points (swapped when
+    the lower came out above the upper, one step apart at least)."""
+    i_lo, i_hi = min(i_lo, i_hi), max(i_lo, i_hi)
+    if i_lo == i_hi:
+        i_lo, i_hi = max(i_lo - 1, 0), min(i_hi + 1, grid.size - 1)
     return float(grid[i_lo]), float(grid[i_hi])
 
 
@@ -129,11 +154,15 @@ def private_bounds(
     """Private ``(lower, upper)`` bounds of a column, epsilon-DP (add-remove).
 
     ``data`` is anything :func:`dpsense.release` takes (an array, a DataFrame, a file, a
-    Spark DataFrame...). The value is a pair of public grid points (0 or ±2^k) just
-    outside the ``quantiles`` of the data (a noisy histogram over the grid, so a factor of
-    about 2 wider): use them as the bounds of a later release, whose budget is separate
-    (an :class:`dpsense.Accountant` adds both). ``delta`` must be 0: this is pure
-    epsilon-DP. On very small data the noise dominates and the bounds come out wide.
+    Spark DataFrame...). The value is a pair of public grid points (0 or ±2^k), each drawn
+    by an exponential mechanism with epsilon/2 (module docstring, docs/bounds.md): the
+    lower aims to clip at most the share ``quantiles[0]`` of the rows, the upper at most
+    ``1 - quantiles[1]``, each within a factor 2^5 of the magnitude a tenth of the data
+    reach. The noise adds about ``4 m ln(G) / epsilon`` clipped rows at worst (m rows per
+    person, G = 183 grid points); docs/bounds.md states the probability. Use them as the
+    bounds of a later release, whose budget is separate (an :class:`dpsense.Accountant`
+    adds both). ``delta`` must be 0: this is pure epsilon-DP. It always answers: on data
+    too small for the noise, the bounds are wide or clip more.
     ``schema`` casts columns in the engine as in :func:`dpsense.release` (a value that
     does not fit becomes a null, for ``nulls``), so that ``release(..., schema=...,
     bounds="private")`` reads the same column in both steps.
@@ -158,28 +187,33 @@ def private_bounds(
     x = _values(data, column, privacy_unit, max_rows_per_unit, nulls, source, casts)
     m = max_rows_per_unit if privacy_unit is not None else 1
     grid = bounds_grid()
-    scale = rational_ceil(m / exact(eps), _SCALE_GRID)
-    noisy = bucket_counts(x, grid) + discrete_laplace(source, scale, grid.size + 1)
-    # buckets whose noisy count is below the threshold are treated as empty: an empty
-    # bucket passes with probability at most NOISE_BETA / (G + 1), so the ~180 empty
-    # buckets add no noise mass that would drag the bounds off the data (the log from
-    # above, so that bound holds exactly: docs/noise.md §8)
-    threshold = math.ceil(scale * log_bounds((grid.size + 1) / exact(NOISE_BETA))[1])
-    lower, upper = bounds_from_counts(noisy, threshold, grid, p_lo, p_hi, float(scale))
+    t_lo = Fraction(p_lo).limit_denominator(_MAX_DENOMINATOR)
+    t_hi = 1 - Fraction(p_hi).limit_denominator(_MAX_DENOMINATOR)
+    lows, highs = bound_scores(np.asarray(x, dtype=np.float64), grid, t_lo, t_hi)
+    # each score moves by at most m per person: eta = epsilon / (4 m) makes each draw
+    # epsilon/2-DP, the pair epsilon-DP (rounded down: more private)
+    eta_lo = eta_hi = bounds_eta(eps, m)
+    i_lo = _draw(source, lows, eta_lo)
+    i_hi = _draw(source, highs, eta_hi)
+    lower, upper = ordered_pair(grid, i_lo, i_hi)
     return Release(
         value=(lower, upper),
         refused=False,
         epsilon=eps,
         delta=0.0,
-        method="histogram",
-        noise="discrete-laplace",
-        scale=float_up(scale),
+        method="exponential",
+        noise="exponential-mechanism",
+        scale=None,
         neighbours="add-remove",
         statistic="bounds",
         seeded=source.seeded,
         parameters={
             "quantiles": (p_lo, p_hi),
             "grid": f"0 and ±2^k, k = {-K_LOW}..{K_HIGH}",
+            "epsilon_split": (eps / 2, eps / 2),
+            "eta": (eta_lo, eta_hi),
+            "width_steps": WIDTH_STEPS,
+            "width_share": float(WIDTH_SHARE),
             "privacy_unit": privacy_unit,
             "max_rows_per_unit": m,
         },
