@@ -229,9 +229,9 @@ def test_the_bounds_step_sees_each_person_once_per_m_rows(
 def test_a_person_in_many_groups_weighs_m_rows_in_the_bounds() -> None:
     """Four people with 3 rows at 10^6 in each of 10 groups, among 1,000 people with one
     row in [0, 100]. Kept to m = 1 row each, they are 0.4% of the bounds step's rows and
-    the upper bound stays within the mechanism's width factor of the data; kept to g x m = 10 rows each (one per group, as
-    the release keeps them), they would be 3.8%, beyond the 98% quantile the bounds aim at,
-    and the upper bound would jump towards 10^6."""
+    the upper bound stays within the mechanism's width factor of the data; kept to g x m =
+    10 rows each (one per group, as the release keeps them), they would be 3.8%, beyond the
+    98% quantile the bounds aim at, and the upper bound would jump towards 10^6."""
     rs = np.random.default_rng(4)
     normal = pd.DataFrame(
         {"person": np.arange(1_000), "g": rs.integers(0, 10, 1_000), "v": rs.uniform(0, 100, 1_000)}

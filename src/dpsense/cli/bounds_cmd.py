@@ -14,6 +14,7 @@ from dpsense.bounds import private_bounds
 from dpsense.cli._shared import _console, _fmt, _print_json
 from dpsense.cli.release_cmd import DatasetOpt, EpsilonOpt, JsonOpt, LedgerOpt, SeedOpt, _accountant
 from dpsense.noise import SeededRandomnessWarning
+from dpsense.tables.schema import parse_schema_items
 
 __all__ = ["bounds_command"]
 
@@ -41,6 +42,14 @@ def bounds_command(
         int, typer.Option(help="Rows kept per person (with --privacy-unit).")
     ] = 1,
     nulls: Annotated[str, typer.Option(help="error (default) or drop.")] = "error",
+    schema: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Declared column types, COL=TYPE (int, float, decimal(p,s)); repeatable or "
+            "comma-separated. Casts the column as release --schema does (values that do not "
+            "fit become missing, see --nulls)."
+        ),
+    ] = None,
     seed: SeedOpt = None,
     ledger: LedgerOpt = None,
     dataset: DatasetOpt = None,
@@ -67,6 +76,7 @@ def bounds_command(
             privacy_unit=privacy_unit,
             max_rows_per_unit=max_rows_per_unit,
             nulls=nulls,
+            schema=parse_schema_items(schema) if schema else None,
             rng=seed,
         )
     lower, upper = result.value
