@@ -1,29 +1,35 @@
 r"""Private bounds: a public ``(lower, upper)`` for a column, found with privacy.
 
-Two exponential mechanisms over a public log-scale grid (docs/bounds.md): the grid
-``v_0 < ... < v_{G-1}`` is 0 and ±2^k for k = -30..60 (G = 183); ``lower`` and ``upper``
-are each one grid point, drawn with epsilon/2 each. With n the number of (bounded) rows,
-``a(v) = #{x < v}``, ``b(v) = #{x > v}`` (the rows each bound would clip) and
-``r(v) = #{|x| >= |v| / 2^W}``, the scores (lower is better) are
+One exponential mechanism over pairs of points of a public log-scale grid
+(docs/bounds.md): the grid ``v_0 < ... < v_{G-1}`` is 0 and ±2^k for k = -30..60
+(G = 183); ``(lower, upper)`` is one pair ``(v_i, v_j)`` of the G^2, drawn with the whole
+epsilon. With n the number of (bounded) rows,
+n0 of them non-zero, ``a(v) = #{x < v}``, ``b(v) = #{x > v}`` (the rows each bound would
+clip) and ``r_W(v) = #{|x| >= |v| / 2^W}``, the scores (lower is better) are
 
-* lower: ``max(0, a(v) - t_lo n, [v < 0] (s n - r(v)))``,
-* upper: ``max(0, b(v) - t_hi n, [v > 0] (s n - r(v)))``,
+* lower: ``max(0, a(v) - t_lo n, [v < 0] w(v))``,
+* upper: ``max(0, b(v) - t_hi n, [v > 0] w(v))``,
+* width: ``w(v) = max(s n - r_W(v), h n0 - r_H(v))``,
 
 with ``t_lo = quantiles[0]``, ``t_hi = 1 - quantiles[1]`` (the share each side may clip),
-``s = 1/10`` and ``W = 5``. Score 0 means: the bound clips at most its target share, and it
-is within a factor 2^W of the magnitude that a tenth of the data reach. The first term
-alone (the quantile recipe of OpenDP) has a flat score ``t n`` over every grid point
-beyond the data, so at small n the bound wanders to the end of the grid; the second term
-makes those points cost ``s n`` instead, and the zero-score set is an interval of several
-grid points, not one target quantile.
+``s = 1/10``, ``W = 5``, ``h = 1/2``, ``H = 7``. Score 0 means: the bound clips at most its
+target share, it is within a factor 2^W of the magnitude that a tenth of the data reach
+and within 2^H of the median magnitude of the non-zero rows. The first term alone (the
+quantile recipe of OpenDP) has a flat score ``t n`` over every grid point beyond the
+data, so at small n the bound wanders to the end of the grid; the width terms make those
+points cost ``max(s n, h n0)`` instead, and the zero-score set is an interval of several
+grid points, not one target quantile. (Counting h against the non-zero rows keeps data
+with many exact zeros from a floor that would tie clipping bounds with good ones.)
 
-Each score moves by at most m (= ``max_rows_per_unit``, 1 without a privacy unit) when a
-person is added or removed, so each draw with ``P(v) ∝ exp(-eta S(v))``, ``eta <= epsilon /
-(4 m)``, is epsilon/2-DP (McSherry & Talwar 2007) and the pair is epsilon-DP (basic
-composition); the draws are exact (:class:`dpsense.noise.choice.ExponentialChoice`).
-Clipping: with probability at least ``1 - beta``, each bound clips at most
-``t n + OPT + 4 m ln(2 G / beta) / epsilon`` rows (the utility theorem; OPT is 0 unless the
-data are too heavy-tailed for a factor 2^W).
+The pair scores ``S(i, j) = max(S_lo(v_i), S_hi(v_j))``. Each score, and so their max,
+moves by at most m (= ``max_rows_per_unit``, 1 without a privacy unit) when a person is
+added or removed, so the draw ``P(i, j) ∝ exp(-eta S(i, j))`` with ``eta <= epsilon /
+(2 m)`` is epsilon-DP (McSherry & Talwar 2007); it is exact
+(:class:`dpsense.noise.choice.ExponentialChoice`). The max, not two independent draws of
+epsilon/2: a pair with one end good and the other clipping c rows too many weighs
+``exp(-epsilon c / 2m)``, not ``exp(-epsilon c / 4m)``. Clipping: with probability at least
+``1 - beta``, each bound clips at most ``t n + OPT + 2 m ln(G^2 / beta) / epsilon`` rows
+(the utility theorem; OPT is 0 unless the data are too heavy-tailed for the width terms).
 """
 
 from __future__ import annotations
@@ -63,6 +69,10 @@ WIDTH_STEPS: Final = 5
 """W: a bound costs nothing for width while a tenth of the data reach 2^-W of its size."""
 WIDTH_SHARE: Final = Fraction(1, 10)
 """s: the share of the data that must reach |bound| / 2^W."""
+BULK_STEPS: Final = 7
+"""H: a bound costs nothing for width while half the non-zero rows reach 2^-H of its size."""
+BULK_SHARE: Final = Fraction(1, 2)
+"""h: the share of the non-zero rows that must reach |bound| / 2^H."""
 _MAX_DENOMINATOR: Final = 1_000_000
 
 F64 = NDArray[np.float64]
@@ -79,50 +89,59 @@ def bound_scores(
 ) -> tuple[list[Fraction], list[Fraction]]:
     """The exact scores of every grid point as a lower and as an upper bound (in rows).
 
-    ``lower: max(0, a - t_lo n, [v < 0](s n - r))``, ``upper: max(0, b - t_hi n,
-    [v > 0](s n - r))`` with ``a = #{x < v}``, ``b = #{x > v}``, ``r = #{|x| >= |v|/2^W}``
-    (infinities count as beyond every grid point; NaN must be gone).
+    ``lower: max(0, a - t_lo n, [v < 0] w)``, ``upper: max(0, b - t_hi n, [v > 0] w)``
+    with ``a = #{x < v}``, ``b = #{x > v}``, ``w = max(s n - r_W, h n0 - r_H)``,
+    ``r_W = #{|x| >= |v|/2^W}`` and n0 the non-zero rows (infinities count as beyond
+    every grid point; NaN must be gone).
     """
     n = int(x.size)
+    nonzero = int(np.count_nonzero(x))
     ordered = np.sort(x)
     magnitudes = np.sort(np.abs(x))
     below = np.searchsorted(ordered, grid, side="left")
     above = n - np.searchsorted(ordered, grid, side="right")
     # |v| / 2^W is exact in binary floating point (a power of two times a power of two)
     reach = n - np.searchsorted(magnitudes, np.ldexp(np.abs(grid), -WIDTH_STEPS), side="left")
+    bulk = n - np.searchsorted(magnitudes, np.ldexp(np.abs(grid), -BULK_STEPS), side="left")
     lows: list[Fraction] = []
     highs: list[Fraction] = []
-    for v, a, b, r in zip(
-        grid.tolist(), below.tolist(), above.tolist(), reach.tolist(), strict=True
+    for v, a, b, r, q in zip(
+        grid.tolist(), below.tolist(), above.tolist(), reach.tolist(), bulk.tolist(), strict=True
     ):
-        width = WIDTH_SHARE * n - r
+        # at v = 0 the counts include zeros, but the width terms apply only for v != 0
+        width = max(WIDTH_SHARE * n - r, BULK_SHARE * nonzero - q)
         lows.append(max(Fraction(0), a - t_lo * n, width if v < 0 else Fraction(0)))
         highs.append(max(Fraction(0), b - t_hi * n, width if v > 0 else Fraction(0)))
     return lows, highs
 
 
-def _draw(rng: RandomSource, scores: list[Fraction], eta: float) -> int:
-    """One exact draw of P(i) ∝ exp(-eta s_i)."""
-    floats = np.array([float(s) for s in scores])
-    # float(Fraction) is correctly rounded: within half an ulp, |s| 2^-53
+def _draw_pair(rng: RandomSource, lows: list[Fraction], highs: list[Fraction], eta: float) -> int:
+    """One exact draw of the pair index k = i G + j with P(k) ∝ exp(-eta max(lows[i],
+    highs[j]))."""
+    size = len(highs)
+    floats = np.maximum.outer(
+        np.array([float(v) for v in lows]), np.array([float(v) for v in highs])
+    ).ravel()
+    # float(Fraction) is correctly rounded and rounding is monotone, so the float of the
+    # max is the max of the floats: within half an ulp, |s| 2^-53
     error = float(np.max(np.abs(floats))) * 2.0**-52
     choice = ExponentialChoice(
-        weights=np.ones(len(scores)),
+        weights=np.ones(floats.size),
         scores=floats,
         eta=eta,
-        exact_score=lambda i: scores[i],
+        exact_score=lambda k: max(lows[k // size], highs[k % size]),
         score_error=error,
     )
     return int(choice.sample(rng)[0])
 
 
 def bounds_eta(epsilon: float, m: int) -> float:
-    """eta = (epsilon / 2) / (2 m), rounded down: each draw's score moves by at most m."""
-    return quotient_down(exact(epsilon) / 2, 2 * m)
+    """eta = epsilon / (2 m), rounded down: the pair's score moves by at most m."""
+    return quotient_down(exact(epsilon), 2 * m)
 
 
 def ordered_pair(grid: F64, i_lo: int, i_hi: int) -> tuple[float, float]:
-    """Post-processing: the two draws as an increasing pair of grid points (swapped when
+    """Post-processing: the drawn pair as an increasing pair of grid points (swapped when
     the lower came out above the upper, one step apart at least)."""
     i_lo, i_hi = min(i_lo, i_hi), max(i_lo, i_hi)
     if i_lo == i_hi:
@@ -154,12 +173,13 @@ def private_bounds(
     """Private ``(lower, upper)`` bounds of a column, epsilon-DP (add-remove).
 
     ``data`` is anything :func:`dpsense.release` takes (an array, a DataFrame, a file, a
-    Spark DataFrame...). The value is a pair of public grid points (0 or ±2^k), each drawn
-    by an exponential mechanism with epsilon/2 (module docstring, docs/bounds.md): the
+    Spark DataFrame...). The value is a pair of public grid points (0 or ±2^k), drawn by
+    one exponential mechanism over all pairs (module docstring, docs/bounds.md): the
     lower aims to clip at most the share ``quantiles[0]`` of the rows, the upper at most
     ``1 - quantiles[1]``, each within a factor 2^5 of the magnitude a tenth of the data
-    reach. The noise adds about ``4 m ln(G) / epsilon`` clipped rows at worst (m rows per
-    person, G = 183 grid points); docs/bounds.md states the probability. Use them as the
+    reach and 2^7 of the median magnitude of the non-zero rows. The noise adds about
+    ``4 m ln(G) / epsilon`` clipped rows per end at worst (m rows per person, G = 183
+    grid points); docs/bounds.md states the probability. Use them as the
     bounds of a later release, whose budget is separate (an :class:`dpsense.Accountant`
     adds both). ``delta`` must be 0: this is pure epsilon-DP. It always answers: on data
     too small for the noise, the bounds are wide or clip more.
@@ -190,12 +210,11 @@ def private_bounds(
     t_lo = Fraction(p_lo).limit_denominator(_MAX_DENOMINATOR)
     t_hi = 1 - Fraction(p_hi).limit_denominator(_MAX_DENOMINATOR)
     lows, highs = bound_scores(np.asarray(x, dtype=np.float64), grid, t_lo, t_hi)
-    # each score moves by at most m per person: eta = epsilon / (4 m) makes each draw
-    # epsilon/2-DP, the pair epsilon-DP (rounded down: more private)
-    eta_lo = eta_hi = bounds_eta(eps, m)
-    i_lo = _draw(source, lows, eta_lo)
-    i_hi = _draw(source, highs, eta_hi)
-    lower, upper = ordered_pair(grid, i_lo, i_hi)
+    # the pair's score max(S_lo(i), S_hi(j)) moves by at most m per person: one draw over
+    # all G^2 pairs with eta = epsilon / (2 m) is epsilon-DP (rounded down: more private)
+    eta = bounds_eta(eps, m)
+    k = _draw_pair(source, lows, highs, eta)
+    lower, upper = ordered_pair(grid, k // grid.size, k % grid.size)
     return Release(
         value=(lower, upper),
         refused=False,
@@ -210,10 +229,11 @@ def private_bounds(
         parameters={
             "quantiles": (p_lo, p_hi),
             "grid": f"0 and ±2^k, k = {-K_LOW}..{K_HIGH}",
-            "epsilon_split": (eps / 2, eps / 2),
-            "eta": (eta_lo, eta_hi),
+            "eta": eta,
             "width_steps": WIDTH_STEPS,
             "width_share": float(WIDTH_SHARE),
+            "bulk_steps": BULK_STEPS,
+            "bulk_share": float(BULK_SHARE),
             "privacy_unit": privacy_unit,
             "max_rows_per_unit": m,
         },

@@ -58,7 +58,7 @@ def bounds_command(
     """Private bounds [lower, upper] of a column (epsilon-DP): grid points 0 or +-2^k that
     aim to clip at most 2% of the rows at each end (noise adds a few rows per person / eps).
 
-    Two exponential mechanisms, epsilon/2 each (docs/bounds.md). Pass them as
+    One exponential mechanism over pairs of grid points (docs/bounds.md). Pass them as
     --lower/--upper of a later release; charge both to one ledger to spend one budget.
     """
     accountant = _accountant(ledger)
@@ -93,7 +93,7 @@ def bounds_command(
     table.add_column("value", justify="right")
     table.add_row("lower", _fmt(lower))
     table.add_row("upper", _fmt(upper))
-    table.add_row("method", "exponential mechanism on a log-scale grid (epsilon/2 per end)")
+    table.add_row("method", "exponential mechanism over pairs of log-scale grid points")
     table.add_row("epsilon", f"{result.epsilon:g}")
     if result.seeded:
         table.add_row("seeded", "yes: reproducible, NOT secure")
