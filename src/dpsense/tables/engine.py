@@ -258,13 +258,6 @@ def bound_table(
     keyed = ", ".join(group_cols)
     if plan.unit is not None:
         salt_g, salt_r = plan.salt
-        pairs = (
-            # the hash shifted to a signed 63-bit key: same order (ties only where two
-            # 64-bit hashes differ in their last bit), and DuckDB's top-m aggregate is
-            # about 25% faster on BIGINT keys than on UBIGINT ones
-            f"SELECT u, {keyed}, min_by({value}, {keyed_hash(salt_r, value)}, "
-            f"{int(plan.max_rows)}) AS vs FROM ({stage}) GROUP BY ALL"
-        )
         every_key = public and keys is not None and plan.max_groups >= len(keys)
         if by and not every_key:
             canon = (
@@ -272,19 +265,43 @@ def bound_table(
                 if public
                 else ", ".join(_canonical(f"g{i}", types[b]) for i, b in enumerate(by))
             )
-            # each unit's G (unit, group) pairs of smallest hash(key, unit, group): one
-            # top-G aggregate over the pairs and a semi-join (a window over the pairs
-            # moves every pair's value list and costs a third more)
+            # Which groups a unit keeps does not depend on which rows it keeps: the
+            # groups are chosen first, so the (unit, group)
+            # pairs a unit drops never reach a top-m aggregate (most pairs of a table
+            # whose people spread over the groups); the bounded table is the same.
             G = int(plan.max_groups)
-            if len(group_cols) == 1:
-                chosen = f"unnest(min_by({keyed}, hg, {G})) AS {keyed}"
+            hg = keyed_hash(salt_g, canon)
+            hr = keyed_hash(salt_r, value)
+            m = int(plan.max_rows)
+            if G == 1 and len(group_cols) == 1:
+                # one group per unit (the default): an arg-min per unit over its rows
+                # (a min_by top-m over struct keys, or over the distinct pairs, costs
+                # several times more); ties between two groups' 63-bit hashes are broken
+                # arbitrarily, as by the top-G aggregate
+                chosen = f"SELECT u, arg_min({keyed}, {hg}) AS {keyed} FROM ({stage}) GROUP BY u"
             else:
-                struct = ", ".join(f"'{c}': {c}" for c in group_cols)
-                chosen = f"unnest(min_by({{{struct}}}, hg, {G}), recursive := true)"
+                # each unit's G (unit, group) pairs of smallest hash(key, unit, group),
+                # chosen from the distinct pairs
+                distinct = f"SELECT DISTINCT u, {keyed}, {hg} AS hg FROM ({stage})"
+                if len(group_cols) == 1:
+                    top = f"unnest(min_by({keyed}, hg, {G})) AS {keyed}"
+                else:
+                    struct = ", ".join(f"'{c}': {c}" for c in group_cols)
+                    top = f"unnest(min_by({{{struct}}}, hg, {G}), recursive := true)"
+                chosen = f"SELECT u, {top} FROM ({distinct}) GROUP BY u"
+            # a semi-join keeps the chosen groups' rows; the top-m rows per (unit, group)
+            # then run on the kept rows only
+            kept = f"SELECT s.* FROM ({stage}) s SEMI JOIN ({chosen}) c USING (u, {keyed})"
             pairs = (
-                f"WITH p AS MATERIALIZED (SELECT *, {keyed_hash(salt_g, canon)}"
-                f" AS hg FROM ({pairs})), c AS (SELECT u, {chosen} FROM p GROUP BY u) "
-                f"SELECT p.* EXCLUDE (hg) FROM p SEMI JOIN c USING (u, {keyed})"
+                f"SELECT u, {keyed}, min_by({value}, {hr}, {m}) AS vs FROM ({kept}) GROUP BY ALL"
+            )
+        else:
+            pairs = (
+                # the hash shifted to a signed 63-bit key: same order (ties only where two
+                # 64-bit hashes differ in their last bit), and DuckDB's top-m aggregate is
+                # about 25% faster on BIGINT keys than on UBIGINT ones
+                f"SELECT u, {keyed}, min_by({value}, {keyed_hash(salt_r, value)}, "
+                f"{int(plan.max_rows)}) AS vs FROM ({stage}) GROUP BY ALL"
             )
         m = int(plan.max_rows)
         if m <= _SCALAR_ROWS:
