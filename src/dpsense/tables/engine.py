@@ -22,6 +22,7 @@ from typing import Any, Final
 import numpy as np
 
 from dpsense.errors import InputError
+from dpsense.tables.duck_groups import HOLD_DISTINCT, HOLD_ROWS, SAMPLE_MOD, DuckGroups
 from dpsense.tables.source import TableSource, quote
 
 __all__ = [
@@ -52,6 +53,9 @@ class TablePlan:
     lower: float | None
     upper: float | None
     salt: tuple[int, int]
+    hold: bool = False
+    """The release can read held groups (``grouped.reads_held``): the DuckDB engine keeps
+    large groups in DuckDB when every row is a unit (``tables.duck_groups``)."""
 
 
 def _is_nan(expr: str) -> str:
@@ -320,6 +324,14 @@ def bound_table(
         hist_src = f"SELECT {keyed}, v, count(*)::BIGINT AS c FROM ({kept}) GROUP BY ALL"
         unit_src = f"SELECT {keyed}, count(*)::BIGINT AS units FROM dpsense_pairs GROUP BY ALL"
     else:
+        if (
+            plan.hold
+            and group_cols == ["gid"]
+            and plan.column is not None
+            and plan.lower is not None
+            and plan.upper is not None
+        ):
+            return _held_table(source, f"SELECT gid, v FROM ({stage})", keys if public else None)
         hist_src = (
             f"SELECT {keyed}, {value} AS v, count(*)::BIGINT AS c FROM ({stage}) GROUP BY ALL"
         )
@@ -353,6 +365,47 @@ def bound_table(
         units[np.asarray(got["gid"], dtype=np.int64)] = np.asarray(got["units"], dtype=np.int64)
         con.execute("DROP TABLE dpsense_pairs")
     return summarise(source, group_keys, units, plan.column is not None)
+
+
+def _held_table(
+    source: TableSource, stage: str, keys: list[tuple[Any, ...]] | None
+) -> BoundedTable:
+    """Every row a unit, groups by gid: one pass counts each group's rows and takes a
+    value-hash sample of it (``duck_groups``); groups of more than ``HOLD_ROWS`` rows stay
+    in DuckDB, the others get their histogram as usual."""
+    con = source.con
+    got = con.execute(
+        f"SELECT gid, count(*)::BIGINT AS n, list(v) FILTER (WHERE hash(v, 40503) % {SAMPLE_MOD} = 0) "
+        f"AS s FROM ({stage}) GROUP BY gid"
+    ).fetchall()
+    group_keys = list(keys) if keys is not None else [()]
+    rows = np.zeros(len(group_keys), dtype=np.int64)
+    samples: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    for g, n, sample in got:
+        rows[int(g)] = int(n)
+        values, counts = np.unique(np.asarray(sample or [], dtype=np.float64), return_counts=True)
+        samples[int(g)] = (values, counts.astype(np.int64))
+    distinct = np.zeros(len(rows), dtype=np.int64)  # distinct values in the sample
+    for g, (values, _) in samples.items():
+        distinct[g] = values.shape[0]
+    hold = (rows > HOLD_ROWS) & (distinct * SAMPLE_MOD > HOLD_DISTINCT)
+    large = [int(g) for g in np.flatnonzero(hold)]
+    small = [int(g) for g in np.flatnonzero((rows > 0) & ~hold)]
+    samples = {g: samples[g] for g in large}
+    small_list = ", ".join(str(g) for g in small) if small else "NULL"
+    con.execute(
+        "CREATE TEMP TABLE dpsense_hist AS SELECT gid, v, count(*)::BIGINT AS c "
+        f"FROM ({stage}) WHERE gid IN ({small_list}) GROUP BY ALL"
+        if small
+        else "CREATE TEMP TABLE dpsense_hist (gid BIGINT, v DOUBLE, c BIGINT)"
+    )
+    table = summarise(source, group_keys, None, True)
+    table.rows[large] = rows[large]
+    table.units[large] = rows[large]
+    if large:
+        held = DuckGroups(con, stage, {g: int(rows[g]) for g in large}, samples)
+        table.held = {g: held.group(g) for g in large}
+    return table
 
 
 def summarise(

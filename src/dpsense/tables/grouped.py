@@ -265,6 +265,7 @@ def release_table(
             lower,
             upper,
             salt,
+            hold=reads_held(unit_stat, method),
         )
         table = _bound(source, plan, public, spark)
         params: dict[str, Any] = {
