@@ -124,9 +124,7 @@ def _one_group(x: np.ndarray, sample: np.ndarray | None = None) -> DuckGroups:
     con.register("xs", pd.DataFrame({"gid": np.zeros(x.shape[0], dtype=np.int64), "v": x}))
     con.execute("CREATE TABLE t AS SELECT * FROM xs")
     if sample is None:
-        got = con.execute(
-            f"SELECT v FROM t WHERE hash(v, 40503) % {duck_groups.SAMPLE_MOD} = 0"
-        ).fetchnumpy()
+        got = con.execute(f"SELECT v FROM t WHERE {duck_groups.sample_test('v')}").fetchnumpy()
         sample = np.asarray(got["v"], dtype=np.float64)
     values, counts = np.unique(sample, return_counts=True)
     return DuckGroups(con, "SELECT gid, v FROM t", {0: int(x.shape[0])}, {0: (values, counts)})

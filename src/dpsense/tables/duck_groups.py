@@ -37,7 +37,16 @@ from numpy.typing import NDArray
 from dpsense.mechanisms._quantile_sampler import window_ranks
 from dpsense.statistics._exact import RecordGrid
 
-__all__ = ["HOLD_DISTINCT", "HOLD_ROWS", "SAMPLE_MOD", "DuckGroup", "DuckGroups"]
+__all__ = [
+    "HOLD_DISTINCT",
+    "HOLD_ROWS",
+    "SAMPLE_MOD",
+    "DuckGroup",
+    "DuckGroups",
+    "rint_sql",
+    "sample_test",
+    "window_rows",
+]
 
 HOLD_ROWS: Final = 1 << 15
 """Groups with more rows than this are held in DuckDB (when the release can read them)."""
@@ -52,6 +61,14 @@ _PAD: Final = 256
 
 F64 = NDArray[np.float64]
 I64 = NDArray[np.int64]
+
+
+def sample_test(v: str) -> str:
+    """SQL true for the sampled values: about one distinct value in ``SAMPLE_MOD``, all
+    copies of it. ``hash(v)`` alone is not used: DuckDB's hash of a double keeps a
+    pattern of its bits, and its low bits sample small values more often than large ones
+    (seen on two-decimal data); combining it with a constant mixes them."""
+    return f"hash({v}, 40503) % {SAMPLE_MOD} = 0"
 
 
 def rint_sql(x: str) -> str:

@@ -22,7 +22,7 @@ from typing import Any, Final
 import numpy as np
 
 from dpsense.errors import InputError
-from dpsense.tables.duck_groups import HOLD_DISTINCT, HOLD_ROWS, SAMPLE_MOD, DuckGroups
+from dpsense.tables.duck_groups import HOLD_DISTINCT, HOLD_ROWS, SAMPLE_MOD, DuckGroups, sample_test
 from dpsense.tables.source import TableSource, quote
 
 __all__ = [
@@ -375,8 +375,8 @@ def _held_table(
     in DuckDB, the others get their histogram as usual."""
     con = source.con
     got = con.execute(
-        f"SELECT gid, count(*)::BIGINT AS n, list(v) FILTER (WHERE hash(v, 40503) % {SAMPLE_MOD} = 0) "
-        f"AS s FROM ({stage}) GROUP BY gid"
+        "SELECT gid, count(*)::BIGINT AS n, list(v) FILTER (WHERE "
+        f"{sample_test('v')}) AS s FROM ({stage}) GROUP BY gid"
     ).fetchall()
     group_keys = list(keys) if keys is not None else [()]
     rows = np.zeros(len(group_keys), dtype=np.int64)
