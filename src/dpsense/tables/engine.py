@@ -53,9 +53,11 @@ class TablePlan:
     lower: float | None
     upper: float | None
     salt: tuple[int, int]
-    hold: bool = False
-    """The release can read held groups (``grouped.reads_held``): the DuckDB engine keeps
-    large groups in DuckDB when every row is a unit (``tables.duck_groups``)."""
+    hold: str = ""
+    """What the release can read from held groups (``grouped.reads_held``): "window" (the
+    exponential-mechanism quantile), "sums" (sum and means), or "" (every record). The
+    DuckDB engine keeps large groups in DuckDB when every row is a unit
+    (``tables.duck_groups``)."""
 
 
 def _is_nan(expr: str) -> str:
@@ -331,7 +333,9 @@ def bound_table(
             and plan.lower is not None
             and plan.upper is not None
         ):
-            return _held_table(source, f"SELECT gid, v FROM ({stage})", keys if public else None)
+            return _held_table(
+                source, f"SELECT gid, v FROM ({stage})", keys if public else None, plan.hold
+            )
         hist_src = (
             f"SELECT {keyed}, {value} AS v, count(*)::BIGINT AS c FROM ({stage}) GROUP BY ALL"
         )
@@ -368,15 +372,16 @@ def bound_table(
 
 
 def _held_table(
-    source: TableSource, stage: str, keys: list[tuple[Any, ...]] | None
+    source: TableSource, stage: str, keys: list[tuple[Any, ...]] | None, hold: str
 ) -> BoundedTable:
-    """Every row a unit, groups by gid: one pass counts each group's rows and takes a
-    value-hash sample of it (``duck_groups``); groups of more than ``HOLD_ROWS`` rows stay
-    in DuckDB, the others get their histogram as usual."""
+    """Every row a unit, groups by gid: one pass counts each group's rows and, for a
+    quantile, takes a value-hash sample of it (``duck_groups``); groups of more than
+    ``HOLD_ROWS`` rows (for a quantile, of more than about ``HOLD_DISTINCT`` distinct
+    values too) stay in DuckDB, the others get their histogram as usual."""
     con = source.con
+    sample = f"list(v) FILTER (WHERE {sample_test('v')})" if hold == "window" else "[]"
     got = con.execute(
-        "SELECT gid, count(*)::BIGINT AS n, list(v) FILTER (WHERE "
-        f"{sample_test('v')}) AS s FROM ({stage}) GROUP BY gid"
+        f"SELECT gid, count(*)::BIGINT AS n, {sample} AS s FROM ({stage}) GROUP BY gid"
     ).fetchall()
     group_keys = list(keys) if keys is not None else [()]
     rows = np.zeros(len(group_keys), dtype=np.int64)
@@ -388,9 +393,11 @@ def _held_table(
     distinct = np.zeros(len(rows), dtype=np.int64)  # distinct values in the sample
     for g, (values, _) in samples.items():
         distinct[g] = values.shape[0]
-    hold = (rows > HOLD_ROWS) & (distinct * SAMPLE_MOD > HOLD_DISTINCT)
-    large = [int(g) for g in np.flatnonzero(hold)]
-    small = [int(g) for g in np.flatnonzero((rows > 0) & ~hold)]
+    held = rows > HOLD_ROWS
+    if hold == "window":  # tied data: a small histogram is cheaper than the two passes
+        held &= distinct * SAMPLE_MOD > HOLD_DISTINCT
+    large = [int(g) for g in np.flatnonzero(held)]
+    small = [int(g) for g in np.flatnonzero((rows > 0) & ~held)]
     samples = {g: samples[g] for g in large}
     small_list = ", ".join(str(g) for g in small) if small else "NULL"
     con.execute(
@@ -403,8 +410,8 @@ def _held_table(
     table.rows[large] = rows[large]
     table.units[large] = rows[large]
     if large:
-        held = DuckGroups(con, stage, {g: int(rows[g]) for g in large}, samples)
-        table.held = {g: held.group(g) for g in large}
+        groups = DuckGroups(con, stage, {g: int(rows[g]) for g in large}, samples)
+        table.held = {g: groups.group(g) for g in large}
     return table
 
 

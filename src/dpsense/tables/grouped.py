@@ -265,7 +265,11 @@ def release_table(
             lower,
             upper,
             salt,
-            hold=reads_held(unit_stat, method),
+            hold=(
+                ("window" if isinstance(unit_stat, Quantile) else "sums")
+                if reads_held(unit_stat, method)
+                else ""
+            ),
         )
         table = _bound(source, plan, public, spark)
         params: dict[str, Any] = {
