@@ -94,3 +94,4 @@ def test_held_groups_release_the_same_as_every_value_in_python(
     assert _release(path, stat, False) == want
     assert len(made) == 1
     assert len(made[0].sizes) == GROUPS
+    assert made[0].fallbacks == 0  # the sampled brackets held every window (speed only)
