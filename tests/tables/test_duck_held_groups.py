@@ -216,3 +216,27 @@ def test_the_sampler_draws_the_same_from_duckdb_and_from_the_array() -> None:
         assert np.array_equal(a, b)
         if window == 2:  # the tail step ran, answered by DuckDB
             assert groups.queries - queries > 2
+
+
+@pytest.mark.parametrize("side", ["before", "after"])
+@pytest.mark.parametrize("sample", ["engine", "all"])
+def test_a_long_tie_next_to_the_window_keeps_its_full_count(side: str, sample: str) -> None:
+    """The value just before rank lo (``before``) or just after rank hi (``after``) is a
+    run of ties longer than the slice's margin: the slice cuts the run, and the window
+    must still carry the run's full multiplicity."""
+    # n // 2 = lo + 5 = hi - 6 (p = 1/2, w = 5): the tie ends at rank lo - 1 or starts
+    # at rank hi + 1
+    under, over = (10_000, 13_010) if side == "before" else (16_000, 12_986)
+    x = np.concatenate(
+        [np.arange(1, under + 1) / 1e4 - 2.0, np.zeros(3000), np.arange(1, over + 1) / 1e4]
+    )
+    groups = _one_group(x, x if sample == "all" else None)
+    num, den, w = 1, 2, 5
+    want = ArrayRecords(x.copy()).quantile_window(num, den, w)
+    got = groups.group(0).quantile_window(num, den, w)
+    assert want is not None
+    assert got is not None
+    assert 3000 in want[1].tolist()
+    assert np.array_equal(got[0], want[0])
+    assert np.array_equal(got[1], want[1])
+    assert got[2:] == want[2:]
