@@ -43,6 +43,8 @@ __all__ = [
     "SAMPLE_MOD",
     "DuckGroup",
     "DuckGroups",
+    "grid_sum_sql",
+    "quanta_sum_sql",
     "rint_sql",
     "sample_test",
     "window_rows",
@@ -103,6 +105,27 @@ def window_rows(c: I64, lo: int, hi: int) -> NDArray[np.bool_]:
     pred = (cb + c <= lo) & (cb + c + nxt > lo)
     succ = (cb > hi) & (cb - prv <= hi)
     return np.asarray(core | pred | succ, dtype=np.bool_)
+
+
+def grid_sum_sql(grid: RecordGrid) -> tuple[tuple[Any, ...], str]:
+    """The cache key and the SQL of ``grid.integers(v)`` (numpy's rint, then clamped)."""
+    k = rint_sql(f"(v - {grid.centre!r}::DOUBLE) / {grid.grid!r}::DOUBLE")
+    k = f"least(greatest({k}, {grid.k_low}), {grid.k_high})::BIGINT"
+    return ("grid", grid.centre, grid.grid, grid.k_low, grid.k_high), k
+
+
+def quanta_sum_sql(lower: float, upper: float, quanta: int) -> tuple[tuple[Any, ...], str]:
+    """The cache key and the SQL of ``rint(clip((clip(v, l, u) - l) / (u - l), 0, 1) *
+    quanta)``, as ``methods.ksw.unit_sums`` computes it in numpy."""
+    v = f"greatest(least(v, {upper!r}::DOUBLE), {lower!r}::DOUBLE)"
+    unit = f"(({v}) - {lower!r}::DOUBLE) / {upper - lower!r}::DOUBLE"
+    unit = f"greatest(least({unit}, 1.0::DOUBLE), 0.0::DOUBLE)"
+    return (
+        "quanta",
+        lower,
+        upper,
+        quanta,
+    ), f"{rint_sql(f'{unit} * {float(quanta)!r}::DOUBLE')}::BIGINT"
 
 
 class DuckGroups:
@@ -261,17 +284,14 @@ class DuckGroups:
         return np.repeat(values, counts)
 
     def grid_sum(self, gid: int, grid: RecordGrid) -> int:
-        k = rint_sql(f"(v - {grid.centre!r}::DOUBLE) / {grid.grid!r}::DOUBLE")
-        k = f"least(greatest({k}, {grid.k_low}), {grid.k_high})::BIGINT"
-        return self._sum(gid, ("grid", grid.centre, grid.grid, grid.k_low, grid.k_high), k)
+        return self._sum(gid, *grid_sum_sql(grid))
 
     def quanta_sum(self, gid: int, lower: float, upper: float, quanta: int) -> int:
-        # numpy: clip(clip(v, l, u) - l) / (u - l), 0, 1), rint(unit * quanta)
-        v = f"greatest(least(v, {upper!r}::DOUBLE), {lower!r}::DOUBLE)"
-        unit = f"(({v}) - {lower!r}::DOUBLE) / {upper - lower!r}::DOUBLE"
-        unit = f"greatest(least({unit}, 1.0::DOUBLE), 0.0::DOUBLE)"
-        k = f"{rint_sql(f'{unit} * {float(quanta)!r}::DOUBLE')}::BIGINT"
-        return self._sum(gid, ("quanta", lower, upper, quanta), k)
+        return self._sum(gid, *quanta_sum_sql(lower, upper, quanta))
+
+    def preset_sums(self, key: tuple[Any, ...], sums: dict[int, int]) -> None:
+        """Sums computed in the engine's first pass (the same SQL as :meth:`_sum`)."""
+        self._sums[key] = sums
 
     def _sum(self, gid: int, key: tuple[Any, ...], k: str) -> int:
         """sum(k(v)) per held group, exactly (HUGEINT, as text); one query for all."""

@@ -22,7 +22,17 @@ from typing import Any, Final
 import numpy as np
 
 from dpsense.errors import InputError
-from dpsense.tables.duck_groups import HOLD_DISTINCT, HOLD_ROWS, SAMPLE_MOD, DuckGroups, sample_test
+from dpsense.methods.ksw import _QUANTA
+from dpsense.statistics._exact import RecordGrid
+from dpsense.tables.duck_groups import (
+    HOLD_DISTINCT,
+    HOLD_ROWS,
+    SAMPLE_MOD,
+    DuckGroups,
+    grid_sum_sql,
+    quanta_sum_sql,
+    sample_test,
+)
 from dpsense.tables.source import TableSource, quote
 
 __all__ = [
@@ -334,7 +344,7 @@ def bound_table(
             and plan.upper is not None
         ):
             return _held_table(
-                source, f"SELECT gid, v FROM ({stage})", keys if public else None, plan.hold
+                source, f"SELECT gid, v FROM ({stage})", keys if public else None, plan
             )
         hist_src = (
             f"SELECT {keyed}, {value} AS v, count(*)::BIGINT AS c FROM ({stage}) GROUP BY ALL"
@@ -372,21 +382,31 @@ def bound_table(
 
 
 def _held_table(
-    source: TableSource, stage: str, keys: list[tuple[Any, ...]] | None, hold: str
+    source: TableSource, stage: str, keys: list[tuple[Any, ...]] | None, plan: TablePlan
 ) -> BoundedTable:
     """Every row a unit, groups by gid: one pass counts each group's rows and, for a
     quantile, takes a value-hash sample of it (``duck_groups``); groups of more than
     ``HOLD_ROWS`` rows (for a quantile, of more than about ``HOLD_DISTINCT`` distinct
     values too) stay in DuckDB, the others get their histogram as usual."""
     con = source.con
+    hold = plan.hold
     sample = f"list(v) FILTER (WHERE {sample_test('v')})" if hold == "window" else "[]"
+    # the exact sums the sum and the means ask for with the plan's bounds, in this pass
+    # (other grids are summed on request)
+    preset: list[tuple[tuple[Any, ...], str]] = []
+    if hold == "sums" and plan.lower is not None and plan.upper is not None:
+        preset = [
+            grid_sum_sql(RecordGrid.for_bounds(plan.lower, plan.upper)),
+            quanta_sum_sql(plan.lower, plan.upper, _QUANTA),
+        ]
+    sums = "".join(f", sum({k})::HUGEINT::VARCHAR AS s{i}" for i, (_, k) in enumerate(preset))
     got = con.execute(
-        f"SELECT gid, count(*)::BIGINT AS n, {sample} AS s FROM ({stage}) GROUP BY gid"
+        f"SELECT gid, count(*)::BIGINT AS n, {sample} AS s{sums} FROM ({stage}) GROUP BY gid"
     ).fetchall()
     group_keys = list(keys) if keys is not None else [()]
     rows = np.zeros(len(group_keys), dtype=np.int64)
     samples: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-    for g, n, sample in got:
+    for g, n, sample, *_ in got:
         rows[int(g)] = int(n)
         values, counts = np.unique(np.asarray(sample or [], dtype=np.float64), return_counts=True)
         samples[int(g)] = (values, counts.astype(np.int64))
@@ -411,6 +431,8 @@ def _held_table(
     table.units[large] = rows[large]
     if large:
         groups = DuckGroups(con, stage, {g: int(rows[g]) for g in large}, samples)
+        for i, (key, _) in enumerate(preset):
+            groups.preset_sums(key, {int(r[0]): int(r[3 + i]) for r in got})
         table.held = {g: groups.group(g) for g in large}
     return table
 
