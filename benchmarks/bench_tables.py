@@ -1,22 +1,28 @@
 """Grouped releases from a Parquet file against DuckDB's own GROUP BY, in one process.
 
-A Parquet file of ``--rows`` rows is written once with DuckDB: ``person`` (``--people``
-people, each mostly in one of ``--groups`` groups, about rows/people rows each), ``g`` (the
-group, an integer) and ``v`` (a value in [0, 100], integers, many ties). Timed, best of
-``--repeats``:
+Three tables (``--table easy|hard|hard-int|all``), each ``--rows`` rows, generated once by
+DuckDB from hashes of the row number (deterministic: no ``random()``) and cached as Parquet
+under the temp dir, keyed by their parameters:
 
-* DuckDB: ``SELECT g, median(v) FROM 'file' GROUP BY g`` to Python;
-* dpsense: ``ds.release(path, ds.Median(0, 100, resolution=1), column="v", by="g",
-  keys=..., epsilon=1)`` (every row a unit);
-* dpsense per person: the same with ``privacy_unit="person", max_rows_per_unit=5,
-  max_groups_per_unit=1``;
+* ``easy``: ``person`` (``--people`` people, each mostly in one of ``--groups`` groups,
+  about rows/people rows each), ``g`` and ``v`` (integers in [0, 100], many ties);
+  ``ds.Median(0, 100, resolution=1)`` etc.
+* ``hard``: the table users bring. ``person`` and ``g`` drawn independently per row (each
+  person's ~20 rows spread over the groups), ``v`` = gamma(2, 150) rounded to 0.01
+  (continuous: about 7e4 distinct values per group at 2e7 rows); bounds [0, 1000].
+* ``hard-int``: the same with ``v`` = round(gamma(2, 150) / 10) (heavily tied integers).
 
-and the peak of Python-side allocations (``tracemalloc``, numpy arrays included) of each
-dpsense release next to the file's size in memory (rows x 8 bytes per column).
+Timed, interleaved and best of ``--repeats`` (another process may share the cores: only
+the ratios mean something): DuckDB's own ``median(v)`` / ``avg(clip(v))`` / ``count(*)``
+``GROUP BY g`` to Python, and the dpsense releases with public keys, every row a unit and
+with ``privacy_unit="person", max_rows_per_unit=5`` (one group per person, the default).
+Also the peak of Python-side allocations (``tracemalloc``, numpy arrays included) of each
+release, next to the size of the value column as a numpy array (rows x 8 bytes).
 
 Results: ``benchmarks/results/tables.md``.
 
-Run: ``.venv/bin/python benchmarks/bench_tables.py [--rows 20000000 --groups 100 --people 1000000]``
+Run: ``.venv/bin/python benchmarks/bench_tables.py [--table all --rows 20000000]``
+(``--rows 2000000`` for a quick run).
 """
 
 from __future__ import annotations
@@ -28,13 +34,14 @@ import tracemalloc
 import warnings
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import duckdb
 
 import dpsense as ds
-from bench_io import best_of
 
 RESULTS = Path(__file__).resolve().parent / "results"
+TABLES = ("easy", "hard", "hard-int")
 
 
 def peak_bytes(fn: Callable[[], object]) -> int:
@@ -46,95 +53,166 @@ def peak_bytes(fn: Callable[[], object]) -> int:
         tracemalloc.stop()
 
 
-def write_table(path: Path, rows: int, groups: int, people: int) -> None:
-    duckdb.execute(
-        f"""
-        COPY (
-            SELECT
-                (i % {people}) AS person,
-                CASE WHEN hash(i) % 10 = 0 THEN hash(i * 7) % {groups}
-                     ELSE (i % {people}) % {groups} END AS g,
-                least(100, greatest(0, round(50 + 15 * sqrt(-2 * ln(random())) *
-                      cos(2 * pi() * random())))) AS v
-            FROM range({rows}) t(i)
-        ) TO '{path}' (FORMAT PARQUET)
-        """
+def _uniform(salt: int) -> str:
+    """A uniform double in (0, 1) from a hash of the row number i (one stream per salt;
+    ``hash(i * 8 + salt)``: DuckDB's ``hash(i, salt)`` streams are correlated)."""
+    return f"((hash(i * 8 + {salt}) >> 11)::DOUBLE + 0.5) / 9007199254740992.0"
+
+
+def table_sql(kind: str, rows: int, groups: int, people: int) -> str:
+    """The SELECT that generates table ``kind`` (columns person, g, v)."""
+    if kind == "easy":
+        normal = f"sqrt(-2 * ln({_uniform(3)})) * cos(2 * pi() * {_uniform(4)})"
+        return (
+            f"SELECT (i % {people})::BIGINT AS person, "
+            f"(CASE WHEN hash(i * 8 + 1) % 10 = 0 THEN hash(i * 8 + 2) % {groups} "
+            f"ELSE (i % {people}) % {groups} END)::BIGINT AS g, "
+            f"least(100, greatest(0, round(50 + 15 * {normal})))::DOUBLE AS v "
+            f"FROM range({rows}) t(i)"
+        )
+    gamma = f"(-150.0 * (ln({_uniform(3)}) + ln({_uniform(4)})))"  # gamma(2, 150)
+    value = f"round({gamma}, 2)" if kind == "hard" else f"round({gamma} / 10.0)"
+    return (
+        f"SELECT (hash(i * 8 + 1) % {people})::BIGINT AS person, "
+        f"(hash(i * 8 + 2) % {groups})::BIGINT AS g, {value}::DOUBLE AS v "
+        f"FROM range({rows}) t(i)"
     )
+
+
+def table_path(kind: str, rows: int, groups: int, people: int) -> Path:
+    """The cached Parquet file of a table (written on first use)."""
+    folder = Path(tempfile.gettempdir()) / "dpsense-bench-tables"
+    folder.mkdir(exist_ok=True)
+    path = folder / f"{kind}-{rows}-{groups}-{people}-v1.parquet"
+    if not path.exists():
+        start = time.perf_counter()
+        part = path.with_suffix(".part")
+        duckdb.execute(
+            f"COPY ({table_sql(kind, rows, groups, people)}) TO '{part}' (FORMAT PARQUET)"
+        )
+        part.rename(path)
+        print(f"wrote {kind}: {rows:,} rows in {time.perf_counter() - start:.1f} s")
+    return path
+
+
+def interleaved(fns: dict[str, Callable[[], object]], repeats: int) -> dict[str, float]:
+    """Best of ``repeats`` for each function, the functions run in turn each round."""
+    best = {name: float("inf") for name in fns}
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            start = time.perf_counter()
+            fn()
+            best[name] = min(best[name], time.perf_counter() - start)
+    return best
+
+
+def bench(kind: str, args: argparse.Namespace) -> list[dict[str, Any]]:
+    path = table_path(kind, args.rows, args.groups, args.people)
+    hi = 100.0 if kind == "easy" else 1000.0
+    resolution = {"resolution": 1.0} if kind != "hard" else {}
+    stats = {
+        "median": (ds.Median(0.0, hi, **resolution), "median(v)"),
+        "mean": (ds.Mean(0.0, hi), f"avg(greatest(least(v, {hi}), 0.0))"),
+        "count": (ds.Count(), "count(*)"),
+    }
+    keys = list(range(args.groups))
+    con = duckdb.connect()
+    out = []
+    for name in args.stats:
+        statistic, aggregate = stats[name]
+
+        def duck(aggregate: str = aggregate) -> object:
+            return con.execute(f"SELECT g, {aggregate} FROM '{path}' GROUP BY g").fetchall()
+
+        def release(unit: bool, statistic: Any = statistic) -> object:
+            extra: dict[str, Any] = {"privacy_unit": "person", "max_rows_per_unit": 5}
+            return ds.release(
+                path,
+                statistic,
+                column=None if isinstance(statistic, ds.Count) else "v",
+                by="g",
+                keys=keys,
+                epsilon=1.0,
+                rng=1,
+                **(extra if unit else {}),
+            )
+
+        duck()  # warm the file cache
+        best = interleaved(
+            {
+                "duckdb": duck,
+                "rows": lambda: release(False),
+                "person": lambda: release(True),
+            },
+            args.repeats,
+        )
+        out.append(
+            {
+                "table": kind,
+                "stat": name,
+                "duckdb": best["duckdb"],
+                "rows": best["rows"],
+                "person": best["person"],
+                "mem_rows": peak_bytes(lambda: release(False)),
+                "mem_person": peak_bytes(lambda: release(True)),
+            }
+        )
+        r = out[-1]
+        print(
+            f"{kind:8} {name:6} duckdb {r['duckdb']:.2f} s  rows {r['rows'] / r['duckdb']:.2f}x"
+            f"  person {r['person'] / r['duckdb']:.2f}x  peak {r['mem_rows'] / 2**20:.0f}/"
+            f"{r['mem_person'] / 2**20:.0f} MB",
+            flush=True,
+        )
+    return out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--table", choices=(*TABLES, "all"), default="all")
     parser.add_argument("--rows", type=int, default=20_000_000)
     parser.add_argument("--groups", type=int, default=100)
     parser.add_argument("--people", type=int, default=1_000_000)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--stats", nargs="+", default=["median", "mean", "count"])
+    parser.add_argument("--no-write", action="store_true", help="do not write tables.md")
     args = parser.parse_args()
     warnings.simplefilter("ignore")
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "table.parquet"
-        start = time.perf_counter()
-        write_table(path, args.rows, args.groups, args.people)
-        print(f"wrote {args.rows:,} rows in {time.perf_counter() - start:.1f} s")
-        keys = list(range(args.groups))
-        con = duckdb.connect()
-
-        def duck() -> object:
-            return con.execute(f"SELECT g, median(v) FROM '{path}' GROUP BY g").fetchall()
-
-        def rows_release() -> object:
-            return ds.release(
-                path,
-                ds.Median(0, 100, resolution=1),
-                column="v",
-                by="g",
-                keys=keys,
-                epsilon=1.0,
-                rng=1,
-            )
-
-        def person_release() -> object:
-            return ds.release(
-                path,
-                ds.Median(0, 100, resolution=1),
-                column="v",
-                by="g",
-                keys=keys,
-                privacy_unit="person",
-                max_rows_per_unit=5,
-                max_groups_per_unit=1,
-                epsilon=1.0,
-                rng=1,
-            )
-
-        duck()  # warm the file cache
-        t_duck = best_of(duck, args.repeats)
-        t_rows = best_of(rows_release, args.repeats)
-        t_person = best_of(person_release, args.repeats)
-        m_rows = peak_bytes(rows_release)
-        m_person = peak_bytes(person_release)
-    input_bytes = args.rows * 8 * 3
+    kinds = TABLES if args.table == "all" else (args.table,)
+    results = [r for kind in kinds for r in bench(kind, args)]
     lines = [
-        "# Grouped median from a Parquet file (same process)",
+        "# Grouped releases from a Parquet file (same process)",
         "",
-        f"{args.rows:,} rows, {args.groups} groups, {args.people:,} people; best of "
-        f"{args.repeats}. Generated by `benchmarks/bench_tables.py`.",
+        f"{args.rows:,} rows, {args.groups} groups, {args.people:,} people; public keys, "
+        f"epsilon 1; best of {args.repeats}, interleaved with DuckDB's own query (ratios "
+        "only: the cores were shared). Generated by `benchmarks/bench_tables.py "
+        f"--table {args.table} --rows {args.rows}`.",
         "",
-        "| run | seconds | ratio to DuckDB | Python peak (MB) |",
-        "|---|---:|---:|---:|",
-        f"| DuckDB `median(v) ... GROUP BY g` | {t_duck:.2f} | 1.00 | |",
-        f"| dpsense grouped median (rows as units) | {t_rows:.2f} | {t_rows / t_duck:.2f} |"
-        f" {m_rows / 2**20:.0f} |",
-        f"| dpsense grouped median, privacy unit, 5 rows per unit | {t_person:.2f} |"
-        f" {t_person / t_duck:.2f} | {m_person / 2**20:.0f} |",
+        "Tables: `easy` (integers in [0, 100], each person mostly in one group), `hard` "
+        "(gamma(2, 150) to two decimals, bounds [0, 1000], each person's ~20 rows spread "
+        "over the groups), `hard-int` (the same divided by 10 and rounded: heavily tied).",
         "",
-        f"The table's three columns take {input_bytes / 2**20:.0f} MB as numpy arrays; the"
-        " Python-side peak is set by the fetch batch (at most 4 million values) and the"
-        " largest group, not by the number of rows.",
+        "| table | statistic | DuckDB (s) | rows as units / DuckDB | person, 5 rows / DuckDB "
+        "| Python peak, rows / person (MB) |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    for r in results:
+        lines.append(
+            f"| {r['table']} | {r['stat']} | {r['duckdb']:.2f} | {r['rows'] / r['duckdb']:.2f} "
+            f"| {r['person'] / r['duckdb']:.2f} | {r['mem_rows'] / 2**20:.1f} / "
+            f"{r['mem_person'] / 2**20:.1f} |"
+        )
+    lines += [
+        "",
+        "DuckDB's queries: `median(v)`, `avg(greatest(least(v, hi), 0))`, `count(*)` "
+        f"`GROUP BY g`. The value column alone takes {args.rows * 8 / 2**20:.0f} MB as a "
+        "numpy array.",
     ]
     text = "\n".join(lines) + "\n"
     print(text)
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "tables.md").write_text(text)
+    if not args.no_write:
+        RESULTS.mkdir(exist_ok=True)
+        (RESULTS / "tables.md").write_text(text)
 
 
 if __name__ == "__main__":

@@ -22,6 +22,17 @@ from typing import Any, Final
 import numpy as np
 
 from dpsense.errors import InputError
+from dpsense.methods.ksw import _QUANTA
+from dpsense.statistics._exact import RecordGrid
+from dpsense.tables.duck_groups import (
+    HOLD_DISTINCT,
+    HOLD_ROWS,
+    SAMPLE_MOD,
+    DuckGroups,
+    grid_sum_sql,
+    quanta_sum_sql,
+    sample_test,
+)
 from dpsense.tables.source import TableSource, quote
 
 __all__ = [
@@ -52,6 +63,11 @@ class TablePlan:
     lower: float | None
     upper: float | None
     salt: tuple[int, int]
+    hold: str = ""
+    """What the release can read from held groups (``grouped.reads_held``): "window" (the
+    exponential-mechanism quantile), "sums" (sum and means), or "" (every record). The
+    DuckDB engine keeps large groups in DuckDB when every row is a unit
+    (``tables.duck_groups``)."""
 
 
 def _is_nan(expr: str) -> str:
@@ -258,13 +274,6 @@ def bound_table(
     keyed = ", ".join(group_cols)
     if plan.unit is not None:
         salt_g, salt_r = plan.salt
-        pairs = (
-            # the hash shifted to a signed 63-bit key: same order (ties only where two
-            # 64-bit hashes differ in their last bit), and DuckDB's top-m aggregate is
-            # about 25% faster on BIGINT keys than on UBIGINT ones
-            f"SELECT u, {keyed}, min_by({value}, {keyed_hash(salt_r, value)}, "
-            f"{int(plan.max_rows)}) AS vs FROM ({stage}) GROUP BY ALL"
-        )
         every_key = public and keys is not None and plan.max_groups >= len(keys)
         if by and not every_key:
             canon = (
@@ -272,19 +281,43 @@ def bound_table(
                 if public
                 else ", ".join(_canonical(f"g{i}", types[b]) for i, b in enumerate(by))
             )
-            # each unit's G (unit, group) pairs of smallest hash(key, unit, group): one
-            # top-G aggregate over the pairs and a semi-join (a window over the pairs
-            # moves every pair's value list and costs a third more)
+            # Which groups a unit keeps does not depend on which rows it keeps: the
+            # groups are chosen first, so the (unit, group)
+            # pairs a unit drops never reach a top-m aggregate (most pairs of a table
+            # whose people spread over the groups); the bounded table is the same.
             G = int(plan.max_groups)
-            if len(group_cols) == 1:
-                chosen = f"unnest(min_by({keyed}, hg, {G})) AS {keyed}"
+            hg = keyed_hash(salt_g, canon)
+            hr = keyed_hash(salt_r, value)
+            m = int(plan.max_rows)
+            if G == 1 and len(group_cols) == 1:
+                # one group per unit (the default): an arg-min per unit over its rows
+                # (a min_by top-m over struct keys, or over the distinct pairs, costs
+                # several times more); ties between two groups' 63-bit hashes are broken
+                # arbitrarily, as by the top-G aggregate
+                chosen = f"SELECT u, arg_min({keyed}, {hg}) AS {keyed} FROM ({stage}) GROUP BY u"
             else:
-                struct = ", ".join(f"'{c}': {c}" for c in group_cols)
-                chosen = f"unnest(min_by({{{struct}}}, hg, {G}), recursive := true)"
+                # each unit's G (unit, group) pairs of smallest hash(key, unit, group),
+                # chosen from the distinct pairs
+                distinct = f"SELECT DISTINCT u, {keyed}, {hg} AS hg FROM ({stage})"
+                if len(group_cols) == 1:
+                    top = f"unnest(min_by({keyed}, hg, {G})) AS {keyed}"
+                else:
+                    struct = ", ".join(f"'{c}': {c}" for c in group_cols)
+                    top = f"unnest(min_by({{{struct}}}, hg, {G}), recursive := true)"
+                chosen = f"SELECT u, {top} FROM ({distinct}) GROUP BY u"
+            # a semi-join keeps the chosen groups' rows; the top-m rows per (unit, group)
+            # then run on the kept rows only
+            kept = f"SELECT s.* FROM ({stage}) s SEMI JOIN ({chosen}) c USING (u, {keyed})"
             pairs = (
-                f"WITH p AS MATERIALIZED (SELECT *, {keyed_hash(salt_g, canon)}"
-                f" AS hg FROM ({pairs})), c AS (SELECT u, {chosen} FROM p GROUP BY u) "
-                f"SELECT p.* EXCLUDE (hg) FROM p SEMI JOIN c USING (u, {keyed})"
+                f"SELECT u, {keyed}, min_by({value}, {hr}, {m}) AS vs FROM ({kept}) GROUP BY ALL"
+            )
+        else:
+            pairs = (
+                # the hash shifted to a signed 63-bit key: same order (ties only where two
+                # 64-bit hashes differ in their last bit), and DuckDB's top-m aggregate is
+                # about 25% faster on BIGINT keys than on UBIGINT ones
+                f"SELECT u, {keyed}, min_by({value}, {keyed_hash(salt_r, value)}, "
+                f"{int(plan.max_rows)}) AS vs FROM ({stage}) GROUP BY ALL"
             )
         m = int(plan.max_rows)
         if m <= _SCALAR_ROWS:
@@ -303,6 +336,16 @@ def bound_table(
         hist_src = f"SELECT {keyed}, v, count(*)::BIGINT AS c FROM ({kept}) GROUP BY ALL"
         unit_src = f"SELECT {keyed}, count(*)::BIGINT AS units FROM dpsense_pairs GROUP BY ALL"
     else:
+        if (
+            plan.hold
+            and group_cols == ["gid"]
+            and plan.column is not None
+            and plan.lower is not None
+            and plan.upper is not None
+        ):
+            return _held_table(
+                source, f"SELECT gid, v FROM ({stage})", keys if public else None, plan
+            )
         hist_src = (
             f"SELECT {keyed}, {value} AS v, count(*)::BIGINT AS c FROM ({stage}) GROUP BY ALL"
         )
@@ -336,6 +379,62 @@ def bound_table(
         units[np.asarray(got["gid"], dtype=np.int64)] = np.asarray(got["units"], dtype=np.int64)
         con.execute("DROP TABLE dpsense_pairs")
     return summarise(source, group_keys, units, plan.column is not None)
+
+
+def _held_table(
+    source: TableSource, stage: str, keys: list[tuple[Any, ...]] | None, plan: TablePlan
+) -> BoundedTable:
+    """Every row a unit, groups by gid: one pass counts each group's rows and, for a
+    quantile, takes a value-hash sample of it (``duck_groups``); groups of more than
+    ``HOLD_ROWS`` rows (for a quantile, of more than about ``HOLD_DISTINCT`` distinct
+    values too) stay in DuckDB, the others get their histogram as usual."""
+    con = source.con
+    hold = plan.hold
+    sample = f"list(v) FILTER (WHERE {sample_test('v')})" if hold == "window" else "[]"
+    # the exact sums the sum and the means ask for with the plan's bounds, in this pass
+    # (other grids are summed on request)
+    preset: list[tuple[tuple[Any, ...], str]] = []
+    if hold == "sums" and plan.lower is not None and plan.upper is not None:
+        preset = [
+            grid_sum_sql(RecordGrid.for_bounds(plan.lower, plan.upper)),
+            quanta_sum_sql(plan.lower, plan.upper, _QUANTA),
+        ]
+    sums = "".join(f", sum({k})::HUGEINT::VARCHAR AS s{i}" for i, (_, k) in enumerate(preset))
+    got = con.execute(
+        f"SELECT gid, count(*)::BIGINT AS n, {sample} AS s{sums} FROM ({stage}) GROUP BY gid"
+    ).fetchall()
+    group_keys = list(keys) if keys is not None else [()]
+    rows = np.zeros(len(group_keys), dtype=np.int64)
+    samples: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    for g, n, sample, *_ in got:
+        rows[int(g)] = int(n)
+        values, counts = np.unique(np.asarray(sample or [], dtype=np.float64), return_counts=True)
+        samples[int(g)] = (values, counts.astype(np.int64))
+    distinct = np.zeros(len(rows), dtype=np.int64)  # distinct values in the sample
+    for g, (values, _) in samples.items():
+        distinct[g] = values.shape[0]
+    held = rows > HOLD_ROWS
+    if hold == "window":  # tied data: a small histogram is cheaper than the two passes
+        held &= distinct * SAMPLE_MOD > HOLD_DISTINCT
+    large = [int(g) for g in np.flatnonzero(held)]
+    small = [int(g) for g in np.flatnonzero((rows > 0) & ~held)]
+    samples = {g: samples[g] for g in large}
+    small_list = ", ".join(str(g) for g in small) if small else "NULL"
+    con.execute(
+        "CREATE TEMP TABLE dpsense_hist AS SELECT gid, v, count(*)::BIGINT AS c "
+        f"FROM ({stage}) WHERE gid IN ({small_list}) GROUP BY ALL"
+        if small
+        else "CREATE TEMP TABLE dpsense_hist (gid BIGINT, v DOUBLE, c BIGINT)"
+    )
+    table = summarise(source, group_keys, None, True)
+    table.rows[large] = rows[large]
+    table.units[large] = rows[large]
+    if large:
+        groups = DuckGroups(con, stage, {g: int(rows[g]) for g in large}, samples)
+        for i, (key, _) in enumerate(preset):
+            groups.preset_sums(key, {int(r[0]): int(r[3 + i]) for r in got})
+        table.held = {g: groups.group(g) for g in large}
+    return table
 
 
 def summarise(

@@ -265,6 +265,11 @@ def release_table(
             lower,
             upper,
             salt,
+            hold=(
+                ("window" if isinstance(unit_stat, Quantile) else "sums")
+                if reads_held(unit_stat, method)
+                else ""
+            ),
         )
         table = _bound(source, plan, public, spark)
         params: dict[str, Any] = {

@@ -1,0 +1,336 @@
+"""Large groups of a DuckDB release, kept in DuckDB: only what a method asks leaves it.
+
+Without a privacy unit every row is kept, and building each group's histogram of clipped
+values (a GROUP BY over every distinct (group, value) pair) costs several times DuckDB's
+own grouped median on continuous data. When the release reads held records
+(``grouped.reads_held``: the exponential-mechanism quantile, the sum and the means), a
+group of more than :data:`HOLD_ROWS` rows is not moved to Python. DuckDB answers instead:
+
+* the exponential-mechanism quantile: the distinct values around the target rank (the
+  window of ``window_ranks``, with their multiplicities and the numbers of records below
+  and above), for every large group in one query. A value-hash sample of each group
+  (taken in the same pass that counts the groups) brackets the target rank; one pass
+  histograms the rows inside each bracket, counts the rows outside it as two sentinel
+  entries (-inf and +inf), and keeps the window rows by their cumulative counts. A group
+  whose window reaches a sentinel (a bracket too narrow, which the sample makes rare) is
+  answered from its whole histogram instead;
+* the sum and the means: exact integer sums (HUGEINT) of the records mapped to the
+  statistic's public grid, with numpy's ``rint`` (halves to even) written in SQL, in one
+  query for every large group;
+* the two counts of the sampler's rare tail step, one query each.
+
+Anything else (permute-and-flip grids, the sampler's full path on pathological data)
+reads the group's records after all: the first such call builds the histogram of every
+held group (what the engine did before), and each group is then rebuilt from it. Every
+answer is exact, so the release equals the one from an array of the same records, for
+the same seed; the sample and the brackets decide only the running time.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Final
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dpsense.mechanisms._quantile_sampler import window_ranks
+from dpsense.statistics._exact import RecordGrid
+
+__all__ = [
+    "HOLD_DISTINCT",
+    "HOLD_ROWS",
+    "SAMPLE_MOD",
+    "DuckGroup",
+    "DuckGroups",
+    "grid_sum_sql",
+    "quanta_sum_sql",
+    "rint_sql",
+    "sample_test",
+    "window_rows",
+]
+
+HOLD_ROWS: Final = 1 << 15
+"""Groups with more rows than this are held in DuckDB (when the release can read them)."""
+HOLD_DISTINCT: Final = 1 << 14
+"""... and more distinct values than this (estimated from the sample): a group with fewer
+(tied data) has a small histogram, which is cheaper to build and move whole."""
+SAMPLE_MOD: Final = 32
+"""The sample keeps the values whose hash is 0 modulo this (about one row in 32)."""
+
+_PAD: Final = 256
+"""Ranks beyond the window each side that leave DuckDB (room for the neighbours' ties)."""
+
+F64 = NDArray[np.float64]
+I64 = NDArray[np.int64]
+
+
+def sample_test(v: str) -> str:
+    """SQL true for the sampled values: about one distinct value in ``SAMPLE_MOD``, all
+    copies of it. ``hash(v)`` alone is not used: DuckDB's hash of a double keeps a
+    pattern of its bits, and its low bits sample small values more often than large ones
+    (seen on two-decimal data); combining it with a constant mixes them."""
+    return f"hash({v}, 40503) % {SAMPLE_MOD} = 0"
+
+
+def rint_sql(x: str) -> str:
+    """numpy's ``rint`` (halves to even) of a double SQL expression: ``t = floor(x)``,
+    then up by one when the fraction ``x - t`` is above one half, or exactly one half and
+    t is odd. The fraction is exact for ``|x| < 2^52``; larger doubles are integers."""
+    return (
+        f"(floor({x}) + CASE WHEN ({x}) - floor({x}) > 0.5 OR (({x}) - floor({x}) = 0.5 "
+        f"AND fmod(floor({x}), 2) <> 0) THEN 1 ELSE 0 END)"
+    )
+
+
+def _distinct(sorted_x: F64) -> tuple[F64, I64]:
+    """Distinct values of a sorted array and their multiplicities."""
+    if sorted_x.shape[0] == 0:
+        return sorted_x, np.zeros(0, dtype=np.int64)
+    new = np.empty(sorted_x.shape[0], dtype=bool)
+    new[0] = True
+    np.not_equal(sorted_x[1:], sorted_x[:-1], out=new[1:])
+    starts = np.flatnonzero(new)
+    return sorted_x[starts], np.diff(np.append(starts, sorted_x.shape[0])).astype(np.int64)
+
+
+def window_rows(c: I64, lo: int, hi: int) -> NDArray[np.bool_]:
+    """Which histogram rows (multiplicities ``c`` of sorted distinct values) form the
+    window of ranks ``lo..hi``: the rows holding those ranks, the row before the one
+    holding ``lo`` and the row after the one holding ``hi``."""
+    cb = np.cumsum(c) - c
+    nxt = np.append(c[1:], 0)
+    prv = np.insert(c[:-1], 0, 0)
+    core = (cb <= hi) & (cb + c > lo)
+    pred = (cb + c <= lo) & (cb + c + nxt > lo)
+    succ = (cb > hi) & (cb - prv <= hi)
+    return np.asarray(core | pred | succ, dtype=np.bool_)
+
+
+def grid_sum_sql(grid: RecordGrid) -> tuple[tuple[Any, ...], str]:
+    """The cache key and the SQL of ``grid.integers(v)`` (numpy's rint, then clamped)."""
+    k = rint_sql(f"(v - {grid.centre!r}::DOUBLE) / {grid.grid!r}::DOUBLE")
+    k = f"least(greatest({k}, {grid.k_low}), {grid.k_high})::BIGINT"
+    return ("grid", grid.centre, grid.grid, grid.k_low, grid.k_high), k
+
+
+def quanta_sum_sql(lower: float, upper: float, quanta: int) -> tuple[tuple[Any, ...], str]:
+    """The cache key and the SQL of ``rint(clip((clip(v, l, u) - l) / (u - l), 0, 1) *
+    quanta)``, as ``methods.ksw.unit_sums`` computes it in numpy."""
+    v = f"greatest(least(v, {upper!r}::DOUBLE), {lower!r}::DOUBLE)"
+    unit = f"(({v}) - {lower!r}::DOUBLE) / {upper - lower!r}::DOUBLE"
+    unit = f"greatest(least({unit}, 1.0::DOUBLE), 0.0::DOUBLE)"
+    return (
+        "quanta",
+        lower,
+        upper,
+        quanta,
+    ), f"{rint_sql(f'{unit} * {float(quanta)!r}::DOUBLE')}::BIGINT"
+
+
+class DuckGroups:
+    """The large groups of one release, answered from ``stage`` (SQL yielding the bounded,
+    clipped rows as ``gid, v``) on the release's DuckDB cursor."""
+
+    def __init__(
+        self,
+        con: Any,
+        stage: str,
+        sizes: dict[int, int],
+        samples: dict[int, tuple[F64, I64]],
+    ) -> None:
+        self.con = con
+        self.stage = stage
+        self.sizes = sizes
+        self.samples = samples
+        """Each group's value-hash sample: sorted distinct values and their counts."""
+        self._loaded = False
+        self._windows: dict[tuple[int, int, int], dict[int, Any]] = {}
+        self._sums: dict[tuple[Any, ...], dict[int, int]] = {}
+        self.queries = 0
+        """Queries run for the windows, counts and sums (for tests and benchmarks)."""
+        self.fallbacks = 0
+        """Groups whose bracket missed their window (answered from their histogram)."""
+
+    def group(self, gid: int) -> DuckGroup:
+        return DuckGroup(self, gid)
+
+    def _held(self) -> str:
+        return ", ".join(str(g) for g in sorted(self.sizes))
+
+    def window(self, gid: int, num: int, den: int, w: int) -> tuple[F64, I64, int, int] | None:
+        """The window of ``window_ranks`` of group ``gid``; one query computes it for every
+        held group at once (same level and width, each with its own n)."""
+        key = (num, den, w)
+        if key not in self._windows:
+            self._windows[key] = self._all_windows(num, den, w)
+        return self._windows[key].get(gid)
+
+    def _bracket(self, gid: int, lo: int, hi: int, w: int) -> tuple[float, float]:
+        """Values a <= x_(lo) and b >= x_(hi) from the group's sample, with a margin of
+        several standard deviations of the sample's rank estimate (speed only)."""
+        values, counts = self.samples[gid]
+        n = self.sizes[gid]
+        total = int(counts.sum())
+        if total == 0:
+            return -math.inf, math.inf
+        est = np.cumsum(counts) * (n / total)  # estimated #{x <= v_j}
+        # whole runs of ties are sampled together: the estimate's spread is set by the
+        # number of distinct values sampled, not of rows
+        margin = 1.5 * n / math.sqrt(values.shape[0]) + w + 2
+        i = int(np.searchsorted(est, lo - margin, side="right")) - 1
+        j = int(np.searchsorted(est, hi + margin, side="left")) + 1
+        a = float(values[i]) if i >= 0 else -math.inf
+        b = float(values[j]) if j < values.shape[0] else math.inf
+        return a, b
+
+    def _all_windows(self, num: int, den: int, w: int) -> dict[int, Any]:
+        ranks = {
+            g: r for g, n in self.sizes.items() if (r := window_ranks(n, num, den, w)) is not None
+        }
+        if not ranks:
+            return {}
+        rows = [(g, lo, hi, *self._bracket(g, lo, hi, w)) for g, (lo, hi) in ranks.items()]
+        self.con.register(
+            "dpsense_br_obj",
+            {
+                "gid": np.array([r[0] for r in rows], dtype=np.int64),
+                "lo": np.array([r[1] for r in rows], dtype=np.int64),
+                "hi": np.array([r[2] for r in rows], dtype=np.int64),
+                "a": np.array([r[3] for r in rows], dtype=np.float64),
+                "b": np.array([r[4] for r in rows], dtype=np.float64),
+            },
+        )
+        self.con.execute("CREATE OR REPLACE TEMP TABLE dpsense_br AS SELECT * FROM dpsense_br_obj")
+        self.con.unregister("dpsense_br_obj")
+        # one pass: per group, the rows below its bracket and the sorted rows inside it
+        # (a list aggregate: several times cheaper than a GROUP BY over the values), of
+        # which only a slice around the window ranks leaves DuckDB
+        pad = int(w) + _PAD
+        got = self.con.execute(
+            "WITH b AS (SELECT s.gid, count(*) FILTER (WHERE s.v < r.a)::BIGINT AS below, "
+            "list_sort(list(s.v) FILTER (WHERE s.v >= r.a AND s.v <= r.b)) AS inside "
+            f"FROM ({self.stage}) s JOIN dpsense_br r USING (gid) GROUP BY s.gid) "
+            f"SELECT b.gid, b.below, len(b.inside)::BIGINT AS m, "
+            f"greatest(r.lo - b.below - {pad}, 0)::BIGINT AS s0, "
+            f"list_slice(b.inside, greatest(r.lo - b.below - {pad}, 0) + 1, "
+            f"r.hi - b.below + 1 + {pad}) AS part FROM b JOIN dpsense_br r USING (gid)"
+        ).fetchall()
+        self.queries += 1
+        found = {int(r[0]): (int(r[1]), int(r[2]), int(r[3]), r[4]) for r in got}
+        out: dict[int, Any] = {}
+        for g, (lo, hi) in ranks.items():
+            n = self.sizes[g]
+            below, m, s0, part = found.get(g, (0, 0, 0, []))
+            values, counts = _distinct(np.asarray(part or [], dtype=np.float64))
+            s1 = s0 + int(counts.sum())
+            above = n - below - m
+            # rows of the bracket outside the slice join the sentinels, and so do the
+            # values at a cut end of the slice (some of their copies may lie outside it)
+            below += s0
+            if s0 > 0 and values.shape[0]:
+                below, values, counts = below + int(counts[0]), values[1:], counts[1:]
+            above += m - s1
+            if s1 < m and values.shape[0]:
+                above, values, counts = above + int(counts[-1]), values[:-1], counts[:-1]
+            # the rows outside the bracket as sentinels: the window must not reach them
+            low, high = int(below > 0), int(above > 0)
+            values = np.concatenate(([-math.inf] * low, values, [math.inf] * high))
+            counts = np.concatenate(([below] * low, counts, [above] * high)).astype(np.int64)
+            keep = window_rows(counts, lo, hi)
+            if (low and keep[0]) or (high and keep[-1]):  # the bracket missed the window
+                self.fallbacks += 1
+                values, counts = self._histogram(g)
+                keep = window_rows(counts, lo, hi)
+            first = int(np.argmax(keep))
+            before = int(counts[:first].sum())
+            values, counts = values[keep], counts[keep]
+            out[g] = (values.copy(), counts.copy(), before, n - before - int(counts.sum()))
+        return out
+
+    def _histogram(self, gid: int) -> tuple[F64, I64]:
+        """One group's distinct values (sorted) and their multiplicities."""
+        if self._loaded:
+            got = self.con.execute(
+                "SELECT v, c FROM dpsense_held WHERE gid = ? ORDER BY v", [gid]
+            ).fetchnumpy()
+        else:
+            got = self.con.execute(
+                f"SELECT v, count(*)::BIGINT AS c FROM ({self.stage}) WHERE gid = ? "
+                "GROUP BY v ORDER BY v",
+                [gid],
+            ).fetchnumpy()
+            self.queries += 1
+        return np.asarray(got["v"], dtype=np.float64), np.asarray(got["c"], dtype=np.int64)
+
+    def count(self, gid: int, op: str, v: float) -> int:
+        row = self.con.execute(
+            f"SELECT count(*) FROM ({self.stage}) WHERE gid = ? AND v {op} ?", [gid, float(v)]
+        ).fetchone()
+        self.queries += 1
+        return int(row[0]) if row is not None else 0
+
+    def values(self, gid: int) -> F64:
+        """Every record of the group, sorted. The first call builds the histogram of every
+        held group in one pass; each group is then rebuilt from there."""
+        if not self._loaded:
+            self.con.execute(
+                "CREATE OR REPLACE TEMP TABLE dpsense_held AS SELECT gid, v, count(*)::BIGINT "
+                f"AS c FROM ({self.stage}) WHERE gid IN ({self._held()}) GROUP BY ALL"
+            )
+            self.queries += 1
+            self._loaded = True
+        values, counts = self._histogram(gid)
+        return np.repeat(values, counts)
+
+    def grid_sum(self, gid: int, grid: RecordGrid) -> int:
+        return self._sum(gid, *grid_sum_sql(grid))
+
+    def quanta_sum(self, gid: int, lower: float, upper: float, quanta: int) -> int:
+        return self._sum(gid, *quanta_sum_sql(lower, upper, quanta))
+
+    def preset_sums(self, key: tuple[Any, ...], sums: dict[int, int]) -> None:
+        """Sums computed in the engine's first pass (the same SQL as :meth:`_sum`)."""
+        self._sums[key] = sums
+
+    def _sum(self, gid: int, key: tuple[Any, ...], k: str) -> int:
+        """sum(k(v)) per held group, exactly (HUGEINT, as text); one query for all."""
+        if key not in self._sums:
+            got = self.con.execute(
+                f"SELECT gid, sum({k})::HUGEINT::VARCHAR AS s FROM ({self.stage}) "
+                f"WHERE gid IN ({self._held()}) GROUP BY gid"
+            ).fetchall()
+            self.queries += 1
+            self._sums[key] = {int(g): int(s) for g, s in got}
+        return self._sums[key].get(gid, 0)
+
+
+class DuckGroup:
+    """One held group: a :class:`~dpsense.statistics._records.HeldRecords` and a
+    :class:`~dpsense.mechanisms._quantile_sampler.RecordSource` answered by DuckDB."""
+
+    def __init__(self, groups: DuckGroups, gid: int) -> None:
+        self.groups = groups
+        self.gid = gid
+
+    @property
+    def size(self) -> int:
+        return self.groups.sizes[self.gid]
+
+    def quantile_window(self, num: int, den: int, w: int) -> tuple[F64, I64, int, int] | None:
+        return self.groups.window(self.gid, num, den, w)
+
+    def count_below(self, v: float) -> int:
+        return self.groups.count(self.gid, "<", v)
+
+    def count_above(self, v: float) -> int:
+        return self.groups.count(self.gid, ">", v)
+
+    def sorted_values(self) -> F64:
+        return self.groups.values(self.gid)
+
+    def grid_sum(self, grid: RecordGrid) -> int:
+        return self.groups.grid_sum(self.gid, grid)
+
+    def quanta_sum(self, lower: float, upper: float, quanta: int) -> int:
+        return self.groups.quanta_sum(self.gid, lower, upper, quanta)
