@@ -116,7 +116,7 @@ def main() -> None:
             if not any(found):
                 continue
             best = min(e for (e, _), ok in zip(got, found, strict=True) if ok)
-            for share, (e, _), ok in zip(SHARES, got, strict=True):
+            for share, (e, _), ok in zip(SHARES, got, found, strict=True):
                 if ok:
                     ratios[share].append(e / best if best > 0 else 1.0)
     lines += [
