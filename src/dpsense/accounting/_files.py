@@ -29,7 +29,12 @@ def recover_hot_journal(path: Path, timeout: float) -> None:
     A read-only file that needs recovery is reported, not touched.
     """
     journal = path.with_name(path.name + "-journal")
-    if not journal.exists() or journal.stat().st_size == 0:
+    try:
+        # one stat, not exists() then stat(): another process's commit may delete the
+        # journal in between (a live transaction's journal, not a hot one)
+        if journal.stat().st_size == 0:
+            return
+    except FileNotFoundError:
         return
     if not os.stat(path).st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
         raise LedgerError(
