@@ -1,25 +1,24 @@
-"""Grouped median on a PySpark DataFrame: dpsense against Spark's own median, one session.
+"""Grouped releases on a PySpark DataFrame against Spark's own grouped aggregates, one session.
 
-A table of ``--rows`` rows is generated inside Spark (``spark.range``; nothing passes
-through the driver) and cached: ``person`` (``--people`` people), ``g`` (``--groups``
-groups), ``v`` (integers in [0, 100], many ties) and ``c`` (the same normal distribution,
-continuous: no ties). Timed, best of ``--repeats``:
+The table is one of ``benchmarks/bench_tables.py``'s (``--table easy|hard|hard-int``, the
+same generator and cached Parquet file, at ``--rows`` rows), read by Spark (``--cache``:
+cached in memory first, so that no timing includes the Parquet scan). Timed, interleaved
+and best of ``--repeats`` (other processes may share the cores: only the ratios mean
+something), in one ``local[2]`` session:
 
-* Spark: ``df.groupBy("g").agg(median("v"))`` collected, and ``percentile_approx``;
-* dpsense: ``ds.release(df, ds.Median(0, 100, resolution=1), column="v", by="g",
-  keys=..., epsilon=1)`` (every row a unit);
-* dpsense per person: the same with ``privacy_unit="person", max_rows_per_unit=5,
-  max_groups_per_unit=1``;
-* on the continuous column: Spark's median of ``c`` and dpsense's ``ds.Median(0, 100)``
-  of ``c`` (its groups are too large to stream: Spark answers for a window of ranks).
+* Spark: ``groupBy("g").agg(median("v"))`` collected, ``percentile_approx(v, 0.5)``,
+  ``avg(clip(v))`` and ``count(*)``;
+* dpsense: ``ds.release(df, statistic, column="v", by="g", keys=..., epsilon=1)`` for the
+  median, the mean and the count, every row a unit and with ``privacy_unit="person",
+  max_rows_per_unit=5`` (one group per person, the default).
 
-What reaches the driver is counted too, for the first 10^6 rows and for all of them:
-histogram rows streamed whole (small groups), and rows the large groups answer with
-(windows, sums), for the median, quantile and mean of ``c`` and the median of ``v``.
+Also the peak of driver-side Python allocations (``tracemalloc``) of each release, and,
+with ``--profile``, the time of each Spark job of one release (the Spark UI is off).
 
-Results: ``benchmarks/results/spark.md``. Needs ``pip install 'dpsense[spark]'`` and Java.
+Results: ``benchmarks/results/spark.md`` (``--write``). Needs ``pip install
+'dpsense[spark]'`` and Java.
 
-Run: ``.venv/bin/python benchmarks/bench_spark.py [--rows 10000000 --groups 100]``
+Run: ``.venv/bin/python benchmarks/bench_spark.py --table hard --rows 10000000 --write``
 """
 
 from __future__ import annotations
@@ -27,28 +26,21 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 import warnings
 from pathlib import Path
 from typing import Any
 
 import dpsense as ds
-from bench_io import best_of
+from bench_tables import TABLES, interleaved, peak_bytes, table_path
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--rows", type=int, default=10_000_000)
-    parser.add_argument("--groups", type=int, default=100)
-    parser.add_argument("--people", type=int, default=1_000_000)
-    parser.add_argument("--repeats", type=int, default=3)
-    args = parser.parse_args()
-    warnings.simplefilter("ignore")
-    # contribution bounding hashes Arrow batches with DuckDB in the executors' Python
+def session() -> Any:
+    # contribution bounding may hash Arrow batches with DuckDB in the executors' Python
     os.environ["PYSPARK_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession
-    from pyspark.sql import functions as sf
 
     spark = (
         SparkSession.builder.master("local[2]")
@@ -60,140 +52,168 @@ def main() -> None:
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
-    df = (
-        spark.range(args.rows)
-        .select(
-            (sf.col("id") % args.people).alias("person"),
-            sf.when(
-                sf.abs(sf.hash("id")) % 10 == 0, sf.abs(sf.hash(sf.col("id") * 7)) % args.groups
-            )
-            .otherwise((sf.col("id") % args.people) % args.groups)
-            .alias("g"),
-            sf.least(
-                sf.lit(100.0), sf.greatest(sf.lit(0.0), sf.round(50 + 15 * sf.randn(seed=1)))
-            ).alias("v"),
-            (50 + 15 * sf.randn(seed=2)).alias("c"),
-            "id",
-        )
-        .cache()
-    )
-    df.count()
+    return spark
+
+
+def bench(spark: Any, kind: str, args: argparse.Namespace) -> list[dict[str, Any]]:
+    from pyspark.sql import functions as sf
+
+    path = table_path(kind, args.rows, args.groups, args.people)
+    df = spark.read.parquet(str(path))
+    if args.cache:
+        df = df.cache()
+        df.count()
+    hi = 100.0 if kind == "easy" else 1000.0
+    resolution = {"resolution": 1.0} if kind != "hard" else {}
+    clipped = sf.greatest(sf.least(sf.col("v"), sf.lit(hi)), sf.lit(0.0))
+    stats = {
+        "median": (ds.Median(0.0, hi, **resolution), sf.median("v")),
+        "mean": (ds.Mean(0.0, hi), sf.avg(clipped)),
+        "count": (ds.Count(), sf.count(sf.lit(1))),
+    }
     keys = list(range(args.groups))
+    out = []
+    for name in args.stats:
+        statistic, aggregate = stats[name]
 
-    def spark_median() -> object:
-        return df.groupBy("g").agg(sf.median("v")).collect()
+        def own(aggregate: Any = aggregate) -> object:
+            return df.groupBy("g").agg(aggregate).collect()
 
-    def spark_approx() -> object:
-        return df.groupBy("g").agg(sf.percentile_approx("v", 0.5)).collect()
+        def approx() -> object:
+            return df.groupBy("g").agg(sf.percentile_approx("v", 0.5)).collect()
 
-    def rows_release() -> object:
-        median = ds.Median(0, 100, resolution=1)
-        return ds.release(df, median, column="v", by="g", keys=keys, epsilon=1.0, rng=1)
+        def release(unit: bool, statistic: Any = statistic) -> object:
+            extra: dict[str, Any] = {"privacy_unit": "person", "max_rows_per_unit": 5}
+            return ds.release(
+                df,
+                statistic,
+                column=None if isinstance(statistic, ds.Count) else "v",
+                by="g",
+                keys=keys,
+                epsilon=1.0,
+                rng=1,
+                **(extra if unit else {}),
+            )
 
-    def person_release() -> object:
-        return ds.release(
-            df,
-            ds.Median(0, 100, resolution=1),
-            column="v",
-            by="g",
-            keys=keys,
-            privacy_unit="person",
-            max_rows_per_unit=5,
-            max_groups_per_unit=1,
-            epsilon=1.0,
-            rng=1,
+        own()  # warm up
+        fns = {"spark": own, "rows": lambda: release(False), "person": lambda: release(True)}
+        if name == "median":
+            fns["approx"] = approx
+        best = interleaved(fns, args.repeats)
+        row = {
+            "table": kind,
+            "stat": name,
+            **best,
+            "mem_rows": peak_bytes(lambda: release(False)),
+            "mem_person": peak_bytes(lambda: release(True)),
+        }
+        out.append(row)
+        print(
+            f"{kind:8} {name:6} spark {row['spark']:.2f} s  rows {row['rows'] / row['spark']:.2f}x"
+            f"  person {row['person'] / row['spark']:.2f}x  peak {row['mem_rows'] / 2**20:.0f}/"
+            f"{row['mem_person'] / 2**20:.0f} MB",
+            flush=True,
         )
+        if args.profile:
+            for unit in (False, True):
+                print(f"  jobs of the {name} release, privacy unit {unit}:")
+                for line in profile(df, lambda unit=unit: release(unit)):
+                    print("   ", line)
+    if args.cache:
+        df.unpersist()
+    return out
 
-    def spark_median_c() -> object:
-        return df.groupBy("g").agg(sf.median("c")).collect()
 
-    def continuous_release() -> object:
-        return ds.release(df, ds.Median(0, 100), column="c", by="g", keys=keys, epsilon=1.0, rng=1)
+def profile(df: Any, fn: Any) -> list[str]:
+    """Each action one call of ``fn`` runs (``collect``, ``toLocalIterator``, ``count``) on
+    a DataFrame of ``df``'s class: its caller and wall time (the Spark UI is off)."""
+    import traceback
 
-    spark_median()
-    t_median = best_of(spark_median, args.repeats)
-    t_median_c = best_of(spark_median_c, args.repeats)
-    t_cont = best_of(continuous_release, args.repeats)
-    t_approx = best_of(spark_approx, args.repeats)
-    t_rows = best_of(rows_release, args.repeats)
-    t_person = best_of(person_release, args.repeats)
-    transfer = driver_rows(df, keys, args.rows)
+    cls = type(df)
+    lines: list[str] = []
+    saved = {name: getattr(cls, name) for name in ("collect", "toLocalIterator", "count")}
+
+    def timed(name: str, method: Any) -> Any:
+        def run(self: Any, *a: Any, **k: Any) -> Any:
+            frame = traceback.extract_stack(limit=2)[0]
+            start = time.perf_counter()
+            got = method(self, *a, **k)
+            if name == "toLocalIterator":
+                got = list(got)
+            where = f"{Path(frame.filename).name}:{frame.lineno}"
+            lines.append(f"{name:15} {where:24} {time.perf_counter() - start:6.2f} s")
+            return got
+
+        return run
+
+    for name, method in saved.items():
+        setattr(cls, name, timed(name, method))
+    start = time.perf_counter()
+    try:
+        fn()
+    finally:
+        for name, method in saved.items():
+            setattr(cls, name, method)
+    lines.append(f"total {time.perf_counter() - start:.2f} s")
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--table", choices=(*TABLES, "all"), default="hard")
+    parser.add_argument("--rows", type=int, default=10_000_000)
+    parser.add_argument("--groups", type=int, default=100)
+    parser.add_argument("--people", type=int, default=1_000_000)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--stats", nargs="+", default=["median", "mean", "count"])
+    parser.add_argument("--cache", action="store_true", help="cache the table in Spark")
+    parser.add_argument("--profile", action="store_true", help="time each Spark job")
+    parser.add_argument("--write", action="store_true", help="write results/spark.md")
+    args = parser.parse_args()
+    warnings.simplefilter("ignore")
+    spark = session()
+    kinds = TABLES if args.table == "all" else (args.table,)
+    results = [r for kind in kinds for r in bench(spark, kind, args)]
+    spark.stop()
+    command = (
+        f"benchmarks/bench_spark.py --table {args.table} --rows {args.rows}"
+        f"{' --cache' if args.cache else ''} --write"
+    )
     lines = [
-        "# Grouped median on a Spark DataFrame (same session, local[2])",
+        "# Grouped releases on a Spark DataFrame (same session, local[2])",
         "",
-        f"{args.rows:,} rows (cached), {args.groups} groups, {args.people:,} people; best of"
-        f" {args.repeats}. Generated by `benchmarks/bench_spark.py`.",
+        f"{args.rows:,} rows of `benchmarks/bench_tables.py`'s tables (the same Parquet "
+        f"files{', cached in Spark' if args.cache else ', read by Spark each time'}), "
+        f"{args.groups} groups, {args.people:,} people; public keys, epsilon 1; best of "
+        f"{args.repeats}, interleaved with Spark's own query (ratios only: the cores were "
+        f"shared). Generated by `{command}`.",
         "",
-        "| run | seconds | ratio to Spark's median |",
-        "|---|---:|---:|",
-        f"| Spark `groupBy(g).agg(median(v))` | {t_median:.2f} | 1.00 |",
-        f"| Spark `percentile_approx(v, 0.5)` | {t_approx:.2f} | {t_approx / t_median:.2f} |",
-        f"| dpsense grouped median (rows as units) | {t_rows:.2f} | {t_rows / t_median:.2f} |",
-        f"| dpsense grouped median, privacy unit, 5 rows per unit | {t_person:.2f} |"
-        f" {t_person / t_median:.2f} |",
+        "| table | statistic | Spark (s) | rows as units / Spark | person, 5 rows / Spark "
+        "| Python peak, rows / person (MB) |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    for r in results:
+        lines.append(
+            f"| {r['table']} | {r['stat']} | {r['spark']:.2f} | {r['rows'] / r['spark']:.2f} "
+            f"| {r['person'] / r['spark']:.2f} | {r['mem_rows'] / 2**20:.1f} / "
+            f"{r['mem_person'] / 2**20:.1f} |"
+        )
+    approx = [r for r in results if "approx" in r]
+    lines += [
         "",
-        "Continuous column (no ties: every group is held in Spark):",
-        "",
-        "| run | seconds | ratio to Spark's median |",
-        "|---|---:|---:|",
-        f"| Spark `groupBy(g).agg(median(c))` | {t_median_c:.2f} | 1.00 |",
-        f"| dpsense grouped median of c | {t_cont:.2f} | {t_cont / t_median_c:.2f} |",
-        "",
-        "Rows that reached the driver (besides one row of sizes per group): histogram rows"
-        " streamed whole, and rows answered by the groups held in Spark.",
-        "",
-        "| release | table rows | streamed | answered by held groups |",
-        "|---|---:|---:|---:|",
-        *transfer,
+        "Spark's queries: `median(v)`, `avg(greatest(least(v, hi), 0))`, `count(1)` "
+        "`groupBy(g)`, collected. "
+        + " ".join(
+            f"`percentile_approx(v, 0.5)` on {r['table']}: {r['approx'] / r['spark']:.2f}x "
+            "the median."
+            for r in approx
+        ),
     ]
     text = "\n".join(lines) + "\n"
     print(text)
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "spark.md").write_text(text)
-    spark.stop()
-
-
-def driver_rows(df: Any, keys: list[int], rows: int) -> list[str]:
-    """Table lines: rows streamed and rows answered, for a few releases at two sizes."""
-    from pyspark.sql import functions as sf
-
-    from dpsense.tables import spark as spark_engine
-    from dpsense.tables import spark_groups
-
-    streamed: list[int] = []
-    made: list[spark_groups.SparkGroups] = []
-    load, init = spark_engine.load_histogram, spark_groups.SparkGroups.__init__
-
-    def counting_load(con: Any, hist: Any, *args: Any, **kwargs: Any) -> None:
-        streamed.append(hist.count())
-        load(con, hist, *args, **kwargs)
-
-    def counting_init(self: spark_groups.SparkGroups, *a: Any) -> None:
-        init(self, *a)
-        made.append(self)
-
-    spark_engine.load_histogram = counting_load  # type: ignore[assignment]
-    spark_groups.SparkGroups.__init__ = counting_init  # type: ignore[method-assign]
-    releases = {
-        "median of c": (ds.Median(0, 100), "c"),
-        "0.9-quantile of c": (ds.Quantile(0.9, 0, 100), "c"),
-        "mean of c (KSW)": (ds.Mean(0, 100), "c"),
-        "median of v (ties)": (ds.Median(0, 100, resolution=1), "v"),
-    }
-    lines = []
-    try:
-        for size in sorted({min(1_000_000, rows), rows}):
-            part = df.where(sf.col("id") < size)
-            for name, (stat, column) in releases.items():
-                streamed.clear()
-                made.clear()
-                ds.release(part, stat, column=column, by="g", keys=keys, epsilon=1.0, rng=1)
-                answered = sum(m.rows_collected for m in made)
-                lines.append(f"| {name} | {size:,} | {sum(streamed):,} | {answered:,} |")
-    finally:
-        spark_engine.load_histogram = load  # type: ignore[assignment]
-        spark_groups.SparkGroups.__init__ = init  # type: ignore[method-assign]
-    return lines
+    if args.write:
+        RESULTS.mkdir(exist_ok=True)
+        (RESULTS / "spark.md").write_text(text)
 
 
 if __name__ == "__main__":

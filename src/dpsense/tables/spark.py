@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from dpsense.errors import InputError
-from dpsense.tables import spark_groups
+from dpsense.tables import spark_groups, spark_hash
 from dpsense.tables.engine import BoundedTable, TablePlan, keyed_hash, raise_on_flags
 from dpsense.tables.source import TableSource, connection
 from dpsense.tables.spark_groups import load_histogram
@@ -244,7 +244,6 @@ def bound_spark_table(
 ) -> BoundedTable:
     """Check, filter, bound and clip in Spark; the histogram lands in a DuckDB table."""
     from pyspark import StorageLevel
-    from pyspark.sql import Window
 
     sf = _functions()
     keep = _check(source, plan)
@@ -273,38 +272,22 @@ def bound_spark_table(
     group_cols = ["gid"] if (public or not by) else gs
     persisted: list[Any] = []
     if plan.unit is not None:
-        salt_g, salt_r = plan.salt
-        hashed = _with_keyed_hash(stage, "hr", keyed_hash(salt_r, "v"), ["u", "v"])
-        ranked = hashed.withColumn(
-            "r",
-            sf.row_number().over(Window.partitionBy("u", *group_cols).orderBy("hr", "v")),
-        )
-        kept = ranked.where(sf.col("r") <= int(plan.max_rows)).drop("r", "hr")
         every_key = public and keys is not None and plan.max_groups >= len(keys)
-        if by and not every_key:
-            canon = (
-                [sf.col("gid").alias("k0")]
-                if public
-                else [
-                    _canonical(sf, sf.col(f"g{i}"), source.types[b]).alias(f"k{i}")
-                    for i, b in enumerate(by)
-                ]
+        canon = _native_canon(source, plan, public) if by and not every_key else []
+        if canon is not None and _native_unit(source, plan):
+            kept = spark_hash.bound_natively(
+                stage,
+                plan.salt,
+                int(plan.max_rows),
+                int(plan.max_groups) if by and not every_key else None,
+                group_cols,
+                canon,
             )
-            pairs = kept.select("u", *group_cols).distinct().select("u", *group_cols, *canon)
-            ks = [f"k{i}" for i in range(len(canon))]
-            pairs = _with_keyed_hash(pairs, "hg", keyed_hash(salt_g, ", ".join(ks)), ["u", *ks])
-            chosen = (
-                pairs.withColumn(
-                    "r",
-                    sf.row_number().over(Window.partitionBy("u").orderBy("hg", *group_cols)),
-                )
-                .where(sf.col("r") <= int(plan.max_groups))
-                .select("u", *group_cols)
-            )
-            kept = kept.join(chosen, on=["u", *group_cols], how="left_semi")
+        else:
+            kept = _bound_in_python(source, plan, stage, public, every_key, group_cols)
         kept = kept.persist(StorageLevel.MEMORY_AND_DISK)
         persisted.append(kept)
-        units_frame = kept.select("u", *group_cols).distinct().groupBy(*group_cols).count()
+        units_frame = kept.groupBy(*group_cols).agg(sf.sum("first").alias("count"))
     else:
         kept = stage
         units_frame = None
@@ -395,6 +378,86 @@ def bound_spark_table(
         distinct,
         plan.column is not None,
         held={g: held.group(g) for g in large} if held is not None else {},
+    )
+
+
+def _native_unit(source: SparkSource, plan: TablePlan) -> bool:
+    """True when Spark can hash the unit column itself (an integer column; text units are
+    hashed by DuckDB on the executors) and the driver's DuckDB hashes as
+    ``spark_hash.reference_hash``."""
+    from pyspark.sql import types as st
+
+    integer = st.ByteType | st.ShortType | st.IntegerType | st.LongType
+    return isinstance(source.types[plan.unit], integer) and spark_hash.native_hash_available()
+
+
+def _native_canon(
+    source: SparkSource, plan: TablePlan, public: bool
+) -> list[tuple[str, bool]] | None:
+    """The group columns the group hash reads, as (name, is a double), when Spark can
+    hash them (public keys: the key's number; by-columns of numeric types); else None."""
+    from pyspark.sql import types as st
+
+    if public:
+        return [("gid", False)]
+    out = []
+    for i, b in enumerate(plan.by):
+        data_type = source.types[b]
+        if isinstance(data_type, st.ByteType | st.ShortType | st.IntegerType | st.LongType):
+            out.append((f"g{i}", False))
+        elif isinstance(data_type, st.FloatType | st.DoubleType | st.DecimalType):
+            out.append((f"g{i}", True))
+        else:
+            return None
+    return out
+
+
+def _bound_in_python(
+    source: SparkSource,
+    plan: TablePlan,
+    stage: Any,
+    public: bool,
+    every_key: bool,
+    group_cols: list[str],
+) -> Any:
+    """Contribution bounding with DuckDB's hash evaluated by DuckDB on the executors (text
+    units or by-columns): rows ranked per (unit, group) by a window, groups per unit by a
+    second one. Returns the kept rows with the column ``first`` of ``bound_natively``."""
+    from pyspark.sql import Window
+
+    sf = _functions()
+    by = plan.by
+    salt_g, salt_r = plan.salt
+    hashed = _with_keyed_hash(stage, "hr", keyed_hash(salt_r, "v"), ["u", "v"])
+    ranked = hashed.withColumn(
+        "r",
+        sf.row_number().over(Window.partitionBy("u", *group_cols).orderBy("hr", "v")),
+    )
+    kept = ranked.where(sf.col("r") <= int(plan.max_rows)).drop("r", "hr")
+    if by and not every_key:
+        canon = (
+            [sf.col("gid").alias("k0")]
+            if public
+            else [
+                _canonical(sf, sf.col(f"g{i}"), source.types[b]).alias(f"k{i}")
+                for i, b in enumerate(by)
+            ]
+        )
+        pairs = kept.select("u", *group_cols).distinct().select("u", *group_cols, *canon)
+        ks = [f"k{i}" for i in range(len(canon))]
+        pairs = _with_keyed_hash(pairs, "hg", keyed_hash(salt_g, ", ".join(ks)), ["u", *ks])
+        chosen = (
+            pairs.withColumn(
+                "r",
+                sf.row_number().over(Window.partitionBy("u").orderBy("hg", *group_cols)),
+            )
+            .where(sf.col("r") <= int(plan.max_groups))
+            .select("u", *group_cols)
+        )
+        kept = kept.join(chosen, on=["u", *group_cols], how="left_semi")
+    return kept.withColumn(
+        "first",
+        (sf.row_number().over(Window.partitionBy("u", *group_cols).orderBy("v")) == 1).cast("int"),
     )
 
 
