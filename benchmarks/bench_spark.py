@@ -100,6 +100,7 @@ def bench(spark: Any, kind: str, args: argparse.Namespace) -> list[dict[str, Any
         if name == "median":
             fns["approx"] = approx
         best = interleaved(fns, args.repeats)
+        print(kind, name, {k: round(v, 2) for k, v in best.items()}, flush=True)
         row = {
             "table": kind,
             "stat": name,
