@@ -1,7 +1,8 @@
 """The ``dpsense`` command line.
 
 Exit codes: 0 success; 2 bad input or usage (one line on stderr, no traceback); 3 privacy
-budget exceeded; 1 an internal error (a bug: please report it).
+budget exceeded; 4 ``audit`` found a violation; 1 an internal error (a bug: please report
+it).
 
 ``analyze``, ``demo`` and ``explore`` print **non-private** diagnostics for the data
 owner: local and smooth sensitivities are functions of the raw data and must never be
@@ -17,6 +18,8 @@ from typing import Annotated
 import typer
 
 from dpsense.cli.analyze_cmd import ANALYZE_EXAMPLES, analyze
+from dpsense.cli.audit_cmd import AUDIT_EXAMPLES, audit_command
+from dpsense.cli.audit_cmd import EXIT_VIOLATION as AUDIT_VIOLATION
 from dpsense.cli.bounds_cmd import BOUNDS_EXAMPLES, bounds_command
 from dpsense.cli.budget_cmd import budget_app
 from dpsense.cli.demo_cmd import DEMO_EXAMPLES, demo
@@ -36,6 +39,7 @@ EXIT_OK = 0
 EXIT_INTERNAL = 1
 EXIT_INPUT = 2
 EXIT_BUDGET = 3
+EXIT_VIOLATION = AUDIT_VIOLATION  # dpsense audit found a violation (4)
 
 app = typer.Typer(
     name="dpsense",
@@ -51,7 +55,8 @@ app = typer.Typer(
     epilog=(
         "Exit codes: 0 success (a propose-test-release refusal included: it is the "
         "private answer, and its budget is spent); 2 bad input or usage; 3 privacy budget "
-        "exceeded; 1 an internal error (a bug: please report it).\n\n"
+        "exceeded; 4 dpsense audit found a violation; 1 an internal error (a bug: please "
+        "report it).\n\n"
         "Examples:\n\n\b\n"
         "  dpsense demo\n"
         "  dpsense release census.csv -c age -s median --lower 0 --upper 100 --epsilon 1\n"
@@ -81,7 +86,7 @@ def _root(
 
     Exit codes: 0 success (a propose-test-release refusal included: it is the private
     answer, and its budget is spent); 2 bad input or usage; 3 privacy budget exceeded;
-    1 an internal error (a bug: please report it).
+    4 ``dpsense audit`` found a violation; 1 an internal error (a bug: please report it).
     """
 
 
@@ -91,6 +96,7 @@ app.command(no_args_is_help=True, epilog=EXPLORE_EXAMPLES)(explore)
 app.command(name="release", no_args_is_help=True, epilog=RELEASE_EXAMPLES)(release_command)
 app.command(name="ratio", no_args_is_help=True, epilog=RATIO_EXAMPLES)(ratio_command)
 app.command(name="bounds", no_args_is_help=True, epilog=BOUNDS_EXAMPLES)(bounds_command)
+app.command(name="audit", no_args_is_help=True, epilog=AUDIT_EXAMPLES)(audit_command)
 app.add_typer(budget_app, name="budget")
 
 
