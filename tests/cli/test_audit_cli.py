@@ -69,6 +69,10 @@ def returns_nan(data):
 def returns_inf(data):
     return float("inf")
 
+def chatty(data, rng):
+    print("called")
+    return len(data) + rng.laplace(0.0, 1.0 / EPSILON)
+
 NOT_A_FUNCTION = 3
 '''
 
@@ -188,6 +192,17 @@ def test_json_keys_and_reproducible_with_a_seed(
     # the seed reaches the global numpy generator of a mechanism without an rng parameter
     assert audit_json(capsys, *args, "--seed", "3") == (0, first)
     assert audit_json(capsys, *args, "--seed", "4")[1] != first
+
+
+def test_what_the_mechanism_prints_goes_to_stderr(
+    workdir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    mod = module(workdir, MECHANISMS + 'print("imported")\n')
+    args = [f"{mod}:chatty", *pair(workdir), "--epsilon", "1", "--draws", "100", "--json"]
+    code, out, err = run(capsys, *args)
+    assert code == 0
+    assert json.loads(out)["calls"] == 2 * (100 + 100 + 100)  # no lump: no catastrophe test
+    assert err.startswith("imported\ncalled\n")
 
 
 def test_human_output_says_what_the_verdict_means(

@@ -8,6 +8,7 @@ judges the outputs. Exit code 4 means "violation found", 0 "no violation detecte
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import os
@@ -282,19 +283,21 @@ def audit_command(
         check_int(seed, "seed", where=_WHERE, minimum=0)
     data_x = load_column(x, column)
     data_y = load_column(x_prime, column)
-    function, name = load_mechanism(mechanism)
-    result = audit_mechanism(
-        function,
-        data_x,
-        data_y,
-        epsilon=epsilon,
-        delta=delta,
-        draws=draws,
-        alpha=alpha,
-        neighbours=neighbours,
-        seed=seed,
-        name=name,
-    )
+    # What the user's module prints goes to stderr, so that stdout holds only the result.
+    with contextlib.redirect_stdout(sys.stderr):
+        function, name = load_mechanism(mechanism)
+        result = audit_mechanism(
+            function,
+            data_x,
+            data_y,
+            epsilon=epsilon,
+            delta=delta,
+            draws=draws,
+            alpha=alpha,
+            neighbours=neighbours,
+            seed=seed,
+            name=name,
+        )
     if json_output:
         _print_json(_payload(result, name, seed))
     else:
