@@ -45,8 +45,8 @@ AUDIT_EXAMPLES = (
 
 _WHERE: Final = "audit_mechanism"
 _SPEC_HELP: Final = (
-    "MECHANISM must be MODULE:FUNCTION (e.g. mymech:noisy_mean, with mymech.py in the "
-    "current directory or on PYTHONPATH) or FILE.py:FUNCTION"
+    "name the mechanism as MODULE:FUNCTION (e.g. mymech:noisy_mean, with mymech.py in the "
+    "current directory or on PYTHONPATH) or as FILE.py:FUNCTION"
 )
 
 
@@ -56,7 +56,7 @@ _SPEC_HELP: Final = (
 def _import_module(module: str) -> Any:
     """Import ``module`` as ``python -m`` would: the current directory first on sys.path."""
     if module.startswith(".") or not all(part.isidentifier() for part in module.split(".")):
-        raise InputError(f"{_SPEC_HELP}; '{module}' is not a module name.")
+        raise InputError(f"'{module}' is not a module name; {_SPEC_HELP}.")
     if "" not in sys.path and os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
     try:
@@ -91,7 +91,7 @@ def _import_file(path_text: str) -> Any:
     name = f"_dpsense_audit_{path.stem}"
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
-        raise InputError(f"cannot load {path_text} as Python source ({_SPEC_HELP}).")
+        raise InputError(f"cannot load {path_text} as Python source; {_SPEC_HELP}.")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module  # dataclasses and pickling look the module up by name
     try:
@@ -116,7 +116,7 @@ def load_mechanism(spec: str) -> tuple[Callable[..., Any], str]:
     """
     module_name, colon, attribute = spec.rpartition(":")
     if not colon or not module_name or not attribute:
-        raise InputError(f"{_SPEC_HELP}. Got '{spec}' instead.")
+        raise InputError(f"{_SPEC_HELP[0].upper()}{_SPEC_HELP[1:]}. Got '{spec}' instead.")
     if module_name.endswith(".py"):
         obj: Any = _import_file(module_name)
     else:
