@@ -10,7 +10,7 @@ Contribution bounding (docs/tables.md §2): a unit keeps the ``g`` groups with t
 ``hash(key, unit, group)`` and, in each, the ``m`` rows with the smallest ``hash(key, unit,
 value)``. The choice depends only on the unit's own rows and a secret key (fresh per
 release, from the release's random source), never on row order, so the bounded table is
-the same multiset whatever the format or order of the input.
+the same multiset whatever the format or order of the input (``unit_bounding``).
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from dpsense.tables.duck_groups import (
     sample_test,
 )
 from dpsense.tables.source import TableSource, quote
+from dpsense.tables.unit_bounding import bound_units, canonical, keyed_hash
 
 __all__ = [
     "BoundedTable",
@@ -45,8 +46,6 @@ __all__ = [
     "summarise",
 ]
 
-_SCALAR_ROWS: Final = 16
-"""Up to this many rows per unit, a unit's kept values are stored as scalar columns."""
 _BATCH_ROWS: Final = 4_000_000
 """Largest number of values fetched into Python at once (32 MB of doubles)."""
 
@@ -134,29 +133,6 @@ class BoundedTable:
             i = j
 
 
-def keyed_hash(salt: int, columns: str) -> str:
-    """The bounding key of a unit's row or group, in DuckDB SQL: ``hash(key, u, columns)``
-    shifted to a signed 63-bit key (same order; DuckDB's top-m aggregate is faster on
-    BIGINT keys). The Spark engine computes this same expression with DuckDB on each
-    Arrow batch, so both engines keep the same rows."""
-    return f"(hash({int(salt)}, u, {columns}) >> 1)::BIGINT"
-
-
-_INTEGER_TYPES = frozenset(
-    {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER"}
-)
-
-
-def _canonical(expr: str, sql_type: str) -> str:
-    """The column as the same value whatever the input format: every integer width becomes
-    BIGINT, floats DOUBLE, the rest text (hashes of it are then format-independent)."""
-    if sql_type in _INTEGER_TYPES:
-        return f"CAST({expr} AS BIGINT)"
-    if sql_type in FLOAT_TYPES or sql_type.startswith("DECIMAL"):
-        return f"CAST({expr} AS DOUBLE)"
-    return f"CAST({expr} AS VARCHAR)"
-
-
 def _stage(
     source: TableSource,
     plan: TablePlan,
@@ -177,7 +153,7 @@ def _stage(
         cols.append(f"{num} AS v")
     cols += [f"{quote(b)} AS g{i}" for i, b in enumerate(plan.by)]
     if plan.unit is not None:
-        cols.append(f"{_canonical(quote(plan.unit), types[plan.unit])} AS u")
+        cols.append(f"{canonical(quote(plan.unit), types[plan.unit])} AS u")
     cols += [f"{f} AS f{i}" for i, f in enumerate(flags)]
     if not cols:
         cols.append("1 AS one")
@@ -201,11 +177,10 @@ def bound_table(
     ``keys`` are public keys (each a tuple of by-values), or None for every group present
     after bounding (private selection happens in Python on the unit counts).
 
-    With a privacy unit, one aggregation keeps each (unit, group)'s ``m`` values of
-    smallest ``hash(key, unit, value)`` (``min_by(v, hash, m)``, no sort), then a second
-    top-g aggregate over the (unit, group) pairs picks each unit's ``g`` groups of smallest
-    ``hash(key, unit, group)`` (exactly g: ties are broken, never all kept), which a
-    semi-join keeps. Each kept pair is one distinct unit of its group.
+    With a privacy unit, ``unit_bounding.bound_units`` keeps each unit's ``g`` groups of
+    smallest ``hash(key, unit, group)`` (exactly g: ties are broken, never all kept) and,
+    in each, the ``m`` values of smallest ``hash(key, unit, value)``. Each kept (unit,
+    group) pair is one distinct unit of its group.
     """
     con = source.con
     types = {
@@ -235,66 +210,16 @@ def bound_table(
     group_cols = ["gid"] if (public or not by) else gs
     keyed = ", ".join(group_cols)
     if plan.unit is not None:
-        salt_g, salt_r = plan.salt
         every_key = public and keys is not None and plan.max_groups >= len(keys)
+        canon = None
         if by and not every_key:
             canon = (
                 "gid"
                 if public
-                else ", ".join(_canonical(f"g{i}", types[b]) for i, b in enumerate(by))
+                else ", ".join(canonical(f"g{i}", types[b]) for i, b in enumerate(by))
             )
-            # Which groups a unit keeps does not depend on which rows it keeps: the
-            # groups are chosen first, so the (unit, group)
-            # pairs a unit drops never reach a top-m aggregate (most pairs of a table
-            # whose people spread over the groups); the bounded table is the same.
-            G = int(plan.max_groups)
-            hg = keyed_hash(salt_g, canon)
-            hr = keyed_hash(salt_r, value)
-            m = int(plan.max_rows)
-            if G == 1 and len(group_cols) == 1:
-                # one group per unit (the default): an arg-min per unit over its rows
-                # (a min_by top-m over struct keys, or over the distinct pairs, costs
-                # several times more); ties between two groups' 63-bit hashes are broken
-                # arbitrarily, as by the top-G aggregate
-                chosen = f"SELECT u, arg_min({keyed}, {hg}) AS {keyed} FROM ({stage}) GROUP BY u"
-            else:
-                # each unit's G (unit, group) pairs of smallest hash(key, unit, group),
-                # chosen from the distinct pairs
-                distinct = f"SELECT DISTINCT u, {keyed}, {hg} AS hg FROM ({stage})"
-                if len(group_cols) == 1:
-                    top = f"unnest(min_by({keyed}, hg, {G})) AS {keyed}"
-                else:
-                    struct = ", ".join(f"'{c}': {c}" for c in group_cols)
-                    top = f"unnest(min_by({{{struct}}}, hg, {G}), recursive := true)"
-                chosen = f"SELECT u, {top} FROM ({distinct}) GROUP BY u"
-            # a semi-join keeps the chosen groups' rows; the top-m rows per (unit, group)
-            # then run on the kept rows only
-            kept = f"SELECT s.* FROM ({stage}) s SEMI JOIN ({chosen}) c USING (u, {keyed})"
-            pairs = (
-                f"SELECT u, {keyed}, min_by({value}, {hr}, {m}) AS vs FROM ({kept}) GROUP BY ALL"
-            )
-        else:
-            pairs = (
-                # the hash shifted to a signed 63-bit key: same order (ties only where two
-                # 64-bit hashes differ in their last bit), and DuckDB's top-m aggregate is
-                # about 25% faster on BIGINT keys than on UBIGINT ones
-                f"SELECT u, {keyed}, min_by({value}, {keyed_hash(salt_r, value)}, "
-                f"{int(plan.max_rows)}) AS vs FROM ({stage}) GROUP BY ALL"
-            )
-        m = int(plan.max_rows)
-        if m <= _SCALAR_ROWS:
-            # m scalar columns materialise far faster than a list column
-            slots = ", ".join(f"vs[{i}] AS v{i}" for i in range(1, m + 1))
-            con.execute(
-                f"CREATE TEMP TABLE dpsense_pairs AS SELECT {keyed}, {slots} FROM ({pairs})"
-            )
-            kept = " UNION ALL ".join(
-                f"SELECT {keyed}, v{i} AS v FROM dpsense_pairs WHERE v{i} IS NOT NULL"
-                for i in range(1, m + 1)
-            )
-        else:
-            con.execute(f"CREATE TEMP TABLE dpsense_pairs AS {pairs}")
-            kept = f"SELECT {keyed}, unnest(vs) AS v FROM dpsense_pairs"
+        one_pass = public or not any(types[b] in FLOAT_TYPES for b in by)
+        kept = bound_units(con, plan, stage, group_cols, canon, value, one_pass=one_pass)
         hist_src = f"SELECT {keyed}, v, count(*)::BIGINT AS c FROM ({kept}) GROUP BY ALL"
         unit_src = f"SELECT {keyed}, count(*)::BIGINT AS units FROM dpsense_pairs GROUP BY ALL"
     else:
