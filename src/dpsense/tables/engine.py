@@ -24,7 +24,7 @@ import numpy as np
 from dpsense.errors import InputError
 from dpsense.methods.ksw import _QUANTA
 from dpsense.statistics._exact import RecordGrid
-from dpsense.tables.checks import FLOAT_TYPES, check_exprs, check_table, raise_on_flags
+from dpsense.tables.checks import check_exprs, check_table, raise_on_flags
 from dpsense.tables.duck_groups import (
     HOLD_DISTINCT,
     HOLD_ROWS,
@@ -218,9 +218,7 @@ def bound_table(
                 if public
                 else ", ".join(canonical(f"g{i}", types[b]) for i, b in enumerate(by))
             )
-        one_pass = public or not any(types[b] in FLOAT_TYPES for b in by)
-        kept = bound_units(con, plan, stage, group_cols, canon, value, one_pass=one_pass)
-        hist_src = f"SELECT {keyed}, v, count(*)::BIGINT AS c FROM ({kept}) GROUP BY ALL"
+        hist_src = bound_units(con, plan, stage, group_cols, canon, value)
         unit_src = f"SELECT {keyed}, count(*)::BIGINT AS units FROM dpsense_pairs GROUP BY ALL"
     else:
         hist_src = (

@@ -7,19 +7,15 @@ source), never on row order, so the bounded table is the same multiset whatever 
 format or order of the input.
 
 :func:`bound_units` writes the kept values as ``dpsense_pairs``: one row per kept (unit,
-group) pair. With one group per unit (the default) and a single group column, one
-aggregation over the units does it all: each unit's ``m`` rows of smallest key ``hg *
-2^63 + hr`` (the group hash, then the row hash, both 63-bit) are the rows of its group of
-smallest ``hg`` in order of ``hr``, followed (when that group has fewer than ``m`` rows)
-by rows of its other groups, which are dropped. No semi-join and no second pass over the
-table: a GROUP BY over the units is the cheapest exact bounding we found (a semi-join of
-the rows against each unit's chosen group costs about three such GROUP BYs).
+group) pair. The groups are chosen first (one arg-min per unit for one group per unit, a
+top-g over the distinct (unit, group) pairs otherwise) and a semi-join keeps their rows
+for the top-m aggregate, which then runs on the kept rows only. A count ranks no rows: all
+of a pair's rows have the same value, and the pair keeps ``min(c, m)`` of its ``c`` rows.
 
-Two groups of one unit whose 63-bit group hashes are equal would interleave in that
-order; the definition breaks such a tie arbitrarily but keeps ``min(c, m)`` rows of one
-group, so a release that meets one (a chance of about ``pairs^2 / 2^63`` per unit) is
-bounded again the general way: the groups are chosen first (one arg-min, or a top-g over
-the distinct pairs) and a semi-join keeps their rows for the top-m aggregate.
+One aggregation over the units instead (each unit's m rows of smallest ``hg * 2^63 + hr``
+by one ``min_by``: the chosen group's rows come first) was tried and is far slower:
+DuckDB's top-m aggregate over all 2e7 rows of the hard table in 1e6 groups cost tens of
+seconds, against a few for the arg-min and the semi-join.
 """
 
 from __future__ import annotations
@@ -66,98 +62,57 @@ def bound_units(
     group_cols: list[str],
     canon: str | None,
     value: str,
-    *,
-    one_pass: bool = True,
 ) -> str:
-    """Create ``dpsense_pairs`` (the group columns, then the kept values as ``v1..vm``, or
-    a list ``vs`` when m > ``SCALAR_ROWS``), one row per kept (unit, group) pair; return
-    SQL of the kept rows as (group columns, v).
+    """Create ``dpsense_pairs``, one row per kept (unit, group) pair: the group columns,
+    then the kept values as ``v1..vm`` (a list ``vs`` when m > ``SCALAR_ROWS``), or for a
+    count (``plan.column`` None) the number of kept rows ``k``; return SQL of the bounded
+    histogram (group columns, v, c).
 
     ``canon`` is the canonical SQL of the group (hashed to choose the groups), or None
-    when every unit keeps every group (no by, or at least as many groups as keys).
-    ``one_pass`` False asks for the general way (a float group column: -0.0 and 0.0 are
-    one group but hash apart)."""
+    when every unit keeps every group (no by, or at least as many groups as keys)."""
     salt_r = plan.salt[1]
     keyed = ", ".join(group_cols)
     m = int(plan.max_rows)
     hr = keyed_hash(salt_r, value)
-    single = canon is not None and plan.max_groups == 1 and len(group_cols) == 1
-    if one_pass and single and m <= SCALAR_ROWS:
-        assert canon is not None
-        if _one_pass(con, plan, stage, keyed, canon, value):
-            return _slots_kept(keyed, m)
-    if canon is None:
-        # the hash shifted to a signed 63-bit key: same order (ties only where two
-        # 64-bit hashes differ in their last bit), and DuckDB's top-m aggregate is
-        # about 25% faster on BIGINT keys than on UBIGINT ones
-        pairs = f"SELECT u, {keyed}, min_by({value}, {hr}, {m}) AS vs FROM ({stage}) GROUP BY ALL"
-    else:
-        pairs = _chosen_first(plan, stage, group_cols, canon, value)
+    rows = f"({stage})" if canon is None else f"({_chosen_rows(plan, stage, group_cols, canon)})"
+    if plan.column is None:
+        # a count: every row of a pair has the same value (0) and so the same row hash,
+        # and the pair keeps min(c, m) of its c rows: counted, not ranked
+        con.execute(
+            f"CREATE TEMP TABLE dpsense_pairs AS SELECT {keyed}, least(count(*), {m})::BIGINT "
+            f"AS k FROM {rows} GROUP BY u, {keyed}"
+        )
+        return (
+            f"SELECT {keyed}, 0::DOUBLE AS v, sum(k)::BIGINT AS c FROM dpsense_pairs GROUP BY ALL"
+        )
+    # the hash shifted to a signed 63-bit key: same order (ties only where two 64-bit
+    # hashes differ in their last bit), and DuckDB's top-m aggregate is about 25% faster
+    # on BIGINT keys than on UBIGINT ones
+    pairs = f"SELECT u, {keyed}, min_by({value}, {hr}, {m}) AS vs FROM {rows} GROUP BY ALL"
     if m <= SCALAR_ROWS:
         # m scalar columns materialise far faster than a list column
         slots = ", ".join(f"vs[{i}] AS v{i}" for i in range(1, m + 1))
         con.execute(f"CREATE TEMP TABLE dpsense_pairs AS SELECT {keyed}, {slots} FROM ({pairs})")
-        return _slots_kept(keyed, m)
-    con.execute(f"CREATE TEMP TABLE dpsense_pairs AS {pairs}")
-    return f"SELECT {keyed}, unnest(vs) AS v FROM dpsense_pairs"
+        kept = " UNION ALL ".join(
+            f"SELECT {keyed}, v{i} AS v FROM dpsense_pairs WHERE v{i} IS NOT NULL"
+            for i in range(1, m + 1)
+        )
+    else:
+        con.execute(f"CREATE TEMP TABLE dpsense_pairs AS {pairs}")
+        kept = f"SELECT {keyed}, unnest(vs) AS v FROM dpsense_pairs"
+    return f"SELECT {keyed}, v, count(*)::BIGINT AS c FROM ({kept}) GROUP BY ALL"
 
 
-def _slots_kept(keyed: str, m: int) -> str:
-    return " UNION ALL ".join(
-        f"SELECT {keyed}, v{i} AS v FROM dpsense_pairs WHERE v{i} IS NOT NULL"
-        for i in range(1, m + 1)
-    )
-
-
-def _one_pass(con: Any, plan: TablePlan, stage: str, keyed: str, canon: str, value: str) -> bool:
-    """One group per unit in one aggregation over the units (module docstring); False
-    (nothing created) when some unit has two groups of equal hash among its listed rows."""
-    salt_g, salt_r = plan.salt
-    m = int(plan.max_rows)
-    hg = keyed_hash(salt_g, canon)
-    hr = keyed_hash(salt_r, value)
-    # (hg, hr) in lexicographic order as one HUGEINT: both lie in [0, 2^63)
-    key = f"({hg})::HUGEINT * 9223372036854775808::HUGEINT + ({hr})"
-    con.execute(
-        "CREATE OR REPLACE TEMP TABLE dpsense_units AS SELECT u, min_by({'g': "
-        f"{keyed}, 'c': {canon}, 'v': {value}}}, {key}, {m}) AS l FROM ({stage}) GROUP BY u"
-    )
-    # a listed row of another group whose group hash equals the chosen group's
-    tie = keyed_hash(salt_g, "x")
-    first = keyed_hash(salt_g, "l[1].c")
-    clash = " OR ".join(
-        f"(l[{i}].g IS DISTINCT FROM l[1].g AND l[{i}].g IS NOT NULL AND "
-        f"{tie.replace('x', f'l[{i}].c')} = {first})"
-        for i in range(2, m + 1)
-    )
-    row = con.execute(f"SELECT bool_or({clash}) FROM dpsense_units").fetchone() if clash else None
-    if row is not None and row[0]:
-        con.execute("DROP TABLE dpsense_units")
-        return False
-    # the chosen group's rows come first: the listed rows of other groups are dropped
-    slots = ", ".join(
-        f"CASE WHEN l[{i}].g = l[1].g THEN l[{i}].v END AS v{i}" for i in range(1, m + 1)
-    )
-    con.execute(
-        f"CREATE TEMP TABLE dpsense_pairs AS SELECT l[1].g AS {keyed}, {slots} FROM dpsense_units"
-    )
-    con.execute("DROP TABLE dpsense_units")
-    return True
-
-
-def _chosen_first(
-    plan: TablePlan, stage: str, group_cols: list[str], canon: str, value: str
-) -> str:
-    """SQL of (u, group columns, vs): the groups chosen first, their rows kept by a
-    semi-join, then the top-m rows of each kept pair.
+def _chosen_rows(plan: TablePlan, stage: str, group_cols: list[str], canon: str) -> str:
+    """SQL of the rows of each unit's chosen groups (a semi-join), for the top-m rows of
+    each kept pair.
 
     Which groups a unit keeps does not depend on which rows it keeps, so the (unit,
     group) pairs a unit drops never reach a top-m aggregate (most pairs of a table whose
     people spread over the groups); the bounded table is the same."""
-    salt_g, salt_r = plan.salt
     keyed = ", ".join(group_cols)
     G = int(plan.max_groups)
-    hg = keyed_hash(salt_g, canon)
+    hg = keyed_hash(plan.salt[0], canon)
     if G == 1 and len(group_cols) == 1:
         # one group per unit: an arg-min per unit over its rows; ties between two
         # groups' 63-bit hashes are broken arbitrarily, as by the top-G aggregate
@@ -172,9 +127,4 @@ def _chosen_first(
             struct = ", ".join(f"'{c}': {c}" for c in group_cols)
             top = f"unnest(min_by({{{struct}}}, hg, {G}), recursive := true)"
         chosen = f"SELECT u, {top} FROM ({distinct}) GROUP BY u"
-    kept = f"SELECT s.* FROM ({stage}) s SEMI JOIN ({chosen}) c USING (u, {keyed})"
-    hr = keyed_hash(salt_r, value)
-    return (
-        f"SELECT u, {keyed}, min_by({value}, {hr}, {int(plan.max_rows)}) AS vs "
-        f"FROM ({kept}) GROUP BY ALL"
-    )
+    return f"SELECT s.* FROM ({stage}) s SEMI JOIN ({chosen}) c USING (u, {keyed})"
