@@ -265,11 +265,7 @@ def release_table(
             lower,
             upper,
             salt,
-            hold=(
-                ("window" if isinstance(unit_stat, Quantile) else "sums")
-                if reads_held(unit_stat, method)
-                else ""
-            ),
+            hold=_hold(unit_stat, method),
         )
         table = _bound(source, plan, public, spark)
         params: dict[str, Any] = {
@@ -393,6 +389,15 @@ def reads_held(statistic: Statistic, method: str) -> bool:
     if method == "ksw":
         return isinstance(statistic, Mean)
     return method == "exponential" and isinstance(statistic, Quantile)
+
+
+def _hold(statistic: Statistic, method: str) -> str:
+    """What a held group must answer (``TablePlan.hold``)."""
+    if not reads_held(statistic, method):
+        return ""
+    if isinstance(statistic, Quantile):
+        return "window"
+    return "quanta" if method == "ksw" else "grid"
 
 
 def held_or_values(values: Any, statistic: Statistic, method: str) -> Any:
