@@ -410,9 +410,22 @@ def opened_table(
         if unit is not None:
             source.require(unit, "privacy_unit")
         apply_schema(source, schema or {})
-        if row_filter is not None and not spark:
-            row_filter.duckdb_view(source)
-        yield source, tuple(columns)
+        if row_filter is None or spark:
+            yield source, tuple(columns)
+            return
+        row_filter.duckdb_view(source)
+        try:
+            yield source, tuple(columns)
+        except _duckdb_errors() as exc:
+            # a predicate can fail on a row (a cast of a text value): DuckDB's message
+            # would quote the value, so it is left out
+            raise row_filter.failed(type(exc).__name__) from None
+
+
+def _duckdb_errors() -> type[Exception]:
+    import duckdb
+
+    return duckdb.Error
 
 
 def _bound(source: Any, plan: TablePlan, keys: list[tuple[Any, ...]] | None, spark: bool) -> Any:

@@ -55,6 +55,10 @@ class RowFilter:
             raise _not_evaluated(type(exc).__name__) from None
         source.view = view
 
+    def failed(self, kind: str) -> InputError:
+        """The error for a predicate that failed while the engine ran it."""
+        return _not_evaluated(kind)
+
     def spark_frame(self, frame: Any) -> Any:
         """``frame`` (a PySpark DataFrame) with the rows that pass."""
         for name in self.columns:
