@@ -466,3 +466,26 @@ def test_zcdp_price_of_a_query_adds_its_parts(wagepan: Any) -> None:
             rng=1,
         )
     assert acct.spent_rho == float(whole.rho)  # one charge: the whole query's rho
+
+
+@pytest.mark.parametrize(
+    ("by", "m", "g"), [(("union",), 2, 1), (("year",), 1, 3), (("year", "union"), 3, 2)]
+)
+def test_the_shared_bounding_bounds_and_ignores_row_order(
+    wagepan: Any, by: tuple[str, ...], m: int, g: int
+) -> None:
+    """Each man keeps at most g groups and m rows in each, and the kept rows are the same
+    multiset whatever the order of the input (the choice hashes the rows, not positions)."""
+    plan = {"values": ("lwage", "hours"), "by": by, "unit": "nr", "max_rows": m, "max_groups": g}
+    rows, _ = _bounded_rows(wagepan, 5, 1, **plan)
+    kept = rows.to_pandas()
+    per_group = kept.groupby(["nr", *by]).size()
+    most = int(wagepan.groupby(["nr", *by]).size().max())
+    assert per_group.max() == min(m, most)  # bounded, and the bound is reached
+    assert kept.groupby("nr")[list(by)].apply(lambda f: len(f.drop_duplicates())).max() == g
+    shuffled = wagepan.sample(frac=1.0, random_state=3)
+    again, _ = _bounded_rows(shuffled, 5, 1, **plan)
+    cols = ["nr", *by, "lwage", "hours"]
+    a = kept[cols].sort_values(cols).reset_index(drop=True)
+    b = again.to_pandas()[cols].sort_values(cols).reset_index(drop=True)
+    assert a.equals(b)
