@@ -1,0 +1,186 @@
+"""``ds.sql``: one SQL SELECT released as one dict-of-statistics release.
+
+The query is parsed and checked (:mod:`dpsense.query.sql`), translated into the
+statistics of :func:`dpsense.release` (:mod:`dpsense.query.sql_plan`), released in ONE
+call (one contribution bounding, one partition selection, one budget split, one charge),
+and its rows ordered and cut by ORDER BY / LIMIT (post-processing). docs/sql.md.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+from dpsense.errors import InputError
+from dpsense.query.sql import SqlQuery, parse_sql
+from dpsense.query.sql_plan import check_bounds_argument, group_keys, ordered_rows, statistics
+from dpsense.tables.spark import is_spark_frame
+
+__all__ = ["resolve_table", "sql", "sql_arguments"]
+
+_WHERE = "ds.sql"
+
+
+def _spark_view(name: str) -> Any:
+    """The active Spark session's temporary view (or table) ``name``, or None.
+
+    Looked up only when PySpark is already imported and a session is active: a query
+    never starts Spark by itself.
+    """
+    if "pyspark" not in sys.modules:
+        return None
+    from pyspark.sql import SparkSession
+
+    session = SparkSession.getActiveSession()
+    if session is None or not session.catalog.tableExists(name):
+        return None
+    return session.table(name)
+
+
+def resolve_table(spec: SqlQuery, tables: Mapping[str, Any] | None) -> Any:
+    """The data the query reads FROM.
+
+    In order: the entry of ``tables`` with that name (exact, else the only one equal
+    ignoring case, as SQL names are); a quoted path (FROM 'data.parquet') or
+    read_parquet/read_csv of one; a temporary view of the active Spark session; else an
+    InputError saying how to pass the table.
+    """
+    if tables is not None and not isinstance(tables, Mapping):
+        raise InputError(
+            f"The 'tables' parameter of {_WHERE} must be a mapping of table names to data, "
+            f"e.g. tables={{'males': df}}. Got {type(tables).__name__} instead."
+        )
+    named = dict(tables or {})
+    if spec.table in named:
+        return named[spec.table]
+    alike = [k for k in named if isinstance(k, str) and k.lower() == spec.table.lower()]
+    if len(alike) == 1:
+        return named[alike[0]]
+    if spec.table_is_path:
+        return spec.table
+    view = _spark_view(spec.table)
+    if view is not None:
+        return view
+    known = ", ".join(repr(k) for k in named) or "none"
+    raise InputError(
+        f"The SQL query of {_WHERE} reads FROM {spec.table!r}, which is not in the 'tables' "
+        f"parameter (it has {known}): pass tables={{{spec.table!r}: data}} (a DataFrame, "
+        "Arrow table, DuckDB relation, path or Spark DataFrame), or read a file with FROM "
+        "'data.parquet'."
+    )
+
+
+def sql_arguments(
+    spec: SqlQuery, data: Any, bounds: Mapping[str, Any] | str | None, keys: Any
+) -> dict[str, Any]:
+    """The arguments of the one release the query makes (besides the data and budget)."""
+    checked = check_bounds_argument(bounds)
+    stats = statistics(spec, checked)
+    args: dict[str, Any] = {
+        "statistics": stats,
+        "by": list(spec.by) or None,
+        "keys": group_keys(spec, keys),
+        "where": spec.where_sql("spark" if is_spark_frame(data) else "duckdb"),
+    }
+    bounded = any(isinstance(s, tuple) and s[1].kind != "count" for s in stats.values())
+    if checked == "private" and bounded:
+        args["bounds"] = "private"
+    return args
+
+
+def sql(
+    query: str,
+    *,
+    tables: Mapping[str, Any] | None = None,
+    epsilon: float,
+    delta: float = 0.0,
+    privacy_unit: str | None = None,
+    max_rows_per_unit: int = 1,
+    max_groups_per_unit: int = 1,
+    bounds: Mapping[str, tuple[float, float]] | str | None = None,
+    keys: Any = None,
+    weights: Mapping[str, float] | None = None,
+    nulls: str = "error",
+    schema: Mapping[str, str] | None = None,
+    rng: object = None,
+    bounds_share: float | None = None,
+    accountant: Any = None,
+    dataset: str | None = None,
+) -> Any:
+    """Release the aggregates of one SQL SELECT with differential privacy.
+
+    Parameters
+    ----------
+    query : str
+        ``SELECT by-columns, aggregates FROM table [WHERE ...] [GROUP BY ...] [ORDER BY
+        ...] [LIMIT n]`` in DuckDB's dialect, parsed with sqlglot. Aggregates: COUNT(*),
+        COUNT(col), SUM, AVG, MEDIAN, QUANTILE_CONT / QUANTILE_DISC / PERCENTILE_CONT (a
+        list of levels gives several quantiles), VAR_POP / VARIANCE, STDDEV_POP / STDDEV.
+        Anything else (JOIN, subqueries, DISTINCT, HAVING, window functions, MIN/MAX,
+        UNION, WITH, SELECT *) is an InputError naming it (docs/sql.md).
+    tables : mapping of str to data, optional
+        The tables by name: a pandas/Polars DataFrame, an Arrow table, a DuckDB relation,
+        a CSV/Parquet path or a Spark DataFrame. A query may also read FROM 'data.parquet'
+        (a quoted path) or a temporary view of the active Spark session.
+    epsilon, delta : float
+        The total budget of the query, split between its statistics by ``weights``
+        (equal by default). Without ``keys`` the groups are chosen by private partition
+        selection, which needs ``delta > 0``.
+    privacy_unit, max_rows_per_unit, max_groups_per_unit
+        As in :func:`dpsense.release`: the column identifying a person and the bounds on
+        what one person contributes.
+    bounds : mapping of column to (lower, upper), or "private"
+        Public bounds of each aggregated column (SQL carries none), chosen without looking
+        at the data; or "private" to find them privately (``bounds_share`` of epsilon).
+        COUNT needs none.
+    keys : mapping of column to list of values, or None
+        The public groups: the values of each GROUP BY column (every combination is
+        released, absent ones included); None for private partition selection.
+    weights, nulls, schema, rng, bounds_share
+        As in :func:`dpsense.release`.
+    accountant : Accountant, optional
+        Charge the query to this accountant (its ledger) first: one charge of the total.
+    dataset : str, optional
+        The ledger label (default: the FROM table).
+
+    Returns
+    -------
+    QueryResult
+        One row per released group in ORDER BY order (at most LIMIT rows): the by-columns,
+        a column per aggregate and its accuracy where public.
+    """
+    spec = parse_sql(query)
+    data = resolve_table(spec, tables)
+    args = sql_arguments(spec, data, bounds, keys)
+    stats = args.pop("statistics")
+    options: dict[str, Any] = {
+        "epsilon": epsilon,
+        "delta": delta,
+        "privacy_unit": privacy_unit,
+        "max_rows_per_unit": max_rows_per_unit,
+        "max_groups_per_unit": max_groups_per_unit,
+        "weights": weights,
+        "nulls": nulls,
+        "schema": schema,
+        "rng": rng,
+        "bounds_share": bounds_share,
+        **args,
+    }
+    if accountant is not None:
+        result = accountant.release(
+            data, stats, dataset=spec.table if dataset is None else dataset, **options
+        )
+    else:
+        from dpsense.release import release
+
+        result = release(data, stats, **options)
+    return _post_process(spec, result)
+
+
+def _post_process(spec: SqlQuery, result: Any) -> Any:
+    """ORDER BY / LIMIT / OFFSET on the released rows (post-processing: no privacy cost)."""
+    if not spec.order_by and spec.limit is None and spec.offset is None:
+        return result
+    rows = result.to_dicts()
+    return result.select_rows(ordered_rows(spec, rows))
