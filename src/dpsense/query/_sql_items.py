@@ -329,12 +329,19 @@ def where_text(tree: exp.Select, qualifiers: frozenset[str]) -> str | None:
     def unqualify(node: exp.Expression) -> exp.Expression:
         if isinstance(node, exp.Column) and node.table:
             return exp.column(node.this.copy())
-        if isinstance(node, exp.Cast) and not isinstance(node, exp.TryCast):
-            # a value that does not convert must not raise: the error would depend on data
-            return exp.TryCast(this=node.this, to=node.args["to"])
         return node
 
-    return str(predicate.transform(unqualify).sql(dialect="duckdb"))
+    plain = predicate.transform(unqualify)
+    for cast in list(plain.find_all(exp.Cast)):
+        if not isinstance(cast, exp.TryCast):
+            # a value that does not convert must not raise: the error would depend on data
+            # (children moved, not copied, so that a CAST inside a CAST is replaced too)
+            swapped = exp.TryCast(this=cast.this, to=cast.args["to"])
+            if cast is plain:
+                plain = swapped
+            else:
+                cast.replace(swapped)
+    return str(plain.sql(dialect="duckdb"))
 
 
 def order_by(

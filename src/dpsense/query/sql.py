@@ -23,6 +23,7 @@ from dpsense.query._sql_items import (
     AGGREGATES,
     OrderKey,
     SqlAggregate,
+    column_name,
     count_clause,
     order_by,
     refuse,
@@ -118,7 +119,7 @@ def parse_sql(query: str) -> SqlQuery:
         _refuse_outer(tree)
     _refuse_clauses(tree)
     table, is_path, qualifiers = _from(tree)
-    by = _group_by(tree)
+    by = _group_by(tree, qualifiers)
     aggregates, columns = select_items(tree, by, qualifiers)
     where = where_text(tree, qualifiers)
     order = order_by(tree, columns, qualifiers)
@@ -250,7 +251,7 @@ def _from(tree: exp.Select) -> tuple[str, bool, frozenset[str]]:
     return name, bool(inner.quoted), frozenset(q for q in (alias, name) if q)
 
 
-def _group_by(tree: exp.Select) -> tuple[str, ...]:
+def _group_by(tree: exp.Select, qualifiers: frozenset[str]) -> tuple[str, ...]:
     group = tree.args.get("group")
     if group is None:
         return ()
@@ -264,12 +265,12 @@ def _group_by(tree: exp.Select) -> tuple[str, ...]:
             )
     out: list[str] = []
     for item in group.expressions:
-        if not isinstance(item, exp.Column) or item.table:
+        if not isinstance(item, exp.Column) or isinstance(item.this, exp.Star):
             raise refuse(
                 "groups by an expression or a position; GROUP BY takes column names (compute "
                 "the column beforehand)."
             )
-        name = str(item.name)
+        name = column_name(item, qualifiers, "GROUP BY")
         if name in out:
             raise refuse(f"lists the GROUP BY column {name!r} twice.")
         out.append(name)
