@@ -82,7 +82,6 @@ def test_paths_aliases_and_post_processing() -> None:
     )
     assert spec.order_by == (OrderKey("n", True, True), OrderKey("year", False, False))
     assert (spec.limit, spec.offset) == (3, 1)
-    assert spec.where_sql("spark") is not None
     assert parse_sql("SELECT COUNT(*) FROM read_parquet('a.parquet')").table == "a.parquet"
     assert parse_sql("SELECT AVG(x) AS a FROM t ORDER BY AVG(x)").order_by == (OrderKey("a"),)
 

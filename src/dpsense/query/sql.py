@@ -77,11 +77,6 @@ class SqlQuery:
     limit: int | None = None
     offset: int | None = None
 
-    def where_sql(self, dialect: str = "duckdb") -> str | None:
-        """The WHERE predicate in another SQL dialect (``"spark"`` for Spark SQL)."""
-        if self.where is None or dialect == "duckdb":
-            return self.where
-        return str(sqlglot.transpile(self.where, read="duckdb", write=dialect)[0])
 
 
 def parse_sql(query: str) -> SqlQuery:

@@ -15,7 +15,6 @@ from typing import Any
 from dpsense.errors import InputError
 from dpsense.query.sql import SqlQuery, parse_sql
 from dpsense.query.sql_plan import check_bounds_argument, group_keys, ordered_rows, statistics
-from dpsense.tables.spark import is_spark_frame
 
 __all__ = ["resolve_table", "sql", "sql_arguments"]
 
@@ -72,7 +71,7 @@ def resolve_table(spec: SqlQuery, tables: Mapping[str, Any] | None) -> Any:
 
 
 def sql_arguments(
-    spec: SqlQuery, data: Any, bounds: Mapping[str, Any] | str | None, keys: Any
+    spec: SqlQuery, bounds: Mapping[str, Any] | str | None, keys: Any
 ) -> dict[str, Any]:
     """The arguments of the one release the query makes (besides the data and budget)."""
     checked = check_bounds_argument(bounds)
@@ -81,7 +80,8 @@ def sql_arguments(
         "statistics": stats,
         "by": list(spec.by) or None,
         "keys": group_keys(spec, keys),
-        "where": spec.where_sql("spark" if is_spark_frame(data) else "duckdb"),
+        # DuckDB text: the release's engine runs it (transpiled by sqlglot for Spark)
+        "where": spec.where,
     }
     bounded = any(isinstance(s, tuple) and s[1].kind != "count" for s in stats.values())
     if checked == "private" and bounded:
@@ -152,7 +152,7 @@ def sql(
     """
     spec = parse_sql(query)
     data = resolve_table(spec, tables)
-    args = sql_arguments(spec, data, bounds, keys)
+    args = sql_arguments(spec, bounds, keys)
     stats = args.pop("statistics")
     options: dict[str, Any] = {
         "epsilon": epsilon,
