@@ -87,8 +87,10 @@ def main() -> None:
     for name, seconds in parts.items():
         print(f"{name:>14}: {seconds * 1000:8.2f} ms")
     added = parts["ds.sql"] - parts["dict release"]
-    print(f"ds.sql - dict release: {added * 1000:.2f} ms (front end alone "
-          f"{parts['front end'] * 1000:.2f} ms; contract < 50 ms)")
+    print(
+        f"ds.sql - dict release: {added * 1000:.2f} ms (front end alone "
+        f"{parts['front end'] * 1000:.2f} ms; contract < 50 ms)"
+    )
 
 
 if __name__ == "__main__":

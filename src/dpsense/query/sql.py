@@ -78,7 +78,6 @@ class SqlQuery:
     offset: int | None = None
 
 
-
 def parse_sql(query: str) -> SqlQuery:
     """Parse and validate one SELECT (DuckDB dialect).
 

@@ -29,7 +29,14 @@ from dpsense.statistics import (
     Variance,
 )
 
-__all__ = ["StatisticSpec", "group_keys", "ordered_rows", "statistics"]
+__all__ = [
+    "StatisticSpec",
+    "check_bounds_argument",
+    "check_rows_clauses",
+    "group_keys",
+    "ordered_rows",
+    "statistics",
+]
 
 StatisticSpec = Statistic | tuple[str, Statistic]
 """One entry of the dict release: ``Count()`` or ``(column, statistic)``."""
@@ -172,6 +179,16 @@ def _sort_value(value: Any) -> tuple[int, Any]:
     if isinstance(value, list):
         value = tuple(value)
     return (0, value)
+
+
+def check_rows_clauses(spec: SqlQuery) -> None:
+    """Refuse, before anything is charged, a LIMIT/OFFSET that drops the one row of a
+    query without GROUP BY."""
+    if not spec.by and ((spec.limit is not None and spec.limit < 1) or (spec.offset or 0) > 0):
+        raise InputError(
+            f"The query of {_WHERE} has no GROUP BY, so it releases one row; LIMIT 0 or an "
+            "OFFSET would drop it. Remove them."
+        )
 
 
 def ordered_rows(spec: SqlQuery, rows: Sequence[Mapping[str, Any]]) -> list[int]:

@@ -9,12 +9,19 @@ and its rows ordered and cut by ORDER BY / LIMIT (post-processing). docs/sql.md.
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from collections.abc import Mapping
 from typing import Any
 
 from dpsense.errors import InputError
 from dpsense.query.sql import SqlQuery, parse_sql
-from dpsense.query.sql_plan import check_bounds_argument, group_keys, ordered_rows, statistics
+from dpsense.query.sql_plan import (
+    check_bounds_argument,
+    check_rows_clauses,
+    group_keys,
+    ordered_rows,
+    statistics,
+)
 
 __all__ = ["resolve_table", "sql", "sql_arguments"]
 
@@ -74,6 +81,7 @@ def sql_arguments(
     spec: SqlQuery, bounds: Mapping[str, Any] | str | None, keys: Any
 ) -> dict[str, Any]:
     """The arguments of the one release the query makes (besides the data and budget)."""
+    check_rows_clauses(spec)
     checked = check_bounds_argument(bounds)
     stats = statistics(spec, checked)
     args: dict[str, Any] = {
@@ -179,8 +187,15 @@ def sql(
 
 
 def _post_process(spec: SqlQuery, result: Any) -> Any:
-    """ORDER BY / LIMIT / OFFSET on the released rows (post-processing: no privacy cost)."""
-    if not spec.order_by and spec.limit is None and spec.offset is None:
+    """ORDER BY / LIMIT / OFFSET on the released rows: a new result whose grouped
+    releases hold the kept groups in the new order (post-processing: it reads released
+    values and public group names only, so it costs no privacy)."""
+    if not spec.by or (not spec.order_by and spec.limit is None and spec.offset is None):
         return result
-    rows = result.to_dicts()
-    return result.select_rows(ordered_rows(spec, rows))
+    groups = [key for key, _ in next(iter(result.results.values()))]
+    chosen = [groups[i] for i in ordered_rows(spec, result.to_dicts())]
+    results = {
+        name: replace(grouped, groups={key: grouped[key] for key in chosen})
+        for name, grouped in result.results.items()
+    }
+    return replace(result, results=results)
