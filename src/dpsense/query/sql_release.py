@@ -9,8 +9,8 @@ and its rows ordered and cut by ORDER BY / LIMIT (post-processing). docs/sql.md.
 from __future__ import annotations
 
 import sys
-from dataclasses import replace
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from dpsense.errors import InputError
