@@ -151,3 +151,20 @@ def test_order_limit_on_released_rows() -> None:
     assert ordered_rows(first, rows) == [0, 3, 2]
     plain = parse_sql("SELECT g, AVG(x) AS a FROM t GROUP BY g")
     assert ordered_rows(plain, rows) == [0, 1, 2, 3]
+
+
+def test_unquoted_file_name_is_told_to_quote() -> None:
+    with pytest.raises(InputError, match=r"FROM 'males\.parquet'"):
+        parse_sql("SELECT COUNT(*) FROM males.parquet")
+
+
+def test_import_dpsense_does_not_import_sqlglot() -> None:
+    """sqlglot takes ~0.4 s to import: the first query pays it, not every program."""
+    import subprocess
+    import sys
+
+    code = "import sys, dpsense, dpsense.cli.app; print('sqlglot' in sys.modules)"
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == "False"

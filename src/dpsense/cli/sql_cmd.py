@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import warnings
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich import box
@@ -18,9 +18,11 @@ from dpsense.cli.tables_io import _jsonable, check_output, keys_option, write_ou
 from dpsense.errors import InputError
 from dpsense.methods._release import format_value
 from dpsense.noise import SeededRandomnessWarning
-from dpsense.query.sql import SqlQuery, parse_sql
 from dpsense.query.sql_release import sql
 from dpsense.tables.schema import parse_schema_items
+
+if TYPE_CHECKING:  # sqlglot is imported when the command runs, not at every start
+    from dpsense.query.sql import SqlQuery
 
 __all__ = ["SQL_EXAMPLES", "parse_bounds_items", "sql_command"]
 
@@ -190,6 +192,8 @@ def sql_command(
     GROUP BY; ORDER BY and LIMIT on the released rows. JOIN, subqueries, DISTINCT,
     HAVING, window functions and MIN/MAX are refused with what to do instead.
     """
+    from dpsense.query.sql import parse_sql
+
     spec = parse_sql(query)
     path = _table_of(spec)
     bounds_arg = parse_bounds_items(bounds) if bounds else None

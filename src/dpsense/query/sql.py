@@ -40,6 +40,7 @@ __all__ = [
 ]
 
 _WHERE = "ds.sql"
+_FILE_SUFFIXES = ("parquet", "pq", "csv", "tsv", "txt", "gz")
 
 
 @dataclass(frozen=True)
@@ -234,6 +235,11 @@ def _from(tree: exp.Select) -> tuple[str, bool, frozenset[str]]:
         raise refuse(
             "reads FROM a table function; name one table (FROM my_table) or a file "
             "(FROM 'data.parquet')."
+        )
+    if node.args.get("db") and str(inner.this).lower() in _FILE_SUFFIXES:
+        raise refuse(
+            f"reads FROM {node.args['db'].name}.{inner.this} without quotes; quote a file "
+            f"path: FROM '{node.args['db'].name}.{inner.this}'."
         )
     if node.args.get("db") or node.args.get("catalog"):
         raise refuse(

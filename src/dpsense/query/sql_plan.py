@@ -12,11 +12,10 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dpsense.errors import InputError
 from dpsense.params import validate_bounds
-from dpsense.query.sql import SqlAggregate, SqlQuery
 from dpsense.statistics import (
     Count,
     Mean,
@@ -28,6 +27,9 @@ from dpsense.statistics import (
     Sum,
     Variance,
 )
+
+if TYPE_CHECKING:  # sqlglot is imported by the first query, not by ``import dpsense``
+    from dpsense.query.sql import SqlAggregate, SqlQuery
 
 __all__ = [
     "StatisticSpec",

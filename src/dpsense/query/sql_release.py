@@ -11,10 +11,9 @@ from __future__ import annotations
 import sys
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dpsense.errors import InputError
-from dpsense.query.sql import SqlQuery, parse_sql
 from dpsense.query.sql_plan import (
     check_bounds_argument,
     check_rows_clauses,
@@ -22,6 +21,9 @@ from dpsense.query.sql_plan import (
     ordered_rows,
     statistics,
 )
+
+if TYPE_CHECKING:  # sqlglot is imported by the first query, not by ``import dpsense``
+    from dpsense.query.sql import SqlQuery
 
 __all__ = ["resolve_table", "sql", "sql_arguments"]
 
@@ -158,6 +160,8 @@ def sql(
         One row per released group in ORDER BY order (at most LIMIT rows): the by-columns,
         a column per aggregate and its accuracy where public.
     """
+    from dpsense.query.sql import parse_sql
+
     spec = parse_sql(query)
     data = resolve_table(spec, tables)
     args = sql_arguments(spec, bounds, keys)
