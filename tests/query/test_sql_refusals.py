@@ -31,7 +31,7 @@ REFUSED = [
     ("SELECT MIN(w) FROM {t}", "MIN", "QUANTILE_CONT(col, 0.01)"),
     ("SELECT a, MAX(w) FROM {t} GROUP BY a", "MAX", "ds.private_bounds"),
     ("SELECT COUNT(*) FROM {t} UNION SELECT COUNT(*) FROM u", "UNION", "one query per"),
-    ("WITH c AS (SELECT * FROM {t}) SELECT COUNT(*) FROM c", "WITH", "tables="),
+    ("WITH c AS (SELECT * FROM {t}) SELECT COUNT(*) FROM c", "WITH", "beforehand"),
     ("SELECT * FROM {t}", "SELECT *", "aggregates"),
     ("SELECT a, COUNT(*) FROM {t}", "without aggregating", "GROUP BY"),
     ("SELECT b, COUNT(*) FROM {t} GROUP BY a", "without aggregating", "GROUP BY"),
@@ -109,6 +109,8 @@ def test_missing_bounds_point_to_private_bounds(
     _, err = capsys.readouterr()
     assert code == 2
     assert "no bounds for the column 'w'" in err
+    assert "--bounds w=LOWER:UPPER" in err
+    assert "--bounds private" in err
     assert err.count("\n") == 1
 
 
@@ -118,7 +120,7 @@ def test_missing_bounds_point_to_private_bounds(
         (["--bounds", "w"], "COL=LOWER:UPPER"),
         (["--bounds", "w=a:b"], "with numbers"),
         (["--bounds", "private", "--bounds", "w=0:1"], "do not mix"),
-        (["--keys", "a=1,2"], "no GROUP BY"),
+        (["--keys", "a=1,2", "--bounds", "w=0:1"], "no GROUP BY"),
     ],
 )
 def test_cli_option_errors(

@@ -69,6 +69,20 @@ def parse_bounds_items(items: list[str]) -> dict[str, tuple[float, float]] | str
     return out
 
 
+def _check_bounds(spec: SqlQuery, bounds: dict[str, tuple[float, float]] | str | None) -> None:
+    """A missing bound, in the command line's words (before anything is read)."""
+    if bounds == "private":
+        return
+    for agg in spec.aggregates:
+        if agg.statistic != "count" and (bounds is None or agg.column not in bounds):
+            raise InputError(
+                f"--bounds has no bounds for the column {agg.column!r} (aggregated as "
+                f"{agg.name!r}); SQL carries none. Pass --bounds {agg.column}=LOWER:UPPER, "
+                "public and chosen without looking at the data, or --bounds private to find "
+                "them privately ('dpsense bounds')."
+            )
+
+
 def _table_of(spec: SqlQuery) -> str:
     if spec.table_is_path:
         return spec.table
@@ -197,6 +211,7 @@ def sql_command(
     spec = parse_sql(query)
     path = _table_of(spec)
     bounds_arg = parse_bounds_items(bounds) if bounds else None
+    _check_bounds(spec, bounds_arg)
     if output is not None:
         check_output(output)  # before any budget is spent
     if keys is not None and not spec.by:

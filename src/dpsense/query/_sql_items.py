@@ -148,7 +148,7 @@ class OrderKey:
 
 
 def refuse(message: str) -> InputError:
-    return InputError(f"The SQL query of {_WHERE} {message}")
+    return InputError(f"The SQL query {message}")
 
 
 def column_name(node: exp.Column, qualifiers: frozenset[str], where: str) -> str:
@@ -258,7 +258,7 @@ def _aggregate(node: exp.Expression, alias: str | None, qualifiers: frozenset[st
         raise refuse(
             f"uses {prefix.upper()}(DISTINCT ...): the number of distinct values is not "
             "bounded by one person's rows this way; to count people use COUNT(*) with "
-            "privacy_unit=the person column and max_rows_per_unit=1."
+            "the person column as privacy_unit and max_rows_per_unit=1."
         )
     if isinstance(node, exp.Count) and isinstance(target, exp.Star):
         return SqlAggregate(name=alias or "count", statistic="count", column=None)

@@ -165,7 +165,7 @@ def _refuse_clauses(tree: exp.Select) -> None:
     if args.get("with_"):
         raise refuse(
             "uses WITH (a common table expression over private data); prepare the table "
-            "beforehand and pass it in tables=..., or filter rows with WHERE."
+            "beforehand and query it, or filter rows with WHERE."
         )
     if args.get("distinct"):
         raise refuse(
@@ -177,7 +177,7 @@ def _refuse_clauses(tree: exp.Select) -> None:
         raise refuse(
             "uses a JOIN (or several tables in FROM): a join can multiply one person's "
             "rows; join the tables beforehand into one table with a privacy unit column "
-            "and pass it in tables=..."
+            "and query that."
         )
     if args.get("having"):
         raise refuse(
@@ -210,7 +210,7 @@ def _from(tree: exp.Select) -> tuple[str, bool, frozenset[str]]:
     if isinstance(node, exp.Subquery | exp.Select):
         raise refuse(
             "uses a subquery in FROM (a subquery over private data); prepare the table "
-            "beforehand and pass it in tables=..., or filter rows with WHERE."
+            "beforehand and query it, or filter rows with WHERE."
         )
     if not isinstance(node, exp.Table):
         raise refuse(
@@ -228,7 +228,7 @@ def _from(tree: exp.Select) -> tuple[str, bool, frozenset[str]]:
         if len(args) != 1 or not (isinstance(args[0], exp.Literal) and args[0].is_string):
             raise refuse(
                 f"uses {inner.key.upper()} with options; write FROM 'data.parquet' (a quoted "
-                "path), or pass the table in tables=..."
+                "path), or query a table by name."
             )
         return str(args[0].this), True, frozenset(q for q in (alias,) if q)
     if not isinstance(inner, exp.Identifier):
@@ -244,7 +244,7 @@ def _from(tree: exp.Select) -> tuple[str, bool, frozenset[str]]:
     if node.args.get("db") or node.args.get("catalog"):
         raise refuse(
             "names a table with a schema or catalog (a.b); name the table alone and pass "
-            "it in tables=..."
+            "query it by name."
         )
     name = str(inner.this)
     # a quoted name may be a file; whether it is one is decided against tables=... later

@@ -188,7 +188,7 @@ def check_rows_clauses(spec: SqlQuery) -> None:
     query without GROUP BY."""
     if not spec.by and ((spec.limit is not None and spec.limit < 1) or (spec.offset or 0) > 0):
         raise InputError(
-            f"The query of {_WHERE} has no GROUP BY, so it releases one row; LIMIT 0 or an "
+            "The SQL query has no GROUP BY, so it releases one row; LIMIT 0 or an "
             "OFFSET would drop it. Remove them."
         )
 
@@ -207,7 +207,7 @@ def ordered_rows(spec: SqlQuery, rows: Sequence[Mapping[str, Any]]) -> list[int]
             present.sort(key=lambda i: _sort_value(rows[i][key.column]), reverse=key.descending)
         except TypeError:
             raise InputError(
-                f"ORDER BY {key.column!r} in the query of {_WHERE} compares values of "
+                f"ORDER BY {key.column!r} in the SQL query compares values of "
                 "different types; order by one column of one type."
             ) from None
         order = missing + present if key.nulls_first else present + missing

@@ -72,7 +72,7 @@ def resolve_table(spec: SqlQuery, tables: Mapping[str, Any] | None) -> Any:
         return view
     known = ", ".join(repr(k) for k in named) or "none"
     raise InputError(
-        f"The SQL query of {_WHERE} reads FROM {spec.table!r}, which is not in the 'tables' "
+        f"The SQL query reads FROM {spec.table!r}, which is not in the 'tables' "
         f"parameter (it has {known}): pass tables={{{spec.table!r}: data}} (a DataFrame, "
         "Arrow table, DuckDB relation, path or Spark DataFrame), or read a file with FROM "
         "'data.parquet'."
