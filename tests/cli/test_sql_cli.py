@@ -50,7 +50,7 @@ def run(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[int, str, 
 def test_table_on_stdout(panel: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(capsys, args(panel))
     assert (code, err) == (0, "")
-    for column in ("year", "n", "median_wage", "mean_hours", "mean_hours_accuracy"):
+    for column in ("year", "n", "n_accuracy", "median_wage", "mean_hours"):
         assert column in out
     assert "1987" in out
     assert "1980" not in out  # LIMIT 5 of the years in descending order

@@ -2,23 +2,24 @@
 
 from __future__ import annotations
 
-import math
 import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
+import numpy as np
 import typer
 from rich import box
 from rich.table import Table
 
 from dpsense.bounds_in_release import BOUNDS_SHARE
-from dpsense.cli._shared import _console, _fmt, _print_json
+from dpsense.cli._shared import _console, _print_json
 from dpsense.cli.release_cmd import _accountant
-from dpsense.cli.tables_io import _jsonable, check_output, keys_option, write_output
+from dpsense.cli.tables_io import _fit, _jsonable, check_output, keys_option, write_output
 from dpsense.errors import InputError
 from dpsense.methods._release import format_value
 from dpsense.noise import SeededRandomnessWarning
 from dpsense.query.sql_release import sql
+from dpsense.tables import GroupedRelease
 from dpsense.tables.schema import parse_schema_items
 
 if TYPE_CHECKING:  # sqlglot is imported when the command runs, not at every start
@@ -92,29 +93,45 @@ def _table_of(spec: SqlQuery) -> str:
     )
 
 
-def _cell(value: Any) -> str:
+def _cell(value: Any, statistic: bool) -> str:
+    """A released cell: a refused value (None) shows "refused"; an accuracy that is not
+    public (None) shows nothing."""
     if value is None:
-        return ""
-    if isinstance(value, float) and not math.isfinite(value):
-        return "refused" if math.isnan(value) else _fmt(value)
-    if isinstance(value, bool) or not isinstance(value, int | float | list | tuple):
+        return "refused" if statistic else ""
+    if isinstance(value, bool) or not isinstance(value, int | float | list):
         return str(value)
-    return format_value(value) if not isinstance(value, int) else str(value)
+    if isinstance(value, int):
+        return str(value)
+    return format_value(np.asarray(value, dtype=float) if isinstance(value, list) else value)
 
 
-def _columns(spec: SqlQuery, rows: list[dict[str, Any]]) -> list[str]:
-    """The released columns: by-columns, then each statistic and its public accuracy."""
-    present = set(rows[0]) if rows else set()
+def _columns(spec: SqlQuery, rows: list[dict[str, Any]], *, all_accuracy: bool) -> list[str]:
+    """The released columns: by-columns, then each statistic and its accuracy columns
+    (on screen only those that are public for some row: which are is a property of the
+    statistic and method, not of the data)."""
     out = list(spec.by)
     for agg in spec.aggregates:
         out.append(agg.name)
-        out += [c for c in (f"{agg.name}_accuracy", f"{agg.name}_rank_accuracy") if c in present]
+        for extra in (f"{agg.name}_accuracy", f"{agg.name}_rank_accuracy"):
+            if any(extra in r for r in rows) and (
+                all_accuracy or any(r.get(extra) is not None for r in rows)
+            ):
+                out.append(extra)
     return out
+
+
+def _seeded(result: Any) -> bool:
+    for name in result:
+        released = result[name]
+        parts = [rel for _, rel in released] if isinstance(released, GroupedRelease) else [released]
+        if any(rel.seeded for rel in parts):
+            return True
+    return False
 
 
 def _emit(spec: SqlQuery, result: Any, json_output: bool) -> None:
     rows = [dict(r) for r in result.to_dicts()]
-    columns = _columns(spec, rows)
+    columns = _columns(spec, rows, all_accuracy=json_output)
     if json_output:
         _print_json(
             {
@@ -131,14 +148,16 @@ def _emit(spec: SqlQuery, result: Any, json_output: bool) -> None:
     for col in columns:
         table.add_column(col, justify="left" if col in spec.by else "right")
     for row in rows:
-        table.add_row(*(_cell(row.get(c)) for c in columns))
+        names = {agg.name for agg in spec.aggregates}
+        table.add_row(*(_cell(row.get(c), c in names) for c in columns))
+    _fit(console, table)  # one group, one row: never wrapped when written to a pipe or file
     console.print(table)
     console.print(
         f"{len(rows)} rows; total guarantee per "
         f"{result.parameters.get('privacy_unit') or 'row'}: epsilon={result.epsilon:g}, "
         f"delta={result.delta:g}; accuracy columns are 95% half-widths where public."
     )
-    if result.parameters.get("seeded"):
+    if _seeded(result):
         console.print("SEEDED: reproducible, not secure (tests and demos only).")
 
 
