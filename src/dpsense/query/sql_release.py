@@ -14,6 +14,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from dpsense.errors import InputError
+from dpsense.query.result import QueryResult
 from dpsense.query.sql_plan import (
     check_bounds_argument,
     check_rows_clauses,
@@ -21,8 +22,11 @@ from dpsense.query.sql_plan import (
     ordered_rows,
     statistics,
 )
+from dpsense.release import release
+from dpsense.tables import GroupedRelease
 
 if TYPE_CHECKING:  # sqlglot is imported by the first query, not by ``import dpsense``
+    from dpsense.accountant import Accountant
     from dpsense.query.sql import SqlQuery
 
 __all__ = ["resolve_table", "sql", "sql_arguments"]
@@ -115,9 +119,9 @@ def sql(
     schema: Mapping[str, str] | None = None,
     rng: object = None,
     bounds_share: float | None = None,
-    accountant: Any = None,
+    accountant: Accountant | None = None,
     dataset: str | None = None,
-) -> Any:
+) -> QueryResult:
     """Release the aggregates of one SQL SELECT with differential privacy.
 
     Parameters
@@ -180,26 +184,37 @@ def sql(
         **args,
     }
     if accountant is not None:
+        from dpsense.accountant import Accountant
+
+        if not isinstance(accountant, Accountant):
+            raise InputError(
+                f"The 'accountant' parameter of {_WHERE} must be a ds.Accountant. Got "
+                f"{type(accountant).__name__} instead."
+            )
         result = accountant.release(
             data, stats, dataset=spec.table if dataset is None else dataset, **options
         )
     else:
-        from dpsense.release import release
-
         result = release(data, stats, **options)
+    assert isinstance(result, QueryResult)  # a dict of statistics is a query
     return _post_process(spec, result)
 
 
-def _post_process(spec: SqlQuery, result: Any) -> Any:
+def _post_process(spec: SqlQuery, result: QueryResult) -> QueryResult:
     """ORDER BY / LIMIT / OFFSET on the released rows: a new result whose grouped
     releases hold the kept groups in the new order (post-processing: it reads released
     values and public group names only, so it costs no privacy)."""
     if not spec.by or (not spec.order_by and spec.limit is None and spec.offset is None):
         return result
-    groups = [key for key, _ in next(iter(result.results.values()))]
+    grouped = {
+        name: released
+        for name, released in result.results.items()
+        if isinstance(released, GroupedRelease)  # with GROUP BY, every one is
+    }
+    groups = [key for key, _ in next(iter(grouped.values()))]
     chosen = [groups[i] for i in ordered_rows(spec, result.to_dicts())]
     results = {
-        name: replace(grouped, groups={key: grouped[key] for key in chosen})
-        for name, grouped in result.results.items()
+        name: replace(released, groups={key: released[key] for key in chosen})
+        for name, released in grouped.items()
     }
     return replace(result, results=results)
