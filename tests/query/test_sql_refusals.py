@@ -146,3 +146,14 @@ def test_cli_from_needs_a_path(capsys: pytest.CaptureFixture[str]) -> None:
 def test_unknown_table_names_the_way_to_pass_it() -> None:
     with pytest.raises(ds.InputError, match=r"tables=\{'males': data\}"):
         ds.sql("SELECT COUNT(*) FROM males", tables={}, epsilon=1.0)
+
+
+def test_accountant_must_be_an_accountant(table: tuple[object, Path]) -> None:
+    frame, _ = table
+    with pytest.raises(ds.InputError, match="'accountant' parameter of ds.sql"):
+        ds.sql(
+            "SELECT COUNT(*) FROM t",
+            tables={"t": frame},
+            epsilon=1.0,
+            accountant="budget.db",  # type: ignore[arg-type]
+        )
