@@ -150,7 +150,7 @@ def test_unknown_table_names_the_way_to_pass_it() -> None:
 
 def test_accountant_must_be_an_accountant(table: tuple[object, Path]) -> None:
     frame, _ = table
-    with pytest.raises(ds.InputError, match="'accountant' parameter of ds.sql"):
+    with pytest.raises(ds.InputError, match=r"'accountant' parameter of ds\.sql"):
         ds.sql(
             "SELECT COUNT(*) FROM t",
             tables={"t": frame},
