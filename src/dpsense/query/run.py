@@ -270,6 +270,7 @@ def _run_several(plan: QueryPlan, x: Any, source: RandomSource) -> QueryResult:
                         rng=rng,
                         release_one=_release_one(entry, plan, rng),
                         schema=plan.casts,
+                        prebounded=True,
                     )
                 if isinstance(got, GroupedRelease) and selection is not None:
                     got = replace(

@@ -290,10 +290,15 @@ def release_opened(
     rng: RandomSource,
     release_one: Callable[[np.ndarray, Statistic, float, float], Release],
     schema: Mapping[str, Cast] | None = None,
+    prebounded: bool = False,
 ) -> Release | GroupedRelease:
     """:func:`release_table` on a table already opened as ``source`` (``data`` is the
     user's object, for its declared types). The query layer runs several statistics over
-    one bounded table through this, one at a time."""
+    one bounded table through this, one at a time, with ``prebounded``: each unit of
+    ``source`` already has at most ``max_groups_per_unit`` groups and
+    ``max_rows_per_unit`` rows in each, so the engine skips its own bounding (which would
+    keep every row) and reads the rows as they are; the budget split and the group
+    privacy still count ``m`` rows and ``g`` groups per unit."""
     m = max_rows_per_unit if privacy_unit is not None else 1
     g = max_groups_per_unit if (privacy_unit is not None and by) else 1
     public = _normalise_keys(keys, by) if (by and keys is not None) else None
@@ -310,7 +315,7 @@ def release_opened(
     plan = TablePlan(
         column if not isinstance(statistic, Count) else None,
         by,
-        privacy_unit,
+        None if prebounded else privacy_unit,
         m,
         g,
         nulls,
