@@ -27,8 +27,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import dpsense as ds  # noqa: E402
-from bench_tables import RESULTS, interleaved, table_path  # noqa: E402
+import dpsense as ds
+from bench_tables import RESULTS, interleaved, table_path
 
 
 def statistics() -> dict[str, Any]:
