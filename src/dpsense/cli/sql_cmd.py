@@ -13,7 +13,16 @@ from rich.table import Table
 
 from dpsense.bounds_in_release import BOUNDS_SHARE
 from dpsense.cli._shared import _console, _print_json
-from dpsense.cli.release_cmd import _accountant
+from dpsense.cli.release_cmd import (
+    JsonOpt,
+    LedgerOpt,
+    MaxGroupsOpt,
+    MaxRowsOpt,
+    NullsOpt,
+    PrivacyUnitOpt,
+    SeedOpt,
+    _accountant,
+)
 from dpsense.cli.tables_io import _fit, _jsonable, check_output, keys_option, write_output
 from dpsense.errors import InputError
 from dpsense.methods._release import format_value
@@ -167,15 +176,9 @@ def sql_command(
     ],
     epsilon: Annotated[float, typer.Option(help="Privacy budget epsilon of the whole query.")],
     delta: Annotated[float, typer.Option(help="Privacy parameter delta.")] = 0.0,
-    privacy_unit: Annotated[
-        str | None, typer.Option(help="Column identifying a person: protect all their rows.")
-    ] = None,
-    max_rows_per_unit: Annotated[
-        int | None, typer.Option(help="Rows kept per person and group (needs --privacy-unit).")
-    ] = None,
-    max_groups_per_unit: Annotated[
-        int | None, typer.Option(help="Groups kept per person (needs --privacy-unit).")
-    ] = None,
+    privacy_unit: PrivacyUnitOpt = None,
+    max_rows_per_unit: MaxRowsOpt = None,
+    max_groups_per_unit: MaxGroupsOpt = None,
     bounds: Annotated[
         list[str] | None,
         typer.Option(
@@ -195,9 +198,7 @@ def sql_command(
             "(year=1980,1981); without it groups are chosen privately (needs --delta > 0)."
         ),
     ] = None,
-    nulls: Annotated[
-        str, typer.Option(help="Missing values in the used columns: error or drop.")
-    ] = "error",
+    nulls: NullsOpt = "error",
     schema: Annotated[
         list[str] | None,
         typer.Option(help="Declared column types, COL=TYPE (int, float, decimal(p,s))."),
@@ -206,16 +207,12 @@ def sql_command(
         Path | None,
         typer.Option(help="Also write the released rows to FILE.csv, .parquet or .json."),
     ] = None,
-    seed: Annotated[
-        int | None, typer.Option(help="Seed for a reproducible demo (NOT secure; marked).")
-    ] = None,
-    ledger: Annotated[
-        Path | None, typer.Option(help="Charge the query to a ledger (dpsense budget init).")
-    ] = None,
+    seed: SeedOpt = None,
+    ledger: LedgerOpt = None,
     dataset: Annotated[
         str | None, typer.Option(help="Dataset label recorded in the ledger (default: FROM).")
     ] = None,
-    json_output: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    json_output: JsonOpt = False,
 ) -> None:
     """Release the aggregates of one SQL SELECT as one private table (one charge).
 
