@@ -148,10 +148,13 @@ class OrderKey:
 
 
 def refuse(message: str) -> InputError:
+    """The InputError of a construct outside the subset (``message`` names it and says
+    what to do instead; it quotes names from the query, never values)."""
     return InputError(f"The SQL query {message}")
 
 
 def column_name(node: exp.Column, qualifiers: frozenset[str], where: str) -> str:
+    """The column's name; a qualifier must be the FROM table's name or alias."""
     table = node.table
     if node.args.get("db") or node.args.get("catalog") or (table and table not in qualifiers):
         raise refuse(
@@ -164,6 +167,7 @@ def column_name(node: exp.Column, qualifiers: frozenset[str], where: str) -> str
 def select_items(
     tree: exp.Select, by: tuple[str, ...], qualifiers: frozenset[str]
 ) -> tuple[tuple[SqlAggregate, ...], tuple[str, ...]]:
+    """The aggregates and the released columns of the SELECT list, in its order."""
     aggregates: list[SqlAggregate] = []
     columns: list[str] = []
     for item in tree.expressions:
@@ -297,6 +301,8 @@ def _levels(node: exp.Expression | None) -> tuple[float, ...]:
 
 
 def where_text(tree: exp.Select, qualifiers: frozenset[str]) -> str | None:
+    """The WHERE predicate as DuckDB text (qualifiers dropped, CAST made TRY_CAST), after
+    checking that it reads one row: only the syntax of ``_WHERE_NODES``."""
     clause = tree.args.get("where")
     if clause is None:
         return None
@@ -349,6 +355,8 @@ def order_by(
     columns: tuple[str, ...],
     qualifiers: frozenset[str],
 ) -> tuple[OrderKey, ...]:
+    """The ORDER BY keys as released columns (a name, alias, position, or the aggregate
+    as written in SELECT)."""
     order = tree.args.get("order")
     if order is None:
         return ()
@@ -398,10 +406,12 @@ def _function_name(node: exp.Expression) -> str | None:
 
 
 def _strip_alias(node: exp.Expression) -> exp.Expression:
+    """The expression under an alias."""
     return node.this if isinstance(node, exp.Alias) else node
 
 
 def count_clause(tree: exp.Select, key: str, word: str) -> int | None:
+    """The whole number of LIMIT or OFFSET, or None without the clause."""
     clause: Any = tree.args.get(key)
     if clause is None:
         return None
