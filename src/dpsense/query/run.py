@@ -64,6 +64,23 @@ def _release_one(entry: Entry, plan: QueryPlan, rng: RandomSource) -> Any:
     return one
 
 
+def _engine_arguments(plan: QueryPlan, entry: Entry, rng: RandomSource) -> dict[str, Any]:
+    """The arguments of the engine's grouped release that a statistic of ``plan`` takes
+    whatever its share of the budget and its groups."""
+    return {
+        "method": entry.chosen,
+        "column": entry.column,
+        "by": plan.by,
+        "privacy_unit": plan.unit,
+        "max_rows_per_unit": plan.max_rows,
+        "max_groups_per_unit": plan.max_groups,
+        "nulls": plan.nulls,
+        "rng": rng,
+        "release_one": _release_one(entry, plan, rng),
+        "schema": plan.casts,
+    }
+
+
 def statistic_sources(source: RandomSource, count: int) -> list[RandomSource]:
     """One random source per statistic of a query of ``count``: for a seeded source, a
     generator seeded by each of its next ``count`` words (drawn first, so each statistic's
@@ -115,39 +132,44 @@ def _run_one(
             stat,
             epsilon=eps,
             delta=plan.delta,
-            method=entry.chosen,
-            column=entry.column,
-            by=plan.by,
             keys=plan.keys,
-            privacy_unit=plan.unit,
-            max_rows_per_unit=plan.max_rows,
-            max_groups_per_unit=plan.max_groups,
-            nulls=plan.nulls,
-            rng=source,
-            release_one=_release_one(entry, plan, source),
-            schema=plan.casts,
             row_filter=plan.row_filter,
+            **_engine_arguments(plan, entry, source),
         )
 
     if plan.bounds is None:
         return run(x, entry.statistic, plan.epsilon)
     assert isinstance(entry.statistic, BoundedStatistic)  # plan_bounds checked it
     with readable_twice(x) as data:
-        bounded, receipt = find_bounds(
-            data,
-            entry.statistic,
-            plan.bounds,
-            column=entry.column,
-            privacy_unit=plan.unit,
-            max_rows_per_unit=plan.max_rows,
-            nulls=plan.nulls,
-            rng=source,
-            schema=plan.schema,
-            row_filter=plan.row_filter,
+        bounded, receipt = _bounds_step(
+            plan, data, entry.statistic, plan.bounds, entry.column, source
         )
         result = run(data, bounded, plan.bounds.rest)
     return with_bounds_receipt(
         result, receipt, epsilon=plan.epsilon, delta=plan.delta, release_epsilon=plan.bounds.rest
+    )
+
+
+def _bounds_step(
+    plan: QueryPlan,
+    data: Any,
+    statistic: BoundedStatistic,
+    step: BoundsPlan,
+    column: str | None,
+    source: RandomSource,
+) -> tuple[BoundedStatistic, dict[str, Any]]:
+    """The private bounds of ``column`` (bounded per unit and filtered as the release)."""
+    return find_bounds(
+        data,
+        statistic,
+        step,
+        column=column,
+        privacy_unit=plan.unit,
+        max_rows_per_unit=plan.max_rows,
+        nulls=plan.nulls,
+        rng=source,
+        schema=plan.schema,
+        row_filter=plan.row_filter,
     )
 
 
@@ -189,18 +211,7 @@ def _run_several(plan: QueryPlan, x: Any, source: RandomSource) -> QueryResult:
                 ]
                 first = todo[0].statistic
                 assert isinstance(first, BoundedStatistic)
-                _, receipt = find_bounds(
-                    data,
-                    first,
-                    step,
-                    column=col,
-                    privacy_unit=plan.unit,
-                    max_rows_per_unit=plan.max_rows,
-                    nulls=plan.nulls,
-                    rng=source,
-                    schema=plan.schema,
-                    row_filter=plan.row_filter,
-                )
+                _, receipt = _bounds_step(plan, data, first, step, col, source)
                 receipts[str(col)] = receipt
                 for e in todo:
                     assert isinstance(e.statistic, BoundedStatistic)
@@ -259,18 +270,9 @@ def _run_several(plan: QueryPlan, x: Any, source: RandomSource) -> QueryResult:
                         stats[entry.name],
                         epsilon=entry.epsilon,
                         delta=entry.delta,
-                        method=entry.chosen,
-                        column=entry.column,
-                        by=plan.by,
                         keys=keys,
-                        privacy_unit=plan.unit,
-                        max_rows_per_unit=plan.max_rows,
-                        max_groups_per_unit=plan.max_groups,
-                        nulls=plan.nulls,
-                        rng=rng,
-                        release_one=_release_one(entry, plan, rng),
-                        schema=plan.casts,
                         prebounded=True,
+                        **_engine_arguments(plan, entry, rng),
                     )
                 if isinstance(got, GroupedRelease) and selection is not None:
                     got = replace(
