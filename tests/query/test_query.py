@@ -387,7 +387,7 @@ def test_entries_are_checked(wagepan: Any) -> None:
         ds.release(wagepan, {}, epsilon=1.0)
     with pytest.raises(ds.InputError, match="must be a statistic"):
         ds.release(wagepan, {"x": ("lwage", "median")}, epsilon=1.0)
-    with pytest.raises(ds.InputError, match="reads a column"):
+    with pytest.raises(ds.InputError, match="several columns: name the value column"):
         ds.release(wagepan, {"n": ds.Count(), "m": ds.Median(-1, 4)}, epsilon=1.0)
     # a bare statistic takes column= for every entry
     res = ds.release(
@@ -489,3 +489,13 @@ def test_the_shared_bounding_bounds_and_ignores_row_order(
     a = kept[cols].sort_values(cols).reset_index(drop=True)
     b = again.to_pandas()[cols].sort_values(cols).reset_index(drop=True)
     assert a.equals(b)
+
+
+def test_one_column_of_numbers_needs_no_column(wagepan: Any) -> None:
+    wages = wagepan["lwage"].to_numpy()
+    res = ds.release(wages, {"n": ds.Count(), "m": ds.Median(-1, 4)}, epsilon=1.0, rng=1)
+    assert isinstance(res, ds.QueryResult)
+    assert isinstance(res["m"], ds.Release)
+    assert -1 <= res["m"].value <= 4
+    with pytest.raises(ds.InputError, match="reads a column"):
+        ds.release(wagepan, {"a": ("lwage", ds.Mean(0, 4)), "b": ds.Median(-1, 4)}, epsilon=1.0)

@@ -33,7 +33,7 @@ from dpsense.query.bounding import BOUNDED, bound_rows, checked_rows
 from dpsense.query.methods import DISPATCH, release_column
 from dpsense.query.plan import Entry, QueryPlan
 from dpsense.query.result import QueryResult
-from dpsense.statistics import BoundedStatistic, Statistic
+from dpsense.statistics import BoundedStatistic, Count, Statistic
 from dpsense.tables.grouped import (
     GroupedRelease,
     _normalise_keys,
@@ -195,6 +195,7 @@ def _scratch(con: Any) -> Iterator[None]:
 
 def _run_several(plan: QueryPlan, x: Any, source: RandomSource) -> QueryResult:
     """Several statistics over one bounded table (module docstring)."""
+    plan = _with_value_column(plan, x)
     rngs = statistic_sources(source, len(plan.entries))
     receipts: dict[str, dict[str, Any]] = {}
     stats = {e.name: e.statistic for e in plan.entries}
@@ -217,13 +218,6 @@ def _run_several(plan: QueryPlan, x: Any, source: RandomSource) -> QueryResult:
                     assert isinstance(e.statistic, BoundedStatistic)
                     stats[e.name] = _bounded(e.statistic, receipt["lower"], receipt["upper"])[0]
         values = tuple(dict.fromkeys(e.column for e in plan.entries if e.column is not None))
-        needs_value = any(e.column is None and not _is_count(e) for e in plan.entries)
-        if needs_value:
-            raise InputError(
-                "Each statistic of a query reads a column: write it as a (column, statistic) "
-                'pair, e.g. ("wage", ds.Median(-1, 4)), or pass column=... for all of them '
-                "(ds.Count() needs none)."
-            )
         public = _normalise_keys(plan.keys, plan.by) if plan.keys is not None else None
         with opened_table(
             data,
@@ -291,10 +285,25 @@ def _run_several(plan: QueryPlan, x: Any, source: RandomSource) -> QueryResult:
     return _as_query(plan, results, extra)
 
 
-def _is_count(entry: Entry) -> bool:
-    from dpsense.statistics import Count
-
-    return isinstance(entry.statistic, Count)
+def _with_value_column(plan: QueryPlan, x: Any) -> QueryPlan:
+    """``plan`` with the table's one value column given to the statistics that name none
+    (data of one column, such as an array); an InputError when the table has several."""
+    missing = [e for e in plan.entries if e.column is None and not isinstance(e.statistic, Count)]
+    if not missing:
+        return plan
+    if any(e.column is not None for e in plan.entries):
+        raise InputError(
+            "Each statistic of a query reads a column: write it as a (column, statistic) "
+            'pair, e.g. ("wage", ds.Median(-1, 4)), or pass column=... for all of them '
+            "(ds.Count() needs none)."
+        )
+    with (
+        readable_twice(x) as data,
+        opened_table(data, (), plan.by, plan.unit, resolve_value=True) as (_, (column,)),
+    ):
+        pass
+    entries = tuple(e if e not in missing else replace(e, column=column) for e in plan.entries)
+    return replace(plan, entries=entries)
 
 
 def _with_bounds(
