@@ -43,9 +43,7 @@ def statistics() -> dict[str, Any]:
 def bench(rows: int, groups: int, people: int, repeats: int, unit: bool) -> dict[str, float]:
     path = table_path("hard", rows, groups, people)
     keys = list(range(groups))
-    extra: dict[str, Any] = (
-        {"privacy_unit": "person", "max_rows_per_unit": 5} if unit else {}
-    )
+    extra: dict[str, Any] = {"privacy_unit": "person", "max_rows_per_unit": 5} if unit else {}
 
     def query() -> object:
         return ds.release(path, statistics(), by="g", keys=keys, epsilon=1.0, rng=1, **extra)
