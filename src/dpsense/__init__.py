@@ -37,6 +37,7 @@ from dpsense.neighbours import NEIGHBOURS
 from dpsense.noise import SeededRandomnessWarning
 from dpsense.params import smooth_beta
 from dpsense.query import QueryResult
+from dpsense.query.sql_release import sql
 from dpsense.release import release
 from dpsense.sensitivity import empirical_sensitivity
 from dpsense.statistics import (
@@ -98,4 +99,5 @@ __all__ = [
     "report_noisy_max",
     "sample_and_aggregate",
     "smooth_beta",
+    "sql",
 ]

@@ -31,6 +31,7 @@ from dpsense.cli.release_cmd import (
     ratio_command,
     release_command,
 )
+from dpsense.cli.sql_cmd import SQL_EXAMPLES, sql_command
 from dpsense.errors import BudgetExceededError, DPSenseError
 
 __all__ = ["app", "main"]
@@ -96,6 +97,7 @@ app.command(no_args_is_help=True, epilog=EXPLORE_EXAMPLES)(explore)
 app.command(name="release", no_args_is_help=True, epilog=RELEASE_EXAMPLES)(release_command)
 app.command(name="ratio", no_args_is_help=True, epilog=RATIO_EXAMPLES)(ratio_command)
 app.command(name="bounds", no_args_is_help=True, epilog=BOUNDS_EXAMPLES)(bounds_command)
+app.command(name="sql", no_args_is_help=True, epilog=SQL_EXAMPLES)(sql_command)
 app.command(name="audit", no_args_is_help=True, epilog=AUDIT_EXAMPLES)(audit_command)
 app.add_typer(budget_app, name="budget")
 
