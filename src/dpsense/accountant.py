@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 
 from dpsense.accounting.budget import NOT_ZCDP, Budget
 from dpsense.accounting.composition import ZcdpCharge
+from dpsense.accounting.release_log import outputs_of
 from dpsense.bounds import check_bounds_delta, private_bounds
 from dpsense.bounds_in_release import plan_bounds
 from dpsense.errors import InputError
@@ -85,28 +86,25 @@ class Accountant(Budget):
         labels: dict[str, str],
         make: Callable[[], R],
         price: Callable[[], ZcdpCharge],
+        context: Mapping[str, Any] | None = None,
     ) -> R:
-        """Charge (``price()`` under a rho budget, else (eps, dlt)), then release."""
+        """Charge (``price()`` under a rho budget, else (eps, dlt)), then release, then log
+        the release's public outputs (``context``: the statistic, column and privacy unit,
+        see :func:`~dpsense.accounting.release_log.outputs_of`) with its outcome."""
         if self._rho is not None:
             charge_id = self._charge_zcdp(price(), eps, labels)
         else:
-            charge_id = self.charge(
-                eps,
-                dlt,
-                dataset=labels["dataset"],
-                statistic=labels["statistic"],
-                method=labels["method"],
-            )
+            charge_id = self._charge(eps, dlt, labels)
         result = make()
-        if self._ledger is not None and charge_id is not None:
-            if isinstance(result, GroupedRelease):
-                releases = [r for _, r in result]
-                refused = bool(releases) and all(r.refused for r in releases)
-                method = releases[0].method if releases else labels.get("method", "")
-            else:
-                assert isinstance(result, Release)
-                refused, method = result.refused, result.method
-            self._ledger.record_outcome(charge_id, refused=refused, method=method)
+        if isinstance(result, GroupedRelease):
+            releases = [r for _, r in result]
+            refused = bool(releases) and all(r.refused for r in releases)
+            method = releases[0].method if releases else labels.get("method", "")
+        else:
+            assert isinstance(result, Release)
+            refused, method = result.refused, result.method
+        outputs = outputs_of(result, zcdp=self._rho is not None, **(context or {}))
+        self._record(charge_id, refused=refused, method=method, outputs=outputs)
         return result
 
     def release(
@@ -195,6 +193,13 @@ class Accountant(Budget):
                 **options,
             ),
             price,
+            {
+                "statistic": statistic,
+                "column": column,
+                "privacy_unit": privacy_unit,
+                "max_rows_per_unit": max_rows_per_unit,
+                "max_groups_per_unit": max_groups_per_unit,
+            },
         )
 
     def sample_and_aggregate(
@@ -247,6 +252,11 @@ class Accountant(Budget):
             labels,
             lambda: private_bounds(x, epsilon=eps, delta=dlt, **kwargs),
             lambda: ZcdpCharge.exact(pure_rho(eps)),  # pure epsilon (delta must be 0)
+            {
+                "column": kwargs.get("column"),
+                "privacy_unit": kwargs.get("privacy_unit"),
+                "max_rows_per_unit": kwargs.get("max_rows_per_unit", 1),
+            },
         )
 
     def private_ratio(
