@@ -37,6 +37,7 @@ from dpsense.neighbours import NEIGHBOURS
 from dpsense.noise import SeededRandomnessWarning
 from dpsense.params import smooth_beta
 from dpsense.release import release
+from dpsense.report import report
 from dpsense.sensitivity import empirical_sensitivity
 from dpsense.statistics import (
     INFINITE_DISTANCE,
@@ -93,6 +94,7 @@ __all__ = [
     "private_bounds",
     "private_ratio",
     "release",
+    "report",
     "report_noisy_max",
     "sample_and_aggregate",
     "smooth_beta",

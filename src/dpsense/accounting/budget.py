@@ -209,6 +209,37 @@ class Budget:
         rho, approx = RhoBudget.spent_of(self._zcdp_charges())
         return (float(decimal_up(rho)), float(decimal_up(approx)))
 
+    @property
+    def composition(self) -> str:
+        """The composition rule: "basic" or "advanced" (epsilon budgets), "zcdp" (rho)."""
+        return "zcdp" if self._rho is not None else self._composition
+
+    @property
+    def total_rho(self) -> float | None:
+        """The total zCDP rho (None unless this is a rho budget)."""
+        return None if self._rho is None else float(self._rho.rho)
+
+    @property
+    def ledger_path(self) -> Path | None:
+        """The ledger file (None for a budget kept in memory)."""
+        return None if self._ledger is None else self._ledger.path
+
+    def spent_after_each(self) -> list[tuple[float, float]]:
+        """(epsilon, delta) spent after each charge of :meth:`entries`, oldest first, under
+        the budget's composition rule (the spending over time)."""
+        entries = self.entries()
+        if self._rho is not None:
+            zcdp = [ZcdpCharge(e.rho or Decimal(0), e.delta) for e in entries]
+            return [self._rho.spent(zcdp[: k + 1]) for k in range(len(zcdp))]
+        charges = [Charge(e.epsilon, e.delta, e.group) for e in entries]
+        out = []
+        for k in range(len(charges)):
+            eps, dlt = compose(
+                charges[: k + 1], composition=self._composition, delta_slack=self._slack
+            )
+            out.append((float(eps), float(dlt)))
+        return out
+
     def _spent_decimal(self) -> tuple[Decimal, Decimal]:
         if self._ledger is not None:
             return self._ledger.spent()

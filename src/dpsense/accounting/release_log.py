@@ -66,6 +66,7 @@ PUBLIC_PARAMETERS: Final = (
     "resolution",
     "resolution_source",
     "branch",  # adaptive: the branch its private test chose
+    "scale_units",  # what a KSW mean's scale is measured in (a constant)
 )
 """The :attr:`Release.parameters` entries the log keeps: each is a public parameter or a
 private output. Anything else (whatever a method may add later) is left out."""

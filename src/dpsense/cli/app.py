@@ -28,6 +28,7 @@ from dpsense.cli.release_cmd import (
     ratio_command,
     release_command,
 )
+from dpsense.cli.report_cmd import REPORT_EXAMPLES, report_command
 from dpsense.errors import BudgetExceededError, DPSenseError
 
 __all__ = ["app", "main"]
@@ -92,6 +93,7 @@ app.command(name="release", no_args_is_help=True, epilog=RELEASE_EXAMPLES)(relea
 app.command(name="ratio", no_args_is_help=True, epilog=RATIO_EXAMPLES)(ratio_command)
 app.command(name="bounds", no_args_is_help=True, epilog=BOUNDS_EXAMPLES)(bounds_command)
 app.add_typer(budget_app, name="budget")
+app.command(name="report", no_args_is_help=True, epilog=REPORT_EXAMPLES)(report_command)
 
 
 # ------------------------------------------------------------------------ entry point

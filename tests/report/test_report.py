@@ -1,0 +1,174 @@
+"""The privacy report: one offline HTML page of a ledger, checked in a real browser."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import dpsense as ds
+from dpsense.cli import main
+from dpsense.methods._release import format_value
+from dpsense.noise.rng import SeededRandom
+from dpsense.report import render_report
+from tests.pages.browser import open_page
+
+pytest.importorskip("jinja2")
+pytest.importorskip("matplotlib")
+
+FIXTURES = Path(__file__).parents[1] / "accounting" / "fixtures"
+SHOT = Path("/tmp/report_shot.png")
+# raw values with at most 6 significant digits (the report's format), far from any
+# released value: found in the page only if a record leaked
+RAW = (101.234, 103.456, 105.678, 194.321, 196.543, 198.765, 199.135)
+REGIONS = ("north", "south", "east", "west")
+
+
+def _table(n: int = 300) -> dict[str, list[Any]]:
+    return {
+        "person": [f"person{i // 3}" for i in range(n)],
+        "region": [REGIONS[i % 4] for i in range(n)],
+        "income": [RAW[i % 7] if i % 10 == 0 else 100.0 + (i * 7.31) % 100 for i in range(n)],
+    }
+
+
+def _ledger(path: Path) -> tuple[list[ds.Release], ds.GroupedRelease]:
+    """A grouped per-person median, a mean and a refused propose-test-release."""
+    acct = ds.Accountant(epsilon=2.0, delta=1e-5, ledger=path)
+    x = _table()
+    grouped = acct.release(
+        x,
+        ds.Median(100, 200, resolution=0.01),
+        column="income",
+        by="region",
+        keys=list(REGIONS),
+        privacy_unit="person",
+        max_rows_per_unit=3,
+        epsilon=0.5,
+        rng=SeededRandom(1),
+        dataset="incomes.csv",
+    )
+    mean = acct.release(
+        x,
+        ds.Mean(100, 200),
+        column="income",
+        privacy_unit="person",
+        max_rows_per_unit=3,
+        epsilon=0.5,
+        rng=SeededRandom(2),
+        dataset="incomes.csv",
+    )
+    refused = acct.release(
+        x,
+        ds.Median(100, 200),
+        column="income",
+        epsilon=0.3,
+        delta=1e-6,
+        method="ptr",
+        bound=0.001,  # far too small for spread data: the test refuses
+        rng=SeededRandom(3),
+        dataset="incomes.csv",
+    )
+    assert isinstance(grouped, ds.GroupedRelease)
+    assert isinstance(mean, ds.Release)
+    assert isinstance(refused, ds.Release)
+    assert refused.refused
+    return [mean, refused], grouped
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_the_report_of_a_ledger_in_a_browser(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ledger = tmp_path / "budget.db"
+    (mean, _), grouped = _ledger(ledger)
+    digest = _digest(ledger)
+    out = tmp_path / "report.html"
+    assert main(["report", str(ledger), "-o", str(out)]) == 0
+    assert "report.html" in capsys.readouterr().out
+    assert _digest(ledger) == digest  # the ledger is only read
+    with open_page(out, screenshot=SHOT) as opened:
+        assert opened.console_errors == []
+        assert opened.page_errors == []
+        assert opened.outside_requests(out) == []
+        figures = opened.drawn_figures()
+        assert len(figures) == 2  # the spending over time, the grouped median
+        assert all(w > 100 and h > 100 for w, h in figures)
+        text = opened.text()
+    shown = [format_value(mean.value)] + [format_value(rel.value) for _, rel in grouped]
+    for value in shown:
+        assert value in text
+    for region in REGIONS:
+        assert region in text
+    assert "refused" in text
+    assert "each person" in text  # the privacy unit, in words
+    assert "adding or removing" in text
+    assert "Approximate differential privacy" in text
+    for raw in RAW:
+        assert f"{raw:g}" not in text
+        assert f"{raw:g}" not in out.read_text()
+
+
+def test_an_in_memory_accountant_has_a_report_too(tmp_path: Path) -> None:
+    acct = ds.Accountant(rho=0.5, delta=1e-6)
+    rel = acct.release(np.array(RAW), ds.Count(), epsilon=0.5, rng=SeededRandom(4))
+    out = ds.report(acct, tmp_path / "r.html")
+    html = out.read_text()
+    assert "in-memory Accountant" in html
+    assert f"count = {format_value(rel.value)}" in html
+    assert "Zero-concentrated differential privacy" in html
+    assert "<script" not in html  # nothing runs in the page
+
+
+def test_labels_are_escaped(tmp_path: Path) -> None:
+    acct = ds.Accountant(epsilon=1.0)
+    acct.release(np.array(RAW), ds.Count(), epsilon=0.5, dataset="<script>alert(1)</script>")
+    html = render_report(acct)
+    assert "<script>alert(1)</script>" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+
+
+def test_a_ledger_written_before_the_release_log_has_a_report(tmp_path: Path) -> None:
+    ledger = tmp_path / "v2.db"
+    shutil.copyfile(FIXTURES / "ledger_v2_basic.db", ledger)
+    digest = _digest(ledger)
+    html = render_report(ledger)
+    assert "before the release log" in html
+    assert "No answer was recorded" in html  # the direct charge
+    assert _digest(ledger) == digest  # reading neither migrates nor writes
+
+
+@pytest.mark.parametrize(
+    ("case", "fragment"),
+    [
+        ("missing", "No ledger file"),
+        ("corrupt", "not a dpsense ledger"),
+        ("folder", "does not exist"),
+        ("directory", "is a folder"),
+    ],
+)
+def test_bad_ledgers_and_outputs_exit_2_with_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], case: str, fragment: str
+) -> None:
+    ledger, out = tmp_path / "budget.db", tmp_path / "report.html"
+    if case != "missing":
+        ds.Accountant(epsilon=1.0, ledger=ledger)
+    if case == "corrupt":
+        ledger.write_bytes(b"not a database at all" * 100)
+    if case == "folder":
+        out = tmp_path / "nope" / "report.html"
+    if case == "directory":
+        out = tmp_path
+    assert main(["report", str(ledger), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert fragment in err
+    assert "Traceback" not in err
+    assert not (tmp_path / "report.html").exists()
