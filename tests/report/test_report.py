@@ -124,6 +124,7 @@ def test_an_in_memory_accountant_has_a_report_too(tmp_path: Path) -> None:
     assert "in-memory Accountant" in html
     assert f"count = {format_value(rel.value)}" in html
     assert "Zero-concentrated differential privacy" in html
+    assert "of the total rho is spent" in html  # rhos add up; their epsilons do not
     assert "<script" not in html  # nothing runs in the page
 
 
@@ -172,3 +173,26 @@ def test_bad_ledgers_and_outputs_exit_2_with_one_line(
     assert fragment in err
     assert "Traceback" not in err
     assert not (tmp_path / "report.html").exists()
+
+
+def test_one_charge_of_several_named_statistics_shows_each(tmp_path: Path) -> None:
+    """The hook for a query: one charge, its outputs built by outputs_of from a mapping."""
+    from dpsense.accounting import Ledger
+    from dpsense.accounting.release_log import outputs_of
+
+    path = tmp_path / "q.db"
+    ledger = Ledger.create(path, epsilon=1.0)
+    x = _table()
+    mean = ds.release(np.array(RAW), ds.Count(), epsilon=0.25, rng=SeededRandom(1))
+    grouped = ds.release(
+        x, ds.Count(), by="region", keys=list(REGIONS), epsilon=0.25, rng=SeededRandom(2)
+    )
+    charge = ledger.charge(0.5, statistic="query", method="query")
+    outputs = outputs_of({"people": mean, "per_region": grouped}, column={"people": None})
+    ledger.record_outcome(charge, refused=False, outputs=outputs)
+    html = render_report(path)
+    assert "people (count)" in html
+    assert "per_region (count) by region" in html
+    assert html.count("<svg") == 2  # the spending chart and the grouped count
+    for _, rel in grouped:
+        assert f"<td>{format_value(rel.value)}</td>" in html

@@ -45,6 +45,11 @@ def budget_view(acct: Accountant) -> BudgetView:
     """The budget part of the report (totals, spent, remaining, spending over time)."""
     path = acct.ledger_path
     total = acct.total
+    entries = acct.entries()
+    rhos, running = [], 0.0
+    for e in entries:
+        running += float(e.rho or 0)
+        rhos.append(running)
     kind = "zcdp" if acct.total_rho is not None else ("approximate" if total[1] > 0 else "pure")
     return BudgetView(
         source=str(path) if path is not None else "an in-memory Accountant",
@@ -56,6 +61,7 @@ def budget_view(acct: Accountant) -> BudgetView:
         total_rho=acct.total_rho,
         spent_rho=acct.spent_rho,
         spent_after_each=acct.spent_after_each(),
+        rho_after_each=rhos if acct.total_rho is not None else (),
     )
 
 

@@ -20,8 +20,13 @@ _MAX_GROUPS = 60
 
 
 def spending_figure(budget: BudgetView, statuses: Sequence[str]) -> Markup | None:
-    """Epsilon spent after each charge, against the total (None before any charge)."""
-    spent = [eps for eps, _ in budget.spent_after_each]
+    """Epsilon (rho for a zCDP budget) spent after each charge, against the total (None
+    before any charge)."""
+    measure = budget.measure
+    if measure == "rho":
+        spent = list(budget.rho_after_each)
+    else:
+        spent = [eps for eps, _ in budget.spent_after_each]
     if not spent:
         return None
     fig = new_figure(7.5, 3.2)
@@ -37,10 +42,10 @@ def spending_figure(budget: BudgetView, statuses: Sequence[str]) -> Markup | Non
             color=_BAD if refused else _ACCENT,
             markersize=6,
         )
-    total = budget.total[0]
+    total = budget.total_rho if budget.total_rho is not None else budget.total[0]
     ax.axhline(total, color="#5b6570", linestyle="--", linewidth=1)
     ax.annotate(
-        f"total epsilon {total:g}",
+        f"total {measure} {total:g}",
         (0, total),
         xytext=(4, -12),
         textcoords="offset points",
@@ -50,11 +55,11 @@ def spending_figure(budget: BudgetView, statuses: Sequence[str]) -> Markup | Non
     ax.set_xlim(0, len(spent) + 0.5)
     ax.set_ylim(0, max(total, max(spent)) * 1.08)
     ax.set_xlabel("charge number (in time order; x: a refused release)")
-    ax.set_ylabel("epsilon spent")
+    ax.set_ylabel(f"{measure} spent")
     if len(xs) <= 30:
         ax.set_xticks(xs)
     ax.spines[["top", "right"]].set_visible(False)
-    return figure_svg(fig, "Epsilon spent after each charge, against the total budget")
+    return figure_svg(fig, f"{measure} spent after each charge, against the total budget")
 
 
 def grouped_figure(stat: StatisticView) -> Markup | None:

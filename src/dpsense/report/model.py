@@ -55,6 +55,8 @@ class BudgetView:
     total_rho: float | None
     spent_rho: float | None
     spent_after_each: Sequence[tuple[float, float]]
+    rho_after_each: Sequence[float] = ()
+    """zCDP budgets: the rho spent after each charge (rhos add up)."""
 
     @property
     def words(self) -> str:
@@ -63,8 +65,16 @@ class BudgetView:
 
     @property
     def spent_share(self) -> float:
-        """Share of the total epsilon spent, in [0, 1]."""
+        """Share of the total spent, in [0, 1]: of the rho for a zCDP budget (rhos add
+        up; their epsilons do not), else of the epsilon."""
+        if self.total_rho is not None:
+            return min((self.spent_rho or 0.0) / self.total_rho, 1.0)
         return min(self.spent[0] / self.total[0], 1.0) if self.total[0] > 0 else 0.0
+
+    @property
+    def measure(self) -> str:
+        """What the share and the chart count: "rho" or "epsilon"."""
+        return "rho" if self.total_rho is not None else "epsilon"
 
 
 def budget_kind_words(
