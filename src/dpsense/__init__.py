@@ -36,6 +36,7 @@ from dpsense.methods.sample_aggregate import sample_and_aggregate
 from dpsense.neighbours import NEIGHBOURS
 from dpsense.noise import SeededRandomnessWarning
 from dpsense.params import smooth_beta
+from dpsense.query import QueryResult
 from dpsense.release import release
 from dpsense.report import report
 from dpsense.sensitivity import empirical_sensitivity
@@ -76,6 +77,7 @@ __all__ = [
     "Median",
     "Quantile",
     "Quantiles",
+    "QueryResult",
     "Release",
     "SeededRandomnessWarning",
     "Statistic",

@@ -370,3 +370,37 @@ def test_sigkill_while_recording_outputs_leaves_a_charged_entry(tmp_path: Path) 
     (entry,) = Ledger.open(path).entries()  # recovery rolls the outcome write back
     assert (entry.status, entry.outputs) == ("charged", None)
     assert ds.Accountant(ledger=path).spent == (0.25, 0.0)
+
+
+def test_a_query_of_several_statistics_is_one_charge_with_every_output(tmp_path: Path) -> None:
+    path = tmp_path / "q.db"
+    acct = ds.Accountant(epsilon=2.0, delta=1e-5, ledger=path)
+    query = {
+        "people": ds.Count(),
+        "mid": ("income", ds.Median(100, 200)),
+        "avg": ("income", ds.Mean(100, 200)),
+    }
+    res = acct.release(
+        _people(),
+        query,
+        by="region",
+        keys=["north", "south"],
+        privacy_unit="person",
+        max_rows_per_unit=3,
+        epsilon=0.9,
+        rng=SeededRandom(8),
+        where="income > 100",
+        dataset="people",
+    )
+    (entry,) = acct.entries()
+    assert entry.outputs is not None
+    assert entry.outputs["where"] == "income > 100"
+    assert entry.outputs["guarantee"]["privacy_unit"] == "person"
+    stats = entry.outputs["statistics"]
+    assert [s["name"] for s in stats] == ["people", "mid", "avg"]
+    assert [s["column"] for s in stats] == [None, "income", "income"]
+    assert stats[1]["bounds"] == [100.0, 200.0]
+    for stat in stats:
+        assert [r["group"]["region"] for r in stat["rows"]] == ["north", "south"]
+        values = [r["value"] for r in stat["rows"]]
+        assert values == [res[stat["name"]][k].value for k in ("north", "south")]

@@ -196,3 +196,23 @@ def test_one_charge_of_several_named_statistics_shows_each(tmp_path: Path) -> No
     assert html.count("<svg") == 2  # the spending chart and the grouped count
     for _, rel in grouped:
         assert f"<td>{format_value(rel.value)}</td>" in html
+    # a query through the Accountant: one charge, every statistic on the page
+    acct = ds.Accountant(ledger=path)
+    res = acct.release(
+        x,
+        {"n": ds.Count(), "mid": ("income", ds.Median(100, 200))},
+        by="region",
+        keys=list(REGIONS),
+        privacy_unit="person",
+        max_rows_per_unit=3,
+        epsilon=0.5,
+        rng=SeededRandom(3),
+        where="income > 100",
+    )
+    html = render_report(path)
+    assert "#2 n (count) by region and 1 more" in html
+    assert "mid (median) of income by region" in html
+    assert "where <code>income &gt; 100</code>" in html
+    for name in ("n", "mid"):
+        for _, rel in res[name]:
+            assert f"<td>{format_value(rel.value)}</td>" in html

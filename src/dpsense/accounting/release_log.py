@@ -7,6 +7,7 @@ or refused and stores, in the same transaction, the dictionary :func:`outputs_of
 .. code-block:: text
 
     {"format": 1,
+     "where": "age > 30" | None,            (a query's row filter, as written)
      "guarantee": {"kind": "pure" | "approximate" | "zcdp", "neighbours": "add-remove",
                    "privacy_unit": "person" | None, "max_rows_per_unit": 1,
                    "max_groups_per_unit": 1},
@@ -214,16 +215,19 @@ def statistic_outputs(
 def _items(result: Any) -> Iterable[tuple[str, Any]]:
     if isinstance(result, Release | GroupedLike):
         return [("", result)]
-    items = getattr(result, "items", None)
-    if callable(items):  # a query's result: names to releases
+    named = getattr(result, "results", result)  # a QueryResult holds its mapping
+    items = getattr(named, "items", None)
+    if callable(items):  # names to releases
         return list(items())
     raise TypeError(f"cannot log a {type(result).__name__}")
 
 
-def _kind(results: list[Any], zcdp: bool) -> str:
+def _kind(result: Any, parts: list[Any], zcdp: bool) -> str:
     if zcdp:
         return "zcdp"
-    return "approximate" if any(float(r.delta) > 0 for r in results) else "pure"
+    # the whole charge's delta (a query's includes its partition selection)
+    deltas = [getattr(result, "delta", 0.0), *(r.delta for r in parts)]
+    return "approximate" if any(float(d) > 0 for d in deltas) else "pure"
 
 
 def _neighbours(result: Release | GroupedLike) -> str:
@@ -240,19 +244,22 @@ def outputs_of(
     privacy_unit: str | None = None,
     max_rows_per_unit: int = 1,
     max_groups_per_unit: int = 1,
+    where: str | None = None,
     zcdp: bool = False,
 ) -> dict[str, Any]:
     """The public outputs of one charge, as stored in the ledger.
 
     Parameters
     ----------
-    result : Release, GroupedRelease or a mapping of names to them
-        What the charge released. A mapping (or any object with ``items()``, such as a
-        query's result) is several named statistics paid for by one charge.
-    statistic : Statistic, optional
-        The statistic of a single release (for its public bounds and ``p``).
+    result : Release, GroupedRelease, QueryResult or a mapping of names to releases
+        What the charge released. A :class:`~dpsense.QueryResult` or a mapping is several
+        named statistics paid for by one charge.
+    statistic : Statistic or mapping of str to Statistic, optional
+        The statistic (for its public bounds and ``p``), or each named statistic's.
     column : str or mapping of str to str, optional
         The value column, or each named statistic's column.
+    where : str, optional
+        The query's row filter, as the analyst wrote it.
     privacy_unit, max_rows_per_unit, max_groups_per_unit
         Who is protected: the privacy unit column (None: a row) and its contribution bounds.
     zcdp : bool
@@ -267,16 +274,14 @@ def outputs_of(
     entries = []
     for name, rel in items:
         col = column.get(name) if isinstance(column, Mapping) else column
-        entries.append(
-            statistic_outputs(
-                rel, name=name or None, statistic=statistic if name == "" else None, column=col
-            )
-        )
+        stat = statistic.get(name) if isinstance(statistic, Mapping) else statistic
+        entries.append(statistic_outputs(rel, name=name or None, statistic=stat, column=col))
     results = [rel for _, rel in items]
     return {
         "format": FORMAT,
+        "where": None if where is None else str(where),
         "guarantee": {
-            "kind": _kind(results, zcdp),
+            "kind": _kind(result, results, zcdp),
             "neighbours": _neighbours(results[0]) if results else "",
             "privacy_unit": privacy_unit,
             "max_rows_per_unit": int(max_rows_per_unit) if privacy_unit is not None else 1,

@@ -196,6 +196,8 @@ class ReleaseView:
     guarantee: str
     statistics: Sequence[StatisticView]
     note: str
+    where: str = ""
+    """A query's row filter, as the analyst wrote it."""
 
 
 def _row(stored: Mapping[str, Any], by: Sequence[str]) -> RowView:
@@ -321,6 +323,7 @@ def release_views(entries: Sequence[LedgerEntry]) -> list[ReleaseView]:
                 guarantee=words,
                 statistics=stats,
                 note="" if e.outputs else _NO_OUTPUTS.get(e.status, ""),
+                where=str(outputs.get("where") or ""),
             )
         )
     return out
