@@ -216,3 +216,24 @@ def test_one_charge_of_several_named_statistics_shows_each(tmp_path: Path) -> No
     for name in ("n", "mid"):
         for _, rel in res[name]:
             assert f"<td>{format_value(rel.value)}</td>" in html
+
+
+def test_the_guarantee_in_words() -> None:
+    from dpsense.report.model import guarantee_words
+
+    person = {"kind": "pure", "neighbours": "add-remove", "privacy_unit": "person"}
+    person |= {"max_rows_per_unit": 3, "max_groups_per_unit": 2}
+    alone = guarantee_words(person, 0.5, 0.0, None)
+    assert "each person" in alone
+    assert "at most 3 rows;" in alone  # no groups in an ungrouped release
+    assert "Pure differential privacy, epsilon = 0.5" in alone
+    assert "1.65 times" in alone  # e^0.5
+    grouped = guarantee_words(person, 0.5, 0.0, None, grouped=True)
+    assert "at most 3 rows per group and to at most 2 groups" in grouped
+    row = {"kind": "approximate", "neighbours": "substitute", "privacy_unit": None}
+    words = guarantee_words(row, 1.0, 1e-6, None)
+    assert "each row of the data" in words
+    assert "number of rows is treated as public" in words
+    assert "except with probability at most 1e-06" in words
+    zcdp = guarantee_words({"kind": "zcdp", "neighbours": "add-remove"}, 1.0, 0.0, 0.125)
+    assert "Zero-concentrated differential privacy with rho = 0.125" in zcdp

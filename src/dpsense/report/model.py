@@ -101,25 +101,32 @@ def budget_kind_words(
     )
 
 
-def _unit_words(guarantee: Mapping[str, Any]) -> tuple[str, str]:
+def _unit_words(guarantee: Mapping[str, Any], grouped: bool) -> tuple[str, str]:
     """(who is protected, how much of them a release may use) in words."""
     unit = guarantee.get("privacy_unit")
     if unit is None:
         return "each row of the data", ""
     rows = int(guarantee.get("max_rows_per_unit", 1))
     groups = int(guarantee.get("max_groups_per_unit", 1))
+    rows_text = f"{rows} row{'s' if rows != 1 else ''}"
     use = (
-        f" Each {unit} contributes at most {rows} row{'s' if rows != 1 else ''} per group "
-        f"and to at most {groups} group{'s' if groups != 1 else ''}; extra rows are left out."
+        f" Each {unit} contributes at most {rows_text} per group and to at most {groups} "
+        f"group{'s' if groups != 1 else ''}; extra rows are left out."
+        if grouped
+        else f" Each {unit} contributes at most {rows_text}; extra rows are left out."
     )
     return f"each {unit} (all rows that share one value of the column '{unit}')", use
 
 
 def guarantee_words(
-    guarantee: Mapping[str, Any], epsilon: float, delta: float, rho: float | None
+    guarantee: Mapping[str, Any],
+    epsilon: float,
+    delta: float,
+    rho: float | None,
+    grouped: bool = False,
 ) -> str:
     """One release's guarantee in plain words: who is protected, from what, how much."""
-    who, use = _unit_words(guarantee)
+    who, use = _unit_words(guarantee, grouped)
     if guarantee.get("neighbours") == "substitute":
         neighbours = (
             f"Protects {who} against changes to its values: two datasets that differ in one "
@@ -305,7 +312,13 @@ def release_views(entries: Sequence[LedgerEntry]) -> list[ReleaseView]:
         stats = [_statistic(s) for s in outputs.get("statistics") or []]
         rho = None if e.rho is None else float(e.rho)
         words = (
-            guarantee_words(outputs["guarantee"], float(e.epsilon), float(e.delta), rho)
+            guarantee_words(
+                outputs["guarantee"],
+                float(e.epsilon),
+                float(e.delta),
+                rho,
+                grouped=any(s.grouped for s in stats),
+            )
             if "guarantee" in outputs
             else ""
         )
