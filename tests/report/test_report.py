@@ -237,3 +237,15 @@ def test_the_guarantee_in_words() -> None:
     assert "except with probability at most 1e-06" in words
     zcdp = guarantee_words({"kind": "zcdp", "neighbours": "add-remove"}, 1.0, 0.0, 0.125)
     assert "Zero-concentrated differential privacy with rho = 0.125" in zcdp
+
+
+def test_a_ledger_object_works_and_other_sources_are_refused(tmp_path: Path) -> None:
+    from dpsense.accounting import Ledger
+
+    path = tmp_path / "l.db"
+    ds.Accountant(epsilon=1.0, ledger=path).release(
+        np.array(RAW), ds.Count(), epsilon=0.5, rng=SeededRandom(1)
+    )
+    assert "count = " in render_report(Ledger.open(path))
+    with pytest.raises(ds.InputError, match="ledger path, a Ledger or an Accountant"):
+        render_report(42)
