@@ -32,7 +32,8 @@ from dpsense.methods.sample_aggregate import sample_and_aggregate
 from dpsense.methods.zcdp import aggregate_rho, pure_rho, ratio_rho
 from dpsense.params import check_delta, check_epsilon
 from dpsense.query import QueryResult
-from dpsense.release import plan_release, plan_zcdp_cost, release_arguments, run_release
+from dpsense.query.plan import plan_query, release_arguments
+from dpsense.release import plan_zcdp_cost, run_release
 from dpsense.statistics import Statistic
 from dpsense.tables import GroupedRelease
 
@@ -135,7 +136,7 @@ class Accountant(Budget):
         """
         where = "Accountant.release"
         args, options = release_arguments(kwargs)
-        plan = plan_release(
+        plan = plan_query(
             statistic, args, epsilon=epsilon, delta=delta, options=options, where=where
         )
         name = (

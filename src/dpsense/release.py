@@ -10,7 +10,6 @@ never contains a non-private quantity.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
@@ -18,12 +17,10 @@ from dpsense.accounting.composition import ZcdpCharge
 from dpsense.errors import InputError
 from dpsense.methods import Release
 from dpsense.methods.zcdp import pure_rho
-from dpsense.neighbours import validate_neighbours
 from dpsense.noise.rng import resolve_rng
-from dpsense.params import check_delta, check_epsilon
 from dpsense.query import QueryResult
 from dpsense.query.methods import METHODS
-from dpsense.query.plan import QueryPlan, plan_query
+from dpsense.query.plan import QueryPlan, ReleaseArgs, plan_query
 from dpsense.query.run import run_plan
 from dpsense.statistics import Statistic
 from dpsense.tables.grouped import GroupedRelease
@@ -32,79 +29,11 @@ from dpsense.tables.zcdp import release_zcdp_cost, selection_rho
 
 __all__ = [
     "METHODS",
-    "ReleaseArgs",
-    "plan_release",
     "plan_zcdp_cost",
     "release",
-    "release_arguments",
     "run_release",
     "zcdp_cost",
 ]
-
-
-@dataclass(frozen=True)
-class ReleaseArgs:
-    """The data-independent arguments of :func:`release`, shared by its front doors
-    (:func:`release`, ``Accountant.release``, :func:`zcdp_cost`)."""
-
-    method: str = "auto"
-    neighbours: str = "add-remove"
-    column: str | None = None
-    by: str | Sequence[str] | None = None
-    keys: Any = None
-    privacy_unit: str | None = None
-    max_rows_per_unit: int = 1
-    max_groups_per_unit: int = 1
-    nulls: str = "error"
-    schema: Mapping[str, str] | None = None
-    bounds: str | None = None
-    bounds_share: float | None = None
-    weights: Mapping[str, float] | None = None
-    where: str | None = None
-
-
-def release_arguments(kwargs: Mapping[str, Any]) -> tuple[ReleaseArgs, dict[str, Any]]:
-    """The :class:`ReleaseArgs` among ``kwargs`` (keyword arguments of :func:`release`
-    other than the budget and ``rng``), and the rest: the method's options."""
-    names = set(ReleaseArgs.__dataclass_fields__)
-    args = ReleaseArgs(**{k: v for k, v in kwargs.items() if k in names})
-    return args, {k: v for k, v in kwargs.items() if k not in names}
-
-
-def plan_release(
-    statistic: Any,
-    args: ReleaseArgs,
-    *,
-    epsilon: float,
-    delta: float,
-    options: dict[str, Any],
-    where: str = "release",
-) -> QueryPlan:
-    """The checked plan of a release (an InputError before any data is read)."""
-    eps = check_epsilon(epsilon, where=where)
-    dlt = check_delta(delta, where=where)
-    nb = validate_neighbours(args.neighbours, where=where)
-    return plan_query(
-        statistic,
-        epsilon=eps,
-        delta=dlt,
-        method=args.method,
-        neighbours=nb,
-        column=args.column,
-        by=args.by,
-        keys=args.keys,
-        privacy_unit=args.privacy_unit,
-        max_rows_per_unit=args.max_rows_per_unit,
-        max_groups_per_unit=args.max_groups_per_unit,
-        nulls=args.nulls,
-        schema=args.schema,
-        bounds=args.bounds,
-        bounds_share=args.bounds_share,
-        weights=args.weights,
-        where_sql=args.where,
-        options=options,
-        where=where,
-    )
 
 
 def release(
@@ -248,7 +177,7 @@ def run_release(
     where: str = "release",
 ) -> Release | GroupedRelease | QueryResult:
     """:func:`release` with its data-independent arguments gathered in ``args``."""
-    plan = plan_release(statistic, args, epsilon=epsilon, delta=delta, options=options, where=where)
+    plan = plan_query(statistic, args, epsilon=epsilon, delta=delta, options=options, where=where)
     source = resolve_rng(rng, where=where)
     tabular = (
         bool(plan.by)
@@ -306,7 +235,7 @@ def zcdp_cost(
         bounds_share=bounds_share,
         weights=weights,
     )
-    plan = plan_release(statistic, args, epsilon=epsilon, delta=delta, options=options)
+    plan = plan_query(statistic, args, epsilon=epsilon, delta=delta, options=options)
     return plan_zcdp_cost(plan, max_groups_per_unit if privacy_unit is not None else 1)
 
 

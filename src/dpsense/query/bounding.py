@@ -112,12 +112,22 @@ def bound_rows(
     every_key = keys is not None and max_groups >= len(keys)
     if by and not every_key:
         hg = keyed_hash(salt_g, ", ".join(_canonical(alias[b], types[b]) for b in by))
-        pairs = f"SELECT DISTINCT u, {', '.join(group)}, {hg} AS hg FROM ({stage})"
-        chosen = (
-            f"SELECT u, {', '.join(group)} FROM ({pairs}) "
-            f"QUALIFY row_number() OVER (PARTITION BY u ORDER BY hg) <= {int(max_groups)}"
-        )
-        kept = f"SELECT s.* FROM ({stage}) s SEMI JOIN ({chosen}) c USING (u, {', '.join(group)})"
+        keyed = ", ".join(group)
+        if len(group) == 1:
+            one, top = group[0], f"unnest(min_by({group[0]}, hg, {int(max_groups)})) AS {group[0]}"
+        else:
+            struct = "{" + ", ".join(f"'{c}': {c}" for c in group) + "}"
+            one = struct
+            top = f"unnest(min_by({struct}, hg, {int(max_groups)}), recursive := true)"
+        if max_groups == 1:
+            # one group per unit: an arg-min over the unit's rows (no distinct pairs)
+            best = f"arg_min({one}, {hg})"
+            pick = f"{best} AS {group[0]}" if len(group) == 1 else f"unnest({best})"
+            chosen = f"SELECT u, {pick} FROM ({stage}) GROUP BY u"
+        else:
+            pairs = f"SELECT DISTINCT u, {keyed}, {hg} AS hg FROM ({stage})"
+            chosen = f"SELECT u, {top} FROM ({pairs}) GROUP BY u"
+        kept = f"SELECT s.* FROM ({stage}) s SEMI JOIN ({chosen}) c USING (u, {keyed})"
     part = ", ".join(["u", *group])
     rows = (
         f"SELECT * FROM ({kept}) "

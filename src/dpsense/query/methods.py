@@ -1,6 +1,6 @@
 """How one statistic is released once the data are in hand: the methods and their options.
 
-``METHODS`` names the frameworks of :mod:`dpsense.methods`; ``chosen_method`` resolves
+``METHODS`` names the frameworks of :mod:`dpsense.methods`; ``checked_method`` resolves
 "auto" from public information only; ``DISPATCH`` runs a method on clipped values;
 ``release_column`` is the path of one column of numbers (not a table).
 """
@@ -28,7 +28,7 @@ from dpsense.statistics import BoundedStatistic, Count, Mean, Quantiles, Statist
 from dpsense.statistics.units import group_privacy_budget, rows_per_unit
 from dpsense.tables.schema import array_type, schema_resolution
 
-__all__ = ["DISPATCH", "METHODS", "checked_method", "chosen_method", "release_column"]
+__all__ = ["DISPATCH", "METHODS", "checked_method", "release_column"]
 
 METHODS: Final = (
     "auto",
@@ -105,27 +105,6 @@ DISPATCH: Final[dict[str, Callable[..., Release]]] = {
 }
 
 
-def chosen_method(
-    statistic: Statistic,
-    method: str,
-    options: dict[str, Any],
-    eps: float,
-    dlt: float,
-    nb: Neighbours,
-) -> tuple[str, dict[str, Any]]:
-    """The method that runs and its options ("auto" resolved from public information)."""
-    if method not in METHODS:
-        raise InputError(
-            f"The 'method' parameter of release must be one of {', '.join(METHODS)}. "
-            f"Got {method!r} instead."
-        )
-    if method != "auto":
-        return method, options
-    if options:
-        raise InputError("method='auto' takes no options; name a method to pass options.")
-    return choose_method(statistic, epsilon=eps, delta=dlt, neighbours=nb)
-
-
 def release_column(
     x: Any,
     statistic: Statistic,
@@ -176,9 +155,19 @@ def checked_method(
     dlt: float,
     nb: Neighbours,
 ) -> tuple[str, dict[str, Any]]:
-    """:func:`chosen_method`, then the checks that it fits ``statistic`` and takes
-    ``options``."""
-    chosen, options = chosen_method(statistic, method, options, eps, dlt, nb)
+    """The method that runs and its options ("auto" resolved from public information
+    only), checked: it fits ``statistic`` and takes ``options``."""
+    if method not in METHODS:
+        raise InputError(
+            f"The 'method' parameter of release must be one of {', '.join(METHODS)}. "
+            f"Got {method!r} instead."
+        )
+    if method == "auto":
+        if options:
+            raise InputError("method='auto' takes no options; name a method to pass options.")
+        chosen, options = choose_method(statistic, epsilon=eps, delta=dlt, neighbours=nb)
+    else:
+        chosen = method
     if isinstance(statistic, Quantiles) and chosen != "exponential":
         raise InputError(
             f"Several quantiles are released with method='exponential' (the default), "

@@ -23,8 +23,8 @@ from typing import Any
 from dpsense._exact_budget import difference_down, product_down, quotient_down
 from dpsense.bounds_in_release import BoundsPlan, plan_bounds
 from dpsense.errors import InputError
-from dpsense.neighbours import Neighbours
-from dpsense.params import check_int
+from dpsense.neighbours import Neighbours, validate_neighbours
+from dpsense.params import check_delta, check_epsilon, check_int
 from dpsense.query.methods import checked_method
 from dpsense.statistics import BoundedStatistic, Count, Statistic
 from dpsense.tables.grouped import SELECTION_SHARE, budget_split
@@ -32,7 +32,7 @@ from dpsense.tables.row_filter import RowFilter, parse_row_filter
 from dpsense.tables.schema import Cast, parse_schema
 from dpsense.tables.zcdp import public_key_count
 
-__all__ = ["Entry", "QueryPlan", "by_columns", "plan_query"]
+__all__ = ["Entry", "QueryPlan", "ReleaseArgs", "by_columns", "plan_query", "release_arguments"]
 
 
 @dataclass(frozen=True)
@@ -161,29 +161,53 @@ def _weights(weights: object, names: list[str], where: str) -> dict[str, Fractio
     return out
 
 
+@dataclass(frozen=True)
+class ReleaseArgs:
+    """The data-independent arguments of ``dpsense.release`` besides the budget, ``rng``
+    and the method's options, shared by its front doors (``release``,
+    ``Accountant.release``, ``zcdp_cost``)."""
+
+    method: str = "auto"
+    neighbours: str = "add-remove"
+    column: str | None = None
+    by: str | Sequence[str] | None = None
+    keys: Any = None
+    privacy_unit: str | None = None
+    max_rows_per_unit: int = 1
+    max_groups_per_unit: int = 1
+    nulls: str = "error"
+    schema: Mapping[str, str] | None = None
+    bounds: str | None = None
+    bounds_share: float | None = None
+    weights: Mapping[str, float] | None = None
+    where: str | None = None
+
+
+def release_arguments(kwargs: Mapping[str, Any]) -> tuple[ReleaseArgs, dict[str, Any]]:
+    """The :class:`ReleaseArgs` among ``kwargs`` (keyword arguments of ``release`` other
+    than the budget and ``rng``), and the rest: the method's options."""
+    names = set(ReleaseArgs.__dataclass_fields__)
+    args = ReleaseArgs(**{k: v for k, v in kwargs.items() if k in names})
+    return args, {k: v for k, v in kwargs.items() if k not in names}
+
+
 def plan_query(
     statistics: Any,
+    args: ReleaseArgs,
     *,
     epsilon: float,
     delta: float,
-    method: str,
-    neighbours: Neighbours,
-    column: str | None,
-    by: str | Sequence[str] | None,
-    keys: Any,
-    privacy_unit: str | None,
-    max_rows_per_unit: int,
-    max_groups_per_unit: int,
-    nulls: str,
-    schema: Mapping[str, str] | None,
-    bounds: object,
-    bounds_share: object,
-    weights: object,
-    where_sql: object,
     options: dict[str, Any],
     where: str = "release",
 ) -> QueryPlan:
-    """Validate a query (``epsilon``, ``delta`` and ``neighbours`` already checked)."""
+    """The checked plan of a release or query (an InputError before any data is read)."""
+    epsilon = check_epsilon(epsilon, where=where)
+    delta = check_delta(delta, where=where)
+    neighbours = validate_neighbours(args.neighbours, where=where)
+    method, column, by, keys = args.method, args.column, args.by, args.keys
+    privacy_unit, nulls, schema = args.privacy_unit, args.nulls, args.schema
+    bounds, bounds_share, weights = args.bounds, args.bounds_share, args.weights
+    max_rows_per_unit, max_groups_per_unit = args.max_rows_per_unit, args.max_groups_per_unit
     single = isinstance(statistics, Statistic)
     if single and weights is not None:
         raise InputError(
@@ -210,7 +234,7 @@ def plan_query(
     if nulls not in ("error", "drop"):
         raise InputError(f"The 'nulls' parameter must be 'error' or 'drop'. Got {nulls!r}.")
     casts = parse_schema(schema, where)
-    row_filter = None if where_sql is None else parse_row_filter(where_sql, where=where)
+    row_filter = None if args.where is None else parse_row_filter(args.where, where=where)
     public = public_key_count(keys, by_cols)
     groups = m_groups if privacy_unit is not None else 1
 

@@ -9,9 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from dpsense.errors import InputError
 from dpsense.methods import Release
-from dpsense.tables.grouped import ACCURACY_ALPHA, GroupedRelease, _shown
+from dpsense.tables.grouped import ACCURACY_ALPHA, GroupedRelease, _shown, rows_frame
 
 __all__ = ["QueryResult"]
 
@@ -94,20 +93,11 @@ class QueryResult:
 
     def to_pandas(self) -> Any:
         """A pandas DataFrame, one row per group (needs pandas)."""
-        try:
-            import pandas as pd
-        except ImportError:
-            raise InputError("QueryResult.to_pandas needs pandas: pip install pandas.") from None
-        return pd.DataFrame(self.to_dicts(), columns=self.columns())
+        return rows_frame(self.to_dicts(), self.columns(), "pandas", self)
 
     def to_arrow(self) -> Any:
         """A pyarrow Table, one row per group (needs pyarrow)."""
-        try:
-            import pyarrow as pa
-        except ImportError:
-            raise InputError("QueryResult.to_arrow needs pyarrow: pip install pyarrow.") from None
-        rows = self.to_dicts()
-        return pa.table({n: [r[n] for r in rows] for n in self.columns()})
+        return rows_frame(self.to_dicts(), self.columns(), "arrow", self)
 
     def __str__(self) -> str:
         head = (

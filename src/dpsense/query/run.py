@@ -33,7 +33,7 @@ from dpsense.query.bounding import BOUNDED, bound_rows, checked_rows
 from dpsense.query.methods import DISPATCH, release_column
 from dpsense.query.plan import Entry, QueryPlan
 from dpsense.query.result import QueryResult
-from dpsense.statistics import BoundedStatistic, Statistic
+from dpsense.statistics import BoundedStatistic, Count, Statistic
 from dpsense.tables.grouped import (
     GroupedRelease,
     _normalise_keys,
@@ -62,6 +62,23 @@ def _release_one(entry: Entry, plan: QueryPlan, rng: RandomSource) -> Any:
         )
 
     return one
+
+
+def _engine_arguments(plan: QueryPlan, entry: Entry, rng: RandomSource) -> dict[str, Any]:
+    """The arguments of the engine's grouped release that a statistic of ``plan`` takes
+    whatever its share of the budget and its groups."""
+    return {
+        "method": entry.chosen,
+        "column": entry.column,
+        "by": plan.by,
+        "privacy_unit": plan.unit,
+        "max_rows_per_unit": plan.max_rows,
+        "max_groups_per_unit": plan.max_groups,
+        "nulls": plan.nulls,
+        "rng": rng,
+        "release_one": _release_one(entry, plan, rng),
+        "schema": plan.casts,
+    }
 
 
 def statistic_sources(source: RandomSource, count: int) -> list[RandomSource]:
@@ -115,39 +132,44 @@ def _run_one(
             stat,
             epsilon=eps,
             delta=plan.delta,
-            method=entry.chosen,
-            column=entry.column,
-            by=plan.by,
             keys=plan.keys,
-            privacy_unit=plan.unit,
-            max_rows_per_unit=plan.max_rows,
-            max_groups_per_unit=plan.max_groups,
-            nulls=plan.nulls,
-            rng=source,
-            release_one=_release_one(entry, plan, source),
-            schema=plan.casts,
             row_filter=plan.row_filter,
+            **_engine_arguments(plan, entry, source),
         )
 
     if plan.bounds is None:
         return run(x, entry.statistic, plan.epsilon)
     assert isinstance(entry.statistic, BoundedStatistic)  # plan_bounds checked it
     with readable_twice(x) as data:
-        bounded, receipt = find_bounds(
-            data,
-            entry.statistic,
-            plan.bounds,
-            column=entry.column,
-            privacy_unit=plan.unit,
-            max_rows_per_unit=plan.max_rows,
-            nulls=plan.nulls,
-            rng=source,
-            schema=plan.schema,
-            row_filter=plan.row_filter,
+        bounded, receipt = _bounds_step(
+            plan, data, entry.statistic, plan.bounds, entry.column, source
         )
         result = run(data, bounded, plan.bounds.rest)
     return with_bounds_receipt(
         result, receipt, epsilon=plan.epsilon, delta=plan.delta, release_epsilon=plan.bounds.rest
+    )
+
+
+def _bounds_step(
+    plan: QueryPlan,
+    data: Any,
+    statistic: BoundedStatistic,
+    step: BoundsPlan,
+    column: str | None,
+    source: RandomSource,
+) -> tuple[BoundedStatistic, dict[str, Any]]:
+    """The private bounds of ``column`` (bounded per unit and filtered as the release)."""
+    return find_bounds(
+        data,
+        statistic,
+        step,
+        column=column,
+        privacy_unit=plan.unit,
+        max_rows_per_unit=plan.max_rows,
+        nulls=plan.nulls,
+        rng=source,
+        schema=plan.schema,
+        row_filter=plan.row_filter,
     )
 
 
@@ -173,6 +195,7 @@ def _scratch(con: Any) -> Iterator[None]:
 
 def _run_several(plan: QueryPlan, x: Any, source: RandomSource) -> QueryResult:
     """Several statistics over one bounded table (module docstring)."""
+    plan = _with_value_column(plan, x)
     rngs = statistic_sources(source, len(plan.entries))
     receipts: dict[str, dict[str, Any]] = {}
     stats = {e.name: e.statistic for e in plan.entries}
@@ -189,30 +212,12 @@ def _run_several(plan: QueryPlan, x: Any, source: RandomSource) -> QueryResult:
                 ]
                 first = todo[0].statistic
                 assert isinstance(first, BoundedStatistic)
-                _, receipt = find_bounds(
-                    data,
-                    first,
-                    step,
-                    column=col,
-                    privacy_unit=plan.unit,
-                    max_rows_per_unit=plan.max_rows,
-                    nulls=plan.nulls,
-                    rng=source,
-                    schema=plan.schema,
-                    row_filter=plan.row_filter,
-                )
+                _, receipt = _bounds_step(plan, data, first, step, col, source)
                 receipts[str(col)] = receipt
                 for e in todo:
                     assert isinstance(e.statistic, BoundedStatistic)
                     stats[e.name] = _bounded(e.statistic, receipt["lower"], receipt["upper"])[0]
         values = tuple(dict.fromkeys(e.column for e in plan.entries if e.column is not None))
-        needs_value = any(e.column is None and not _is_count(e) for e in plan.entries)
-        if needs_value:
-            raise InputError(
-                "Each statistic of a query reads a column: write it as a (column, statistic) "
-                'pair, e.g. ("wage", ds.Median(-1, 4)), or pass column=... for all of them '
-                "(ds.Count() needs none)."
-            )
         public = _normalise_keys(plan.keys, plan.by) if plan.keys is not None else None
         with opened_table(
             data,
@@ -259,17 +264,9 @@ def _run_several(plan: QueryPlan, x: Any, source: RandomSource) -> QueryResult:
                         stats[entry.name],
                         epsilon=entry.epsilon,
                         delta=entry.delta,
-                        method=entry.chosen,
-                        column=entry.column,
-                        by=plan.by,
                         keys=keys,
-                        privacy_unit=plan.unit,
-                        max_rows_per_unit=plan.max_rows,
-                        max_groups_per_unit=plan.max_groups,
-                        nulls=plan.nulls,
-                        rng=rng,
-                        release_one=_release_one(entry, plan, rng),
-                        schema=plan.casts,
+                        prebounded=True,
+                        **_engine_arguments(plan, entry, rng),
                     )
                 if isinstance(got, GroupedRelease) and selection is not None:
                     got = replace(
@@ -288,10 +285,25 @@ def _run_several(plan: QueryPlan, x: Any, source: RandomSource) -> QueryResult:
     return _as_query(plan, results, extra)
 
 
-def _is_count(entry: Entry) -> bool:
-    from dpsense.statistics import Count
-
-    return isinstance(entry.statistic, Count)
+def _with_value_column(plan: QueryPlan, x: Any) -> QueryPlan:
+    """``plan`` with the table's one value column given to the statistics that name none
+    (data of one column, such as an array); an InputError when the table has several."""
+    missing = [e for e in plan.entries if e.column is None and not isinstance(e.statistic, Count)]
+    if not missing:
+        return plan
+    if any(e.column is not None for e in plan.entries):
+        raise InputError(
+            "Each statistic of a query reads a column: write it as a (column, statistic) "
+            'pair, e.g. ("wage", ds.Median(-1, 4)), or pass column=... for all of them '
+            "(ds.Count() needs none)."
+        )
+    with (
+        readable_twice(x) as data,
+        opened_table(data, (), plan.by, plan.unit, resolve_value=True) as (_, (column,)),
+    ):
+        pass
+    entries = tuple(e if e not in missing else replace(e, column=column) for e in plan.entries)
+    return replace(plan, entries=entries)
 
 
 def _with_bounds(

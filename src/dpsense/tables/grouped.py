@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -41,6 +42,7 @@ __all__ = [
     "reads_held",
     "release_opened",
     "release_table",
+    "rows_frame",
 ]
 
 SELECTION_SHARE = 0.5
@@ -108,22 +110,11 @@ class GroupedRelease:
 
     def to_pandas(self) -> Any:
         """A pandas DataFrame, one row per group (needs pandas)."""
-        try:
-            import pandas as pd
-        except ImportError:
-            raise InputError("GroupedRelease.to_pandas needs pandas: pip install pandas.") from None
-        return pd.DataFrame(self.to_dicts(), columns=[*self.by, *_RESULT_COLUMNS])
+        return rows_frame(self.to_dicts(), [*self.by, *_RESULT_COLUMNS], "pandas", self)
 
     def to_arrow(self) -> Any:
         """A pyarrow Table, one row per group (needs pyarrow)."""
-        try:
-            import pyarrow as pa
-        except ImportError:
-            msg = "GroupedRelease.to_arrow needs pyarrow: pip install pyarrow."
-            raise InputError(msg) from None
-        rows = self.to_dicts()
-        names = [*self.by, *_RESULT_COLUMNS]
-        return pa.table({n: [r[n] for r in rows] for n in names})
+        return rows_frame(self.to_dicts(), [*self.by, *_RESULT_COLUMNS], "arrow", self)
 
     def __str__(self) -> str:
         head = (
@@ -134,6 +125,20 @@ class GroupedRelease:
         for key, rel in self.groups.items():
             lines.append(f"  {key!r}: {_shown(rel)}")
         return "\n".join(lines)
+
+
+def rows_frame(rows: list[dict[str, Any]], columns: list[str], kind: str, owner: object) -> Any:
+    """``rows`` as a pandas DataFrame (``kind="pandas"``) or a pyarrow Table with
+    ``columns``; an InputError saying how to install the library when it is missing."""
+    library = "pandas" if kind == "pandas" else "pyarrow"
+    try:
+        module = importlib.import_module(library)
+    except ImportError:
+        name = f"{type(owner).__name__}.to_{kind}"
+        raise InputError(f"{name} needs {library}: pip install {library}.") from None
+    if kind == "pandas":
+        return module.DataFrame(rows, columns=columns)
+    return module.table({n: [r[n] for r in rows] for n in columns})
 
 
 _RESULT_COLUMNS = ("value", "refused", "method", "noise", "scale", "accuracy", "rank_accuracy")
@@ -221,27 +226,20 @@ def release_table(
     data: Any,
     statistic: Statistic,
     *,
-    epsilon: float,
-    delta: float,
-    method: str,
     column: str | None,
     by: tuple[str, ...],
-    keys: Any,
     privacy_unit: str | None,
-    max_rows_per_unit: int,
-    max_groups_per_unit: int,
-    nulls: str,
-    rng: RandomSource,
-    release_one: Callable[[np.ndarray, Statistic, float, float], Release],
     schema: Mapping[str, Cast] | None = None,
     row_filter: RowFilter | None = None,
+    **release: Any,
 ) -> Release | GroupedRelease:
     """Bound, group and release (the engine work in DuckDB, the noise in Python).
 
     ``schema`` (parsed by :func:`~dpsense.tables.schema.parse_schema`) casts columns in the
     engine; a quantile without a resolution takes one from the value column's declared
     type (docs/tables.md §7). ``row_filter`` keeps the rows that pass it, in the engine,
-    before anything else (contribution bounding included)."""
+    before anything else (contribution bounding included). ``release`` holds the other
+    arguments of :func:`release_opened`."""
     needs_value = not isinstance(statistic, Count)
     with opened_table(
         data,
@@ -256,19 +254,11 @@ def release_table(
             data,
             source,
             statistic,
-            epsilon=epsilon,
-            delta=delta,
-            method=method,
             column=columns[0] if columns and needs_value else None,
             by=by,
-            keys=keys,
             privacy_unit=privacy_unit,
-            max_rows_per_unit=max_rows_per_unit,
-            max_groups_per_unit=max_groups_per_unit,
-            nulls=nulls,
-            rng=rng,
-            release_one=release_one,
             schema=schema,
+            **release,
         )
 
 
@@ -290,10 +280,15 @@ def release_opened(
     rng: RandomSource,
     release_one: Callable[[np.ndarray, Statistic, float, float], Release],
     schema: Mapping[str, Cast] | None = None,
+    prebounded: bool = False,
 ) -> Release | GroupedRelease:
     """:func:`release_table` on a table already opened as ``source`` (``data`` is the
     user's object, for its declared types). The query layer runs several statistics over
-    one bounded table through this, one at a time."""
+    one bounded table through this, one at a time, with ``prebounded``: each unit of
+    ``source`` already has at most ``max_groups_per_unit`` groups and
+    ``max_rows_per_unit`` rows in each, so the engine skips its own bounding (which would
+    keep every row) and reads the rows as they are; the budget split and the group
+    privacy still count ``m`` rows and ``g`` groups per unit."""
     m = max_rows_per_unit if privacy_unit is not None else 1
     g = max_groups_per_unit if (privacy_unit is not None and by) else 1
     public = _normalise_keys(keys, by) if (by and keys is not None) else None
@@ -310,7 +305,7 @@ def release_opened(
     plan = TablePlan(
         column if not isinstance(statistic, Count) else None,
         by,
-        privacy_unit,
+        None if prebounded else privacy_unit,
         m,
         g,
         nulls,
