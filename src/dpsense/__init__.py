@@ -39,6 +39,7 @@ from dpsense.params import smooth_beta
 from dpsense.query import QueryResult
 from dpsense.query.sql_release import sql
 from dpsense.release import release
+from dpsense.report import report
 from dpsense.sensitivity import empirical_sensitivity
 from dpsense.statistics import (
     INFINITE_DISTANCE,
@@ -96,6 +97,7 @@ __all__ = [
     "private_bounds",
     "private_ratio",
     "release",
+    "report",
     "report_noisy_max",
     "sample_and_aggregate",
     "smooth_beta",

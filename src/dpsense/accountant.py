@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 
 from dpsense.accounting.budget import NOT_ZCDP, Budget
 from dpsense.accounting.composition import ZcdpCharge
+from dpsense.accounting.release_log import outputs_of
 from dpsense.bounds import check_bounds_delta, private_bounds
 from dpsense.errors import InputError
 from dpsense.methods import Release
@@ -94,24 +95,21 @@ class Accountant(Budget):
         labels: dict[str, str],
         make: Callable[[], R],
         price: Callable[[], ZcdpCharge],
+        context: Mapping[str, Any] | None = None,
     ) -> R:
-        """Charge (``price()`` under a rho budget, else (eps, dlt)), then release."""
+        """Charge (``price()`` under a rho budget, else (eps, dlt)), then release, then log
+        the release's public outputs (``context``: the statistic, column and privacy unit,
+        see :func:`~dpsense.accounting.release_log.outputs_of`) with its outcome."""
         if self._rho is not None:
             charge_id = self._charge_zcdp(price(), eps, labels)
         else:
-            charge_id = self.charge(
-                eps,
-                dlt,
-                dataset=labels["dataset"],
-                statistic=labels["statistic"],
-                method=labels["method"],
-            )
+            charge_id = self._charge(eps, dlt, labels)
         result = make()
-        if self._ledger is not None and charge_id is not None:
-            releases = _releases(result)
-            refused = bool(releases) and all(r.refused for r in releases)
-            method = releases[0].method if releases else labels.get("method", "")
-            self._ledger.record_outcome(charge_id, refused=refused, method=method)
+        releases = _releases(result)
+        refused = bool(releases) and all(r.refused for r in releases)
+        method = releases[0].method if releases else labels.get("method", "")
+        outputs = outputs_of(result, zcdp=self._rho is not None, **(context or {}))
+        self._record(charge_id, refused=refused, method=method, outputs=outputs)
         return result
 
     def release(
@@ -157,6 +155,20 @@ class Accountant(Budget):
             lambda: plan_zcdp_cost(
                 plan, args.max_groups_per_unit if args.privacy_unit is not None else 1
             ),
+            {
+                "statistic": (
+                    plan.entries[0].statistic
+                    if plan.single
+                    else {e.name: e.statistic for e in plan.entries}
+                ),
+                "column": plan.entries[0].column
+                if plan.single
+                else {e.name: e.column for e in plan.entries},
+                "privacy_unit": args.privacy_unit,
+                "max_rows_per_unit": args.max_rows_per_unit,
+                "max_groups_per_unit": args.max_groups_per_unit,
+                "where": args.where,
+            },
         )
 
     def sample_and_aggregate(
@@ -209,6 +221,11 @@ class Accountant(Budget):
             labels,
             lambda: private_bounds(x, epsilon=eps, delta=dlt, **kwargs),
             lambda: ZcdpCharge.exact(pure_rho(eps)),  # pure epsilon (delta must be 0)
+            {
+                "column": kwargs.get("column"),
+                "privacy_unit": kwargs.get("privacy_unit"),
+                "max_rows_per_unit": kwargs.get("max_rows_per_unit", 1),
+            },
         )
 
     def private_ratio(

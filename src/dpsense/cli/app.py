@@ -31,6 +31,7 @@ from dpsense.cli.release_cmd import (
     ratio_command,
     release_command,
 )
+from dpsense.cli.report_cmd import REPORT_EXAMPLES, report_command
 from dpsense.cli.sql_cmd import SQL_EXAMPLES, sql_command
 from dpsense.errors import BudgetExceededError, DPSenseError
 
@@ -100,6 +101,7 @@ app.command(name="bounds", no_args_is_help=True, epilog=BOUNDS_EXAMPLES)(bounds_
 app.command(name="sql", no_args_is_help=True, epilog=SQL_EXAMPLES)(sql_command)
 app.command(name="audit", no_args_is_help=True, epilog=AUDIT_EXAMPLES)(audit_command)
 app.add_typer(budget_app, name="budget")
+app.command(name="report", no_args_is_help=True, epilog=REPORT_EXAMPLES)(report_command)
 
 
 # ------------------------------------------------------------------------ entry point
