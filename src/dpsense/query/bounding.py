@@ -17,15 +17,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from dpsense.tables.engine import (
-    TablePlan,
-    _canonical,
-    _is_nan,
-    _load_keys,
-    keyed_hash,
-    raise_on_flags,
-)
+from dpsense.tables.checks import is_nan, raise_on_flags
+from dpsense.tables.engine import TablePlan, _load_keys
 from dpsense.tables.source import quote
+from dpsense.tables.unit_bounding import canonical, keyed_hash
 
 __all__ = ["BOUNDED", "bound_rows", "checked_rows"]
 
@@ -54,9 +49,9 @@ def checked_rows(
     ]
     missing = []
     for v in values:
-        missing.append(f"({quote(v)} IS NULL OR {_is_nan(f'TRY_CAST({quote(v)} AS DOUBLE)')})")
+        missing.append(f"({quote(v)} IS NULL OR {is_nan(f'TRY_CAST({quote(v)} AS DOUBLE)')})")
     for name in (*by, *([unit] if unit else [])):
-        nan = f" OR {_is_nan(quote(name))}" if types.get(name) in _FLOATS else ""
+        nan = f" OR {is_nan(quote(name))}" if types.get(name) in _FLOATS else ""
         missing.append(f"({quote(name)} IS NULL{nan})")
     if not missing:
         return "TRUE"
@@ -96,7 +91,7 @@ def bound_rows(
     names = list(dict.fromkeys((*values, *by, unit)))
     alias = {name: f"a{i}" for i, name in enumerate(names)}
     cols = ", ".join(f"{quote(n)} AS {alias[n]}" for n in names)
-    canon_u = _canonical(quote(unit), types[unit])
+    canon_u = canonical(quote(unit), types[unit])
     stage = f"SELECT {cols}, {canon_u} AS u FROM {source.view} WHERE {keep}"
     group = [alias[b] for b in by]
     if keys is not None and by:
@@ -106,12 +101,12 @@ def bound_rows(
         on = " AND ".join(f"s.{alias[b]} = k.g{i}" for i, b in enumerate(by))
         stage = f"SELECT s.* FROM ({stage}) s SEMI JOIN dpsense_keys k ON {on}"
     salt_g, salt_r = salt
-    row_cols = [_canonical(alias[v], types[v]) for v in values] or ["0"]
+    row_cols = [canonical(alias[v], types[v]) for v in values] or ["0"]
     hr = keyed_hash(salt_r, ", ".join(row_cols))
     kept = stage
     every_key = keys is not None and max_groups >= len(keys)
     if by and not every_key:
-        hg = keyed_hash(salt_g, ", ".join(_canonical(alias[b], types[b]) for b in by))
+        hg = keyed_hash(salt_g, ", ".join(canonical(alias[b], types[b]) for b in by))
         keyed = ", ".join(group)
         if len(group) == 1:
             one, top = group[0], f"unnest(min_by({group[0]}, hg, {int(max_groups)})) AS {group[0]}"
