@@ -21,6 +21,7 @@ from dpsense.cli.bounds_cmd import BOUNDS_EXAMPLES, bounds_command
 from dpsense.cli.budget_cmd import budget_app
 from dpsense.cli.demo_cmd import DEMO_EXAMPLES, demo
 from dpsense.cli.explore_cmd import EXPLORE_EXAMPLES, explore
+from dpsense.cli.lab_cmd import LAB_EXAMPLES, lab_command
 from dpsense.cli.messages import cli_speak, option_names, repeated_option
 from dpsense.cli.release_cmd import (
     RATIO_EXAMPLES,
@@ -92,6 +93,7 @@ app.command(name="release", no_args_is_help=True, epilog=RELEASE_EXAMPLES)(relea
 app.command(name="ratio", no_args_is_help=True, epilog=RATIO_EXAMPLES)(ratio_command)
 app.command(name="bounds", no_args_is_help=True, epilog=BOUNDS_EXAMPLES)(bounds_command)
 app.add_typer(budget_app, name="budget")
+app.command(name="lab", no_args_is_help=True, epilog=LAB_EXAMPLES)(lab_command)
 
 
 # ------------------------------------------------------------------------ entry point
