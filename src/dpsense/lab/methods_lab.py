@@ -62,6 +62,13 @@ class MethodsResult:
         errors = {m: float(v[j]) for m, v in self.mae[statistic].items()}
         ranked = sorted(errors, key=lambda m: errors[m])
         best, runner_up = ranked[0], ranked[1]
+        exact = [m for m in ranked if errors[m] == 0.0]
+        if exact:
+            names = " and ".join(_IN_SENTENCE[m] for m in exact)
+            return (
+                f"{names} released the {statistic} exactly in every trial, against a mean "
+                f"absolute error of {num(errors['global'])} years for global sensitivity"
+            )
         if best == "global":
             return (
                 f"global sensitivity is the most accurate for the {statistic} "
@@ -87,10 +94,12 @@ class MethodsResult:
     def figure(self) -> Figure:
         from dpsense.pages import new_figure
 
-        fig = new_figure(10, 4.2)
+        fig = new_figure(10, 4.6)
         axes = fig.subplots(1, len(METHODS_OF))
+        floored = False
         for ax, statistic in zip(axes, METHODS_OF, strict=True):
             for method, errors in self.mae[statistic].items():
+                floored = floored or bool(np.any(errors < PLOT_FLOOR))
                 ax.plot(
                     self.epsilons,
                     np.maximum(errors, PLOT_FLOOR),
@@ -106,7 +115,18 @@ class MethodsResult:
             ax.set_ylabel("mean absolute error (years)")
             ax.set_title(f"{statistic} of {self.n:,} ages (true {num(self.truth[statistic])})")
             ax.grid(True, which="major", alpha=0.3)
-            ax.legend(fontsize=8, loc="lower left")
+        handles, labels = axes[0].get_legend_handles_labels()
+        note = f" (an error below {PLOT_FLOOR:g}, or 0, is drawn at {PLOT_FLOOR:g})"
+        fig.legend(
+            handles,
+            labels,
+            loc="outside lower center",
+            ncol=len(labels),
+            fontsize=9,
+            frameon=False,
+            title=f"{self.trials} releases per point" + (note if floored else ""),
+            title_fontsize=9,
+        )
         return fig
 
 

@@ -91,10 +91,18 @@ class NoiseResult:
         ax_l.set_ylabel("density")
         counts = np.array([np.sum(self.chosen == c) for c in self.candidates], dtype=np.float64)
         ax_e.bar(self.candidates, counts / self.chosen.size, width=1.0, color="#9ecae1")
-        ax_e.plot(self.candidates, self.probabilities, color="#d62728", label="exact law")
+        ax_e.plot(
+            self.candidates,
+            self.probabilities,
+            color="#d62728",
+            drawstyle="steps-mid",
+            label="exact law",
+        )
         ax_e.axvline(self.sample_median, color="#555555", linestyle=":", label="sample median")
-        ax_e.set_xlim(*AGE_BOUNDS)
-        ax_e.set_title("exponential, median of 25 ages")
+        # zoom on the candidates with a visible chance (the rest of 0..100 is flat at ~0)
+        shown = self.candidates[self.probabilities > 1e-4]
+        ax_e.set_xlim(float(shown.min()) - 3.0, float(shown.max()) + 3.0)
+        ax_e.set_title(f"exponential, median of {EXPONENTIAL_SAMPLE} ages")
         ax_e.set_xlabel("chosen age")
         ax_e.set_ylabel("probability")
         ax_e.legend(fontsize=8, loc="upper right")

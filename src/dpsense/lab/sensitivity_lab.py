@@ -88,7 +88,7 @@ class SensitivityResult:
             ax.set_title(f"{statistic} of {self.n} ages")
             ax.set_ylim(bottom=0)
             ax.grid(True, alpha=0.3)
-            ax.legend(loc="upper left", fontsize=9)
+            ax.legend(loc="best", fontsize=9)
         return fig
 
 
