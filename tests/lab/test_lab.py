@@ -120,8 +120,11 @@ def test_ratio_sentence_names_the_best_and_worst() -> None:
 
 def test_sensitivity_numbers_match_brute_force(tiny: LabResults) -> None:
     result = tiny.sensitivity
-    # the median's global sensitivity under add-remove is the width of the bounds
+    # add-remove, n records in [0, 100]: the median's global sensitivity is the width, the
+    # mean's at distance h is h * 100 / n (docs/sensitivity.md); brute force must agree
     assert np.all(result.global_["median"] == 100.0)
+    hs = np.array(result.hammings, dtype=float)
+    np.testing.assert_allclose(result.global_["mean"], hs * 100.0 / result.n)
     # local never exceeds global, and both grow with h
     for s in ("median", "mean"):
         assert np.all(result.local[s] <= result.global_[s][None, :] + 1e-9)

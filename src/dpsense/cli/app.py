@@ -5,7 +5,7 @@ budget exceeded; 1 an internal error (a bug: please report it).
 
 ``analyze``, ``demo`` and ``explore`` print **non-private** diagnostics for the data
 owner: local and smooth sensitivities are functions of the raw data and must never be
-published.
+published. ``lab`` shows them for the bundled example data only, to teach.
 """
 
 from __future__ import annotations
