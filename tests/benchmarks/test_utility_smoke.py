@@ -52,9 +52,7 @@ def test_cells_and_methods(study: dict[str, Any]) -> None:
     for key, cell in study["cells"].items():
         statistic = key.split("/")[0]
         wanted = [
-            m.key
-            for m in METHODS[statistic]
-            if m.source == "dpsense" or peer_available(m.key)
+            m.key for m in METHODS[statistic] if m.source == "dpsense" or peer_available(m.key)
         ]
         assert list(cell["methods"]) == wanted
         assert cell["lower"] < cell["truth"] < cell["upper"]
