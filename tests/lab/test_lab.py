@@ -220,3 +220,13 @@ def test_cli_writes_the_page(
     assert code == 0, err
     assert out.strip() == f"wrote {out_path}"
     assert "seed 3" in out_path.read_text(encoding="utf-8")
+
+
+def test_progress_reaches_its_total(census: LabData) -> None:
+    from dpsense.lab import page
+
+    done: list[int] = []
+    results = page._run(TINY, census, False, done.append)
+    assert sum(done) == page._units(TINY)
+    render_lab(results, "test", done.append)
+    assert sum(done) == page._units(TINY) + page.FIGURES

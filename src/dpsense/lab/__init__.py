@@ -21,7 +21,7 @@ from dataclasses import replace
 
 from dpsense.errors import InputError
 from dpsense.lab.config import FULL, QUICK, LabConfig, LabData, census_lab_data
-from dpsense.lab.page import LabResults, render_lab, run_lab, write_lab
+from dpsense.lab.page import LabResults, render_lab, run_and_render, run_lab
 
 __all__ = [
     "FULL",
@@ -109,8 +109,14 @@ def lab(
                 f"The 'seed' parameter of lab must be a non-negative integer. Got {seed!r} instead."
             )
         chosen = replace(chosen, seed=seed)
-    results = run_lab(
-        chosen, data if data is not None else census_lab_data(), quick=quick, progress=progress
+    from dpsense.pages import write_page
+
+    results, page = run_and_render(
+        chosen,
+        data if data is not None else census_lab_data(),
+        _version(),
+        quick=quick,
+        progress=progress,
     )
-    write_lab(results, target, _version())
+    write_page(page, target)
     return results

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass
 from typing import Any
 
 from dpsense._progress import ProgressBar, show_progress
-from dpsense.lab._common import Advance
+from dpsense.lab._common import Advance, no_progress
 from dpsense.lab.config import LabConfig, LabData
 from dpsense.lab.methods_lab import MethodsResult, methods_units, run_methods
 from dpsense.lab.noise_lab import NoiseResult, noise_units, run_noise
@@ -16,7 +15,7 @@ from dpsense.lab.ratios_lab import RatiosResult, ratios_units, run_ratios
 from dpsense.lab.sensitivity_lab import SensitivityResult, run_sensitivity, sensitivity_units
 from dpsense.lab.study_setup import DELTA, PTR_BOUND_FRACTION, SAA_BLOCKS
 
-__all__ = ["LabResults", "render_lab", "run_lab"]
+__all__ = ["LabResults", "render_lab", "run_and_render", "run_lab"]
 
 
 @dataclass(frozen=True)
@@ -44,25 +43,50 @@ class LabResults:
         )
 
 
+FIGURES = 4
+
+
+def _units(config: LabConfig) -> int:
+    return (
+        sensitivity_units(config)
+        + methods_units(config)
+        + ratios_units(config)
+        + noise_units(config)
+    )
+
+
 def run_lab(
     config: LabConfig, data: LabData, *, quick: bool = False, progress: bool | None = None
 ) -> LabResults:
     """Run every experiment (a transient progress bar on a terminal; see ``_progress``)."""
-    started = time.perf_counter()
-    steps = (
-        ("sensitivity by brute force", sensitivity_units(config)),
-        ("methods over epsilon", methods_units(config)),
-        ("private ratios", ratios_units(config)),
-        ("noise of the mechanisms", noise_units(config)),
-    )
     bar = ProgressBar(show_progress(progress))
     with bar.running():
-        bar.task("dpsense lab", sum(units for _, units in steps))
-        advance: Advance = bar.advance
-        sensitivity = run_sensitivity(config, data, advance)
-        methods = run_methods(config, data, advance)
-        ratios = run_ratios(config, data, advance)
-        noise = run_noise(config, data, advance)
+        bar.task("dpsense lab", _units(config))
+        return _run(config, data, quick, bar.advance)
+
+
+def run_and_render(
+    config: LabConfig,
+    data: LabData,
+    version: str,
+    *,
+    quick: bool = False,
+    progress: bool | None = None,
+) -> tuple[LabResults, str]:
+    """Run the experiments and draw the page under one progress bar."""
+    bar = ProgressBar(show_progress(progress))
+    with bar.running():
+        bar.task("dpsense lab", _units(config) + FIGURES)
+        results = _run(config, data, quick, bar.advance)
+        return results, render_lab(results, version, bar.advance)
+
+
+def _run(config: LabConfig, data: LabData, quick: bool, advance: Advance) -> LabResults:
+    started = time.perf_counter()
+    sensitivity = run_sensitivity(config, data, advance)
+    methods = run_methods(config, data, advance)
+    ratios = run_ratios(config, data, advance)
+    noise = run_noise(config, data, advance)
     return LabResults(
         config,
         data.name,
@@ -76,16 +100,14 @@ def run_lab(
     )
 
 
-def _section(result: Any, alt: str) -> dict[str, Any]:
-    from dpsense.pages import figure_svg
+def render_lab(results: LabResults, version: str, advance: Advance = no_progress) -> str:
+    """The page (HTML) of one run; ``advance(1)`` after each figure."""
+    from dpsense.pages import figure_svg, render_page
 
-    fig = result.figure()
-    return {"svg": figure_svg(fig, alt), "finding": result.finding}
-
-
-def render_lab(results: LabResults, version: str) -> str:
-    """The page (HTML) of one run."""
-    from dpsense.pages import render_page
+    def _section(result: Any, alt: str) -> dict[str, Any]:
+        svg = figure_svg(result.figure(), alt)
+        advance(1)
+        return {"svg": svg, "finding": result.finding}
 
     cfg = results.config
     return render_page(
@@ -109,9 +131,3 @@ def render_lab(results: LabResults, version: str) -> str:
         ratios=_section(results.ratios, "mean absolute error of private ratios against n"),
         noise=_section(results.noise, "histograms of mechanism noise against their densities"),
     )
-
-
-def write_lab(results: LabResults, path: str | os.PathLike[str], version: str) -> None:
-    from dpsense.pages import write_page
-
-    write_page(render_lab(results, version), path)
