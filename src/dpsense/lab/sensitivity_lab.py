@@ -65,7 +65,8 @@ class SensitivityResult:
         )
         return (
             f"Brute force over every dataset of {self.n} ages (multiples of {num(self.step)} "
-            f"years): at Hamming distance {self.hammings[first]}, on {samples} census samples, "
+            f"years): at Hamming distance {self.hammings[first]}, on {samples} samples of "
+            f"the data, "
             f"{parts[0]}, and {parts[1]}. At distance {h_last} it is {gaps}."
         )
 
