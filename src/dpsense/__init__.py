@@ -17,6 +17,7 @@ from dpsense.accountant import Accountant
 from dpsense.accounting import LedgerError
 from dpsense.bounds import private_bounds
 from dpsense.errors import BudgetExceededError, DPSenseError, InputError
+from dpsense.lab import lab
 from dpsense.mechanisms import (
     DiscreteGaussianMechanism,
     DiscreteLaplaceMechanism,
@@ -92,6 +93,7 @@ __all__ = [
     "empirical_sensitivity",
     "exponential",
     "gaussian",
+    "lab",
     "laplace",
     "make_statistic",
     "private_bounds",

@@ -6,7 +6,7 @@ it).
 
 ``analyze``, ``demo`` and ``explore`` print **non-private** diagnostics for the data
 owner: local and smooth sensitivities are functions of the raw data and must never be
-published.
+published. ``lab`` shows them for the bundled example data only, to teach.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from dpsense.cli.bounds_cmd import BOUNDS_EXAMPLES, bounds_command
 from dpsense.cli.budget_cmd import budget_app
 from dpsense.cli.demo_cmd import DEMO_EXAMPLES, demo
 from dpsense.cli.explore_cmd import EXPLORE_EXAMPLES, explore
+from dpsense.cli.lab_cmd import LAB_EXAMPLES, lab_command
 from dpsense.cli.messages import cli_speak, option_names, repeated_option
 from dpsense.cli.release_cmd import (
     RATIO_EXAMPLES,
@@ -102,6 +103,7 @@ app.command(name="sql", no_args_is_help=True, epilog=SQL_EXAMPLES)(sql_command)
 app.command(name="audit", no_args_is_help=True, epilog=AUDIT_EXAMPLES)(audit_command)
 app.add_typer(budget_app, name="budget")
 app.command(name="report", no_args_is_help=True, epilog=REPORT_EXAMPLES)(report_command)
+app.command(name="lab", no_args_is_help=True, epilog=LAB_EXAMPLES)(lab_command)
 
 
 # ------------------------------------------------------------------------ entry point
