@@ -246,6 +246,26 @@ MUTANTS = (
         ),
         ("tests/test_bounds_in_release.py",),
     ),
+    Mutant(
+        "audit-never-flags",
+        "dpsense audit: the combined verdict never reports a violation",
+        "src/dpsense/audit/mechanism.py",
+        (
+            (
+                "violation=not histogram.passed or (catastrophe is not None and not "
+                "catastrophe.passed),",
+                "violation=False,",
+            ),
+        ),
+        ("tests/cli/test_audit_cli.py",),
+    ),
+    Mutant(
+        "audit-alpha-not-split",
+        "dpsense audit: the histogram audit at the whole alpha beside the catastrophe test",
+        "src/dpsense/audit/mechanism.py",
+        (("alpha=level if catastrophe is None else level / 2,", "alpha=level,"),),
+        ("tests/audit/test_mechanism_audit.py",),
+    ),
 )
 
 

@@ -17,6 +17,7 @@ from dpsense.accountant import Accountant
 from dpsense.accounting import LedgerError
 from dpsense.bounds import private_bounds
 from dpsense.errors import BudgetExceededError, DPSenseError, InputError
+from dpsense.lab import lab
 from dpsense.mechanisms import (
     DiscreteGaussianMechanism,
     DiscreteLaplaceMechanism,
@@ -36,7 +37,10 @@ from dpsense.methods.sample_aggregate import sample_and_aggregate
 from dpsense.neighbours import NEIGHBOURS
 from dpsense.noise import SeededRandomnessWarning
 from dpsense.params import smooth_beta
+from dpsense.query import QueryResult
+from dpsense.query.sql_release import sql
 from dpsense.release import release
+from dpsense.report import report
 from dpsense.sensitivity import empirical_sensitivity
 from dpsense.statistics import (
     INFINITE_DISTANCE,
@@ -75,6 +79,7 @@ __all__ = [
     "Median",
     "Quantile",
     "Quantiles",
+    "QueryResult",
     "Release",
     "SeededRandomnessWarning",
     "Statistic",
@@ -88,12 +93,15 @@ __all__ = [
     "empirical_sensitivity",
     "exponential",
     "gaussian",
+    "lab",
     "laplace",
     "make_statistic",
     "private_bounds",
     "private_ratio",
     "release",
+    "report",
     "report_noisy_max",
     "sample_and_aggregate",
     "smooth_beta",
+    "sql",
 ]

@@ -18,27 +18,37 @@ delta), or a zCDP budget ``rho`` (with ``delta``, the conversion's delta', and
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from dpsense.accounting.budget import NOT_ZCDP, Budget
 from dpsense.accounting.composition import ZcdpCharge
+from dpsense.accounting.release_log import outputs_of
 from dpsense.bounds import check_bounds_delta, private_bounds
-from dpsense.bounds_in_release import plan_bounds
 from dpsense.errors import InputError
 from dpsense.methods import Release
 from dpsense.methods.ratio import private_ratio
 from dpsense.methods.sample_aggregate import sample_and_aggregate
 from dpsense.methods.zcdp import aggregate_rho, pure_rho, ratio_rho
-from dpsense.neighbours import validate_neighbours
 from dpsense.params import check_delta, check_epsilon
-from dpsense.release import release, zcdp_cost
+from dpsense.query import QueryResult
+from dpsense.query.plan import plan_query, release_arguments
+from dpsense.release import plan_zcdp_cost, run_release
 from dpsense.statistics import Statistic
 from dpsense.tables import GroupedRelease
 
-R = TypeVar("R", bound=Release | GroupedRelease)
+R = TypeVar("R", bound=Release | GroupedRelease | QueryResult)
 
 __all__ = ["Accountant"]
+
+
+def _releases(result: Release | GroupedRelease | QueryResult) -> list[Release]:
+    """Every Release inside ``result`` (for the ledger's outcome)."""
+    if isinstance(result, QueryResult):
+        return [r for name in result for r in _releases(result[name])]
+    if isinstance(result, GroupedRelease):
+        return [r for _, r in result]
+    return [result]
 
 
 class Accountant(Budget):
@@ -85,116 +95,80 @@ class Accountant(Budget):
         labels: dict[str, str],
         make: Callable[[], R],
         price: Callable[[], ZcdpCharge],
+        context: Mapping[str, Any] | None = None,
     ) -> R:
-        """Charge (``price()`` under a rho budget, else (eps, dlt)), then release."""
+        """Charge (``price()`` under a rho budget, else (eps, dlt)), then release, then log
+        the release's public outputs (``context``: the statistic, column and privacy unit,
+        see :func:`~dpsense.accounting.release_log.outputs_of`) with its outcome."""
         if self._rho is not None:
             charge_id = self._charge_zcdp(price(), eps, labels)
         else:
-            charge_id = self.charge(
-                eps,
-                dlt,
-                dataset=labels["dataset"],
-                statistic=labels["statistic"],
-                method=labels["method"],
-            )
+            charge_id = self._charge(eps, dlt, labels)
         result = make()
-        if self._ledger is not None and charge_id is not None:
-            if isinstance(result, GroupedRelease):
-                releases = [r for _, r in result]
-                refused = bool(releases) and all(r.refused for r in releases)
-                method = releases[0].method if releases else labels.get("method", "")
-            else:
-                assert isinstance(result, Release)
-                refused, method = result.refused, result.method
-            self._ledger.record_outcome(charge_id, refused=refused, method=method)
+        releases = _releases(result)
+        refused = bool(releases) and all(r.refused for r in releases)
+        method = releases[0].method if releases else labels.get("method", "")
+        outputs = outputs_of(result, zcdp=self._rho is not None, **(context or {}))
+        self._record(charge_id, refused=refused, method=method, outputs=outputs)
         return result
 
     def release(
         self,
         x: Any,
-        statistic: Statistic,
+        statistic: Statistic | Mapping[str, Any],
         *,
         epsilon: float,
         delta: float = 0.0,
-        method: str = "auto",
-        neighbours: str = "add-remove",
-        column: str | None = None,
-        by: str | Sequence[str] | None = None,
-        keys: Any = None,
-        privacy_unit: str | None = None,
-        max_rows_per_unit: int = 1,
-        max_groups_per_unit: int = 1,
-        nulls: str = "error",
-        schema: Mapping[str, str] | None = None,
         rng: object = None,
-        bounds: str | None = None,
-        bounds_share: float | None = None,
         dataset: str = "",
-        **options: Any,
-    ) -> Release | GroupedRelease:
-        """:func:`dpsense.release`, charged first. ``dataset`` labels the ledger entry.
+        **kwargs: Any,
+    ) -> Release | GroupedRelease | QueryResult:
+        """:func:`dpsense.release` (every keyword argument of it), charged first.
+        ``dataset`` labels the ledger entry.
 
         A grouped release is one charge of its total (epsilon, delta): a unit loses at most
-        that much over all groups. So is a release with ``bounds="private"``: its bounds
-        step and the release are one charge of the total. Under a rho budget the charge is
-        what :func:`dpsense.release.zcdp_cost` computes (a release with no zCDP guarantee is
-        refused before anything is drawn).
+        that much over all groups. So is a release with ``bounds="private"`` (its bounds
+        step and the release), and a dict of statistics (every statistic, the shared
+        partition selection and the bounds steps: docs/queries.md). Under a rho budget the
+        charge is what :func:`dpsense.release.zcdp_cost` computes (a release with no zCDP
+        guarantee is refused before anything is drawn). Every argument is checked before
+        the charge.
         """
         where = "Accountant.release"
-        eps = check_epsilon(epsilon, where=where)
-        dlt = check_delta(delta, where=where)
-        # missing bounds and a bad bounds_share are refused before the charge
-        plan_bounds(
-            statistic,
-            bounds,
-            bounds_share,
-            eps,
-            validate_neighbours(neighbours, where=where),
-            where=where,
+        args, options = release_arguments(kwargs)
+        plan = plan_query(
+            statistic, args, epsilon=epsilon, delta=delta, options=options, where=where
         )
-        labels = {"dataset": dataset, "statistic": getattr(statistic, "name", ""), "method": method}
-
-        def price() -> ZcdpCharge:
-            return zcdp_cost(
-                statistic,
-                epsilon=eps,
-                delta=dlt,
-                method=method,
-                neighbours=neighbours,
-                by=by,
-                keys=keys,
-                privacy_unit=privacy_unit,
-                max_groups_per_unit=max_groups_per_unit,
-                bounds=bounds,
-                bounds_share=bounds_share,
-                **options,
-            )
-
+        name = (
+            getattr(statistic, "name", "")
+            if isinstance(statistic, Statistic)
+            else "query(" + ", ".join(e.name for e in plan.entries) + ")"
+        )
+        labels = {"dataset": dataset, "statistic": name, "method": args.method}
         return self._run(
-            eps,
-            dlt,
+            plan.epsilon,
+            plan.delta,
             labels,
-            lambda: release(
-                x,
-                statistic,
-                epsilon=eps,
-                delta=dlt,
-                method=method,
-                neighbours=neighbours,
-                column=column,
-                by=by,
-                keys=keys,
-                privacy_unit=privacy_unit,
-                max_rows_per_unit=max_rows_per_unit,
-                max_groups_per_unit=max_groups_per_unit,
-                nulls=nulls,
-                schema=schema,
-                rng=rng,
-                bounds=bounds,
-                bounds_share=bounds_share,
-                **options,
+            lambda: run_release(
+                x, statistic, args, epsilon=epsilon, delta=delta, rng=rng, options=options
             ),
-            price,
+            lambda: plan_zcdp_cost(
+                plan, args.max_groups_per_unit if args.privacy_unit is not None else 1
+            ),
+            {
+                "statistic": (
+                    plan.entries[0].statistic
+                    if plan.single
+                    else {e.name: e.statistic for e in plan.entries}
+                ),
+                "column": plan.entries[0].column
+                if plan.single
+                else {e.name: e.column for e in plan.entries},
+                "privacy_unit": args.privacy_unit,
+                "max_rows_per_unit": args.max_rows_per_unit,
+                "max_groups_per_unit": args.max_groups_per_unit,
+                "where": args.where,
+            },
         )
 
     def sample_and_aggregate(
@@ -247,6 +221,11 @@ class Accountant(Budget):
             labels,
             lambda: private_bounds(x, epsilon=eps, delta=dlt, **kwargs),
             lambda: ZcdpCharge.exact(pure_rho(eps)),  # pure epsilon (delta must be 0)
+            {
+                "column": kwargs.get("column"),
+                "privacy_unit": kwargs.get("privacy_unit"),
+                "max_rows_per_unit": kwargs.get("max_rows_per_unit", 1),
+            },
         )
 
     def private_ratio(

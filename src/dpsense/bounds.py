@@ -50,7 +50,9 @@ from dpsense.noise.choice import ExponentialChoice
 from dpsense.noise.rng import RandomSource, resolve_rng
 from dpsense.params import check_epsilon
 from dpsense.tables.grouped import bounded_values
+from dpsense.tables.row_filter import RowFilter
 from dpsense.tables.schema import Cast, parse_schema
+from dpsense.tables.source import is_table
 
 __all__ = [
     "bound_scores",
@@ -169,6 +171,7 @@ def private_bounds(
     quantiles: tuple[float, float] = (0.02, 0.98),
     rng: object = None,
     schema: Mapping[str, str] | None = None,
+    row_filter: RowFilter | None = None,
 ) -> Release:
     """Private ``(lower, upper)`` bounds of a column, epsilon-DP (add-remove).
 
@@ -185,7 +188,8 @@ def private_bounds(
     too small for the noise, the bounds are wide or clip more.
     ``schema`` casts columns in the engine as in :func:`dpsense.release` (a value that
     does not fit becomes a null, for ``nulls``), so that ``release(..., schema=...,
-    bounds="private")`` reads the same column in both steps.
+    bounds="private")`` reads the same column in both steps; ``row_filter`` (internal: the
+    parsed ``where=`` of :func:`dpsense.release`) keeps the rows that pass it, first.
     """
     where = "private_bounds"
     eps = check_epsilon(epsilon, where=where)
@@ -204,7 +208,7 @@ def private_bounds(
         )
     casts = parse_schema(schema, where)
     source = resolve_rng(rng, where=where)
-    x = _values(data, column, privacy_unit, max_rows_per_unit, nulls, source, casts)
+    x = _values(data, column, privacy_unit, max_rows_per_unit, nulls, source, casts, row_filter)
     m = max_rows_per_unit if privacy_unit is not None else 1
     grid = bounds_grid()
     t_lo = Fraction(p_lo).limit_denominator(_MAX_DENOMINATOR)
@@ -263,10 +267,9 @@ def _values(
     nulls: str,
     source: Any,
     casts: Mapping[str, Cast],
+    row_filter: RowFilter | None = None,
 ) -> np.ndarray:
-    from dpsense.release import _is_table
-
-    if _is_table(data) or unit is not None or column is not None or casts:
+    if is_table(data) or unit is not None or column is not None or casts or row_filter:
         return bounded_values(
             data,
             column=column,
@@ -275,6 +278,7 @@ def _values(
             nulls=nulls,
             rng=source,
             schema=casts,
+            row_filter=row_filter,
         )
     # the table path draws a bounding key from the generator first: drawing it here too
     # keeps seeded releases equal whatever the input's format

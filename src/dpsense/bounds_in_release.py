@@ -40,6 +40,7 @@ from dpsense.noise.rng import RandomSource
 from dpsense.statistics import BoundedStatistic, Statistic
 from dpsense.statistics._grid import ResolutionGrid
 from dpsense.tables.grouped import GroupedRelease
+from dpsense.tables.row_filter import RowFilter
 
 __all__ = [
     "BOUNDS_SHARE",
@@ -158,12 +159,13 @@ def find_bounds(
     nulls: str,
     rng: RandomSource,
     schema: Mapping[str, str] | None = None,
+    row_filter: RowFilter | None = None,
 ) -> tuple[BoundedStatistic, dict[str, Any]]:
     """Step 1: the statistic with private bounds, and their receipt.
 
     ``private_bounds`` bounds each unit to ``max_rows_per_unit`` rows of the whole column
     (not per group: a unit in g groups still adds at most m rows here), of the column as
-    the release reads it (``schema`` casts it the same way).
+    the release reads it (``schema`` casts it and ``row_filter`` keeps rows the same way).
     """
     found = private_bounds(
         x,
@@ -174,6 +176,7 @@ def find_bounds(
         nulls=nulls,
         rng=rng,
         schema=schema,
+        row_filter=row_filter,
     )
     lower, upper = (float(v) for v in found.value)
     bounded, dropped = _bounded(statistic, lower, upper)

@@ -1,173 +1,44 @@
 """The front door: ``dpsense.release``.
 
-``release(x, statistic, epsilon=..., method="auto")`` validates everything once, clips the
-data to the statistic's public bounds, and hands it to a method of
-:mod:`dpsense.methods`. It returns a :class:`~dpsense.methods.Release` receipt that never
-contains a non-private quantity.
+``release(x, statistic, epsilon=..., method="auto")`` checks the budget and the
+neighbours, turns the statistic (or a dict of them) into a query plan
+(:mod:`dpsense.query`) and runs it. It returns a :class:`~dpsense.methods.Release`
+receipt (a :class:`GroupedRelease` with ``by``, a :class:`QueryResult` for a dict) that
+never contains a non-private quantity.
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
-from typing import Any, Final
+from collections.abc import Mapping, Sequence
+from fractions import Fraction
+from typing import Any
 
-from dpsense._arrays import FloatArray, as_data
 from dpsense.accounting.composition import ZcdpCharge
-from dpsense.bounds_in_release import (
-    find_bounds,
-    plan_bounds,
-    readable_twice,
-    with_bounds_receipt,
-    with_bounds_rho,
-)
 from dpsense.errors import InputError
 from dpsense.methods import Release
-from dpsense.methods.adaptive import release_adaptive
-from dpsense.methods.auto import choose_method
-from dpsense.methods.bounded_ls import bounded_ls_mean
-from dpsense.methods.exponential import release_exponential
-from dpsense.methods.global_sensitivity import release_global
-from dpsense.methods.ksw import ksw_mean
-from dpsense.methods.ptr import release_ptr
-from dpsense.methods.smooth import release_smooth
-from dpsense.neighbours import Neighbours, validate_neighbours
-from dpsense.noise.rng import RandomSource, resolve_rng
-from dpsense.params import check_delta, check_epsilon, check_int
-from dpsense.statistics import BoundedStatistic, Count, Mean, Quantiles, Statistic
-from dpsense.statistics.units import group_privacy_budget, rows_per_unit
-from dpsense.tables.grouped import GroupedRelease, budget_split, release_table
-from dpsense.tables.schema import array_type, parse_schema, schema_resolution
-from dpsense.tables.zcdp import public_key_count, release_zcdp_cost
+from dpsense.methods.zcdp import pure_rho
+from dpsense.noise.rng import resolve_rng
+from dpsense.query import QueryResult
+from dpsense.query.methods import METHODS
+from dpsense.query.plan import QueryPlan, ReleaseArgs, plan_query
+from dpsense.query.run import run_plan
+from dpsense.statistics import Statistic
+from dpsense.tables.grouped import GroupedRelease
+from dpsense.tables.source import is_table
+from dpsense.tables.zcdp import release_zcdp_cost, selection_rho
 
-__all__ = ["METHODS", "release", "zcdp_cost"]
-
-METHODS: Final = (
-    "auto",
-    "global",
-    "smooth",
-    "ptr",
-    "exponential",
-    "adaptive",
-    "ksw",
-    "bounded-ls",
-)
-_OPTIONS: Final[dict[str, tuple[str, ...]]] = {
-    "global": ("noise",),
-    "smooth": ("noise", "dof", "t", "sigma"),
-    "ptr": ("bound", "test_fraction"),
-    "exponential": (),
-    "adaptive": ("test_fraction",),
-    "ksw": (),
-    "bounded-ls": ("bound_fraction",),
-}
-
-
-def _for_means(
-    method: str, fn: Callable[..., Release], *, takes_delta: bool
-) -> Callable[..., Release]:
-    """Adapt a mean estimator (ksw, bounded-ls) to the common method signature."""
-
-    def run(
-        xc: FloatArray,
-        statistic: Statistic,
-        *,
-        epsilon: float,
-        delta: float,
-        neighbours: Neighbours,
-        rng: RandomSource,
-        **options: Any,
-    ) -> Release:
-        if not isinstance(statistic, Mean):
-            raise InputError(f"method={method!r} releases means; got {statistic.name}.")
-        # per unit of m rows: group privacy (docs/tables.md §3); m = 1 without a unit
-        m = rows_per_unit(statistic)
-        eps, dlt = group_privacy_budget(epsilon, delta, m)
-        if takes_delta:
-            options["delta"] = dlt
-        out = fn(
-            xc,
-            lower=statistic.lower,
-            upper=statistic.upper,
-            epsilon=eps,
-            neighbours=neighbours,
-            rng=rng,
-            **options,
-        )
-        if m == 1:
-            return out
-        return replace(
-            out,
-            epsilon=epsilon,
-            delta=delta if out.delta > 0 else 0.0,
-            parameters={**out.parameters, "group_privacy_rows": m},
-        )
-
-    return run
-
-
-_DISPATCH: Final[dict[str, Callable[..., Release]]] = {
-    "global": release_global,
-    "smooth": release_smooth,
-    "ptr": release_ptr,
-    "exponential": release_exponential,
-    "adaptive": release_adaptive,
-    "ksw": _for_means("ksw", ksw_mean, takes_delta=False),
-    "bounded-ls": _for_means("bounded-ls", bounded_ls_mean, takes_delta=True),
-}
-
-
-def _by_columns(by: str | Sequence[str] | None) -> tuple[str, ...]:
-    if by is None:
-        return ()
-    cols = (by,) if isinstance(by, str) else tuple(by)
-    if not cols or not all(isinstance(c, str) and c for c in cols):
-        raise InputError("The 'by' parameter must be a column name or a list of them.")
-    if len(set(cols)) != len(cols):
-        raise InputError("The 'by' parameter names a column more than once.")
-    return cols
-
-
-def _chosen_method(
-    statistic: Statistic,
-    method: str,
-    options: dict[str, Any],
-    eps: float,
-    dlt: float,
-    nb: Neighbours,
-) -> tuple[str, dict[str, Any]]:
-    """The method that runs and its options ("auto" resolved from public information)."""
-    if method not in METHODS:
-        raise InputError(
-            f"The 'method' parameter of release must be one of {', '.join(METHODS)}. "
-            f"Got {method!r} instead."
-        )
-    if method != "auto":
-        return method, options
-    if options:
-        raise InputError("method='auto' takes no options; name a method to pass options.")
-    return choose_method(statistic, epsilon=eps, delta=dlt, neighbours=nb)
-
-
-def _is_table(x: Any) -> bool:
-    """True for inputs that are tables or paths rather than one column of numbers."""
-    if isinstance(x, str | os.PathLike):
-        return True
-    kind = type(x).__name__
-    module = type(x).__module__.split(".")[0]
-    if module in ("pandas", "polars") and kind in ("DataFrame", "LazyFrame"):
-        return True
-    if module == "pyarrow" and kind == "Table":
-        return True
-    if module in ("duckdb", "pyspark"):
-        return True
-    return isinstance(x, Mapping)
+__all__ = [
+    "METHODS",
+    "plan_zcdp_cost",
+    "release",
+    "run_release",
+    "zcdp_cost",
+]
 
 
 def release(
     x: Any,
-    statistic: Statistic,
+    statistic: Statistic | Mapping[str, Any],
     *,
     epsilon: float,
     delta: float = 0.0,
@@ -184,8 +55,10 @@ def release(
     rng: object = None,
     bounds: str | None = None,
     bounds_share: float | None = None,
+    weights: Mapping[str, float] | None = None,
+    where: str | None = None,
     **options: Any,
-) -> Release | GroupedRelease:
+) -> Release | GroupedRelease | QueryResult:
     """Release ``statistic`` of ``x`` with differential privacy.
 
     Parameters
@@ -198,9 +71,13 @@ def release(
         data is released like any other (the empty dataset is a neighbour of every
         one-record dataset, so an error would reveal that there are no records). Under
         substitute the number of records is public and empty data is an ``InputError``.
-    statistic : Statistic
+    statistic : Statistic or dict
         e.g. ``ds.Median(0, 100)``; built without bounds (``ds.Median()``) it needs
-        ``bounds="private"``.
+        ``bounds="private"``. A dict of statistics by name is one query
+        (docs/queries.md): ``{"n": ds.Count(), "median_wage": ("wage", ds.Median(-1, 4))}``
+        (a statistic reads ``column``, or the column of its ``(column, statistic)``
+        pair). Its statistics share one contribution bounding, one partition selection
+        and one budget, split by ``weights``; it returns a :class:`QueryResult`.
     epsilon, delta : float
         The privacy budget of this release (delta in [0, 1)), the bounds step of
         ``bounds="private"`` included.
@@ -250,167 +127,77 @@ def release(
         (docs/bounds_in_release.md).
     bounds_share : float, optional
         The share of epsilon spent on the bounds, in (0, 1); 0.3 by default
-        (:data:`dpsense.bounds_in_release.BOUNDS_SHARE`).
+        (:data:`dpsense.bounds_in_release.BOUNDS_SHARE`). In a query the share is split
+        equally between the columns whose statistics have no bounds (one step each).
+    weights : dict of str to float, optional
+        For a dict of statistics: each one's share of the epsilon and delta left after
+        the bounds and the partition selection is proportional to its weight (1 unless
+        named). ``weights={"median_wage": 2}`` gives the median twice the others' share.
+    where : str, optional
+        A SQL boolean expression over one row, in DuckDB's dialect (``"educ >= 12 AND
+        year > 1980"``): only the rows where it is true are used, selected in the engine
+        before anything else, contribution bounding included (Spark gets it transpiled to
+        Spark SQL by sqlglot). Aggregates, window functions and subqueries are refused: a
+        row-level filter is a stable transformation, so the guarantee holds as stated.
 
     Returns
     -------
-    Release or GroupedRelease
+    Release, GroupedRelease or QueryResult
         ``value`` (None when propose-test-release refuses), and the receipt; one per
-        group when ``by`` is given.
+        group when ``by`` is given; a :class:`QueryResult` for a dict of statistics.
     """
-    where = "release"
-    if not isinstance(statistic, Statistic):
-        raise InputError(
-            "The 'statistic' parameter of release must be a dpsense statistic such as "
-            f"ds.Median(lower, upper). Got an object of type {type(statistic).__name__} instead."
-        )
-    eps = check_epsilon(epsilon, where=where)
-    dlt = check_delta(delta, where=where)
-    nb = validate_neighbours(neighbours, where=where)
-    plan = plan_bounds(statistic, bounds, bounds_share, eps, nb, where=where)
-    chosen, options = _chosen_method(statistic, method, options, eps, dlt, nb)
-    if isinstance(statistic, Quantiles) and chosen != "exponential":
-        raise InputError(
-            f"Several quantiles are released with method='exponential' (the default), "
-            f"not method={chosen!r}: the other methods release one number. For one level "
-            "with another method use ds.Quantile(p, lower, upper)."
-        )
-    allowed = _OPTIONS[chosen]
-    unknown = sorted(set(options) - set(allowed))
-    if unknown:
-        hint = ", ".join(allowed) if allowed else "none"
-        raise InputError(
-            f"Unknown option(s) {', '.join(unknown)} for method={chosen!r}; allowed: {hint}."
-        )
-    by_cols = _by_columns(by)
-    m_rows = check_int(max_rows_per_unit, "max_rows_per_unit", where=where, minimum=1)
-    m_groups = check_int(max_groups_per_unit, "max_groups_per_unit", where=where, minimum=1)
-    if privacy_unit is None and (m_rows != 1 or m_groups != 1):
-        raise InputError(
-            "max_rows_per_unit and max_groups_per_unit bound what one privacy unit "
-            "contributes: pass privacy_unit=... (the column identifying a person)."
-        )
-    if privacy_unit is not None and not isinstance(privacy_unit, str):
-        raise InputError("The 'privacy_unit' parameter must be a column name (str).")
-    if keys is not None and not by_cols:
-        raise InputError("The 'keys' parameter lists groups: pass by=... as well.")
-    if nulls not in ("error", "drop"):
-        raise InputError(f"The 'nulls' parameter must be 'error' or 'drop'. Got {nulls!r}.")
-    if column is not None and not isinstance(column, str):
-        raise InputError("The 'column' parameter must be a column name (str).")
-    casts = parse_schema(schema, where)
+    args = ReleaseArgs(
+        method,
+        neighbours,
+        column,
+        by,
+        keys,
+        privacy_unit,
+        max_rows_per_unit,
+        max_groups_per_unit,
+        nulls,
+        schema,
+        bounds,
+        bounds_share,
+        weights,
+        where,
+    )
+    return run_release(x, statistic, args, epsilon=epsilon, delta=delta, rng=rng, options=options)
+
+
+def run_release(
+    x: Any,
+    statistic: Any,
+    args: ReleaseArgs,
+    *,
+    epsilon: float,
+    delta: float,
+    rng: object,
+    options: dict[str, Any],
+    where: str = "release",
+) -> Release | GroupedRelease | QueryResult:
+    """:func:`release` with its data-independent arguments gathered in ``args``."""
+    plan = plan_query(statistic, args, epsilon=epsilon, delta=delta, options=options, where=where)
     source = resolve_rng(rng, where=where)
     tabular = (
-        bool(by_cols)
-        or privacy_unit is not None
-        or column is not None
-        or bool(casts)
-        or _is_table(x)
+        bool(plan.by)
+        or plan.unit is not None
+        or args.column is not None
+        or bool(plan.casts)
+        or plan.row_filter is not None
+        or not plan.single
+        or is_table(x)
     )
-    if tabular and nb == "substitute":
+    if tabular and plan.neighbours == "substitute":
         raise InputError(
             "Tables, groups and privacy units use add-remove neighbours (the number of "
             "rows of a unit is private): pass neighbours='add-remove'."
         )
-
-    def run(data: Any, stat: Statistic, eps_r: float) -> Release | GroupedRelease:
-        if not tabular:
-            return _release_column(data, stat, eps_r, dlt, chosen, options, nb, nulls, source)
-
-        def one(values: FloatArray, stat_g: Statistic, eps_g: float, dlt_g: float) -> Release:
-            return _DISPATCH[chosen](
-                values, stat_g, epsilon=eps_g, delta=dlt_g, neighbours=nb, rng=source, **options
-            )
-
-        return release_table(
-            data,
-            stat,
-            epsilon=eps_r,
-            delta=dlt,
-            method=chosen,
-            column=column,
-            by=by_cols,
-            keys=keys,
-            privacy_unit=privacy_unit,
-            max_rows_per_unit=m_rows,
-            max_groups_per_unit=m_groups,
-            nulls=nulls,
-            rng=source,
-            release_one=one,
-            schema=casts,
-        )
-
-    if plan is None:
-        return run(x, statistic, eps)
-    assert isinstance(statistic, BoundedStatistic)  # plan_bounds checked it
-    if by_cols:  # the split's errors (no keys and no delta) before the bounds step
-        budget_split(
-            plan.rest,
-            dlt,
-            by=by_cols,
-            public_keys=public_key_count(keys, by_cols),
-            groups=m_groups if privacy_unit is not None else 1,
-        )
-    with readable_twice(x) as data:
-        bounded, receipt = find_bounds(
-            data,
-            statistic,
-            plan,
-            column=column,
-            privacy_unit=privacy_unit,
-            max_rows_per_unit=m_rows,
-            nulls=nulls,
-            rng=source,
-            schema=schema,
-        )
-        result = run(data, bounded, plan.rest)
-    return with_bounds_receipt(result, receipt, epsilon=eps, delta=dlt, release_epsilon=plan.rest)
-
-
-def _release_column(
-    x: Any,
-    statistic: Statistic,
-    eps: float,
-    dlt: float,
-    chosen: str,
-    options: dict[str, Any],
-    nb: Neighbours,
-    nulls: str,
-    source: RandomSource,
-) -> Release:
-    """One column of numbers (not a table): clipped, then released by ``chosen``."""
-    where = "release"
-    # a count uses no value: like a table's, it counts every record, NaN included
-    data = as_data(
-        x, where=where, allow_empty=True, nulls="keep" if isinstance(statistic, Count) else nulls
-    )
-    if nb == "add-remove":
-        # the table path draws a bounding key from the generator first: drawing it here
-        # too keeps seeded releases equal whatever the input's format
-        source.words(2)
-    if nb == "substitute" and data.shape[0] == 0:
-        # Under substitute the number of records is public, so saying so reveals nothing;
-        # under add-remove empty data is released like any other (it is a neighbour of
-        # every one-record dataset, and an error would single it out).
-        raise InputError(
-            "The data of release has no records. Under neighbours='substitute' the number "
-            "of records is public and there is nothing to release; pass "
-            "neighbours='add-remove' if the number of records is private."
-        )
-    statistic, resolution = schema_resolution(statistic, array_type(x))
-    xc = statistic.clip(data) if isinstance(statistic, BoundedStatistic) else data
-    out = _DISPATCH[chosen](
-        xc, statistic, epsilon=eps, delta=dlt, neighbours=nb, rng=source, **options
-    )
-    if "resolution_source" not in resolution:
-        return out
-    return replace(
-        out, parameters={**out.parameters, "resolution_source": resolution["resolution_source"]}
-    )
+    return run_plan(plan, x, source, tabular=tabular)
 
 
 def zcdp_cost(
-    statistic: Statistic,
+    statistic: Statistic | Mapping[str, Any],
     *,
     epsilon: float,
     delta: float = 0.0,
@@ -422,6 +209,7 @@ def zcdp_cost(
     max_groups_per_unit: int = 1,
     bounds: str | None = None,
     bounds_share: float | None = None,
+    weights: Mapping[str, float] | None = None,
     **options: Any,
 ) -> ZcdpCharge:
     """What :func:`release` with these arguments costs under a zCDP (rho) budget.
@@ -431,27 +219,52 @@ def zcdp_cost(
     :class:`InputError` for a release that is (epsilon, delta)-DP with delta > 0 and has no
     zCDP guarantee (propose-test-release, smooth sensitivity with Laplace noise,
     bounded-ls), saying what to use instead. With ``bounds="private"`` the bounds step
-    adds its pure epsilon's rho and the release is priced at the epsilon left.
+    adds its pure epsilon's rho and the release is priced at the epsilon left. A dict of
+    statistics costs the sum of its parts (zCDP composes by adding): each column's bounds
+    step, the shared selection, and each statistic at its share.
     """
-    where = "release"
-    eps = check_epsilon(epsilon, where=where)
-    dlt = check_delta(delta, where=where)
-    nb = validate_neighbours(neighbours, where=where)
-    plan = plan_bounds(statistic, bounds, bounds_share, eps, nb, where=where)
-    chosen, options = _chosen_method(statistic, method, options, eps, dlt, nb)
-    by_cols = _by_columns(by)
-    g = 1
-    if privacy_unit is not None and by_cols:
-        g = check_int(max_groups_per_unit, "max_groups_per_unit", where=where, minimum=1)
-    part = release_zcdp_cost(
-        statistic,
-        method=chosen,
-        epsilon=eps if plan is None else plan.rest,
-        delta=dlt,
-        neighbours=nb,
-        by=by_cols,
-        public_keys=public_key_count(keys, by_cols),
-        groups=g,
-        options=dict(options),
+    args = ReleaseArgs(
+        method,
+        neighbours,
+        by=by,
+        keys=keys,
+        privacy_unit=privacy_unit,
+        max_groups_per_unit=max_groups_per_unit,
+        max_rows_per_unit=1,
+        bounds=bounds,
+        bounds_share=bounds_share,
+        weights=weights,
     )
-    return part if plan is None else with_bounds_rho(part, plan)
+    plan = plan_query(statistic, args, epsilon=epsilon, delta=delta, options=options)
+    return plan_zcdp_cost(plan, max_groups_per_unit if privacy_unit is not None else 1)
+
+
+def plan_zcdp_cost(plan: QueryPlan, groups: int) -> ZcdpCharge:
+    """The zCDP cost of a checked plan (:func:`zcdp_cost`): zCDP composes by adding rhos
+    (Bun & Steinke 2016, Lemma 2.3) and approximate deltas."""
+    g = groups if plan.by else 1
+    shared = plan.selection is not None
+    rho, approx = Fraction(0), Fraction(0)
+    for entry in plan.entries:
+        part = release_zcdp_cost(
+            entry.statistic,
+            method=entry.chosen,
+            epsilon=entry.epsilon,
+            delta=entry.delta,
+            neighbours=plan.neighbours,
+            by=plan.by,
+            # after the shared selection a statistic's groups are public to it, and a
+            # unit is in at most g of them
+            public_keys=g if shared else plan.public_keys,
+            groups=g,
+            options=dict(entry.options),
+        )
+        rho += Fraction(part.rho)
+        approx += Fraction(part.delta)
+    if plan.selection is not None:
+        sel_rho, sel_delta = selection_rho(plan.selection, g)
+        rho += sel_rho
+        approx += sel_delta
+    # each column's bounds step is pure epsilon_b-DP: epsilon_b^2 / 2-zCDP
+    rho += len(plan.bounds_columns) * pure_rho(plan.bounds_epsilon)
+    return ZcdpCharge.exact(rho, approx)

@@ -107,7 +107,7 @@ def test_the_first_charge_migrates_a_version_1_ledger(tmp_path: Path) -> None:
     acct = ds.Accountant(ledger=path)
     acct.release(X, ds.Median(0, 100), epsilon=0.075, method="exponential", rng=SeededRandom(1))
     meta = _meta(path)
-    assert meta["schema_version"] == str(SCHEMA_VERSION) == "2"
+    assert meta["schema_version"] == str(SCHEMA_VERSION) == "3"
     assert meta["budget"] == "epsilon"
     assert meta["total_epsilon"] == "2.0"  # the budget itself is unchanged
     after = Ledger.open(path).entries()
@@ -140,7 +140,7 @@ def test_a_version_1_ledger_written_by_raw_sql_migrates(tmp_path: Path) -> None:
     assert acct.spent == (0.25, 0.0)
     acct.charge(0.5, dataset="after")
     assert acct.spent == (0.75, 0.0)
-    assert _meta(path)["schema_version"] == "2"
+    assert _meta(path)["schema_version"] == str(SCHEMA_VERSION)
     assert [e.dataset for e in Ledger.open(path).entries()] == ["d", "after"]
 
 
@@ -163,7 +163,7 @@ def test_concurrent_first_charges_migrate_once(tmp_path: Path) -> None:
     entries = Ledger.open(path).entries()
     assert len(entries) == 5 + 8
     assert ds.Accountant(ledger=path).spent == (1.425, 1e-6)
-    assert _meta(path)["schema_version"] == "2"
+    assert _meta(path)["schema_version"] == str(SCHEMA_VERSION)
     con = sqlite3.connect(path)
     columns = [r[1] for r in con.execute("PRAGMA table_info(charges)")]
     con.close()

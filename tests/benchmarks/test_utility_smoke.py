@@ -1,4 +1,4 @@
-"""Smoke test of the utility study (benchmarks/utility.py) on a tiny configuration.
+"""Smoke test of the utility study (dpsense.lab.study_*, run by benchmarks/utility.py).
 
 n = 200, 20 trials, one epsilon, one worker; the peers take part only if importable.
 Checks the structure of the results and of the written files, never timings or MAEs.
@@ -14,6 +14,10 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+
+from dpsense.lab.study_run import StudyConfig, run_study
+from dpsense.lab.study_setup import METHODS, T3_FACTOR, peer_available
+from dpsense.lab.study_targets import evaluate_targets
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "utility.py"
 
@@ -31,26 +35,24 @@ def utility() -> ModuleType:
 
 @pytest.fixture(scope="module")
 def study(utility: ModuleType) -> dict[str, Any]:
-    config = utility.StudyConfig(
+    config = StudyConfig(
         trials=20,
         epsilons=(1.0,),
         ns=(200,),
         datasets=("ages", "incomes"),
         workers=1,
     )
-    result: dict[str, Any] = utility.run_study(config)
+    result: dict[str, Any] = run_study(config, peer_draw=utility.peer_draw)
     return result
 
 
-def test_cells_and_methods(utility: ModuleType, study: dict[str, Any]) -> None:
+def test_cells_and_methods(study: dict[str, Any]) -> None:
     expected = {f"{s}/{d}/n200" for s in ("median", "mean") for d in ("ages", "incomes")}
     assert set(study["cells"]) == expected
     for key, cell in study["cells"].items():
         statistic = key.split("/")[0]
         wanted = [
-            m.key
-            for m in utility.METHODS[statistic]
-            if m.source == "dpsense" or utility.peer_available(m.key)
+            m.key for m in METHODS[statistic] if m.source == "dpsense" or peer_available(m.key)
         ]
         assert list(cell["methods"]) == wanted
         assert cell["lower"] < cell["truth"] < cell["upper"]
@@ -74,14 +76,14 @@ def test_refusals_only_from_ptr(study: dict[str, Any]) -> None:
                 assert entry["by_epsilon"]["1"]["refusals"] == 0
 
 
-def test_targets_structure(utility: ModuleType, study: dict[str, Any]) -> None:
-    targets = utility.evaluate_targets(study)
+def test_targets_structure(study: dict[str, Any]) -> None:
+    targets = evaluate_targets(study)
     assert targets["epsilon"] == 1.0
     assert {r["cell"] for r in targets["T1"]["rows"]} == {"median/ages/n200"}
     assert {r["cell"] for r in targets["T2"]["rows"]} == {"median/incomes/n200"}
     assert len(targets["T3"]["rows"]) == 2 * len(study["cells"])  # pure and approx auto
     for row in targets["T3"]["rows"]:
-        assert row["holds"] == (row["ratio"] <= utility.T3_FACTOR)
+        assert row["holds"] == (row["ratio"] <= T3_FACTOR)
     assert targets["T3"]["holds"] in (True, False)
     rules = targets["auto_rules"]
     assert {(r["statistic"], r["privacy"]) for r in rules} == {

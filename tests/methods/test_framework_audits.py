@@ -52,6 +52,11 @@ CASES = [
     ("mean", "ksw", {}, 0.0),
     ("mean", "bounded-ls", {}, 1e-6),
 ]
+# Adaptive with test_fraction 0.5 is audited where its private test is a coin flip (below):
+# on the pairs above it takes the exponential branch in 300 of 300 seeded releases, so the
+# matrix would repeat the exponential case at twice the cost. (CASES keeps it: the seeds of
+# the other cases come from their index in CASES.)
+AUDITED = [c for c in CASES if c != ("median", "adaptive", {"test_fraction": 0.5}, 0.0)]
 
 
 def _stat(name: str) -> ds.Statistic:
@@ -124,7 +129,7 @@ def test_laplace_scaled_to_the_raw_local_sensitivity_fails_the_catastrophe_test(
 
 
 @pytest.mark.parametrize("relation", ["add-remove", "substitute"])
-@pytest.mark.parametrize(("name", "method", "options", "delta"), CASES)
+@pytest.mark.parametrize(("name", "method", "options", "delta"), AUDITED)
 def test_every_method_passes_catastrophe_and_histogram_audits(
     name: str, method: str, options: dict, delta: float, relation: str
 ) -> None:

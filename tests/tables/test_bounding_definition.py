@@ -59,3 +59,21 @@ def test_kept_rows_are_the_definitions(frame: Any, m: int, g: int) -> None:
     want = _brute_force(frame, keys, m, g)
     assert {k: v for k, v in got.items() if v} == want
     assert sum(len(v) for v in want.values()) > 0
+
+
+@pytest.mark.parametrize(("m", "g"), [(1, 1), (3, 1), (3, 2), (2, 5)])
+def test_a_count_keeps_the_definitions_rows(frame: Any, m: int, g: int) -> None:
+    """A count keeps min(c, m) rows of each kept (person, group) pair without ranking
+    them (every row has the same value); the rows and units per group are the
+    definition's, with the row hash of the value a count sees (0.0)."""
+    keys = [0, 1, 2, 3, 4]
+    plan = TablePlan(None, ("g",), "person", m, g, "error", None, None, SALT)
+    with open_table(frame) as source:
+        table = bound_table(source, plan, [(k,) for k in keys])
+        rows, units = table.rows.tolist(), table.units.tolist()
+    want = _brute_force(frame.assign(v=0.0), keys, m, g)
+    assert rows == [len(want.get(k, [])) for k in range(len(keys))]
+    pairs = frame.merge(pd.DataFrame({"g": keys}), on="g")[["person", "g"]].drop_duplicates()
+    per_person = pairs.groupby("person")["g"].nunique().clip(upper=g)
+    assert sum(units) == int(per_person.sum())
+    assert sum(rows) > sum(units) or m == 1  # some pairs keep more than one row

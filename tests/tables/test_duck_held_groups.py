@@ -242,3 +242,21 @@ def test_a_long_tie_next_to_the_window_keeps_its_full_count(side: str, sample: s
     assert np.array_equal(got[0], want[0])
     assert np.array_equal(got[1], want[1])
     assert got[2:] == want[2:]
+
+
+@pytest.mark.parametrize("stat", ["median", "mean-ksw", "sum"])
+def test_the_checks_in_the_first_pass_see_rows_outside_the_keys(table: Any, stat: str) -> None:
+    """The value checks ride in the first pass of the held path: a missing group key (a
+    row no public key matches) is still an error, and nulls="drop" drops exactly the
+    rows with a missing value (the pass is taken again)."""
+    from dpsense.errors import InputError
+
+    statistic, extra = STATS[stat]
+    bad = table.astype({"g": "float64"})
+    bad.loc[[5, 17], "g"] = np.nan
+    bad.loc[[40], "v"] = np.nan
+    kwargs: dict[str, Any] = {"column": "v", "epsilon": 1.0, "by": "g", "keys": [0, 1], **extra}
+    with pytest.raises(InputError, match="missing values"):
+        ds.release(bad, statistic, rng=1, **kwargs)
+    got = ds.release(bad, statistic, rng=1, nulls="drop", **kwargs)
+    assert _rows(got) == _rows(ds.release(bad.dropna(), statistic, rng=1, **kwargs))

@@ -30,7 +30,7 @@ from dpsense.statistics.units import group_privacy_budget, per_unit
 from tests.mechanisms.test_several_quantiles import GRID, call_pmf, exact_law
 from tests.tables.test_unit_quantile_profile import SMALL_UNIVERSE, _Counts, _unit_sensitivities
 
-release_module = importlib.import_module("dpsense.release")  # ds.release is the function
+release_module = importlib.import_module("dpsense.query.methods")  # where methods are dispatched
 
 GENERIC = [
     ds.Count(),
@@ -179,7 +179,7 @@ def test_mean_estimators_get_the_group_privacy_budget(
         return estimator(*args, **kwargs)
 
     monkeypatch.setitem(
-        release_module._DISPATCH,
+        release_module.DISPATCH,
         method,
         release_module._for_means(method, spy, takes_delta=method == "bounded-ls"),
     )

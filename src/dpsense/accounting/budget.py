@@ -12,10 +12,12 @@ import contextlib
 import os
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from dataclasses import replace
+from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
-from typing import Final, Self
+from typing import Any, Final, Self
 
 from dpsense.accounting.composition import (
     Charge,
@@ -25,7 +27,7 @@ from dpsense.accounting.composition import (
     compose,
     decimal_up,
 )
-from dpsense.accounting.ledger import Ledger
+from dpsense.accounting.ledger import Ledger, LedgerEntry
 from dpsense.errors import BudgetExceededError, InputError
 from dpsense.methods.zcdp import amount, pure_rho
 from dpsense.params import check_delta, check_epsilon
@@ -67,6 +69,7 @@ class Budget:
         self._group: str | None = None
         self._memory: list[Charge] = []
         self._zcdp: list[ZcdpCharge] = []
+        self._log: list[LedgerEntry] = []  # the in-memory release log (a ledger has its own)
         self._composition = composition
         self._slack = as_decimal(delta_slack, "delta_slack")
         dlt = check_delta(delta, where=where)
@@ -206,6 +209,37 @@ class Budget:
         rho, approx = RhoBudget.spent_of(self._zcdp_charges())
         return (float(decimal_up(rho)), float(decimal_up(approx)))
 
+    @property
+    def composition(self) -> str:
+        """The composition rule: "basic" or "advanced" (epsilon budgets), "zcdp" (rho)."""
+        return "zcdp" if self._rho is not None else self._composition
+
+    @property
+    def total_rho(self) -> float | None:
+        """The total zCDP rho (None unless this is a rho budget)."""
+        return None if self._rho is None else float(self._rho.rho)
+
+    @property
+    def ledger_path(self) -> Path | None:
+        """The ledger file (None for a budget kept in memory)."""
+        return None if self._ledger is None else self._ledger.path
+
+    def spent_after_each(self) -> list[tuple[float, float]]:
+        """(epsilon, delta) spent after each charge of :meth:`entries`, oldest first, under
+        the budget's composition rule (the spending over time)."""
+        entries = self.entries()
+        if self._rho is not None:
+            zcdp = [ZcdpCharge(e.rho or Decimal(0), e.delta) for e in entries]
+            return [self._rho.spent(zcdp[: k + 1]) for k in range(len(zcdp))]
+        charges = [Charge(e.epsilon, e.delta, e.group) for e in entries]
+        out = []
+        for k in range(len(charges)):
+            eps, dlt = compose(
+                charges[: k + 1], composition=self._composition, delta_slack=self._slack
+            )
+            out.append((float(eps), float(dlt)))
+        return out
+
     def _spent_decimal(self) -> tuple[Decimal, Decimal]:
         if self._ledger is not None:
             return self._ledger.spent()
@@ -234,11 +268,29 @@ class Budget:
         composition for (private partition selection is one). Returns the ledger charge
         id (None without a ledger).
         """
+        charge_id = self._charge(
+            epsilon,
+            delta,
+            {"dataset": dataset, "statistic": statistic, "method": method},
+            rho=rho,
+            approx_delta=approx_delta,
+        )
+        return charge_id if self._ledger is not None else None
+
+    def _charge(
+        self,
+        epsilon: float,
+        delta: float,
+        labels: dict[str, str],
+        *,
+        rho: float | None = None,
+        approx_delta: float = 0.0,
+    ) -> int:
+        """:meth:`charge`; returns the charge's id in the ledger or in the memory log."""
         where = "Accountant.charge"
         eps = check_epsilon(epsilon, where=where)
         dlt = check_delta(delta, where=where)
         approx = check_delta(approx_delta, "approx_delta", where=where)
-        labels = {"dataset": dataset, "statistic": statistic, "method": method}
         if self._rho is not None:
             if dlt > 0.0:
                 raise InputError(NOT_ZCDP.format(what="A charge with delta > 0"))
@@ -266,9 +318,50 @@ class Budget:
             if after[0] > self._total[0] or after[1] > self._total[1]:
                 raise BudgetExceededError(self.remaining, (eps, dlt))
             self._memory.append(request)
-            return None
+            return self._logged(request.epsilon, request.delta, None, labels)
 
-    def _charge_zcdp(self, cost: ZcdpCharge, epsilon: float, labels: dict[str, str]) -> int | None:
+    def _logged(
+        self, epsilon: Decimal, delta: Decimal, rho: Decimal | None, labels: dict[str, str]
+    ) -> int:
+        """Append a charge to the in-memory log (under the lock); returns its id."""
+        entry = LedgerEntry(
+            len(self._log) + 1,
+            datetime.now(UTC).isoformat(timespec="microseconds"),
+            labels["dataset"],
+            labels["statistic"],
+            labels["method"],
+            epsilon,
+            delta,
+            self._group,
+            "charged",
+            rho,
+        )
+        self._log.append(entry)
+        return entry.id
+
+    def _record(
+        self, charge_id: int, *, refused: bool, method: str, outputs: Mapping[str, Any]
+    ) -> None:
+        """Mark a charge answered or refused with its public outputs (ledger or memory)."""
+        if self._ledger is not None:
+            self._ledger.record_outcome(charge_id, refused=refused, method=method, outputs=outputs)
+            return
+        with self._lock:
+            i = charge_id - 1
+            status = "refused" if refused else "answered"
+            self._log[i] = replace(
+                self._log[i], status=status, method=method or self._log[i].method, outputs=outputs
+            )
+
+    def entries(self) -> list[LedgerEntry]:
+        """Every charge, oldest first, with the public outputs of each release (the
+        ledger's, or the ones kept in memory by this Accountant)."""
+        if self._ledger is not None:
+            return self._ledger.entries()
+        with self._lock:
+            return list(self._log)
+
+    def _charge_zcdp(self, cost: ZcdpCharge, epsilon: float, labels: dict[str, str]) -> int:
         """Charge (rho, approximate delta) to the rho budget, or raise."""
         budget = self._rho
         assert budget is not None
@@ -286,7 +379,8 @@ class Budget:
             if not budget.admits(self._zcdp, cost):
                 raise budget.exceeded(self._zcdp, cost)
             self._zcdp.append(cost)
-            return None
+            nominal = as_decimal(epsilon, "epsilon")
+            return self._logged(nominal, cost.delta, cost.rho, labels)
 
     @contextlib.contextmanager
     def parallel(self) -> Iterator[Self]:

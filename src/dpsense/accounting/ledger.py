@@ -18,6 +18,9 @@ Guarantees (docs/accounting.md):
   state.
 * Each charge records the time, a dataset label, the statistic, the method, epsilon,
   delta, a parallel-group id and whether the answer was refused — never data values.
+  An answered or refused charge also keeps the release's public outputs (values, accuracy,
+  the receipt; :mod:`dpsense.accounting.release_log`), written in the transaction that
+  marks it answered, so a crash leaves the charge as it was ("charged", no outputs).
 * **Two kinds of budget**: a total (epsilon, delta) under basic or advanced composition, or
   a zCDP budget (total rho, the conversion's delta' and a cap on approximate deltas,
   :class:`~dpsense.accounting.composition.RhoBudget`) whose charges record their rho and
@@ -32,13 +35,14 @@ import os
 import sqlite3
 import stat
 import uuid
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
-from dpsense.accounting import schema
+from dpsense.accounting import release_log, schema
 from dpsense.accounting._files import LedgerError, publish, recover_hot_journal
 from dpsense.accounting.composition import Charge, RhoBudget, ZcdpCharge, as_decimal, compose
 from dpsense.accounting.schema import SCHEMA_VERSION
@@ -63,6 +67,9 @@ class LedgerEntry:
     rho: Decimal | None = None
     """The charged rho (rho budgets; ``delta`` is then the charged approximate delta and
     ``epsilon`` the release's nominal epsilon, not composed)."""
+    outputs: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
+    """The released public outputs (:mod:`dpsense.accounting.release_log`); None for a
+    charge with none recorded."""
 
     @property
     def refused(self) -> bool:
@@ -317,11 +324,13 @@ class Ledger:
 
     @staticmethod
     def _entries(con: sqlite3.Connection) -> list[LedgerEntry]:
-        # a file of schema version 1 has no rho column: its charges are epsilon charges
-        rho = "rho" if "rho" in schema.columns(con, "charges") else "NULL"
+        # a file of schema version 1 has no rho column: its charges are epsilon charges;
+        # one before version 3 has no outputs
+        have = schema.columns(con, "charges")
+        extra = ", ".join(c if c in have else "NULL" for c in ("rho", "outputs"))
         rows = con.execute(
             "SELECT id, time, dataset, statistic, method, epsilon, delta, group_id, status, "
-            f"{rho} FROM charges ORDER BY id"
+            f"{extra} FROM charges ORDER BY id"
         ).fetchall()
         return [
             LedgerEntry(
@@ -335,6 +344,7 @@ class Ledger:
                 r[7],
                 r[8],
                 None if r[9] is None else Decimal(r[9]),
+                release_log.decode(r[10]),
             )
             for r in rows
         ]
@@ -463,20 +473,28 @@ class Ledger:
         values = (dataset, statistic, method, nominal, str(request.delta))
         return self._insert(check, (*values, None, str(request.rho)))
 
-    def record_outcome(self, charge_id: int, *, refused: bool, method: str | None = None) -> None:
-        """Mark a charge answered or refused (its budget stays spent either way)."""
+    def record_outcome(
+        self,
+        charge_id: int,
+        *,
+        refused: bool,
+        method: str | None = None,
+        outputs: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Mark a charge answered or refused (its budget stays spent either way) and store
+        the release's public ``outputs`` (:func:`~dpsense.accounting.release_log.outputs_of`)
+        in the same transaction: both are written, or neither."""
         status = "refused" if refused else "answered"
+        text = None if outputs is None else release_log.encode(outputs)  # before the write
         with self._connection(write=True) as con:
             con.execute("BEGIN IMMEDIATE")
             try:
                 schema.upgrade(con)
-                if method is None:
-                    con.execute("UPDATE charges SET status = ? WHERE id = ?", (status, charge_id))
-                else:
-                    con.execute(
-                        "UPDATE charges SET status = ?, method = ? WHERE id = ?",
-                        (status, method, charge_id),
-                    )
+                con.execute(
+                    "UPDATE charges SET status = ?, method = COALESCE(?, method), "
+                    "outputs = COALESCE(?, outputs) WHERE id = ?",
+                    (status, method, text, charge_id),
+                )
                 con.execute("COMMIT")
             except BaseException:
                 if con.in_transaction:

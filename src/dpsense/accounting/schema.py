@@ -12,6 +12,9 @@ Version history:
    status).
 2. zCDP budgets: ``meta.budget`` ("epsilon" or "rho"; files of version 1 are "epsilon") and
    ``charges.rho`` (NULL for charges to an epsilon budget).
+3. The release log: ``charges.outputs``, the released public outputs of an answered or
+   refused charge as JSON (:mod:`dpsense.accounting.release_log`); NULL for charges made
+   before version 3, direct charges and charges whose process stopped before the answer.
 
 To add a version: append a :class:`Migration` to :data:`MIGRATIONS` (new columns need a
 default or NULL, new tables start empty) and read the new columns where present
@@ -71,6 +74,11 @@ MIGRATIONS: Final = (
             "INSERT INTO meta (key, value) VALUES ('budget', 'epsilon')",
         ),
         "zCDP (rho) budgets: the budget kind, and the rho of each charge",
+    ),
+    Migration(
+        3,
+        ("ALTER TABLE charges ADD COLUMN outputs TEXT",),
+        "the release log: the public outputs of each release (values, accuracy, receipt)",
     ),
 )
 

@@ -1,11 +1,12 @@
 """The ``dpsense`` command line.
 
 Exit codes: 0 success; 2 bad input or usage (one line on stderr, no traceback); 3 privacy
-budget exceeded; 1 an internal error (a bug: please report it).
+budget exceeded; 4 ``audit`` found a violation; 1 an internal error (a bug: please report
+it).
 
 ``analyze``, ``demo`` and ``explore`` print **non-private** diagnostics for the data
 owner: local and smooth sensitivities are functions of the raw data and must never be
-published.
+published. ``lab`` shows them for the bundled example data only, to teach.
 """
 
 from __future__ import annotations
@@ -17,10 +18,13 @@ from typing import Annotated
 import typer
 
 from dpsense.cli.analyze_cmd import ANALYZE_EXAMPLES, analyze
+from dpsense.cli.audit_cmd import AUDIT_EXAMPLES, audit_command
+from dpsense.cli.audit_cmd import EXIT_VIOLATION as AUDIT_VIOLATION
 from dpsense.cli.bounds_cmd import BOUNDS_EXAMPLES, bounds_command
 from dpsense.cli.budget_cmd import budget_app
 from dpsense.cli.demo_cmd import DEMO_EXAMPLES, demo
 from dpsense.cli.explore_cmd import EXPLORE_EXAMPLES, explore
+from dpsense.cli.lab_cmd import LAB_EXAMPLES, lab_command
 from dpsense.cli.messages import cli_speak, option_names, repeated_option
 from dpsense.cli.release_cmd import (
     RATIO_EXAMPLES,
@@ -28,6 +32,8 @@ from dpsense.cli.release_cmd import (
     ratio_command,
     release_command,
 )
+from dpsense.cli.report_cmd import REPORT_EXAMPLES, report_command
+from dpsense.cli.sql_cmd import SQL_EXAMPLES, sql_command
 from dpsense.errors import BudgetExceededError, DPSenseError
 
 __all__ = ["app", "main"]
@@ -36,6 +42,7 @@ EXIT_OK = 0
 EXIT_INTERNAL = 1
 EXIT_INPUT = 2
 EXIT_BUDGET = 3
+EXIT_VIOLATION = AUDIT_VIOLATION  # dpsense audit found a violation (4)
 
 app = typer.Typer(
     name="dpsense",
@@ -51,7 +58,8 @@ app = typer.Typer(
     epilog=(
         "Exit codes: 0 success (a propose-test-release refusal included: it is the "
         "private answer, and its budget is spent); 2 bad input or usage; 3 privacy budget "
-        "exceeded; 1 an internal error (a bug: please report it).\n\n"
+        "exceeded; 4 dpsense audit found a violation; 1 an internal error (a bug: please "
+        "report it).\n\n"
         "Examples:\n\n\b\n"
         "  dpsense demo\n"
         "  dpsense release census.csv -c age -s median --lower 0 --upper 100 --epsilon 1\n"
@@ -81,7 +89,7 @@ def _root(
 
     Exit codes: 0 success (a propose-test-release refusal included: it is the private
     answer, and its budget is spent); 2 bad input or usage; 3 privacy budget exceeded;
-    1 an internal error (a bug: please report it).
+    4 ``dpsense audit`` found a violation; 1 an internal error (a bug: please report it).
     """
 
 
@@ -91,7 +99,11 @@ app.command(no_args_is_help=True, epilog=EXPLORE_EXAMPLES)(explore)
 app.command(name="release", no_args_is_help=True, epilog=RELEASE_EXAMPLES)(release_command)
 app.command(name="ratio", no_args_is_help=True, epilog=RATIO_EXAMPLES)(ratio_command)
 app.command(name="bounds", no_args_is_help=True, epilog=BOUNDS_EXAMPLES)(bounds_command)
+app.command(name="sql", no_args_is_help=True, epilog=SQL_EXAMPLES)(sql_command)
+app.command(name="audit", no_args_is_help=True, epilog=AUDIT_EXAMPLES)(audit_command)
 app.add_typer(budget_app, name="budget")
+app.command(name="report", no_args_is_help=True, epilog=REPORT_EXAMPLES)(report_command)
+app.command(name="lab", no_args_is_help=True, epilog=LAB_EXAMPLES)(lab_command)
 
 
 # ------------------------------------------------------------------------ entry point

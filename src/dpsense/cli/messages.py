@@ -107,6 +107,8 @@ def repeated_option(command: Any, args: Sequence[str]) -> str | None:
         node = node.commands[tokens[0]]
     aliases: dict[str, str] = {}
     for param in getattr(node, "params", []):
+        if getattr(param, "multiple", False):
+            continue  # a list option (--bounds a=0:1 --bounds b=0:2) is meant to repeat
         opts = [*getattr(param, "opts", []), *getattr(param, "secondary_opts", [])]
         long = next((o for o in opts if o.startswith("--")), opts[0] if opts else "")
         for opt in opts:

@@ -75,6 +75,17 @@ DatasetOpt = Annotated[
     str | None, typer.Option(help="Dataset label recorded in the ledger (default: DATA).")
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
+# Options of a table's release, shared by ``release`` and ``sql``.
+PrivacyUnitOpt = Annotated[
+    str | None, typer.Option(help="Column identifying a person: protect all their rows.")
+]
+MaxRowsOpt = Annotated[
+    int | None, typer.Option(help="Rows kept per person and group (needs --privacy-unit).")
+]
+MaxGroupsOpt = Annotated[
+    int | None, typer.Option(help="Groups kept per person (needs --privacy-unit).")
+]
+NullsOpt = Annotated[str, typer.Option(help="Missing values in the used columns: error or drop.")]
 
 
 def _options(
@@ -334,18 +345,10 @@ def release_command(
             "(year=1980,1981, or 1980,1981 for one --by column); an existing file wins."
         ),
     ] = None,
-    privacy_unit: Annotated[
-        str | None, typer.Option(help="Column identifying a person: protect all their rows.")
-    ] = None,
-    max_rows_per_unit: Annotated[
-        int | None, typer.Option(help="Rows kept per person and group (needs --privacy-unit).")
-    ] = None,
-    max_groups_per_unit: Annotated[
-        int | None, typer.Option(help="Groups kept per person (needs --privacy-unit).")
-    ] = None,
-    nulls: Annotated[
-        str, typer.Option(help="Missing values in the used columns: error or drop.")
-    ] = "error",
+    privacy_unit: PrivacyUnitOpt = None,
+    max_rows_per_unit: MaxRowsOpt = None,
+    max_groups_per_unit: MaxGroupsOpt = None,
+    nulls: NullsOpt = "error",
     schema: Annotated[
         list[str] | None,
         typer.Option(

@@ -20,6 +20,7 @@ from dpsense.cli._shared import _console, _fmt, _print_json
 from dpsense.errors import InputError
 from dpsense.methods import Release
 from dpsense.methods._release import format_value
+from dpsense.query import QueryResult
 from dpsense.tables import GroupedRelease
 from dpsense.tables.grouped import ACCURACY_ALPHA
 from dpsense.tables.source import open_table, quote
@@ -129,8 +130,12 @@ def shown_accuracy(rel: Release) -> str:
     return "" if t is None else f"± {t} ranks (95%)"
 
 
-def result_rows(result: Release | GroupedRelease) -> tuple[list[str], list[dict[str, Any]]]:
+def result_rows(
+    result: Release | GroupedRelease | QueryResult,
+) -> tuple[list[str], list[dict[str, Any]]]:
     """Column names and one dict per group (one row for an ungrouped release)."""
+    if isinstance(result, QueryResult):
+        return result.columns(), [{k: _clean(v) for k, v in r.items()} for r in result.to_dicts()]
     if isinstance(result, GroupedRelease):
         return [*result.by, *_RESULT_COLUMNS], [
             {k: _clean(v) for k, v in row.items()} for row in result.to_dicts()
@@ -255,7 +260,7 @@ def check_output(path: Path) -> Path:
     return folder
 
 
-def write_output(path: Path, result: Release | GroupedRelease) -> None:
+def write_output(path: Path, result: Release | GroupedRelease | QueryResult) -> None:
     """Write the result rows to CSV, Parquet or JSON atomically (temporary file, rename)."""
     folder = check_output(path)
     suffix = path.suffix.lower()

@@ -74,13 +74,11 @@ def sample_test(v: str) -> str:
 
 
 def rint_sql(x: str) -> str:
-    """numpy's ``rint`` (halves to even) of a double SQL expression: ``t = floor(x)``,
-    then up by one when the fraction ``x - t`` is above one half, or exactly one half and
-    t is odd. The fraction is exact for ``|x| < 2^52``; larger doubles are integers."""
-    return (
-        f"(floor({x}) + CASE WHEN ({x}) - floor({x}) > 0.5 OR (({x}) - floor({x}) = 0.5 "
-        f"AND fmod(floor({x}), 2) <> 0) THEN 1 ELSE 0 END)"
-    )
+    """numpy's ``rint`` (halves to even) of a double SQL expression, as a BIGINT: DuckDB
+    casts a double to an integer with ``nearbyint`` (the rounding mode is to nearest,
+    halves to even), several times cheaper than writing the rounding out with ``floor``.
+    ``x`` must lie within the BIGINT range (the callers clamp it first)."""
+    return f"({x})::BIGINT"
 
 
 def _distinct(sorted_x: F64) -> tuple[F64, I64]:
@@ -109,8 +107,11 @@ def window_rows(c: I64, lo: int, hi: int) -> NDArray[np.bool_]:
 
 def grid_sum_sql(grid: RecordGrid) -> tuple[tuple[Any, ...], str]:
     """The cache key and the SQL of ``grid.integers(v)`` (numpy's rint, then clamped)."""
-    k = rint_sql(f"(v - {grid.centre!r}::DOUBLE) / {grid.grid!r}::DOUBLE")
-    k = f"least(greatest({k}, {grid.k_low}), {grid.k_high})::BIGINT"
+    # clamping to the integers k_low..k_high before rounding equals clamping after
+    # (rint is monotone and keeps integers), and keeps the cast within BIGINT
+    k = f"(v - {grid.centre!r}::DOUBLE) / {grid.grid!r}::DOUBLE"
+    lo, hi = f"{float(grid.k_low)!r}::DOUBLE", f"{float(grid.k_high)!r}::DOUBLE"
+    k = rint_sql(f"least(greatest({k}, {lo}), {hi})")
     return ("grid", grid.centre, grid.grid, grid.k_low, grid.k_high), k
 
 
@@ -125,7 +126,7 @@ def quanta_sum_sql(lower: float, upper: float, quanta: int) -> tuple[tuple[Any, 
         lower,
         upper,
         quanta,
-    ), f"{rint_sql(f'{unit} * {float(quanta)!r}::DOUBLE')}::BIGINT"
+    ), rint_sql(f"{unit} * {float(quanta)!r}::DOUBLE")
 
 
 class DuckGroups:

@@ -10,7 +10,7 @@ Contribution bounding (docs/tables.md §2): a unit keeps the ``g`` groups with t
 ``hash(key, unit, group)`` and, in each, the ``m`` rows with the smallest ``hash(key, unit,
 value)``. The choice depends only on the unit's own rows and a secret key (fresh per
 release, from the release's random source), never on row order, so the bounded table is
-the same multiset whatever the format or order of the input.
+the same multiset whatever the format or order of the input (``unit_bounding``).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ import numpy as np
 from dpsense.errors import InputError
 from dpsense.methods.ksw import _QUANTA
 from dpsense.statistics._exact import RecordGrid
+from dpsense.tables.checks import check_exprs, check_table, raise_on_flags
 from dpsense.tables.duck_groups import (
     HOLD_DISTINCT,
     HOLD_ROWS,
@@ -34,6 +35,7 @@ from dpsense.tables.duck_groups import (
     sample_test,
 )
 from dpsense.tables.source import TableSource, quote
+from dpsense.tables.unit_bounding import bound_units, canonical, keyed_hash
 
 __all__ = [
     "BoundedTable",
@@ -44,8 +46,6 @@ __all__ = [
     "summarise",
 ]
 
-_SCALAR_ROWS: Final = 16
-"""Up to this many rows per unit, a unit's kept values are stored as scalar columns."""
 _BATCH_ROWS: Final = 4_000_000
 """Largest number of values fetched into Python at once (32 MB of doubles)."""
 
@@ -65,77 +65,10 @@ class TablePlan:
     salt: tuple[int, int]
     hold: str = ""
     """What the release can read from held groups (``grouped.reads_held``): "window" (the
-    exponential-mechanism quantile), "sums" (sum and means), or "" (every record). The
+    exponential-mechanism quantile), "grid" or "quanta" (the exact sum the sum and the
+    global mean, or the KSW mean, read), or "" (every record). The
     DuckDB engine keeps large groups in DuckDB when every row is a unit
     (``tables.duck_groups``)."""
-
-
-def _is_nan(expr: str) -> str:
-    """SQL that is true where the double ``expr`` is NaN.
-
-    ``isnan`` alone is not enough: DuckDB folds it to false on a Parquet column whose
-    statistics are finite, and writers leave NaN out of the statistics (a Parquet file
-    written by Polars or pyarrow with NaN in it would pass the check). ``isfinite`` is
-    evaluated, and NaN is the one double that is neither finite nor infinite."""
-    return f"(isnan({expr}) OR NOT (isfinite({expr}) OR isinf({expr})))"
-
-
-def _check(source: TableSource, plan: TablePlan) -> str:
-    """Raise on bad values; return the WHERE clause that drops nulls (or 'TRUE')."""
-    con = source.con
-    checks: list[str] = []
-    null_tests: list[str] = []
-    if plan.column is not None:
-        v = quote(plan.column)
-        num = f"TRY_CAST({v} AS DOUBLE)"
-        # infinities are values: clipped to the bounds below, never an error
-        checks.append(f"bool_or({v} IS NOT NULL AND {num} IS NULL)")
-        null_tests.append(f"({v} IS NULL OR {_is_nan(num)})")
-    keys = (*plan.by, *([plan.unit] if plan.unit else []))
-    types = (
-        {
-            str(r[0]): str(r[1])
-            for r in con.execute(f"DESCRIBE SELECT * FROM {source.view}").fetchall()
-        }
-        if keys
-        else {}
-    )
-    for name in keys:
-        # NaN in a float key is missing too, as pandas' NaN (read as null) is; Polars,
-        # Parquet and CSV ("nan") keep it as NaN
-        nan = f" OR {_is_nan(quote(name))}" if types.get(name) in _FLOAT_TYPES else ""
-        null_tests.append(f"({quote(name)} IS NULL{nan})")
-    if not checks and not null_tests:
-        return "TRUE"
-    any_null = " OR ".join(null_tests) if null_tests else "FALSE"
-    row = con.execute(
-        f"SELECT {', '.join([*checks, f'bool_or({any_null})'])} FROM {source.view}"
-    ).fetchone()
-    flags = [bool(f) for f in row] if row is not None else []
-    return f"NOT ({any_null})" if raise_on_flags(plan, flags) else "TRUE"
-
-
-def raise_on_flags(plan: TablePlan, flags: list[bool]) -> bool:
-    """The InputError for the value checks of an engine (``flags``: non-numeric entries
-    in the value column when there is one, then missing values, null or NaN, in any used
-    column); True when rows with missing values are to be dropped. Infinities are not
-    checked: they are values, clipped to the bounds like any other outside them. The
-    messages name columns only, never values or counts."""
-    if plan.column is not None and flags[0]:
-        raise InputError(
-            f"The column {plan.column!r} must be numeric, but some entries are not "
-            "numbers. Clean those entries or choose a numeric column."
-        )
-    if not (flags and flags[-1]):
-        return False
-    if plan.nulls != "drop":
-        used = ", ".join(repr(c) for c in (plan.column, *plan.by, plan.unit) if c is not None)
-        raise InputError(
-            f"The columns this release uses ({used}) contain missing values (null or "
-            "NaN, or values that do not fit their schema= type). Pass nulls='drop' "
-            "(--nulls drop) to drop those rows, or clean them."
-        )
-    return True
 
 
 @dataclass
@@ -200,28 +133,38 @@ class BoundedTable:
             i = j
 
 
-def keyed_hash(salt: int, columns: str) -> str:
-    """The bounding key of a unit's row or group, in DuckDB SQL: ``hash(key, u, columns)``
-    shifted to a signed 63-bit key (same order; DuckDB's top-m aggregate is faster on
-    BIGINT keys). The Spark engine computes this same expression with DuckDB on each
-    Arrow batch, so both engines keep the same rows."""
-    return f"(hash({int(salt)}, u, {columns}) >> 1)::BIGINT"
-
-
-_INTEGER_TYPES = frozenset(
-    {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER"}
-)
-_FLOAT_TYPES = frozenset({"FLOAT", "DOUBLE"})
-
-
-def _canonical(expr: str, sql_type: str) -> str:
-    """The column as the same value whatever the input format: every integer width becomes
-    BIGINT, floats DOUBLE, the rest text (hashes of it are then format-independent)."""
-    if sql_type in _INTEGER_TYPES:
-        return f"CAST({expr} AS BIGINT)"
-    if sql_type in _FLOAT_TYPES or sql_type.startswith("DECIMAL"):
-        return f"CAST({expr} AS DOUBLE)"
-    return f"CAST({expr} AS VARCHAR)"
+def _stage(
+    source: TableSource,
+    plan: TablePlan,
+    types: dict[str, str],
+    where: str,
+    public: bool,
+    flags: Sequence[str] = (),
+) -> str:
+    """SQL of the rows to bound: ``v`` (clipped), ``g0, g1, ...`` and ``u``, with ``gid``
+    for public keys (matched by a join) or no grouping; ``flags`` are extra columns
+    (``f0, f1, ...``). With flags, rows outside the public keys are kept (a left join,
+    ``gid`` NULL) so that the flags see every row."""
+    cols = []
+    if plan.column is not None:
+        num = f"TRY_CAST({quote(plan.column)} AS DOUBLE)"
+        if plan.lower is not None and plan.upper is not None:
+            num = f"greatest(least({num}, {plan.upper!r}::DOUBLE), {plan.lower!r}::DOUBLE)"
+        cols.append(f"{num} AS v")
+    cols += [f"{quote(b)} AS g{i}" for i, b in enumerate(plan.by)]
+    if plan.unit is not None:
+        cols.append(f"{canonical(quote(plan.unit), types[plan.unit])} AS u")
+    cols += [f"{f} AS f{i}" for i, f in enumerate(flags)]
+    if not cols:
+        cols.append("1 AS one")
+    stage = f"SELECT {', '.join(cols)} FROM {source.view} WHERE {where}"
+    if public:
+        gs = ", ".join(f"g{i}" for i in range(len(plan.by)))
+        join = "LEFT JOIN" if flags else "JOIN"
+        return f"SELECT s.*, kt.gid FROM ({stage}) s {join} dpsense_keys kt USING ({gs})"
+    if not plan.by:
+        return f"SELECT *, 0::BIGINT AS gid FROM ({stage})"
+    return stage
 
 
 def bound_table(
@@ -234,14 +177,12 @@ def bound_table(
     ``keys`` are public keys (each a tuple of by-values), or None for every group present
     after bounding (private selection happens in Python on the unit counts).
 
-    With a privacy unit, one aggregation keeps each (unit, group)'s ``m`` values of
-    smallest ``hash(key, unit, value)`` (``min_by(v, hash, m)``, no sort), then a second
-    top-g aggregate over the (unit, group) pairs picks each unit's ``g`` groups of smallest
-    ``hash(key, unit, group)`` (exactly g: ties are broken, never all kept), which a
-    semi-join keeps. Each kept pair is one distinct unit of its group.
+    With a privacy unit, ``unit_bounding.bound_units`` keeps each unit's ``g`` groups of
+    smallest ``hash(key, unit, group)`` (exactly g: ties are broken, never all kept) and,
+    in each, the ``m`` values of smallest ``hash(key, unit, value)``. Each kept (unit,
+    group) pair is one distinct unit of its group.
     """
     con = source.con
-    where = _check(source, plan)
     types = {
         str(row[0]): str(row[1])
         for row in con.execute(f"DESCRIBE SELECT * FROM {source.view}").fetchall()
@@ -249,103 +190,37 @@ def bound_table(
     by = plan.by
     gs = [f"g{i}" for i in range(len(by))]
     public = keys is not None and bool(by)
-    value = "v" if plan.column is not None else "0::DOUBLE"
-    cols = []
-    if plan.column is not None:
-        num = f"TRY_CAST({quote(plan.column)} AS DOUBLE)"
-        if plan.lower is not None and plan.upper is not None:
-            num = f"greatest(least({num}, {plan.upper!r}::DOUBLE), {plan.lower!r}::DOUBLE)"
-        cols.append(f"{num} AS v")
-    cols += [f"{quote(b)} AS g{i}" for i, b in enumerate(by)]
-    if plan.unit is not None:
-        cols.append(f"{_canonical(quote(plan.unit), types[plan.unit])} AS u")
-    if not cols:
-        cols.append("1 AS one")
-    stage = f"SELECT {', '.join(cols)} FROM {source.view} WHERE {where}"
     if public:
         assert keys is not None
         _load_keys(source, plan, keys, types)
-        stage = f"SELECT s.*, kt.gid FROM ({stage}) s JOIN dpsense_keys kt USING ({', '.join(gs)})"
-    elif not by:
-        stage = f"SELECT *, 0::BIGINT AS gid FROM ({stage})"
+    if (
+        plan.unit is None
+        and plan.hold
+        and (public or not by)
+        and plan.column is not None
+        and plan.lower is not None
+        and plan.upper is not None
+    ):
+        return _held_table(source, plan, keys if public else None, types)
+    where = check_table(source, plan, types)
+    stage = _stage(source, plan, types, where, public)
+    value = "v" if plan.column is not None else "0::DOUBLE"
     # after this block, ``hist_src`` yields (group columns or gid, v, c) and ``unit_src``
     # (group columns or gid, units)
     group_cols = ["gid"] if (public or not by) else gs
     keyed = ", ".join(group_cols)
     if plan.unit is not None:
-        salt_g, salt_r = plan.salt
         every_key = public and keys is not None and plan.max_groups >= len(keys)
+        canon = None
         if by and not every_key:
             canon = (
                 "gid"
                 if public
-                else ", ".join(_canonical(f"g{i}", types[b]) for i, b in enumerate(by))
+                else ", ".join(canonical(f"g{i}", types[b]) for i, b in enumerate(by))
             )
-            # Which groups a unit keeps does not depend on which rows it keeps: the
-            # groups are chosen first, so the (unit, group)
-            # pairs a unit drops never reach a top-m aggregate (most pairs of a table
-            # whose people spread over the groups); the bounded table is the same.
-            G = int(plan.max_groups)
-            hg = keyed_hash(salt_g, canon)
-            hr = keyed_hash(salt_r, value)
-            m = int(plan.max_rows)
-            if G == 1 and len(group_cols) == 1:
-                # one group per unit (the default): an arg-min per unit over its rows
-                # (a min_by top-m over struct keys, or over the distinct pairs, costs
-                # several times more); ties between two groups' 63-bit hashes are broken
-                # arbitrarily, as by the top-G aggregate
-                chosen = f"SELECT u, arg_min({keyed}, {hg}) AS {keyed} FROM ({stage}) GROUP BY u"
-            else:
-                # each unit's G (unit, group) pairs of smallest hash(key, unit, group),
-                # chosen from the distinct pairs
-                distinct = f"SELECT DISTINCT u, {keyed}, {hg} AS hg FROM ({stage})"
-                if len(group_cols) == 1:
-                    top = f"unnest(min_by({keyed}, hg, {G})) AS {keyed}"
-                else:
-                    struct = ", ".join(f"'{c}': {c}" for c in group_cols)
-                    top = f"unnest(min_by({{{struct}}}, hg, {G}), recursive := true)"
-                chosen = f"SELECT u, {top} FROM ({distinct}) GROUP BY u"
-            # a semi-join keeps the chosen groups' rows; the top-m rows per (unit, group)
-            # then run on the kept rows only
-            kept = f"SELECT s.* FROM ({stage}) s SEMI JOIN ({chosen}) c USING (u, {keyed})"
-            pairs = (
-                f"SELECT u, {keyed}, min_by({value}, {hr}, {m}) AS vs FROM ({kept}) GROUP BY ALL"
-            )
-        else:
-            pairs = (
-                # the hash shifted to a signed 63-bit key: same order (ties only where two
-                # 64-bit hashes differ in their last bit), and DuckDB's top-m aggregate is
-                # about 25% faster on BIGINT keys than on UBIGINT ones
-                f"SELECT u, {keyed}, min_by({value}, {keyed_hash(salt_r, value)}, "
-                f"{int(plan.max_rows)}) AS vs FROM ({stage}) GROUP BY ALL"
-            )
-        m = int(plan.max_rows)
-        if m <= _SCALAR_ROWS:
-            # m scalar columns materialise far faster than a list column
-            slots = ", ".join(f"vs[{i}] AS v{i}" for i in range(1, m + 1))
-            con.execute(
-                f"CREATE TEMP TABLE dpsense_pairs AS SELECT {keyed}, {slots} FROM ({pairs})"
-            )
-            kept = " UNION ALL ".join(
-                f"SELECT {keyed}, v{i} AS v FROM dpsense_pairs WHERE v{i} IS NOT NULL"
-                for i in range(1, m + 1)
-            )
-        else:
-            con.execute(f"CREATE TEMP TABLE dpsense_pairs AS {pairs}")
-            kept = f"SELECT {keyed}, unnest(vs) AS v FROM dpsense_pairs"
-        hist_src = f"SELECT {keyed}, v, count(*)::BIGINT AS c FROM ({kept}) GROUP BY ALL"
+        hist_src = bound_units(con, plan, stage, group_cols, canon, value)
         unit_src = f"SELECT {keyed}, count(*)::BIGINT AS units FROM dpsense_pairs GROUP BY ALL"
     else:
-        if (
-            plan.hold
-            and group_cols == ["gid"]
-            and plan.column is not None
-            and plan.lower is not None
-            and plan.upper is not None
-        ):
-            return _held_table(
-                source, f"SELECT gid, v FROM ({stage})", keys if public else None, plan
-            )
         hist_src = (
             f"SELECT {keyed}, {value} AS v, count(*)::BIGINT AS c FROM ({stage}) GROUP BY ALL"
         )
@@ -382,27 +257,48 @@ def bound_table(
 
 
 def _held_table(
-    source: TableSource, stage: str, keys: list[tuple[Any, ...]] | None, plan: TablePlan
+    source: TableSource,
+    plan: TablePlan,
+    keys: list[tuple[Any, ...]] | None,
+    types: dict[str, str],
+    where: str | None = None,
 ) -> BoundedTable:
     """Every row a unit, groups by gid: one pass counts each group's rows and, for a
     quantile, takes a value-hash sample of it (``duck_groups``); groups of more than
     ``HOLD_ROWS`` rows (for a quantile, of more than about ``HOLD_DISTINCT`` distinct
-    values too) stay in DuckDB, the others get their histogram as usual."""
+    values too) stay in DuckDB, the others get their histogram as usual.
+
+    The value checks (``checks``) ride in the same pass (``where`` None): their flags are
+    aggregated over every row, those outside the public keys included (the rows of group
+    NULL, whose counts are not used). A table with missing values and ``nulls="drop"``
+    takes the pass again with those rows dropped (``where`` given)."""
     con = source.con
     hold = plan.hold
+    checks, any_null = check_exprs(plan, types)
+    flags = [*checks, any_null or "FALSE"] if where is None else []
+    stage = _stage(source, plan, types, where or "TRUE", keys is not None, flags)
     sample = f"list(v) FILTER (WHERE {sample_test('v')})" if hold == "window" else "[]"
-    # the exact sums the sum and the means ask for with the plan's bounds, in this pass
-    # (other grids are summed on request)
+    # the exact sum the release asks for (the sum, the means) with the plan's bounds, in
+    # this pass (other grids are summed on request)
     preset: list[tuple[tuple[Any, ...], str]] = []
-    if hold == "sums" and plan.lower is not None and plan.upper is not None:
-        preset = [
-            grid_sum_sql(RecordGrid.for_bounds(plan.lower, plan.upper)),
-            quanta_sum_sql(plan.lower, plan.upper, _QUANTA),
-        ]
+    if plan.lower is not None and plan.upper is not None:
+        if hold == "grid":
+            preset = [grid_sum_sql(RecordGrid.for_bounds(plan.lower, plan.upper))]
+        elif hold == "quanta":
+            preset = [quanta_sum_sql(plan.lower, plan.upper, _QUANTA)]
     sums = "".join(f", sum({k})::HUGEINT::VARCHAR AS s{i}" for i, (_, k) in enumerate(preset))
+    tests = "".join(f", bool_or(f{i}) AS t{i}" for i in range(len(flags)))
     got = con.execute(
-        f"SELECT gid, count(*)::BIGINT AS n, {sample} AS s{sums} FROM ({stage}) GROUP BY gid"
+        f"SELECT gid, count(*)::BIGINT AS n, {sample} AS s{sums}{tests} FROM ({stage}) GROUP BY gid"
     ).fetchall()
+    if flags:
+        found = [any(bool(r[-len(flags) + i]) for r in got) for i in range(len(flags))]
+        if raise_on_flags(plan, found):
+            assert any_null is not None
+            return _held_table(source, plan, keys, types, f"NOT ({any_null})")
+    got = [r for r in got if r[0] is not None]  # rows outside the public keys
+    kept = _stage(source, plan, types, where or "TRUE", keys is not None)
+    stage = f"SELECT gid, v FROM ({kept})"
     group_keys = list(keys) if keys is not None else [()]
     rows = np.zeros(len(group_keys), dtype=np.int64)
     samples: dict[int, tuple[np.ndarray, np.ndarray]] = {}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -26,6 +27,7 @@ from dpsense.statistics import (
 )
 from dpsense.statistics.units import per_unit
 from dpsense.tables.engine import TablePlan, bound_table
+from dpsense.tables.row_filter import RowFilter
 from dpsense.tables.schema import Cast, apply_schema, declared_type, schema_resolution
 from dpsense.tables.source import open_table
 from dpsense.tables.spark import bound_spark_table, is_spark_frame, open_spark
@@ -36,8 +38,11 @@ __all__ = [
     "bounded_values",
     "budget_split",
     "held_or_values",
+    "opened_table",
     "reads_held",
+    "release_opened",
     "release_table",
+    "rows_frame",
 ]
 
 SELECTION_SHARE = 0.5
@@ -105,22 +110,11 @@ class GroupedRelease:
 
     def to_pandas(self) -> Any:
         """A pandas DataFrame, one row per group (needs pandas)."""
-        try:
-            import pandas as pd
-        except ImportError:
-            raise InputError("GroupedRelease.to_pandas needs pandas: pip install pandas.") from None
-        return pd.DataFrame(self.to_dicts(), columns=[*self.by, *_RESULT_COLUMNS])
+        return rows_frame(self.to_dicts(), [*self.by, *_RESULT_COLUMNS], "pandas", self)
 
     def to_arrow(self) -> Any:
         """A pyarrow Table, one row per group (needs pyarrow)."""
-        try:
-            import pyarrow as pa
-        except ImportError:
-            msg = "GroupedRelease.to_arrow needs pyarrow: pip install pyarrow."
-            raise InputError(msg) from None
-        rows = self.to_dicts()
-        names = [*self.by, *_RESULT_COLUMNS]
-        return pa.table({n: [r[n] for r in rows] for n in names})
+        return rows_frame(self.to_dicts(), [*self.by, *_RESULT_COLUMNS], "arrow", self)
 
     def __str__(self) -> str:
         head = (
@@ -131,6 +125,20 @@ class GroupedRelease:
         for key, rel in self.groups.items():
             lines.append(f"  {key!r}: {_shown(rel)}")
         return "\n".join(lines)
+
+
+def rows_frame(rows: list[dict[str, Any]], columns: list[str], kind: str, owner: object) -> Any:
+    """``rows`` as a pandas DataFrame (``kind="pandas"``) or a pyarrow Table with
+    ``columns``; an InputError saying how to install the library when it is missing."""
+    library = "pandas" if kind == "pandas" else "pyarrow"
+    try:
+        module = importlib.import_module(library)
+    except ImportError:
+        name = f"{type(owner).__name__}.to_{kind}"
+        raise InputError(f"{name} needs {library}: pip install {library}.") from None
+    if kind == "pandas":
+        return module.DataFrame(rows, columns=columns)
+    return module.table({n: [r[n] for r in rows] for n in columns})
 
 
 _RESULT_COLUMNS = ("value", "refused", "method", "noise", "scale", "accuracy", "rank_accuracy")
@@ -218,6 +226,47 @@ def release_table(
     data: Any,
     statistic: Statistic,
     *,
+    column: str | None,
+    by: tuple[str, ...],
+    privacy_unit: str | None,
+    schema: Mapping[str, Cast] | None = None,
+    row_filter: RowFilter | None = None,
+    **release: Any,
+) -> Release | GroupedRelease:
+    """Bound, group and release (the engine work in DuckDB, the noise in Python).
+
+    ``schema`` (parsed by :func:`~dpsense.tables.schema.parse_schema`) casts columns in the
+    engine; a quantile without a resolution takes one from the value column's declared
+    type (docs/tables.md §7). ``row_filter`` keeps the rows that pass it, in the engine,
+    before anything else (contribution bounding included). ``release`` holds the other
+    arguments of :func:`release_opened`."""
+    needs_value = not isinstance(statistic, Count)
+    with opened_table(
+        data,
+        (column,) if column is not None else (),
+        by,
+        privacy_unit,
+        resolve_value=needs_value,
+        schema=schema,
+        row_filter=row_filter,
+    ) as (source, columns):
+        return release_opened(
+            data,
+            source,
+            statistic,
+            column=columns[0] if columns and needs_value else None,
+            by=by,
+            privacy_unit=privacy_unit,
+            schema=schema,
+            **release,
+        )
+
+
+def release_opened(
+    data: Any,
+    source: Any,
+    statistic: Statistic,
+    *,
     epsilon: float,
     delta: float,
     method: str,
@@ -231,12 +280,15 @@ def release_table(
     rng: RandomSource,
     release_one: Callable[[np.ndarray, Statistic, float, float], Release],
     schema: Mapping[str, Cast] | None = None,
+    prebounded: bool = False,
 ) -> Release | GroupedRelease:
-    """Bound, group and release (the engine work in DuckDB, the noise in Python).
-
-    ``schema`` (parsed by :func:`~dpsense.tables.schema.parse_schema`) casts columns in the
-    engine; a quantile without a resolution takes one from the value column's declared
-    type (docs/tables.md §7)."""
+    """:func:`release_table` on a table already opened as ``source`` (``data`` is the
+    user's object, for its declared types). The query layer runs several statistics over
+    one bounded table through this, one at a time, with ``prebounded``: each unit of
+    ``source`` already has at most ``max_groups_per_unit`` groups and
+    ``max_rows_per_unit`` rows in each, so the engine skips its own bounding (which would
+    keep every row) and reads the rows as they are; the budget split and the group
+    privacy still count ``m`` rows and ``g`` groups per unit."""
     m = max_rows_per_unit if privacy_unit is not None else 1
     g = max_groups_per_unit if (privacy_unit is not None and by) else 1
     public = _normalise_keys(keys, by) if (by and keys is not None) else None
@@ -245,62 +297,53 @@ def release_table(
     )
     salt = (int(rng.words(1)[0] >> np.uint64(1)), int(rng.words(1)[0] >> np.uint64(1)))
     spark = is_spark_frame(data)
-    needs_value = not isinstance(statistic, Count)
-    with _opened(data, column, by, privacy_unit, needs_value=needs_value, schema=schema) as (
-        source,
-        column,
-    ):
-        declared = declared_type(data, source, column, schema or {}) if column else None
-        statistic, resolution = schema_resolution(statistic, declared)
-        lower = statistic.lower if isinstance(statistic, BoundedStatistic) else None
-        upper = statistic.upper if isinstance(statistic, BoundedStatistic) else None
-        unit_stat = per_unit(statistic, m)
-        plan = TablePlan(
-            column if not isinstance(statistic, Count) else None,
-            by,
-            privacy_unit,
-            m,
-            g,
-            nulls,
-            lower,
-            upper,
-            salt,
-            hold=(
-                ("window" if isinstance(unit_stat, Quantile) else "sums")
-                if reads_held(unit_stat, method)
-                else ""
-            ),
-        )
-        table = _bound(source, plan, public, spark)
-        params: dict[str, Any] = {
-            "privacy_unit": privacy_unit,
-            "max_rows_per_unit": m,
-            "max_groups_per_unit": g,
-            **resolution,
+    declared = declared_type(data, source, column, schema or {}) if column else None
+    statistic, resolution = schema_resolution(statistic, declared)
+    lower = statistic.lower if isinstance(statistic, BoundedStatistic) else None
+    upper = statistic.upper if isinstance(statistic, BoundedStatistic) else None
+    unit_stat = per_unit(statistic, m)
+    plan = TablePlan(
+        column if not isinstance(statistic, Count) else None,
+        by,
+        None if prebounded else privacy_unit,
+        m,
+        g,
+        nulls,
+        lower,
+        upper,
+        salt,
+        hold=_hold(unit_stat, method),
+    )
+    table = _bound(source, plan, public, spark)
+    params: dict[str, Any] = {
+        "privacy_unit": privacy_unit,
+        "max_rows_per_unit": m,
+        "max_groups_per_unit": g,
+        **resolution,
+    }
+    if split.selection is not None:
+        eps_sel, dlt_sel = split.selection
+        rule = SelectionRule.for_budget(eps_sel, dlt_sel, g)
+        chosen = select_groups(table.units, rule, rng)
+        params["selection"] = {
+            "epsilon": eps_sel,
+            "delta": dlt_sel,
+            "threshold": rule.threshold,
+            "scale": float_up(rule.scale),
         }
-        if split.selection is not None:
-            eps_sel, dlt_sel = split.selection
-            rule = SelectionRule.for_budget(eps_sel, dlt_sel, g)
-            chosen = select_groups(table.units, rule, rng)
-            params["selection"] = {
-                "epsilon": eps_sel,
-                "delta": dlt_sel,
-                "threshold": rule.threshold,
-                "scale": float_up(rule.scale),
-            }
-        else:
-            chosen = np.arange(len(table.keys))
-        eps_g, dlt_g = split.per_group
-        params["per_group"] = {"epsilon": eps_g, "delta": dlt_g}
-        out: dict[Any, Release] = {}
-        for gid, values in table.values([int(i) for i in chosen]):
-            key = table.keys[gid]
-            rel = release_one(held_or_values(values, unit_stat, method), unit_stat, eps_g, dlt_g)
-            if m > 1:
-                rel = _with_unit_note(rel, privacy_unit, m)
-            if "resolution_source" in resolution:
-                rel = _with_resolution_source(rel, resolution["resolution_source"])
-            out[key if len(by) > 1 else (key[0] if by else None)] = rel
+    else:
+        chosen = np.arange(len(table.keys))
+    eps_g, dlt_g = split.per_group
+    params["per_group"] = {"epsilon": eps_g, "delta": dlt_g}
+    out: dict[Any, Release] = {}
+    for gid, values in table.values([int(i) for i in chosen]):
+        key = table.keys[gid]
+        rel = release_one(held_or_values(values, unit_stat, method), unit_stat, eps_g, dlt_g)
+        if m > 1:
+            rel = _with_unit_note(rel, privacy_unit, m)
+        if "resolution_source" in resolution:
+            rel = _with_resolution_source(rel, resolution["resolution_source"])
+        out[key if len(by) > 1 else (key[0] if by else None)] = rel
     if not by:
         return out[None]
     # public keys keep the caller's order; privately selected groups are sorted
@@ -318,41 +361,62 @@ def release_table(
 
 
 @contextmanager
-def _opened(
+def opened_table(
     data: Any,
-    column: str | None,
+    columns: Sequence[str],
     by: tuple[str, ...],
     unit: str | None,
     *,
-    needs_value: bool,
+    resolve_value: bool,
     schema: Mapping[str, Cast] | None = None,
-) -> Iterator[tuple[Any, str | None]]:
-    """The table opened in its engine, with the value column resolved, every named
-    column checked (an InputError naming the argument otherwise) and the ``schema``
-    casts applied."""
-    needed = [c for c in (column, *by, unit) if c is not None]
+    row_filter: RowFilter | None = None,
+) -> Iterator[tuple[Any, tuple[str, ...]]]:
+    """The table opened in its engine with its value ``columns`` (with
+    ``resolve_value`` and no column named: the one column that is not a by-column or
+    the unit), every named column checked (an InputError naming the argument otherwise),
+    the ``schema`` casts applied, then ``row_filter``'s rows kept."""
+    filter_cols = row_filter.columns if row_filter is not None else ()
+    needed = [c for c in (*columns, *by, unit, *filter_cols) if c is not None]
+    spark = is_spark_frame(data)
+    if spark and row_filter is not None:
+        data = row_filter.spark_frame(data)
     opened = (
         open_spark(data)
-        if is_spark_frame(data)
-        else open_table(data, needed if column is not None or not needs_value else None)
+        if spark
+        else open_table(data, needed if columns or not resolve_value else None)
     )
     with opened as source:
-        if column is None and needs_value:
+        if not columns and resolve_value:
             candidates = [c for c in source.columns if c not in (*by, unit)]
             if len(candidates) != 1:
                 raise InputError(
                     f"{source.label} has several columns: name the value column with "
                     "column=... (--column)."
                 )
-            column = candidates[0]
-        if column is not None:
-            source.require(column, "column")
+            columns = (candidates[0],)
+        for c in columns:
+            source.require(c, "column")
         for b in by:
             source.require(b, "by")
         if unit is not None:
             source.require(unit, "privacy_unit")
         apply_schema(source, schema or {})
-        yield source, column
+        if row_filter is None or spark:
+            yield source, tuple(columns)
+            return
+        row_filter.duckdb_view(source)
+        try:
+            yield source, tuple(columns)
+        except _duckdb_errors() as exc:
+            # a predicate can fail on a row (a cast of a text value): DuckDB's message
+            # would quote the value, so it is left out
+            raise row_filter.failed(type(exc).__name__) from None
+
+
+def _duckdb_errors() -> type[Exception]:
+    import duckdb
+
+    return duckdb.Error
 
 
 def _bound(source: Any, plan: TablePlan, keys: list[tuple[Any, ...]] | None, spark: bool) -> Any:
@@ -368,16 +432,22 @@ def bounded_values(
     nulls: str,
     rng: RandomSource,
     schema: Mapping[str, Cast] | None = None,
+    row_filter: RowFilter | None = None,
 ) -> np.ndarray:
     """One column of a table, bounded to ``max_rows_per_unit`` rows per unit and not
     clipped (for releases that need the raw values, such as private bounds); ``schema``
-    casts as in :func:`release_table`."""
+    and ``row_filter`` as in :func:`release_table`."""
     m = max_rows_per_unit if privacy_unit is not None else 1
     salt = (int(rng.words(1)[0] >> np.uint64(1)), int(rng.words(1)[0] >> np.uint64(1)))
-    with _opened(data, column, (), privacy_unit, needs_value=True, schema=schema) as (
-        source,
-        column,
-    ):
+    with opened_table(
+        data,
+        (column,) if column is not None else (),
+        (),
+        privacy_unit,
+        resolve_value=True,
+        schema=schema,
+        row_filter=row_filter,
+    ) as (source, (column,)):
         plan = TablePlan(column, (), privacy_unit, m, 1, nulls, None, None, salt)
         table = _bound(source, plan, None, is_spark_frame(data))
         values = next(values for _, values in table.values([0]))
@@ -393,6 +463,15 @@ def reads_held(statistic: Statistic, method: str) -> bool:
     if method == "ksw":
         return isinstance(statistic, Mean)
     return method == "exponential" and isinstance(statistic, Quantile)
+
+
+def _hold(statistic: Statistic, method: str) -> str:
+    """What a held group must answer (``TablePlan.hold``)."""
+    if not reads_held(statistic, method):
+        return ""
+    if isinstance(statistic, Quantile):
+        return "window"
+    return "quanta" if method == "ksw" else "grid"
 
 
 def held_or_values(values: Any, statistic: Statistic, method: str) -> Any:

@@ -22,7 +22,7 @@ import numpy as np
 
 from dpsense.errors import InputError
 
-__all__ = ["TableSource", "open_table"]
+__all__ = ["TableSource", "is_table", "open_table"]
 
 _PARQUET_SUFFIXES = (".parquet", ".pq")
 
@@ -241,3 +241,18 @@ def _copy_stdin() -> str:
 def quote(name: str) -> str:
     """A column name quoted for SQL."""
     return _quote(name)
+
+
+def is_table(x: Any) -> bool:
+    """True for inputs that are tables or paths rather than one column of numbers."""
+    if isinstance(x, str | os.PathLike):
+        return True
+    kind = type(x).__name__
+    module = type(x).__module__.split(".")[0]
+    if module in ("pandas", "polars") and kind in ("DataFrame", "LazyFrame"):
+        return True
+    if module == "pyarrow" and kind == "Table":
+        return True
+    if module in ("duckdb", "pyspark"):
+        return True
+    return isinstance(x, Mapping)

@@ -33,7 +33,7 @@ from dpsense.neighbours import Neighbours
 from dpsense.statistics import Statistic
 from dpsense.tables.grouped import _normalise_keys, budget_split
 
-__all__ = ["public_key_count", "release_zcdp_cost"]
+__all__ = ["public_key_count", "release_zcdp_cost", "selection_rho"]
 
 
 def release_zcdp_cost(
@@ -64,11 +64,17 @@ def release_zcdp_cost(
     rho = split.touched * one
     approx = Fraction(0)
     if split.selection is not None:
-        eps_sel, dlt_sel = split.selection
-        scale = SelectionRule.for_budget(eps_sel, dlt_sel, groups).scale
-        rho += Fraction(groups) / (2 * scale * scale)
-        approx = amount(dlt_sel)
+        sel_rho, approx = selection_rho(split.selection, groups)
+        rho += sel_rho
     return ZcdpCharge.exact(rho, approx)
+
+
+def selection_rho(selection: tuple[float, float], groups: int) -> tuple[Fraction, Fraction]:
+    """(rho, approximate delta) of private partition selection at (epsilon, delta)
+    ``selection`` when a unit is in at most ``groups`` groups (module docstring)."""
+    eps_sel, dlt_sel = selection
+    scale = SelectionRule.for_budget(eps_sel, dlt_sel, groups).scale
+    return Fraction(groups) / (2 * scale * scale), amount(dlt_sel)
 
 
 def public_key_count(keys: Any, by: tuple[str, ...]) -> int | None:

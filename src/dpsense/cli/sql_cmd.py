@@ -1,0 +1,258 @@
+"""``dpsense sql``: the aggregates of one SQL SELECT, released privately as one table."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import numpy as np
+import typer
+from rich import box
+from rich.table import Table
+
+from dpsense.bounds_in_release import BOUNDS_SHARE
+from dpsense.cli._shared import _console, _print_json
+from dpsense.cli.release_cmd import (
+    JsonOpt,
+    LedgerOpt,
+    MaxGroupsOpt,
+    MaxRowsOpt,
+    NullsOpt,
+    PrivacyUnitOpt,
+    SeedOpt,
+    _accountant,
+)
+from dpsense.cli.tables_io import _fit, _jsonable, check_output, keys_option, write_output
+from dpsense.errors import InputError
+from dpsense.methods._release import format_value
+from dpsense.noise import SeededRandomnessWarning
+from dpsense.query.sql_release import sql
+from dpsense.tables import GroupedRelease
+from dpsense.tables.schema import parse_schema_items
+
+if TYPE_CHECKING:  # sqlglot is imported when the command runs, not at every start
+    from dpsense.query.sql import SqlQuery
+
+__all__ = ["SQL_EXAMPLES", "parse_bounds_items", "sql_command"]
+
+SQL_EXAMPLES = (
+    "Examples:\n\n\b\n"
+    '  dpsense sql "SELECT year, COUNT(*) AS n, MEDIAN(lwage) AS median_wage \\\n'
+    "      FROM 'wagepan.parquet' GROUP BY year\" --epsilon 1 --bounds lwage=-1:4 \\\n"
+    "      --privacy-unit nr --max-groups-per-unit 8 --keys year=1980,1981,1982\n"
+    "  dpsense sql \"SELECT AVG(hours) FROM 'panel.csv' WHERE educ >= 12\" --epsilon 0.5 \\\n"
+    "      --bounds private --json\n"
+)
+"""The examples that end ``--help``."""
+
+
+def parse_bounds_items(items: list[str]) -> dict[str, tuple[float, float]] | str:
+    """--bounds COL=L:U (repeatable or comma-separated), or --bounds private."""
+    parts = [p.strip() for item in items for p in item.split(",") if p.strip()]
+    if parts == ["private"]:
+        return "private"
+    if "private" in parts:
+        raise InputError(
+            "--bounds private finds every column's bounds privately; do not mix it with COL=L:U."
+        )
+    out: dict[str, tuple[float, float]] = {}
+    for i, part in enumerate(parts, start=1):
+        column, sep, span = part.partition("=")
+        lower, colon, upper = span.rpartition(":") if ":" in span else ("", "", "")
+        if not sep or not colon or not column.strip():
+            raise InputError(
+                f"--bounds entry {i} must be COL=LOWER:UPPER (e.g. --bounds wage=-1:4), or "
+                "--bounds private."
+            )
+        try:
+            pair = (float(lower), float(upper))
+        except ValueError:
+            raise InputError(
+                f"--bounds entry {i} must be COL=LOWER:UPPER with numbers (e.g. wage=-1:4)."
+            ) from None
+        if column.strip() in out:
+            raise InputError(f"--bounds gives the column {column.strip()!r} twice.")
+        out[column.strip()] = pair
+    if not out:
+        raise InputError("--bounds is empty; write --bounds wage=-1:4 or --bounds private.")
+    return out
+
+
+def _check_bounds(spec: SqlQuery, bounds: dict[str, tuple[float, float]] | str | None) -> None:
+    """A missing bound, in the command line's words (before anything is read)."""
+    if bounds == "private":
+        return
+    for agg in spec.aggregates:
+        if agg.statistic != "count" and (bounds is None or agg.column not in bounds):
+            raise InputError(
+                f"--bounds has no bounds for the column {agg.column!r} (aggregated as "
+                f"{agg.name!r}); SQL carries none. Pass --bounds {agg.column}=LOWER:UPPER, "
+                "public and chosen without looking at the data, or --bounds private to find "
+                "them privately ('dpsense bounds')."
+            )
+
+
+def _table_of(spec: SqlQuery) -> str:
+    if spec.table_is_path:
+        return spec.table
+    raise InputError(
+        f"The query reads FROM {spec.table!r}; on the command line FROM takes a quoted CSV "
+        f"or Parquet path: FROM '{spec.table}.parquet'."
+    )
+
+
+def _cell(value: Any, statistic: bool) -> str:
+    """A released cell: a refused value (None) shows "refused"; an accuracy that is not
+    public (None) shows nothing."""
+    if value is None:
+        return "refused" if statistic else ""
+    if isinstance(value, bool) or not isinstance(value, int | float | list):
+        return str(value)
+    if isinstance(value, int):
+        return str(value)
+    return format_value(np.asarray(value, dtype=float) if isinstance(value, list) else value)
+
+
+def _columns(spec: SqlQuery, rows: list[dict[str, Any]], *, all_accuracy: bool) -> list[str]:
+    """The released columns: by-columns, then each statistic and its accuracy columns
+    (on screen only those that are public for some row: which are is a property of the
+    statistic and method, not of the data)."""
+    out = list(spec.by)
+    for agg in spec.aggregates:
+        out.append(agg.name)
+        for extra in (f"{agg.name}_accuracy", f"{agg.name}_rank_accuracy"):
+            if any(extra in r for r in rows) and (
+                all_accuracy or any(r.get(extra) is not None for r in rows)
+            ):
+                out.append(extra)
+    return out
+
+
+def _seeded(result: Any) -> bool:
+    for name in result:
+        released = result[name]
+        parts = [rel for _, rel in released] if isinstance(released, GroupedRelease) else [released]
+        if any(rel.seeded for rel in parts):
+            return True
+    return False
+
+
+def _emit(spec: SqlQuery, result: Any, json_output: bool) -> None:
+    rows = [dict(r) for r in result.to_dicts()]
+    columns = _columns(spec, rows, all_accuracy=json_output)
+    if json_output:
+        _print_json(
+            {
+                "epsilon": result.epsilon,
+                "delta": result.delta,
+                "by": list(spec.by),
+                "rows": [_jsonable({c: r.get(c) for c in columns}) for r in rows],
+                "parameters": _jsonable(dict(result.parameters)),
+            }
+        )
+        return
+    console = _console()
+    table = Table(title="Private SQL release", box=box.SIMPLE_HEAVY)
+    for col in columns:
+        table.add_column(col, justify="left" if col in spec.by else "right")
+    for row in rows:
+        names = {agg.name for agg in spec.aggregates}
+        table.add_row(*(_cell(row.get(c), c in names) for c in columns))
+    _fit(console, table)  # one group, one row: never wrapped when written to a pipe or file
+    console.print(table)
+    console.print(
+        f"{len(rows)} rows; total guarantee per "
+        f"{result.parameters.get('privacy_unit') or 'row'}: epsilon={result.epsilon:g}, "
+        f"delta={result.delta:g}; accuracy columns are 95% half-widths where public."
+    )
+    if _seeded(result):
+        console.print("SEEDED: reproducible, not secure (tests and demos only).")
+
+
+def sql_command(
+    query: Annotated[
+        str, typer.Argument(help="SELECT ... FROM 'data.parquet' [WHERE ...] [GROUP BY ...].")
+    ],
+    epsilon: Annotated[float, typer.Option(help="Privacy budget epsilon of the whole query.")],
+    delta: Annotated[float, typer.Option(help="Privacy parameter delta.")] = 0.0,
+    privacy_unit: PrivacyUnitOpt = None,
+    max_rows_per_unit: MaxRowsOpt = None,
+    max_groups_per_unit: MaxGroupsOpt = None,
+    bounds: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Public bounds COL=L:U of each aggregated column (repeatable or "
+            "comma-separated), or private: find them privately with --bounds-share of "
+            "--epsilon."
+        ),
+    ] = None,
+    bounds_share: Annotated[
+        float | None,
+        typer.Option(help=f"With --bounds private: the share of --epsilon ({BOUNDS_SHARE:g})."),
+    ] = None,
+    keys: Annotated[
+        str | None,
+        typer.Option(
+            help="The public groups: a CSV/Parquet file with the GROUP BY columns, or inline "
+            "(year=1980,1981); without it groups are chosen privately (needs --delta > 0)."
+        ),
+    ] = None,
+    nulls: NullsOpt = "error",
+    schema: Annotated[
+        list[str] | None,
+        typer.Option(help="Declared column types, COL=TYPE (int, float, decimal(p,s))."),
+    ] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option(help="Also write the released rows to FILE.csv, .parquet or .json."),
+    ] = None,
+    seed: SeedOpt = None,
+    ledger: LedgerOpt = None,
+    dataset: Annotated[
+        str | None, typer.Option(help="Dataset label recorded in the ledger (default: FROM).")
+    ] = None,
+    json_output: JsonOpt = False,
+) -> None:
+    """Release the aggregates of one SQL SELECT as one private table (one charge).
+
+    Supported: SELECT of GROUP BY columns and COUNT(*), COUNT(col), SUM, AVG, MEDIAN,
+    QUANTILE_CONT/QUANTILE_DISC/PERCENTILE_CONT (a list of levels for several),
+    VAR_POP/VARIANCE, STDDEV_POP/STDDEV; FROM one quoted CSV/Parquet path; WHERE on rows;
+    GROUP BY; ORDER BY and LIMIT on the released rows. JOIN, subqueries, DISTINCT,
+    HAVING, window functions and MIN/MAX are refused with what to do instead.
+    """
+    from dpsense.query.sql import parse_sql
+
+    spec = parse_sql(query)
+    path = _table_of(spec)
+    bounds_arg = parse_bounds_items(bounds) if bounds else None
+    _check_bounds(spec, bounds_arg)
+    if output is not None:
+        check_output(output)  # before any budget is spent
+    if keys is not None and not spec.by:
+        raise InputError("--keys lists groups, but the query has no GROUP BY.")
+    key_list = keys_option(keys, spec.by) if keys is not None else None
+    accountant = _accountant(ledger)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SeededRandomnessWarning)  # the output says so
+        result = sql(
+            query,
+            tables={spec.table: path},
+            epsilon=epsilon,
+            delta=delta,
+            privacy_unit=privacy_unit,
+            max_rows_per_unit=1 if max_rows_per_unit is None else max_rows_per_unit,
+            max_groups_per_unit=1 if max_groups_per_unit is None else max_groups_per_unit,
+            bounds=bounds_arg,
+            keys=key_list,
+            nulls=nulls,
+            schema=parse_schema_items(schema) if schema else None,
+            rng=seed,
+            bounds_share=bounds_share,
+            accountant=accountant,
+            dataset=dataset if dataset is not None else Path(path).name,
+        )
+    if output is not None:
+        write_output(output, result)
+    _emit(spec, result, json_output)

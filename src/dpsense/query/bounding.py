@@ -1,0 +1,133 @@
+"""One contribution bounding for every statistic of a query, in DuckDB.
+
+A query reads several value columns. Bounding each statistic's column on its own would
+keep different rows of a unit for different statistics (each engine pass keeps the rows
+of smallest ``hash(key, unit, value)`` of *its* column), and cost one bounding pass per
+statistic. Here a unit keeps the ``g`` groups of smallest ``hash(key_g, unit, group)``
+and, in each, the ``m`` rows of smallest ``hash(key_r, unit, row)`` where the row is the
+tuple of every column the query reads (canonical types, as the engine hashes them): the
+kept rows depend only on the unit's own rows and the secret keys, never on row order or
+format, and are the same rows for every statistic. The result is a temporary table with
+the query's columns under their own names; every statistic then runs the engine on it,
+whose own bounding keeps it whole (a unit already has at most g groups and m rows in
+each), so a statistic's release equals a one-statistic release on the bounded rows.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dpsense.tables.checks import is_nan, raise_on_flags
+from dpsense.tables.engine import TablePlan, _load_keys
+from dpsense.tables.source import quote
+from dpsense.tables.unit_bounding import canonical, keyed_hash
+
+__all__ = ["BOUNDED", "bound_rows", "checked_rows"]
+
+BOUNDED = "dpsense_query_rows"
+"""The temporary table (or view, without a privacy unit) of the query's kept rows."""
+
+_FLOATS = frozenset({"FLOAT", "DOUBLE"})
+
+
+def _types(source: Any) -> dict[str, str]:
+    rows = source.con.execute(f"DESCRIBE SELECT * FROM {source.view}").fetchall()
+    return {str(r[0]): str(r[1]) for r in rows}
+
+
+def checked_rows(
+    source: Any, values: tuple[str, ...], by: tuple[str, ...], unit: str | None, nulls: str
+) -> str:
+    """The SQL condition that keeps the rows every statistic uses, after one check of
+    all the query's columns (non-numeric entries of a value column, missing values in any
+    used column: an InputError, or dropped with ``nulls="drop"``, the same rows for every
+    statistic). Messages name columns, never values or counts."""
+    types = _types(source)
+    nonnumeric = [
+        f"bool_or({quote(v)} IS NOT NULL AND TRY_CAST({quote(v)} AS DOUBLE) IS NULL)"
+        for v in values
+    ]
+    missing = []
+    for v in values:
+        missing.append(f"({quote(v)} IS NULL OR {is_nan(f'TRY_CAST({quote(v)} AS DOUBLE)')})")
+    for name in (*by, *([unit] if unit else [])):
+        nan = f" OR {is_nan(quote(name))}" if types.get(name) in _FLOATS else ""
+        missing.append(f"({quote(name)} IS NULL{nan})")
+    if not missing:
+        return "TRUE"
+    any_missing = " OR ".join(missing)
+    row = source.con.execute(
+        f"SELECT {', '.join([*nonnumeric, f'bool_or({any_missing})'])} FROM {source.view}"
+    ).fetchone()
+    flags = [bool(f) for f in row] if row is not None else [False] * (len(values) + 1)
+    drop = False
+    for i, v in enumerate(values):
+        plan = TablePlan(v, by, unit, 1, 1, nulls, None, None, (0, 0))
+        drop = raise_on_flags(plan, [flags[i], flags[-1]]) or drop
+    if not values:
+        plan = TablePlan(None, by, unit, 1, 1, nulls, None, None, (0, 0))
+        drop = raise_on_flags(plan, [flags[-1]])
+    return f"NOT ({any_missing})" if drop else "TRUE"
+
+
+def bound_rows(
+    source: Any,
+    *,
+    values: tuple[str, ...],
+    by: tuple[str, ...],
+    unit: str,
+    max_rows: int,
+    max_groups: int,
+    keys: list[tuple[Any, ...]] | None,
+    salt: tuple[int, int],
+    keep: str,
+) -> None:
+    """Create the temporary table :data:`BOUNDED` of the rows a unit keeps (see the
+    module's docstring) in ``source``'s connection: the ``values``, ``by`` and ``unit``
+    columns of the rows that pass ``keep`` (and, with public ``keys``, whose group is one
+    of them: groups are chosen among the public ones, as in the engine)."""
+    con = source.con
+    types = _types(source)
+    names = list(dict.fromkeys((*values, *by, unit)))
+    alias = {name: f"a{i}" for i, name in enumerate(names)}
+    cols = ", ".join(f"{quote(n)} AS {alias[n]}" for n in names)
+    canon_u = canonical(quote(unit), types[unit])
+    stage = f"SELECT {cols}, {canon_u} AS u FROM {source.view} WHERE {keep}"
+    group = [alias[b] for b in by]
+    if keys is not None and by:
+        _load_keys(
+            source, TablePlan(None, by, unit, 1, 1, "error", None, None, (0, 0)), keys, types
+        )
+        on = " AND ".join(f"s.{alias[b]} = k.g{i}" for i, b in enumerate(by))
+        stage = f"SELECT s.* FROM ({stage}) s SEMI JOIN dpsense_keys k ON {on}"
+    salt_g, salt_r = salt
+    row_cols = [canonical(alias[v], types[v]) for v in values] or ["0"]
+    hr = keyed_hash(salt_r, ", ".join(row_cols))
+    kept = stage
+    every_key = keys is not None and max_groups >= len(keys)
+    if by and not every_key:
+        hg = keyed_hash(salt_g, ", ".join(canonical(alias[b], types[b]) for b in by))
+        keyed = ", ".join(group)
+        if len(group) == 1:
+            one, top = group[0], f"unnest(min_by({group[0]}, hg, {int(max_groups)})) AS {group[0]}"
+        else:
+            struct = "{" + ", ".join(f"'{c}': {c}" for c in group) + "}"
+            one = struct
+            top = f"unnest(min_by({struct}, hg, {int(max_groups)}), recursive := true)"
+        if max_groups == 1:
+            # one group per unit: an arg-min over the unit's rows (no distinct pairs)
+            best = f"arg_min({one}, {hg})"
+            pick = f"{best} AS {group[0]}" if len(group) == 1 else f"unnest({best})"
+            chosen = f"SELECT u, {pick} FROM ({stage}) GROUP BY u"
+        else:
+            pairs = f"SELECT DISTINCT u, {keyed}, {hg} AS hg FROM ({stage})"
+            chosen = f"SELECT u, {top} FROM ({pairs}) GROUP BY u"
+        kept = f"SELECT s.* FROM ({stage}) s SEMI JOIN ({chosen}) c USING (u, {keyed})"
+    part = ", ".join(["u", *group])
+    rows = (
+        f"SELECT * FROM ({kept}) "
+        f"QUALIFY row_number() OVER (PARTITION BY {part} ORDER BY {hr}) <= {int(max_rows)}"
+    )
+    back = ", ".join(f"{alias[n]} AS {quote(n)}" for n in names)
+    con.execute(f"CREATE TEMP TABLE {BOUNDED} AS SELECT {back} FROM ({rows})")
+    con.execute("DROP TABLE IF EXISTS dpsense_keys")

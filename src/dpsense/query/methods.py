@@ -1,0 +1,184 @@
+"""How one statistic is released once the data are in hand: the methods and their options.
+
+``METHODS`` names the frameworks of :mod:`dpsense.methods`; ``checked_method`` resolves
+"auto" from public information only; ``DISPATCH`` runs a method on clipped values;
+``release_column`` is the path of one column of numbers (not a table).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any, Final
+
+from dpsense._arrays import FloatArray, as_data
+from dpsense.errors import InputError
+from dpsense.methods import Release
+from dpsense.methods.adaptive import release_adaptive
+from dpsense.methods.auto import choose_method
+from dpsense.methods.bounded_ls import bounded_ls_mean
+from dpsense.methods.exponential import release_exponential
+from dpsense.methods.global_sensitivity import release_global
+from dpsense.methods.ksw import ksw_mean
+from dpsense.methods.ptr import release_ptr
+from dpsense.methods.smooth import release_smooth
+from dpsense.neighbours import Neighbours
+from dpsense.noise.rng import RandomSource
+from dpsense.statistics import BoundedStatistic, Count, Mean, Quantiles, Statistic
+from dpsense.statistics.units import group_privacy_budget, rows_per_unit
+from dpsense.tables.schema import array_type, schema_resolution
+
+__all__ = ["DISPATCH", "METHODS", "checked_method", "release_column"]
+
+METHODS: Final = (
+    "auto",
+    "global",
+    "smooth",
+    "ptr",
+    "exponential",
+    "adaptive",
+    "ksw",
+    "bounded-ls",
+)
+_OPTIONS: Final[dict[str, tuple[str, ...]]] = {
+    "global": ("noise",),
+    "smooth": ("noise", "dof", "t", "sigma"),
+    "ptr": ("bound", "test_fraction"),
+    "exponential": (),
+    "adaptive": ("test_fraction",),
+    "ksw": (),
+    "bounded-ls": ("bound_fraction",),
+}
+
+
+def _for_means(
+    method: str, fn: Callable[..., Release], *, takes_delta: bool
+) -> Callable[..., Release]:
+    """Adapt a mean estimator (ksw, bounded-ls) to the common method signature."""
+
+    def run(
+        xc: FloatArray,
+        statistic: Statistic,
+        *,
+        epsilon: float,
+        delta: float,
+        neighbours: Neighbours,
+        rng: RandomSource,
+        **options: Any,
+    ) -> Release:
+        if not isinstance(statistic, Mean):
+            raise InputError(f"method={method!r} releases means; got {statistic.name}.")
+        # per unit of m rows: group privacy (docs/tables.md §3); m = 1 without a unit
+        m = rows_per_unit(statistic)
+        eps, dlt = group_privacy_budget(epsilon, delta, m)
+        if takes_delta:
+            options["delta"] = dlt
+        out = fn(
+            xc,
+            lower=statistic.lower,
+            upper=statistic.upper,
+            epsilon=eps,
+            neighbours=neighbours,
+            rng=rng,
+            **options,
+        )
+        if m == 1:
+            return out
+        return replace(
+            out,
+            epsilon=epsilon,
+            delta=delta if out.delta > 0 else 0.0,
+            parameters={**out.parameters, "group_privacy_rows": m},
+        )
+
+    return run
+
+
+DISPATCH: Final[dict[str, Callable[..., Release]]] = {
+    "global": release_global,
+    "smooth": release_smooth,
+    "ptr": release_ptr,
+    "exponential": release_exponential,
+    "adaptive": release_adaptive,
+    "ksw": _for_means("ksw", ksw_mean, takes_delta=False),
+    "bounded-ls": _for_means("bounded-ls", bounded_ls_mean, takes_delta=True),
+}
+
+
+def release_column(
+    x: Any,
+    statistic: Statistic,
+    eps: float,
+    dlt: float,
+    chosen: str,
+    options: dict[str, Any],
+    nb: Neighbours,
+    nulls: str,
+    source: RandomSource,
+) -> Release:
+    """One column of numbers (not a table): clipped, then released by ``chosen``."""
+    where = "release"
+    # a count uses no value: like a table's, it counts every record, NaN included
+    data = as_data(
+        x, where=where, allow_empty=True, nulls="keep" if isinstance(statistic, Count) else nulls
+    )
+    if nb == "add-remove":
+        # the table path draws a bounding key from the generator first: drawing it here
+        # too keeps seeded releases equal whatever the input's format
+        source.words(2)
+    if nb == "substitute" and data.shape[0] == 0:
+        # Under substitute the number of records is public, so saying so reveals nothing;
+        # under add-remove empty data is released like any other (it is a neighbour of
+        # every one-record dataset, and an error would single it out).
+        raise InputError(
+            "The data of release has no records. Under neighbours='substitute' the number "
+            "of records is public and there is nothing to release; pass "
+            "neighbours='add-remove' if the number of records is private."
+        )
+    statistic, resolution = schema_resolution(statistic, array_type(x))
+    xc = statistic.clip(data) if isinstance(statistic, BoundedStatistic) else data
+    out = DISPATCH[chosen](
+        xc, statistic, epsilon=eps, delta=dlt, neighbours=nb, rng=source, **options
+    )
+    if "resolution_source" not in resolution:
+        return out
+    return replace(
+        out, parameters={**out.parameters, "resolution_source": resolution["resolution_source"]}
+    )
+
+
+def checked_method(
+    statistic: Statistic,
+    method: str,
+    options: dict[str, Any],
+    eps: float,
+    dlt: float,
+    nb: Neighbours,
+) -> tuple[str, dict[str, Any]]:
+    """The method that runs and its options ("auto" resolved from public information
+    only), checked: it fits ``statistic`` and takes ``options``."""
+    if method not in METHODS:
+        raise InputError(
+            f"The 'method' parameter of release must be one of {', '.join(METHODS)}. "
+            f"Got {method!r} instead."
+        )
+    if method == "auto":
+        if options:
+            raise InputError("method='auto' takes no options; name a method to pass options.")
+        chosen, options = choose_method(statistic, epsilon=eps, delta=dlt, neighbours=nb)
+    else:
+        chosen = method
+    if isinstance(statistic, Quantiles) and chosen != "exponential":
+        raise InputError(
+            f"Several quantiles are released with method='exponential' (the default), "
+            f"not method={chosen!r}: the other methods release one number. For one level "
+            "with another method use ds.Quantile(p, lower, upper)."
+        )
+    allowed = _OPTIONS[chosen]
+    unknown = sorted(set(options) - set(allowed))
+    if unknown:
+        hint = ", ".join(allowed) if allowed else "none"
+        raise InputError(
+            f"Unknown option(s) {', '.join(unknown)} for method={chosen!r}; allowed: {hint}."
+        )
+    return chosen, options

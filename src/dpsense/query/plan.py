@@ -1,0 +1,308 @@
+"""A query's plan: its statistics, their columns and methods, and the budget split.
+
+Everything here is validated from public parameters only, before any data is read or any
+charge is made: an :class:`~dpsense.errors.InputError` at this stage costs nothing.
+
+The split of a query of several statistics (docs/queries.md §2), all rounded down:
+
+* ``bounds="private"``: ``bounds_share`` x epsilon for the bounds, shared equally by the
+  columns that need them (one :func:`dpsense.private_bounds` step per column);
+* private partition selection (``by`` without ``keys``): half of the epsilon left and half
+  of delta, as for one statistic (``tables.grouped.SELECTION_SHARE``);
+* the rest to the statistics in proportion to ``weights`` (equal by default).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+from dpsense._exact_budget import difference_down, product_down, quotient_down
+from dpsense.bounds_in_release import BoundsPlan, plan_bounds
+from dpsense.errors import InputError
+from dpsense.neighbours import Neighbours, validate_neighbours
+from dpsense.params import check_delta, check_epsilon, check_int
+from dpsense.query.methods import checked_method
+from dpsense.statistics import BoundedStatistic, Count, Statistic
+from dpsense.tables.grouped import SELECTION_SHARE, budget_split
+from dpsense.tables.row_filter import RowFilter, parse_row_filter
+from dpsense.tables.schema import Cast, parse_schema
+from dpsense.tables.zcdp import public_key_count
+
+__all__ = ["Entry", "QueryPlan", "ReleaseArgs", "by_columns", "plan_query", "release_arguments"]
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One statistic of a query."""
+
+    name: str
+    statistic: Statistic
+    column: str | None
+    method: str
+    """The method asked for ("auto" is resolved per statistic at its share)."""
+    chosen: str
+    """The method that runs."""
+    options: Mapping[str, Any]
+    weight: Fraction
+    epsilon: float
+    delta: float
+
+
+@dataclass(frozen=True)
+class QueryPlan:
+    """A validated query: one bounding, one selection, one split, one charge."""
+
+    entries: tuple[Entry, ...]
+    single: bool
+    """A bare statistic (not a dict): the result is its Release or GroupedRelease."""
+    epsilon: float
+    delta: float
+    neighbours: Neighbours
+    by: tuple[str, ...]
+    keys: Any
+    public_keys: int | None
+    unit: str | None
+    max_rows: int
+    max_groups: int
+    nulls: str
+    casts: Mapping[str, Cast]
+    schema: Mapping[str, str] | None
+    row_filter: RowFilter | None
+    bounds: BoundsPlan | None
+    """With ``bounds="private"``: the bounds' share and the epsilon left."""
+    bounds_columns: tuple[str | None, ...] = ()
+    """The columns whose bounds are found privately, one step each."""
+    selection: tuple[float, float] | None = None
+    """(epsilon, delta) of the shared private partition selection, for several statistics."""
+    parameters: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def bounds_epsilon(self) -> float:
+        """Epsilon of each column's private bounds step."""
+        if self.bounds is None or not self.bounds_columns:
+            return 0.0
+        return quotient_down(self.bounds.epsilon, len(self.bounds_columns))
+
+    @property
+    def release_epsilon(self) -> float:
+        """Epsilon left after the bounds."""
+        return self.epsilon if self.bounds is None else self.bounds.rest
+
+
+def by_columns(by: str | Sequence[str] | None) -> tuple[str, ...]:
+    """``by`` as a tuple of column names (an InputError for anything else)."""
+    if by is None:
+        return ()
+    cols = (by,) if isinstance(by, str) else tuple(by)
+    if not cols or not all(isinstance(c, str) and c for c in cols):
+        raise InputError("The 'by' parameter must be a column name or a list of them.")
+    if len(set(cols)) != len(cols):
+        raise InputError("The 'by' parameter names a column more than once.")
+    return cols
+
+
+def _entries(statistics: Any, column: str | None, where: str) -> list[tuple[str, Any, Any]]:
+    """(name, statistic, column) for each statistic of ``statistics`` (one, or a dict)."""
+    if isinstance(statistics, Statistic):
+        return [("value", statistics, column)]
+    if not isinstance(statistics, Mapping):
+        raise InputError(
+            f"The 'statistic' parameter of {where} must be a dpsense statistic such as "
+            "ds.Median(lower, upper), or a dict of them by name. Got an object of type "
+            f"{type(statistics).__name__} instead."
+        )
+    if not statistics:
+        raise InputError(f"The dict of statistics passed to {where} is empty: name at least one.")
+    out = []
+    for name, entry in statistics.items():
+        if not isinstance(name, str) or not name:
+            raise InputError(f"The names of a dict of statistics must be strings; got {name!r}.")
+        col, stat = entry if isinstance(entry, tuple) and len(entry) == 2 else (column, entry)
+        if not isinstance(stat, Statistic):
+            raise InputError(
+                f"The dict entry {name!r} must be a statistic, e.g. ds.Count(), or a "
+                '(column, statistic) pair, e.g. ("wage", ds.Median(-1, 4)). Got an object '
+                f"of type {type(stat).__name__} instead."
+            )
+        if col is not None and not isinstance(col, str):
+            raise InputError(f"The column of the dict entry {name!r} must be a column name.")
+        out.append((name, stat, None if isinstance(stat, Count) else col))
+    return out
+
+
+def _weights(weights: object, names: list[str], where: str) -> dict[str, Fraction]:
+    """Each statistic's weight (1 unless ``weights`` says otherwise), checked."""
+    if weights is None:
+        return dict.fromkeys(names, Fraction(1))
+    if not isinstance(weights, Mapping):
+        raise InputError(
+            f"The 'weights' parameter of {where} must be a dict of statistic names to "
+            f"positive numbers, e.g. {{{names[0]!r}: 2}}. Got {type(weights).__name__} instead."
+        )
+    unknown = [k for k in weights if k not in names]
+    if unknown:
+        raise InputError(
+            f"The 'weights' parameter of {where} names {unknown[0]!r}, which is not a "
+            f"statistic of the query ({', '.join(repr(n) for n in names)})."
+        )
+    out = {}
+    for name in names:
+        w = weights.get(name, 1)
+        if isinstance(w, bool) or not isinstance(w, int | float) or not (0 < w < math.inf):
+            raise InputError(
+                f"The weight of {name!r} in the 'weights' parameter of {where} must be a "
+                f"number in (0, inf). Got {w!r} instead."
+            )
+        out[name] = Fraction(w)
+    return out
+
+
+@dataclass(frozen=True)
+class ReleaseArgs:
+    """The data-independent arguments of ``dpsense.release`` besides the budget, ``rng``
+    and the method's options, shared by its front doors (``release``,
+    ``Accountant.release``, ``zcdp_cost``)."""
+
+    method: str = "auto"
+    neighbours: str = "add-remove"
+    column: str | None = None
+    by: str | Sequence[str] | None = None
+    keys: Any = None
+    privacy_unit: str | None = None
+    max_rows_per_unit: int = 1
+    max_groups_per_unit: int = 1
+    nulls: str = "error"
+    schema: Mapping[str, str] | None = None
+    bounds: str | None = None
+    bounds_share: float | None = None
+    weights: Mapping[str, float] | None = None
+    where: str | None = None
+
+
+def release_arguments(kwargs: Mapping[str, Any]) -> tuple[ReleaseArgs, dict[str, Any]]:
+    """The :class:`ReleaseArgs` among ``kwargs`` (keyword arguments of ``release`` other
+    than the budget and ``rng``), and the rest: the method's options."""
+    names = set(ReleaseArgs.__dataclass_fields__)
+    args = ReleaseArgs(**{k: v for k, v in kwargs.items() if k in names})
+    return args, {k: v for k, v in kwargs.items() if k not in names}
+
+
+def plan_query(
+    statistics: Any,
+    args: ReleaseArgs,
+    *,
+    epsilon: float,
+    delta: float,
+    options: dict[str, Any],
+    where: str = "release",
+) -> QueryPlan:
+    """The checked plan of a release or query (an InputError before any data is read)."""
+    epsilon = check_epsilon(epsilon, where=where)
+    delta = check_delta(delta, where=where)
+    neighbours = validate_neighbours(args.neighbours, where=where)
+    method, column, by, keys = args.method, args.column, args.by, args.keys
+    privacy_unit, nulls, schema = args.privacy_unit, args.nulls, args.schema
+    bounds, bounds_share, weights = args.bounds, args.bounds_share, args.weights
+    max_rows_per_unit, max_groups_per_unit = args.max_rows_per_unit, args.max_groups_per_unit
+    single = isinstance(statistics, Statistic)
+    if single and weights is not None:
+        raise InputError(
+            f"The 'weights' parameter of {where} splits epsilon between the statistics of a "
+            "dict: pass a dict of statistics, or drop weights."
+        )
+    if column is not None and not isinstance(column, str):
+        raise InputError("The 'column' parameter must be a column name (str).")
+    items = _entries(statistics, column, where)
+    names = [name for name, _, _ in items]
+    w = _weights(weights, names, where)
+    by_cols = by_columns(by)
+    m_rows = check_int(max_rows_per_unit, "max_rows_per_unit", where=where, minimum=1)
+    m_groups = check_int(max_groups_per_unit, "max_groups_per_unit", where=where, minimum=1)
+    if privacy_unit is None and (m_rows != 1 or m_groups != 1):
+        raise InputError(
+            "max_rows_per_unit and max_groups_per_unit bound what one privacy unit "
+            "contributes: pass privacy_unit=... (the column identifying a person)."
+        )
+    if privacy_unit is not None and not isinstance(privacy_unit, str):
+        raise InputError("The 'privacy_unit' parameter must be a column name (str).")
+    if keys is not None and not by_cols:
+        raise InputError("The 'keys' parameter lists groups: pass by=... as well.")
+    if nulls not in ("error", "drop"):
+        raise InputError(f"The 'nulls' parameter must be 'error' or 'drop'. Got {nulls!r}.")
+    casts = parse_schema(schema, where)
+    row_filter = None if args.where is None else parse_row_filter(args.where, where=where)
+    public = public_key_count(keys, by_cols)
+    groups = m_groups if privacy_unit is not None else 1
+
+    # bounds: one step for a bare statistic (as always); one per column for a dict
+    bounds_plan: BoundsPlan | None = None
+    bounds_cols: list[str | None] = []
+    if single or bounds is None:
+        for _, stat, _ in items:
+            bounds_plan = plan_bounds(stat, bounds, bounds_share, epsilon, neighbours, where=where)
+        bounds_cols = [items[0][2]] if bounds_plan is not None else []
+    else:
+        for _, stat, col in items:
+            if isinstance(stat, BoundedStatistic) and not stat.has_bounds:
+                bounds_plan = plan_bounds(
+                    stat, bounds, bounds_share, epsilon, neighbours, where=where
+                )
+                if col not in bounds_cols:
+                    bounds_cols.append(col)
+        if bounds_plan is None:  # the error plan_bounds gives a statistic with bounds
+            plan_bounds(items[0][1], bounds, bounds_share, epsilon, neighbours, where=where)
+    rest = epsilon if bounds_plan is None else bounds_plan.rest
+
+    selection = None
+    eps_stats, dlt_stats = rest, delta
+    if not single and len(items) > 1 and by_cols:
+        split = budget_split(rest, delta, by=by_cols, public_keys=public, groups=groups)
+        if split.selection is not None:  # shared by every statistic
+            selection = split.selection
+            eps_stats = difference_down(rest, selection[0])
+            dlt_stats = difference_down(delta, selection[1])
+    elif by_cols:  # the split's errors (no keys and no delta) before the bounds step
+        budget_split(rest, delta, by=by_cols, public_keys=public, groups=groups)
+    total_w = sum(w.values())
+    entries = []
+    for name, stat, col in items:
+        share = w[name] / total_w
+        eps_i = eps_stats if len(items) == 1 else product_down(share, eps_stats)
+        dlt_i = dlt_stats if len(items) == 1 else product_down(share, dlt_stats)
+        # "auto" and the method's checks: at the whole epsilon for a bare statistic (as
+        # always), at the statistic's share in a query
+        eps_m, dlt_m = (epsilon, delta) if single else (eps_i, dlt_i)
+        chosen, opts = checked_method(stat, method, dict(options), eps_m, dlt_m, neighbours)
+        entries.append(Entry(name, stat, col, method, chosen, opts, w[name], eps_i, dlt_i))
+    parameters: dict[str, Any] = {
+        "split": {
+            e.name: {"epsilon": e.epsilon, "delta": e.delta, "weight": float(e.weight)}
+            for e in entries
+        },
+        "selection_share": SELECTION_SHARE if selection is not None else None,
+    }
+    return QueryPlan(
+        entries=tuple(entries),
+        single=single,
+        epsilon=epsilon,
+        delta=delta,
+        neighbours=neighbours,
+        by=by_cols,
+        keys=keys,
+        public_keys=public,
+        unit=privacy_unit,
+        max_rows=m_rows,
+        max_groups=m_groups,
+        nulls=nulls,
+        casts=casts,
+        schema=schema,
+        row_filter=row_filter,
+        bounds=bounds_plan,
+        bounds_columns=tuple(bounds_cols),
+        selection=selection,
+        parameters=parameters,
+    )

@@ -1,0 +1,360 @@
+"""Running a query plan: one bounding, one selection, each statistic, one result.
+
+A bare statistic (or a dict of one) runs the engine's grouped path as it always has. A
+query of several statistics opens the table once, applies ``where`` and checks every
+column once, bounds each unit once over all the query's columns
+(:mod:`dpsense.query.bounding`), selects the groups once from the bounded table's unit
+counts, then runs each statistic's release on the bounded rows at its share of the
+budget, with the selected groups as its keys. docs/queries.md derives the total.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from dpsense._exact_budget import float_up
+from dpsense.bounds_in_release import (
+    BoundsPlan,
+    _bounded,
+    find_bounds,
+    readable_twice,
+    with_bounds_receipt,
+)
+from dpsense.errors import InputError
+from dpsense.mechanisms.partition_selection import SelectionRule, select_groups
+from dpsense.methods import Release
+from dpsense.noise.rng import RandomSource, SeededRandom
+from dpsense.query.bounding import BOUNDED, bound_rows, checked_rows
+from dpsense.query.methods import DISPATCH, release_column
+from dpsense.query.plan import Entry, QueryPlan
+from dpsense.query.result import QueryResult
+from dpsense.statistics import BoundedStatistic, Count, Statistic
+from dpsense.tables.grouped import (
+    GroupedRelease,
+    _normalise_keys,
+    opened_table,
+    release_opened,
+    release_table,
+)
+from dpsense.tables.source import TableSource, quote
+from dpsense.tables.spark import is_spark_frame
+
+__all__ = ["run_plan", "statistic_sources"]
+
+
+def _release_one(entry: Entry, plan: QueryPlan, rng: RandomSource) -> Any:
+    """The engine's per-group callback for ``entry``: its method, with its own draws."""
+
+    def one(values: Any, stat: Statistic, eps: float, dlt: float) -> Release:
+        return DISPATCH[entry.chosen](
+            values,
+            stat,
+            epsilon=eps,
+            delta=dlt,
+            neighbours=plan.neighbours,
+            rng=rng,
+            **entry.options,
+        )
+
+    return one
+
+
+def _engine_arguments(plan: QueryPlan, entry: Entry, rng: RandomSource) -> dict[str, Any]:
+    """The arguments of the engine's grouped release that a statistic of ``plan`` takes
+    whatever its share of the budget and its groups."""
+    return {
+        "method": entry.chosen,
+        "column": entry.column,
+        "by": plan.by,
+        "privacy_unit": plan.unit,
+        "max_rows_per_unit": plan.max_rows,
+        "max_groups_per_unit": plan.max_groups,
+        "nulls": plan.nulls,
+        "rng": rng,
+        "release_one": _release_one(entry, plan, rng),
+        "schema": plan.casts,
+    }
+
+
+def statistic_sources(source: RandomSource, count: int) -> list[RandomSource]:
+    """One random source per statistic of a query of ``count``: for a seeded source, a
+    generator seeded by each of its next ``count`` words (drawn first, so each statistic's
+    draws are reproducible on their own); the OS's CSPRNG is shared."""
+    if not source.seeded:
+        return [source] * count
+    return [SeededRandom(int(w)) for w in source.words(count)]
+
+
+def run_plan(
+    plan: QueryPlan, x: Any, source: RandomSource, *, tabular: bool
+) -> Release | GroupedRelease | QueryResult:
+    """Run ``plan`` on the data ``x`` with the random source ``source``."""
+    if len(plan.entries) == 1:
+        result = _run_one(plan, x, source, tabular=tabular)
+        if plan.single:
+            return result
+        return _as_query(plan, {plan.entries[0].name: result}, {})
+    if is_spark_frame(x):
+        raise InputError(
+            "Several statistics in one release run on DuckDB sources for now: release them "
+            "one at a time on a Spark DataFrame (splitting epsilon by hand), or collect it "
+            "to Arrow/Parquet first."
+        )
+    return _run_several(plan, x, source)
+
+
+def _run_one(
+    plan: QueryPlan, x: Any, source: RandomSource, *, tabular: bool
+) -> Release | GroupedRelease:
+    """One statistic: the bounds step if any, then the engine's grouped path."""
+    entry = plan.entries[0]
+
+    def run(data: Any, stat: Statistic, eps: float) -> Release | GroupedRelease:
+        if not tabular:
+            return release_column(
+                data,
+                stat,
+                eps,
+                plan.delta,
+                entry.chosen,
+                dict(entry.options),
+                plan.neighbours,
+                plan.nulls,
+                source,
+            )
+        return release_table(
+            data,
+            stat,
+            epsilon=eps,
+            delta=plan.delta,
+            keys=plan.keys,
+            row_filter=plan.row_filter,
+            **_engine_arguments(plan, entry, source),
+        )
+
+    if plan.bounds is None:
+        return run(x, entry.statistic, plan.epsilon)
+    assert isinstance(entry.statistic, BoundedStatistic)  # plan_bounds checked it
+    with readable_twice(x) as data:
+        bounded, receipt = _bounds_step(
+            plan, data, entry.statistic, plan.bounds, entry.column, source
+        )
+        result = run(data, bounded, plan.bounds.rest)
+    return with_bounds_receipt(
+        result, receipt, epsilon=plan.epsilon, delta=plan.delta, release_epsilon=plan.bounds.rest
+    )
+
+
+def _bounds_step(
+    plan: QueryPlan,
+    data: Any,
+    statistic: BoundedStatistic,
+    step: BoundsPlan,
+    column: str | None,
+    source: RandomSource,
+) -> tuple[BoundedStatistic, dict[str, Any]]:
+    """The private bounds of ``column`` (bounded per unit and filtered as the release)."""
+    return find_bounds(
+        data,
+        statistic,
+        step,
+        column=column,
+        privacy_unit=plan.unit,
+        max_rows_per_unit=plan.max_rows,
+        nulls=plan.nulls,
+        rng=source,
+        schema=plan.schema,
+        row_filter=plan.row_filter,
+    )
+
+
+def _new_temp_objects(con: Any, before: set[str]) -> list[tuple[str, str]]:
+    rows = con.execute(
+        "SELECT table_name, 'TABLE' FROM duckdb_tables() WHERE temporary "
+        "UNION ALL SELECT view_name, 'VIEW' FROM duckdb_views() WHERE temporary AND NOT internal"
+    ).fetchall()
+    return [(str(n), str(k)) for n, k in rows if str(n) not in before]
+
+
+@contextmanager
+def _scratch(con: Any) -> Iterator[None]:
+    """Drop the temporary tables and views a statistic's engine pass creates, so the next
+    statistic runs in the same connection on the same bounded rows."""
+    before = {n for n, _ in _new_temp_objects(con, set())}
+    try:
+        yield
+    finally:
+        for name, kind in _new_temp_objects(con, before):
+            con.execute(f"DROP {kind} IF EXISTS {quote(name)}")
+
+
+def _run_several(plan: QueryPlan, x: Any, source: RandomSource) -> QueryResult:
+    """Several statistics over one bounded table (module docstring)."""
+    plan = _with_value_column(plan, x)
+    rngs = statistic_sources(source, len(plan.entries))
+    receipts: dict[str, dict[str, Any]] = {}
+    stats = {e.name: e.statistic for e in plan.entries}
+    with readable_twice(x) as data:
+        if plan.bounds is not None:
+            step = BoundsPlan(plan.bounds.share, plan.bounds_epsilon, plan.bounds.rest)
+            for col in plan.bounds_columns:
+                todo = [
+                    e
+                    for e in plan.entries
+                    if e.column == col
+                    and isinstance(e.statistic, BoundedStatistic)
+                    and not e.statistic.has_bounds
+                ]
+                first = todo[0].statistic
+                assert isinstance(first, BoundedStatistic)
+                _, receipt = _bounds_step(plan, data, first, step, col, source)
+                receipts[str(col)] = receipt
+                for e in todo:
+                    assert isinstance(e.statistic, BoundedStatistic)
+                    stats[e.name] = _bounded(e.statistic, receipt["lower"], receipt["upper"])[0]
+        values = tuple(dict.fromkeys(e.column for e in plan.entries if e.column is not None))
+        public = _normalise_keys(plan.keys, plan.by) if plan.keys is not None else None
+        with opened_table(
+            data,
+            values,
+            plan.by,
+            plan.unit,
+            resolve_value=False,
+            schema=plan.casts,
+            row_filter=plan.row_filter,
+        ) as (opened, _):
+            keep = checked_rows(opened, values, plan.by, plan.unit, plan.nulls)
+            con = opened.con
+            if plan.unit is not None:
+                salt = (
+                    int(source.words(1)[0] >> np.uint64(1)),
+                    int(source.words(1)[0] >> np.uint64(1)),
+                )
+                bound_rows(
+                    opened,
+                    values=values,
+                    by=plan.by,
+                    unit=plan.unit,
+                    max_rows=plan.max_rows,
+                    max_groups=plan.max_groups if plan.by else 1,
+                    keys=public,
+                    salt=salt,
+                    keep=keep,
+                )
+            else:
+                con.execute(
+                    f"CREATE TEMP VIEW {BOUNDED} AS SELECT * FROM {opened.view} WHERE {keep}"
+                )
+            keys, selection = _shared_groups(plan, con, public, source)
+            rows = TableSource(
+                con, BOUNDED, opened.columns, opened.label, declared_types=opened.declared_types
+            )
+            rows.columns = [c for c in opened.columns]
+            results: dict[str, Release | GroupedRelease] = {}
+            for entry, rng in zip(plan.entries, rngs, strict=True):
+                with _scratch(con):
+                    got = release_opened(
+                        data,
+                        rows,
+                        stats[entry.name],
+                        epsilon=entry.epsilon,
+                        delta=entry.delta,
+                        keys=keys,
+                        prebounded=True,
+                        **_engine_arguments(plan, entry, rng),
+                    )
+                if isinstance(got, GroupedRelease) and selection is not None:
+                    got = replace(
+                        got,
+                        selection="private",
+                        parameters={**got.parameters, "selection": selection},
+                    )
+                if entry.column in receipts:
+                    got = _with_bounds(got, receipts[str(entry.column)], entry)
+                results[entry.name] = got
+    extra: dict[str, Any] = {}
+    if selection is not None:
+        extra["selection"] = selection
+    if receipts:
+        extra["bounds"] = receipts
+    return _as_query(plan, results, extra)
+
+
+def _with_value_column(plan: QueryPlan, x: Any) -> QueryPlan:
+    """``plan`` with the table's one value column given to the statistics that name none
+    (data of one column, such as an array); an InputError when the table has several."""
+    missing = [e for e in plan.entries if e.column is None and not isinstance(e.statistic, Count)]
+    if not missing:
+        return plan
+    if any(e.column is not None for e in plan.entries):
+        raise InputError(
+            "Each statistic of a query reads a column: write it as a (column, statistic) "
+            'pair, e.g. ("wage", ds.Median(-1, 4)), or pass column=... for all of them '
+            "(ds.Count() needs none)."
+        )
+    with (
+        readable_twice(x) as data,
+        opened_table(data, (), plan.by, plan.unit, resolve_value=True) as (_, (column,)),
+    ):
+        pass
+    entries = tuple(e if e not in missing else replace(e, column=column) for e in plan.entries)
+    return replace(plan, entries=entries)
+
+
+def _with_bounds(
+    got: Release | GroupedRelease, receipt: dict[str, Any], entry: Entry
+) -> Release | GroupedRelease:
+    """The statistic's receipt names the bounds it used (the bounds step's cost is the
+    query's, in ``QueryResult.parameters["bounds"]``)."""
+    return replace(got, parameters={**got.parameters, "bounds": receipt})
+
+
+def _shared_groups(
+    plan: QueryPlan, con: Any, public: list[tuple[Any, ...]] | None, source: RandomSource
+) -> tuple[Any, dict[str, Any] | None]:
+    """The groups every statistic releases: the public keys, or those private partition
+    selection keeps from the bounded table's unit counts (one selection for all)."""
+    if not plan.by or plan.selection is None:
+        return (plan.keys if plan.by else None), None
+    by = ", ".join(quote(b) for b in plan.by)
+    units = "count(DISTINCT (" + quote(plan.unit) + "))" if plan.unit is not None else "count(*)"
+    got = con.execute(
+        f"SELECT {by}, {units}::BIGINT FROM {BOUNDED} GROUP BY ALL ORDER BY {by}"
+    ).fetchall()
+    groups = [tuple(r[:-1]) for r in got]
+    counts = np.asarray([int(r[-1]) for r in got], dtype=np.int64)
+    eps_sel, dlt_sel = plan.selection
+    g = plan.max_groups if plan.unit is not None else 1
+    rule = SelectionRule.for_budget(eps_sel, dlt_sel, g)
+    chosen = select_groups(counts, rule, source)
+    receipt = {
+        "epsilon": eps_sel,
+        "delta": dlt_sel,
+        "threshold": rule.threshold,
+        "scale": float_up(rule.scale),
+    }
+    return [groups[int(i)] for i in chosen], receipt
+
+
+def _as_query(
+    plan: QueryPlan, results: dict[str, Release | GroupedRelease], extra: dict[str, Any]
+) -> QueryResult:
+    params = {
+        **plan.parameters,
+        "privacy_unit": plan.unit,
+        "max_rows_per_unit": plan.max_rows if plan.unit is not None else 1,
+        "max_groups_per_unit": plan.max_groups if plan.unit is not None else 1,
+        **extra,
+    }
+    if plan.row_filter is not None:
+        params["where"] = plan.row_filter.sql
+    if len(results) == 1 and plan.bounds is not None:
+        only = next(iter(results.values()))
+        if "bounds" in only.parameters:
+            params["bounds"] = {str(plan.entries[0].column): only.parameters["bounds"]}
+    return QueryResult(plan.epsilon, plan.delta, plan.by, results, params)

@@ -1,0 +1,277 @@
+"""SQL in: one SELECT parsed by sqlglot (DuckDB dialect) into a :class:`SqlQuery` spec.
+
+Nothing here reads data. The spec names one table, the grouping columns, one entry per
+aggregate (its released name, the statistic and the column), the WHERE clause as DuckDB
+SQL text, and the ORDER BY / LIMIT applied afterwards to the released rows. Every
+construct outside the supported subset is an :class:`~dpsense.errors.InputError` that
+names it and says what to do instead (docs/sql.md): the subset is what a differentially
+private release of one table with bounded contributions can answer (Wilson et al. 2020).
+Messages quote names from the query, never its literals, and never data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NoReturn
+
+import sqlglot
+from sqlglot import expressions as exp
+from sqlglot.errors import ParseError, TokenError
+
+from dpsense.errors import InputError
+from dpsense.query._sql_items import (
+    AGGREGATES,
+    OrderKey,
+    SqlAggregate,
+    column_name,
+    count_clause,
+    order_by,
+    refuse,
+    select_items,
+    where_text,
+)
+
+__all__ = [
+    "AGGREGATES",
+    "OrderKey",
+    "SqlAggregate",
+    "SqlQuery",
+    "parse_sql",
+]
+
+_WHERE = "ds.sql"
+_FILE_SUFFIXES = ("parquet", "pq", "csv", "tsv", "txt", "gz")
+
+
+@dataclass(frozen=True)
+class SqlQuery:
+    """A parsed, validated query: what to release and how to present it.
+
+    Attributes
+    ----------
+    table : str
+        The FROM table: a name (looked up in ``tables``) or a file path.
+    table_is_path : bool
+        True when FROM gave a quoted string or ``read_parquet``/``read_csv`` of one.
+    by : tuple of str
+        The GROUP BY columns, in order.
+    aggregates : tuple of SqlAggregate
+        In the order of the SELECT list.
+    columns : tuple of str
+        The released columns in the order of the SELECT list (by-columns and aggregates).
+    where : str or None
+        The WHERE predicate as DuckDB SQL text, without table qualifiers (CAST made TRY_CAST:
+        a value that does not convert is a null, not an error that would depend on the data).
+    order_by : tuple of OrderKey
+        Post-processing of the released rows.
+    limit, offset : int or None
+        Post-processing of the released rows.
+    """
+
+    table: str
+    table_is_path: bool
+    by: tuple[str, ...]
+    aggregates: tuple[SqlAggregate, ...]
+    columns: tuple[str, ...]
+    where: str | None = None
+    order_by: tuple[OrderKey, ...] = ()
+    limit: int | None = None
+    offset: int | None = None
+
+
+def parse_sql(query: str) -> SqlQuery:
+    """Parse and validate one SELECT (DuckDB dialect).
+
+    Parameters
+    ----------
+    query : str
+        ``SELECT by-columns, aggregates FROM table [WHERE ...] [GROUP BY ...]
+        [ORDER BY ...] [LIMIT n [OFFSET m]]``.
+
+    Returns
+    -------
+    SqlQuery
+
+    Raises
+    ------
+    InputError
+        For a query that does not parse, or uses a construct outside the supported subset
+        (the message names it and says what to do instead).
+    """
+    if not isinstance(query, str) or not query.strip():
+        raise InputError(
+            f"The 'query' parameter of {_WHERE} must be a SQL SELECT text. Got "
+            f"{'an empty text' if isinstance(query, str) else type(query).__name__} instead."
+        )
+    try:
+        statements = [s for s in sqlglot.parse(query, read="duckdb") if s is not None]
+    except (ParseError, TokenError) as exc:
+        raise refuse(f"does not parse as DuckDB SQL ({_parse_message(exc)}).") from None
+    if len(statements) != 1:
+        raise refuse("must be one SELECT statement; run one query per call.")
+    tree = statements[0]
+    if not isinstance(tree, exp.Select):
+        _refuse_outer(tree)
+    _refuse_clauses(tree)
+    table, is_path, qualifiers = _from(tree)
+    by = _group_by(tree, qualifiers)
+    aggregates, columns = select_items(tree, by, qualifiers)
+    where = where_text(tree, qualifiers)
+    order = order_by(tree, columns, qualifiers)
+    limit = count_clause(tree, "limit", "LIMIT")
+    offset = count_clause(tree, "offset", "OFFSET")
+    return SqlQuery(
+        table=table,
+        table_is_path=is_path,
+        by=by,
+        aggregates=aggregates,
+        columns=columns,
+        where=where,
+        order_by=order,
+        limit=limit,
+        offset=offset,
+    )
+
+
+def _parse_message(exc: Exception) -> str:
+    errors = getattr(exc, "errors", None)
+    if errors:
+        first = errors[0]
+        return f"{first.get('description', 'syntax error')} at line {first.get('line')}, " + (
+            f"column {first.get('col')}"
+        )
+    return type(exc).__name__
+
+
+def _refuse_outer(tree: object) -> NoReturn:
+    """Statements other than one plain SELECT."""
+    if isinstance(tree, exp.SetOperation):
+        kind = type(tree).__name__.upper()
+        raise refuse(
+            f"uses {kind}: combining queries is not supported; run one query per table "
+            "(each is its own release, charged separately) and combine the released tables."
+        )
+    if isinstance(tree, exp.Subquery):
+        raise refuse("is a parenthesised subquery; write the SELECT without parentheses.")
+    kind = str(getattr(tree, "key", "another statement")).upper()
+    raise refuse(
+        f"is not a SELECT (it is {kind}); only SELECT queries of aggregates are supported."
+    )
+
+
+def _refuse_clauses(tree: exp.Select) -> None:
+    """Clauses of a SELECT outside the subset, each named with what to do instead."""
+    args = tree.args
+    if args.get("with_"):
+        raise refuse(
+            "uses WITH (a common table expression over private data); prepare the table "
+            "beforehand and query it, or filter rows with WHERE."
+        )
+    if args.get("distinct"):
+        raise refuse(
+            "uses SELECT DISTINCT: the distinct values of a column are private; release "
+            "the groups with GROUP BY col (public keys=..., or private partition selection "
+            "with delta > 0)."
+        )
+    if args.get("joins") or args.get("laterals"):
+        raise refuse(
+            "uses a JOIN (or several tables in FROM): a join can multiply one person's "
+            "rows; join the tables beforehand into one table with a privacy unit column "
+            "and query that."
+        )
+    if args.get("having"):
+        raise refuse(
+            "uses HAVING: it filters groups on private values; filter the released rows "
+            "afterwards (post-processing), or filter rows with WHERE."
+        )
+    if args.get("qualify") or args.get("windows"):
+        raise refuse(
+            "uses window functions (QUALIFY/WINDOW): they compute a value per row; use "
+            "aggregates with GROUP BY."
+        )
+    for key in ("pivots", "sample", "connect", "prewhere", "into", "locks", "settings"):
+        if args.get(key):
+            raise refuse(
+                f"uses {key.upper()}, which is not supported; supported: SELECT of "
+                "GROUP BY columns and aggregates, FROM one table, WHERE, GROUP BY, "
+                "ORDER BY, LIMIT."
+            )
+    for key in ("distribute", "sort", "cluster", "match", "kind", "exclude", "hint"):
+        if args.get(key):
+            raise refuse(f"uses {key.upper()}, which is not supported; remove it.")
+
+
+def _from(tree: exp.Select) -> tuple[str, bool, frozenset[str]]:
+    """(table name or path, is it a path, the names a column may be qualified with)."""
+    source = tree.args.get("from_")
+    if source is None:
+        raise refuse("has no FROM: name one table, FROM my_table or FROM 'data.parquet'.")
+    node = source.this
+    if isinstance(node, exp.Subquery | exp.Select):
+        raise refuse(
+            "uses a subquery in FROM (a subquery over private data); prepare the table "
+            "beforehand and query it, or filter rows with WHERE."
+        )
+    if not isinstance(node, exp.Table):
+        raise refuse(
+            "reads FROM something other than a table; name one table (FROM my_table) or "
+            "a file (FROM 'data.parquet')."
+        )
+    if node.args.get("sample"):
+        raise refuse("uses TABLESAMPLE, which is not supported; remove it.")
+    if node.args.get("joins") or node.args.get("laterals") or node.args.get("pivots"):
+        raise refuse("uses a JOIN; join the tables beforehand into one table.")
+    alias = node.alias
+    inner = node.this
+    if isinstance(inner, exp.ReadParquet | exp.ReadCSV):
+        args = inner.expressions
+        if len(args) != 1 or not (isinstance(args[0], exp.Literal) and args[0].is_string):
+            raise refuse(
+                f"uses {inner.key.upper()} with options; write FROM 'data.parquet' (a quoted "
+                "path), or query a table by name."
+            )
+        return str(args[0].this), True, frozenset(q for q in (alias,) if q)
+    if not isinstance(inner, exp.Identifier):
+        raise refuse(
+            "reads FROM a table function; name one table (FROM my_table) or a file "
+            "(FROM 'data.parquet')."
+        )
+    if node.args.get("db") and str(inner.this).lower() in _FILE_SUFFIXES:
+        raise refuse(
+            f"reads FROM {node.args['db'].name}.{inner.this} without quotes; quote a file "
+            f"path: FROM '{node.args['db'].name}.{inner.this}'."
+        )
+    if node.args.get("db") or node.args.get("catalog"):
+        raise refuse(
+            "names a table with a schema or catalog (a.b); name the table alone and pass "
+            "query it by name."
+        )
+    name = str(inner.this)
+    # a quoted name may be a file; whether it is one is decided against tables=... later
+    return name, bool(inner.quoted), frozenset(q for q in (alias, name) if q)
+
+
+def _group_by(tree: exp.Select, qualifiers: frozenset[str]) -> tuple[str, ...]:
+    group = tree.args.get("group")
+    if group is None:
+        return ()
+    if group.args.get("all"):
+        raise refuse("uses GROUP BY ALL; list the columns: GROUP BY year, region.")
+    for key in ("rollup", "cube", "grouping_sets", "totals"):
+        if group.args.get(key):
+            raise refuse(
+                f"uses GROUP BY {key.upper().replace('_', ' ')}; list plain columns (run "
+                "one query per grouping: each is its own release)."
+            )
+    out: list[str] = []
+    for item in group.expressions:
+        if not isinstance(item, exp.Column) or isinstance(item.this, exp.Star):
+            raise refuse(
+                "groups by an expression or a position; GROUP BY takes column names (compute "
+                "the column beforehand)."
+            )
+        name = column_name(item, qualifiers, "GROUP BY")
+        if name in out:
+            raise refuse(f"lists the GROUP BY column {name!r} twice.")
+        out.append(name)
+    return tuple(out)

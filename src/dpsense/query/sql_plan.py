@@ -1,0 +1,216 @@
+"""SQL spec -> the arguments of one dict-of-statistics release, and the post-processing.
+
+Pure functions of the parsed query and the public arguments (bounds, keys): nothing here
+reads data. :func:`statistics` builds ``{"n": Count(), "median_wage": ("wage",
+Median(-1, 4)), ...}`` in the order of the SELECT list; :func:`group_keys` turns
+``keys={col: [...]}`` into the public groups; :func:`ordered_rows` applies ORDER BY,
+LIMIT and OFFSET to the released rows (post-processing of a private output, so free).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from dpsense.errors import InputError
+from dpsense.params import validate_bounds
+from dpsense.statistics import (
+    Count,
+    Mean,
+    Median,
+    Quantile,
+    Quantiles,
+    Statistic,
+    Std,
+    Sum,
+    Variance,
+)
+
+if TYPE_CHECKING:  # sqlglot is imported by the first query, not by ``import dpsense``
+    from dpsense.query.sql import SqlAggregate, SqlQuery
+
+__all__ = [
+    "StatisticSpec",
+    "check_bounds_argument",
+    "check_rows_clauses",
+    "group_keys",
+    "ordered_rows",
+    "statistics",
+]
+
+StatisticSpec = Statistic | tuple[str, Statistic]
+"""One entry of the dict release: ``Count()`` or ``(column, statistic)``."""
+
+_WHERE = "ds.sql"
+
+_BOUNDED: dict[str, type[Sum | Mean | Median | Variance | Std]] = {
+    "sum": Sum,
+    "mean": Mean,
+    "median": Median,
+    "variance": Variance,
+    "std": Std,
+}
+
+
+def _bounds_of(
+    bounds: Mapping[str, Any] | str | None, agg: SqlAggregate
+) -> tuple[float, float] | None:
+    """The public (lower, upper) of the aggregate's column; None for bounds="private"."""
+    if isinstance(bounds, str):
+        return None  # "private" (check_bounds_argument refused other text)
+    column = agg.column
+    assert column is not None
+    if bounds is None or column not in bounds:
+        raise InputError(
+            f"The 'bounds' parameter of {_WHERE} has no bounds for the column {column!r} "
+            f"(aggregated as {agg.name!r}); SQL carries none. Pass bounds={{{column!r}: "
+            "(lower, upper)}, public and chosen without looking at the data, or "
+            "bounds='private' to find them privately (ds.private_bounds, 'dpsense bounds')."
+        )
+    pair = bounds[column]
+    if isinstance(pair, str | bytes) or not isinstance(pair, Sequence) or len(pair) != 2:
+        raise InputError(
+            f"The bounds of {column!r} in the 'bounds' parameter of {_WHERE} must be a pair "
+            f"(lower, upper). Got {type(pair).__name__} instead."
+        )
+    checked = validate_bounds(pair[0], pair[1], where=_WHERE)
+    return checked.lower, checked.upper
+
+
+def check_bounds_argument(bounds: object) -> Mapping[str, Any] | str | None:
+    """``bounds`` is None, ``"private"`` or a mapping of column names."""
+    if bounds is None or bounds == "private" or isinstance(bounds, Mapping):
+        return bounds
+    raise InputError(
+        f"The 'bounds' parameter of {_WHERE} must be a mapping {{column: (lower, upper)}} or "
+        f"'private'. Got {bounds!r} instead."
+        if isinstance(bounds, str)
+        else f"The 'bounds' parameter of {_WHERE} must be a mapping {{column: (lower, upper)}} "
+        f"or 'private'. Got {type(bounds).__name__} instead."
+    )
+
+
+def statistics(spec: SqlQuery, bounds: Mapping[str, Any] | str | None) -> dict[str, StatisticSpec]:
+    """The statistics of the query, keyed by released name, in SELECT order.
+
+    Parameters
+    ----------
+    spec : SqlQuery
+    bounds : mapping of column to (lower, upper), "private" or None
+        Public bounds per aggregated column (SQL carries none), or "private" to find
+        them privately in the release (``bounds="private"`` of the dict release).
+
+    Raises
+    ------
+    InputError
+        A missing or malformed bound, or a bad quantile level.
+    """
+    checked = check_bounds_argument(bounds)
+    out: dict[str, StatisticSpec] = {}
+    for agg in spec.aggregates:
+        if agg.statistic == "count":
+            out[agg.name] = Count() if agg.column is None else (agg.column, Count())
+            continue
+        assert agg.column is not None
+        pair = _bounds_of(checked, agg)
+        lo, hi = pair if pair is not None else (math.nan, math.nan)
+        stat: Statistic
+        if agg.statistic == "quantile":
+            stat = Quantile(agg.levels[0]) if pair is None else Quantile(agg.levels[0], lo, hi)
+        elif agg.statistic == "quantiles":
+            stat = Quantiles(agg.levels) if pair is None else Quantiles(agg.levels, lo, hi)
+        else:
+            cls = _BOUNDED[agg.statistic]
+            stat = cls() if pair is None else cls(lo, hi)
+        out[agg.name] = (agg.column, stat)
+    return out
+
+
+def group_keys(spec: SqlQuery, keys: Any) -> Any:
+    """The public groups of the release from ``keys``.
+
+    ``{col: [values]}`` for every GROUP BY column gives every combination (their
+    product, in GROUP BY order: values for one column, tuples for several); None means
+    private partition selection; any other object (a DataFrame of the by-columns) is
+    passed on as the release's ``keys``.
+    """
+    if keys is None:
+        return None
+    if not spec.by:
+        raise InputError(
+            f"The 'keys' parameter of {_WHERE} lists groups, but the query has no GROUP BY; "
+            "add GROUP BY col or drop keys."
+        )
+    if not isinstance(keys, Mapping):
+        return keys
+    named = [str(k) for k in keys]
+    if sorted(named) != sorted(spec.by):
+        raise InputError(
+            f"The 'keys' parameter of {_WHERE} must list the values of each GROUP BY column "
+            f"({', '.join(spec.by)}); it names {', '.join(named) or 'none'}."
+        )
+    columns: list[list[Any]] = []
+    for col in spec.by:
+        values = keys[col]
+        listed = isinstance(values, Sequence | set | frozenset) and not isinstance(
+            values, str | bytes
+        )
+        if not listed and type(values).__module__.split(".")[0] not in (
+            "numpy",
+            "pandas",
+            "polars",
+        ):
+            raise InputError(
+                f"The keys of {col!r} in the 'keys' parameter of {_WHERE} must be a list "
+                f"of values. Got {type(values).__name__} instead."
+            )
+        columns.append(list(values))
+    if len(spec.by) == 1:
+        return columns[0]
+    return [tuple(combo) for combo in itertools.product(*columns)]
+
+
+def _sort_value(value: Any) -> tuple[int, Any]:
+    """Null/NaN (a refused or withheld value) apart from the numbers, which sort as such."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return (1, 0)
+    if hasattr(value, "tolist"):
+        value = value.tolist()
+    if isinstance(value, list):
+        value = tuple(value)
+    return (0, value)
+
+
+def check_rows_clauses(spec: SqlQuery) -> None:
+    """Refuse, before anything is charged, a LIMIT/OFFSET that drops the one row of a
+    query without GROUP BY."""
+    if not spec.by and ((spec.limit is not None and spec.limit < 1) or (spec.offset or 0) > 0):
+        raise InputError(
+            "The SQL query has no GROUP BY, so it releases one row; LIMIT 0 or an "
+            "OFFSET would drop it. Remove them."
+        )
+
+
+def ordered_rows(spec: SqlQuery, rows: Sequence[Mapping[str, Any]]) -> list[int]:
+    """The indices of ``rows`` after ORDER BY, OFFSET and LIMIT (stable; a query without
+    ORDER BY keeps the release's order).
+
+    Nulls (refused values) go last unless the key says NULLS FIRST, as in DuckDB.
+    """
+    order = list(range(len(rows)))
+    for key in reversed(spec.order_by):  # stable sorts, last key first
+        present = [i for i in order if _sort_value(rows[i][key.column])[0] == 0]
+        missing = [i for i in order if _sort_value(rows[i][key.column])[0] == 1]
+        try:
+            present.sort(key=lambda i: _sort_value(rows[i][key.column]), reverse=key.descending)
+        except TypeError:
+            raise InputError(
+                f"ORDER BY {key.column!r} in the SQL query compares values of "
+                "different types; order by one column of one type."
+            ) from None
+        order = missing + present if key.nulls_first else present + missing
+    start = spec.offset or 0
+    stop = None if spec.limit is None else start + spec.limit
+    return order[start:stop]

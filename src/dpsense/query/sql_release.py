@@ -1,0 +1,220 @@
+"""``ds.sql``: one SQL SELECT released as one dict-of-statistics release.
+
+The query is parsed and checked (:mod:`dpsense.query.sql`), translated into the
+statistics of :func:`dpsense.release` (:mod:`dpsense.query.sql_plan`), released in ONE
+call (one contribution bounding, one partition selection, one budget split, one charge),
+and its rows ordered and cut by ORDER BY / LIMIT (post-processing). docs/sql.md.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from dpsense.errors import InputError
+from dpsense.query.result import QueryResult
+from dpsense.query.sql_plan import (
+    check_bounds_argument,
+    check_rows_clauses,
+    group_keys,
+    ordered_rows,
+    statistics,
+)
+from dpsense.release import release
+from dpsense.tables import GroupedRelease
+
+if TYPE_CHECKING:  # sqlglot is imported by the first query, not by ``import dpsense``
+    from dpsense.accountant import Accountant
+    from dpsense.query.sql import SqlQuery
+
+__all__ = ["resolve_table", "sql", "sql_arguments"]
+
+_WHERE = "ds.sql"
+
+
+def _spark_view(name: str) -> Any:
+    """The active Spark session's temporary view (or table) ``name``, or None.
+
+    Looked up only when PySpark is already imported and a session is active: a query
+    never starts Spark by itself.
+    """
+    if "pyspark" not in sys.modules:
+        return None
+    from pyspark.sql import SparkSession
+
+    session = SparkSession.getActiveSession()
+    if session is None or not session.catalog.tableExists(name):
+        return None
+    return session.table(name)
+
+
+def resolve_table(spec: SqlQuery, tables: Mapping[str, Any] | None) -> Any:
+    """The data the query reads FROM.
+
+    In order: the entry of ``tables`` with that name (exact, else the only one equal
+    ignoring case, as SQL names are); a quoted path (FROM 'data.parquet') or
+    read_parquet/read_csv of one; a temporary view of the active Spark session; else an
+    InputError saying how to pass the table.
+    """
+    if tables is not None and not isinstance(tables, Mapping):
+        raise InputError(
+            f"The 'tables' parameter of {_WHERE} must be a mapping of table names to data, "
+            f"e.g. tables={{'males': df}}. Got {type(tables).__name__} instead."
+        )
+    named = dict(tables or {})
+    if spec.table in named:
+        return named[spec.table]
+    alike = [k for k in named if isinstance(k, str) and k.lower() == spec.table.lower()]
+    if len(alike) == 1:
+        return named[alike[0]]
+    if spec.table_is_path:
+        return spec.table
+    view = _spark_view(spec.table)
+    if view is not None:
+        return view
+    known = ", ".join(repr(k) for k in named) or "none"
+    raise InputError(
+        f"The SQL query reads FROM {spec.table!r}, which is not in the 'tables' "
+        f"parameter (it has {known}): pass tables={{{spec.table!r}: data}} (a DataFrame, "
+        "Arrow table, DuckDB relation, path or Spark DataFrame), or read a file with FROM "
+        "'data.parquet'."
+    )
+
+
+def sql_arguments(
+    spec: SqlQuery, bounds: Mapping[str, Any] | str | None, keys: Any
+) -> dict[str, Any]:
+    """The arguments of the one release the query makes (besides the data and budget)."""
+    check_rows_clauses(spec)
+    checked = check_bounds_argument(bounds)
+    stats = statistics(spec, checked)
+    args: dict[str, Any] = {
+        "statistics": stats,
+        "by": list(spec.by) or None,
+        "keys": group_keys(spec, keys),
+        # DuckDB text: the release's engine runs it (transpiled by sqlglot for Spark)
+        "where": spec.where,
+    }
+    bounded = any(isinstance(s, tuple) and s[1].kind != "count" for s in stats.values())
+    if checked == "private" and bounded:
+        args["bounds"] = "private"
+    return args
+
+
+def sql(
+    query: str,
+    *,
+    tables: Mapping[str, Any] | None = None,
+    epsilon: float,
+    delta: float = 0.0,
+    privacy_unit: str | None = None,
+    max_rows_per_unit: int = 1,
+    max_groups_per_unit: int = 1,
+    bounds: Mapping[str, tuple[float, float]] | str | None = None,
+    keys: Any = None,
+    weights: Mapping[str, float] | None = None,
+    nulls: str = "error",
+    schema: Mapping[str, str] | None = None,
+    rng: object = None,
+    bounds_share: float | None = None,
+    accountant: Accountant | None = None,
+    dataset: str | None = None,
+) -> QueryResult:
+    """Release the aggregates of one SQL SELECT with differential privacy.
+
+    Parameters
+    ----------
+    query : str
+        ``SELECT by-columns, aggregates FROM table [WHERE ...] [GROUP BY ...] [ORDER BY
+        ...] [LIMIT n]`` in DuckDB's dialect, parsed with sqlglot. Aggregates: COUNT(*),
+        COUNT(col), SUM, AVG, MEDIAN, QUANTILE_CONT / QUANTILE_DISC / PERCENTILE_CONT (a
+        list of levels gives several quantiles), VAR_POP / VARIANCE, STDDEV_POP / STDDEV.
+        Anything else (JOIN, subqueries, DISTINCT, HAVING, window functions, MIN/MAX,
+        UNION, WITH, SELECT *) is an InputError naming it (docs/sql.md).
+    tables : mapping of str to data, optional
+        The tables by name: a pandas/Polars DataFrame, an Arrow table, a DuckDB relation,
+        a CSV/Parquet path or a Spark DataFrame. A query may also read FROM 'data.parquet'
+        (a quoted path) or a temporary view of the active Spark session.
+    epsilon, delta : float
+        The total budget of the query, split between its statistics by ``weights``
+        (equal by default). Without ``keys`` the groups are chosen by private partition
+        selection, which needs ``delta > 0``.
+    privacy_unit, max_rows_per_unit, max_groups_per_unit
+        As in :func:`dpsense.release`: the column identifying a person and the bounds on
+        what one person contributes.
+    bounds : mapping of column to (lower, upper), or "private"
+        Public bounds of each aggregated column (SQL carries none), chosen without looking
+        at the data; or "private" to find them privately (``bounds_share`` of epsilon).
+        COUNT needs none.
+    keys : mapping of column to list of values, or None
+        The public groups: the values of each GROUP BY column (every combination is
+        released, absent ones included); None for private partition selection.
+    weights, nulls, schema, rng, bounds_share
+        As in :func:`dpsense.release`.
+    accountant : Accountant, optional
+        Charge the query to this accountant (its ledger) first: one charge of the total.
+    dataset : str, optional
+        The ledger label (default: the FROM table).
+
+    Returns
+    -------
+    QueryResult
+        One row per released group in ORDER BY order (at most LIMIT rows): the by-columns,
+        a column per aggregate and its accuracy where public.
+    """
+    from dpsense.query.sql import parse_sql
+
+    spec = parse_sql(query)
+    data = resolve_table(spec, tables)
+    args = sql_arguments(spec, bounds, keys)
+    stats = args.pop("statistics")
+    options: dict[str, Any] = {
+        "epsilon": epsilon,
+        "delta": delta,
+        "privacy_unit": privacy_unit,
+        "max_rows_per_unit": max_rows_per_unit,
+        "max_groups_per_unit": max_groups_per_unit,
+        "weights": weights,
+        "nulls": nulls,
+        "schema": schema,
+        "rng": rng,
+        "bounds_share": bounds_share,
+        **args,
+    }
+    if accountant is not None:
+        from dpsense.accountant import Accountant
+
+        if not isinstance(accountant, Accountant):
+            raise InputError(
+                f"The 'accountant' parameter of {_WHERE} must be a ds.Accountant. Got "
+                f"{type(accountant).__name__} instead."
+            )
+        result = accountant.release(
+            data, stats, dataset=spec.table if dataset is None else dataset, **options
+        )
+    else:
+        result = release(data, stats, **options)
+    assert isinstance(result, QueryResult)  # a dict of statistics is a query
+    return _post_process(spec, result)
+
+
+def _post_process(spec: SqlQuery, result: QueryResult) -> QueryResult:
+    """ORDER BY / LIMIT / OFFSET on the released rows: a new result whose grouped
+    releases hold the kept groups in the new order (post-processing: it reads released
+    values and public group names only, so it costs no privacy)."""
+    if not spec.by or (not spec.order_by and spec.limit is None and spec.offset is None):
+        return result
+    grouped = {
+        name: released
+        for name, released in result.results.items()
+        if isinstance(released, GroupedRelease)  # with GROUP BY, every one is
+    }
+    groups = [key for key, _ in next(iter(grouped.values()))]
+    chosen = [groups[i] for i in ordered_rows(spec, result.to_dicts())]
+    results = {
+        name: replace(released, groups={key: released[key] for key in chosen})
+        for name, released in grouped.items()
+    }
+    return replace(result, results=results)

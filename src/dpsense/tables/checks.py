@@ -1,0 +1,89 @@
+"""The value checks of the DuckDB engine: non-numeric entries and missing values.
+
+A release raises on non-numeric entries in the value column, and on missing values (null
+or NaN) in any column it uses unless ``nulls="drop"``, which drops those rows. The checks
+are row expressions: :func:`check_table` aggregates them in a pass of their own, and the
+engine's held path (``engine._held_table``) aggregates them inside its first pass instead,
+redoing that pass with the null rows dropped only when the table has some.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+from dpsense.errors import InputError
+from dpsense.tables.source import TableSource, quote
+
+if TYPE_CHECKING:
+    from dpsense.tables.engine import TablePlan
+
+__all__ = ["FLOAT_TYPES", "check_exprs", "check_table", "is_nan", "raise_on_flags"]
+
+FLOAT_TYPES: Final = frozenset({"FLOAT", "DOUBLE"})
+
+
+def is_nan(expr: str) -> str:
+    """SQL that is true where the double ``expr`` is NaN.
+
+    ``isnan`` alone is not enough: DuckDB folds it to false on a Parquet column whose
+    statistics are finite, and writers leave NaN out of the statistics (a Parquet file
+    written by Polars or pyarrow with NaN in it would pass the check). ``isfinite`` is
+    evaluated, and NaN is the one double that is neither finite nor infinite."""
+    return f"(isnan({expr}) OR NOT (isfinite({expr}) OR isinf({expr})))"
+
+
+def check_exprs(plan: TablePlan, types: dict[str, str]) -> tuple[list[str], str | None]:
+    """The row tests of the checks, in the order :func:`raise_on_flags` reads their
+    ``bool_or``: a non-numeric entry in the value column (when there is one), then a
+    missing value in a used column (that test last; None when nothing can be missing)."""
+    checks: list[str] = []
+    null_tests: list[str] = []
+    if plan.column is not None:
+        v = quote(plan.column)
+        num = f"TRY_CAST({v} AS DOUBLE)"
+        # infinities are values: clipped to the bounds below, never an error
+        checks.append(f"({v} IS NOT NULL AND {num} IS NULL)")
+        null_tests.append(f"({v} IS NULL OR {is_nan(num)})")
+    for name in (*plan.by, *([plan.unit] if plan.unit else [])):
+        # NaN in a float key is missing too, as pandas' NaN (read as null) is; Polars,
+        # Parquet and CSV ("nan") keep it as NaN
+        nan = f" OR {is_nan(quote(name))}" if types.get(name) in FLOAT_TYPES else ""
+        null_tests.append(f"({quote(name)} IS NULL{nan})")
+    return checks, (" OR ".join(null_tests) if null_tests else None)
+
+
+def check_table(source: TableSource, plan: TablePlan, types: dict[str, str]) -> str:
+    """Raise on bad values (a pass over the table); return the WHERE clause that drops
+    nulls (or 'TRUE')."""
+    checks, any_null = check_exprs(plan, types)
+    if not checks and any_null is None:
+        return "TRUE"
+    tests = [*checks, any_null or "FALSE"]
+    row = source.con.execute(
+        f"SELECT {', '.join(f'bool_or({t})' for t in tests)} FROM {source.view}"
+    ).fetchone()
+    flags = [bool(f) for f in row] if row is not None else []
+    return f"NOT ({any_null})" if raise_on_flags(plan, flags) else "TRUE"
+
+
+def raise_on_flags(plan: TablePlan, flags: list[bool]) -> bool:
+    """The InputError for the value checks of an engine (``flags``: non-numeric entries
+    in the value column when there is one, then missing values, null or NaN, in any used
+    column); True when rows with missing values are to be dropped. Infinities are not
+    checked: they are values, clipped to the bounds like any other outside them. The
+    messages name columns only, never values or counts."""
+    if plan.column is not None and flags[0]:
+        raise InputError(
+            f"The column {plan.column!r} must be numeric, but some entries are not "
+            "numbers. Clean those entries or choose a numeric column."
+        )
+    if not (flags and flags[-1]):
+        return False
+    if plan.nulls != "drop":
+        used = ", ".join(repr(c) for c in (plan.column, *plan.by, plan.unit) if c is not None)
+        raise InputError(
+            f"The columns this release uses ({used}) contain missing values (null or "
+            "NaN, or values that do not fit their schema= type). Pass nulls='drop' "
+            "(--nulls drop) to drop those rows, or clean them."
+        )
+    return True

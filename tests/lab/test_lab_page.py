@@ -1,0 +1,58 @@
+"""The quick lab page in a real browser (headless Chromium through Playwright)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import dpsense as ds
+from dpsense.lab import LabResults
+from tests.pages.browser import OpenedPage, open_page
+
+pytest.importorskip("jinja2")
+pytest.importorskip("matplotlib")
+
+SHOT = os.environ.get("DPSENSE_LAB_SCREENSHOT")
+"""Set to a path to keep the full-page screenshot (to look at it)."""
+
+
+@pytest.fixture(scope="module")
+def quick_lab(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, LabResults]:
+    path = tmp_path_factory.mktemp("lab") / "lab.html"
+    return path, ds.lab(path, quick=True, progress=False)
+
+
+@pytest.fixture(scope="module")
+def opened(quick_lab: tuple[Path, LabResults]) -> Iterator[OpenedPage]:
+    path, _ = quick_lab
+    shot = Path(SHOT) if SHOT else path.with_suffix(".png")
+    with open_page(path, screenshot=shot) as page:
+        yield page
+
+
+def test_no_console_errors(opened: OpenedPage) -> None:
+    assert opened.console_errors == []
+    assert opened.page_errors == []
+
+
+def test_no_request_leaves_the_file(opened: OpenedPage, quick_lab: tuple[Path, LabResults]) -> None:
+    assert opened.outside_requests(quick_lab[0]) == []
+
+
+def test_every_figure_is_drawn(opened: OpenedPage) -> None:
+    figures = opened.drawn_figures()
+    assert len(figures) == 4
+    for width, height in figures:
+        assert width > 300
+        assert height > 150
+
+
+def test_each_finding_is_on_the_page(
+    opened: OpenedPage, quick_lab: tuple[Path, LabResults]
+) -> None:
+    text = " ".join(opened.text().split())
+    for finding in quick_lab[1].findings:
+        assert " ".join(finding.split()) in text

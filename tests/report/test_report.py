@@ -1,0 +1,251 @@
+"""The privacy report: one offline HTML page of a ledger, checked in a real browser."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import dpsense as ds
+from dpsense.cli import main
+from dpsense.methods._release import format_value
+from dpsense.noise.rng import SeededRandom
+from dpsense.report import render_report
+from tests.pages.browser import open_page
+
+pytest.importorskip("jinja2")
+pytest.importorskip("matplotlib")
+
+FIXTURES = Path(__file__).parents[1] / "accounting" / "fixtures"
+SHOT = Path("/tmp/report_shot.png")
+# raw values with at most 6 significant digits (the report's format), far from any
+# released value: found in the page only if a record leaked
+RAW = (101.234, 103.456, 105.678, 194.321, 196.543, 198.765, 199.135)
+REGIONS = ("north", "south", "east", "west")
+
+
+def _table(n: int = 300) -> dict[str, list[Any]]:
+    return {
+        "person": [f"person{i // 3}" for i in range(n)],
+        "region": [REGIONS[i % 4] for i in range(n)],
+        "income": [RAW[i % 7] if i % 10 == 0 else 100.0 + (i * 7.31) % 100 for i in range(n)],
+    }
+
+
+def _ledger(path: Path) -> tuple[list[ds.Release], ds.GroupedRelease]:
+    """A grouped per-person median, a mean and a refused propose-test-release."""
+    acct = ds.Accountant(epsilon=2.0, delta=1e-5, ledger=path)
+    x = _table()
+    grouped = acct.release(
+        x,
+        ds.Median(100, 200, resolution=0.01),
+        column="income",
+        by="region",
+        keys=list(REGIONS),
+        privacy_unit="person",
+        max_rows_per_unit=3,
+        epsilon=0.5,
+        rng=SeededRandom(1),
+        dataset="incomes.csv",
+    )
+    mean = acct.release(
+        x,
+        ds.Mean(100, 200),
+        column="income",
+        privacy_unit="person",
+        max_rows_per_unit=3,
+        epsilon=0.5,
+        rng=SeededRandom(2),
+        dataset="incomes.csv",
+    )
+    refused = acct.release(
+        x,
+        ds.Median(100, 200),
+        column="income",
+        epsilon=0.3,
+        delta=1e-6,
+        method="ptr",
+        bound=0.001,  # far too small for spread data: the test refuses
+        rng=SeededRandom(3),
+        dataset="incomes.csv",
+    )
+    assert isinstance(grouped, ds.GroupedRelease)
+    assert isinstance(mean, ds.Release)
+    assert isinstance(refused, ds.Release)
+    assert refused.refused
+    return [mean, refused], grouped
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_the_report_of_a_ledger_in_a_browser(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ledger = tmp_path / "budget.db"
+    (mean, _), grouped = _ledger(ledger)
+    digest = _digest(ledger)
+    out = tmp_path / "report.html"
+    assert main(["report", str(ledger), "-o", str(out)]) == 0
+    assert "report.html" in capsys.readouterr().out
+    assert _digest(ledger) == digest  # the ledger is only read
+    with open_page(out, screenshot=SHOT) as opened:
+        assert opened.console_errors == []
+        assert opened.page_errors == []
+        assert opened.outside_requests(out) == []
+        figures = opened.drawn_figures()
+        assert len(figures) == 2  # the spending over time, the grouped median
+        assert all(w > 100 and h > 100 for w, h in figures)
+        text = opened.text()
+    shown = [format_value(mean.value)] + [format_value(rel.value) for _, rel in grouped]
+    for value in shown:
+        assert value in text
+    for region in REGIONS:
+        assert region in text
+    assert "refused" in text
+    assert "each person" in text  # the privacy unit, in words
+    assert "adding or removing" in text
+    assert "Approximate differential privacy" in text
+    for raw in RAW:
+        assert f"{raw:g}" not in text
+        assert f"{raw:g}" not in out.read_text()
+
+
+def test_an_in_memory_accountant_has_a_report_too(tmp_path: Path) -> None:
+    acct = ds.Accountant(rho=0.5, delta=1e-6)
+    rel = acct.release(np.array(RAW), ds.Count(), epsilon=0.5, rng=SeededRandom(4))
+    out = ds.report(acct, tmp_path / "r.html")
+    html = out.read_text()
+    assert "in-memory Accountant" in html
+    assert f"count = {format_value(rel.value)}" in html
+    assert "Zero-concentrated differential privacy" in html
+    assert "of the total rho is spent" in html  # rhos add up; their epsilons do not
+    assert "<script" not in html  # nothing runs in the page
+
+
+def test_labels_are_escaped(tmp_path: Path) -> None:
+    acct = ds.Accountant(epsilon=1.0)
+    acct.release(np.array(RAW), ds.Count(), epsilon=0.5, dataset="<script>alert(1)</script>")
+    html = render_report(acct)
+    assert "<script>alert(1)</script>" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+
+
+def test_a_ledger_written_before_the_release_log_has_a_report(tmp_path: Path) -> None:
+    ledger = tmp_path / "v2.db"
+    shutil.copyfile(FIXTURES / "ledger_v2_basic.db", ledger)
+    digest = _digest(ledger)
+    html = render_report(ledger)
+    assert "before the release log" in html
+    assert "No answer was recorded" in html  # the direct charge
+    assert _digest(ledger) == digest  # reading neither migrates nor writes
+
+
+@pytest.mark.parametrize(
+    ("case", "fragment"),
+    [
+        ("missing", "No ledger file"),
+        ("corrupt", "not a dpsense ledger"),
+        ("folder", "does not exist"),
+        ("directory", "is a folder"),
+    ],
+)
+def test_bad_ledgers_and_outputs_exit_2_with_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], case: str, fragment: str
+) -> None:
+    ledger, out = tmp_path / "budget.db", tmp_path / "report.html"
+    if case != "missing":
+        ds.Accountant(epsilon=1.0, ledger=ledger)
+    if case == "corrupt":
+        ledger.write_bytes(b"not a database at all" * 100)
+    if case == "folder":
+        out = tmp_path / "nope" / "report.html"
+    if case == "directory":
+        out = tmp_path
+    assert main(["report", str(ledger), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert fragment in err
+    assert "Traceback" not in err
+    assert not (tmp_path / "report.html").exists()
+
+
+def test_one_charge_of_several_named_statistics_shows_each(tmp_path: Path) -> None:
+    """The hook for a query: one charge, its outputs built by outputs_of from a mapping."""
+    from dpsense.accounting import Ledger
+    from dpsense.accounting.release_log import outputs_of
+
+    path = tmp_path / "q.db"
+    ledger = Ledger.create(path, epsilon=1.0)
+    x = _table()
+    mean = ds.release(np.array(RAW), ds.Count(), epsilon=0.25, rng=SeededRandom(1))
+    grouped = ds.release(
+        x, ds.Count(), by="region", keys=list(REGIONS), epsilon=0.25, rng=SeededRandom(2)
+    )
+    charge = ledger.charge(0.5, statistic="query", method="query")
+    outputs = outputs_of({"people": mean, "per_region": grouped}, column={"people": None})
+    ledger.record_outcome(charge, refused=False, outputs=outputs)
+    html = render_report(path)
+    assert "people (count)" in html
+    assert "per_region (count) by region" in html
+    assert html.count("<svg") == 2  # the spending chart and the grouped count
+    for _, rel in grouped:
+        assert f"<td>{format_value(rel.value)}</td>" in html
+    # a query through the Accountant: one charge, every statistic on the page
+    acct = ds.Accountant(ledger=path)
+    res = acct.release(
+        x,
+        {"n": ds.Count(), "mid": ("income", ds.Median(100, 200))},
+        by="region",
+        keys=list(REGIONS),
+        privacy_unit="person",
+        max_rows_per_unit=3,
+        epsilon=0.5,
+        rng=SeededRandom(3),
+        where="income > 100",
+    )
+    html = render_report(path)
+    assert "#2 n (count) by region and 1 more" in html
+    assert "mid (median) of income by region" in html
+    assert "where <code>income &gt; 100</code>" in html
+    for name in ("n", "mid"):
+        for _, rel in res[name]:
+            assert f"<td>{format_value(rel.value)}</td>" in html
+
+
+def test_the_guarantee_in_words() -> None:
+    from dpsense.report.model import guarantee_words
+
+    person = {"kind": "pure", "neighbours": "add-remove", "privacy_unit": "person"}
+    person |= {"max_rows_per_unit": 3, "max_groups_per_unit": 2}
+    alone = guarantee_words(person, 0.5, 0.0, None)
+    assert "each person" in alone
+    assert "at most 3 rows;" in alone  # no groups in an ungrouped release
+    assert "Pure differential privacy, epsilon = 0.5" in alone
+    assert "1.65 times" in alone  # e^0.5
+    grouped = guarantee_words(person, 0.5, 0.0, None, grouped=True)
+    assert "at most 3 rows per group and to at most 2 groups" in grouped
+    row = {"kind": "approximate", "neighbours": "substitute", "privacy_unit": None}
+    words = guarantee_words(row, 1.0, 1e-6, None)
+    assert "each row of the data" in words
+    assert "number of rows is treated as public" in words
+    assert "except with probability at most 1e-06" in words
+    zcdp = guarantee_words({"kind": "zcdp", "neighbours": "add-remove"}, 1.0, 0.0, 0.125)
+    assert "Zero-concentrated differential privacy with rho = 0.125" in zcdp
+
+
+def test_a_ledger_object_works_and_other_sources_are_refused(tmp_path: Path) -> None:
+    from dpsense.accounting import Ledger
+
+    path = tmp_path / "l.db"
+    ds.Accountant(epsilon=1.0, ledger=path).release(
+        np.array(RAW), ds.Count(), epsilon=0.5, rng=SeededRandom(1)
+    )
+    assert "count = " in render_report(Ledger.open(path))
+    with pytest.raises(ds.InputError, match="ledger path, a Ledger or an Accountant"):
+        render_report(42)
