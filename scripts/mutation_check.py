@@ -172,7 +172,12 @@ MUTANTS = (
         "pure-rho-charge",
         "under a rho budget, private partition selection charged as pure rho (its delta dropped)",
         "src/dpsense/tables/zcdp.py",
-        (("        approx = amount(dlt_sel)\n", "        approx = Fraction(0)\n"),),
+        (
+            (
+                "    return Fraction(groups) / (2 * scale * scale), amount(dlt_sel)\n",
+                "    return Fraction(groups) / (2 * scale * scale), Fraction(0)\n",
+            ),
+        ),
         ("tests/accounting/test_zcdp_budget.py", "tests/tables/test_zcdp.py"),
     ),
     Mutant(
@@ -197,12 +202,11 @@ MUTANTS = (
     Mutant(
         "inf-is-an-error-in-tables",
         "an infinite value in a table column is an error instead of being clipped",
-        "src/dpsense/tables/engine.py",
+        "src/dpsense/tables/checks.py",
         (
             (
-                '        checks.append(f"bool_or({v} IS NOT NULL AND {num} IS NULL)")\n',
-                '        checks.append(f"bool_or(({v} IS NOT NULL AND {num} IS NULL)"\n'
-                '                      f" OR isinf({num}))")\n',
+                '        checks.append(f"({v} IS NOT NULL AND {num} IS NULL)")\n',
+                '        checks.append(f"(({v} IS NOT NULL AND {num} IS NULL) OR isinf({num}))")\n',
             ),
         ),
         ("tests/tables/test_infinities.py",),
