@@ -26,12 +26,8 @@ from dpsense.cli.demo_cmd import DEMO_EXAMPLES, demo
 from dpsense.cli.explore_cmd import EXPLORE_EXAMPLES, explore
 from dpsense.cli.lab_cmd import LAB_EXAMPLES, lab_command
 from dpsense.cli.messages import cli_speak, option_names, repeated_option
-from dpsense.cli.release_cmd import (
-    RATIO_EXAMPLES,
-    RELEASE_EXAMPLES,
-    ratio_command,
-    release_command,
-)
+from dpsense.cli.ratio_cmd import RATIO_EXAMPLES, ratio_command
+from dpsense.cli.release_cmd import RELEASE_EXAMPLES, release_command
 from dpsense.cli.report_cmd import REPORT_EXAMPLES, report_command
 from dpsense.cli.sql_cmd import SQL_EXAMPLES, sql_command
 from dpsense.errors import BudgetExceededError, DPSenseError

@@ -24,11 +24,10 @@ from dpsense.cli.tables_io import (
     shown_value,
     write_output,
 )
-from dpsense.data import load_column, load_indicator
+from dpsense.data import load_column
 from dpsense.errors import InputError
 from dpsense.methods import Release
 from dpsense.methods.global_sensitivity import output_range
-from dpsense.methods.ratio import private_ratio
 from dpsense.methods.sample_aggregate import sample_and_aggregate
 from dpsense.noise import SeededRandomnessWarning
 from dpsense.release import METHODS, release
@@ -37,7 +36,7 @@ from dpsense.tables import GroupedRelease
 from dpsense.tables.grouped import ACCURACY_ALPHA
 from dpsense.tables.schema import parquet_column_type, parse_schema_items, schema_resolution
 
-__all__ = ["CLI_METHODS", "ratio_command", "release_command"]
+__all__ = ["CLI_METHODS", "release_command"]
 
 RELEASE_EXAMPLES = (
     "Examples:\n\n\b\n"
@@ -46,13 +45,6 @@ RELEASE_EXAMPLES = (
     "      --lower 0 --upper 100 --epsilon 1\n"
     "  dpsense release panel.csv -c hours -s median --bounds private --epsilon 1 \\\n"
     "      --by year --keys year=2015,2016,2017 --privacy-unit person --ledger budget.db\n"
-)
-"""The examples that end ``--help``."""
-
-RATIO_EXAMPLES = (
-    "Examples:\n\n\b\n"
-    "  dpsense ratio users.csv --numerator clicked --epsilon 1\n"
-    "  dpsense ratio users.csv --numerator bought --denominator visited --epsilon 0.5 --json\n"
 )
 """The examples that end ``--help``."""
 
@@ -475,55 +467,3 @@ def release_command(
         emit_grouped(result, json_output, column)
         return
     _emit(result, json_output, column)
-
-
-def ratio_command(
-    data: Annotated[Path, typer.Argument(help="A CSV file with one row per user.")],
-    numerator: Annotated[
-        str,
-        typer.Option(help="Column of 0/1 (or yes/no, true/false) contributions to a."),
-    ],
-    epsilon: EpsilonOpt,
-    denominator: Annotated[
-        str | None,
-        typer.Option(help="Column of 0/1 contributions to b (default: every user counts)."),
-    ] = None,
-    delta: Annotated[float, typer.Option(help="Privacy parameter delta (local-bound).")] = 0.0,
-    method: Annotated[str, typer.Option(help="ksw, naive or local-bound.")] = "ksw",
-    neighbours: NeighboursOpt = "add-remove",
-    bound_fraction: Annotated[
-        float | None, typer.Option(help="local-bound: share of epsilon for the bound (0.1).")
-    ] = None,
-    seed: SeedOpt = None,
-    ledger: LedgerOpt = None,
-    dataset: DatasetOpt = None,
-    json_output: JsonOpt = False,
-) -> None:
-    """Release the ratio a/b of user contributions (Kulesza, Suresh and Wang 2024).
-
-    The columns hold 0/1 (or yes/no, true/false) per user.
-    """
-    a = load_indicator(data, numerator)
-    b = load_indicator(data, denominator) if denominator is not None else None
-    options: dict[str, Any] = {}
-    if bound_fraction is not None:
-        options["bound_fraction"] = bound_fraction
-    accountant = _accountant(ledger)
-    ratio_run: Any = private_ratio
-    if accountant is not None:
-        ratio_run = functools.partial(
-            accountant.private_ratio, dataset=dataset if dataset is not None else data.name
-        )
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", SeededRandomnessWarning)  # the receipt says so
-        result = ratio_run(
-            a,
-            b if b is not None else [1.0] * len(a),
-            epsilon=epsilon,
-            delta=delta,
-            method=method,
-            neighbours=neighbours,
-            rng=seed,
-            **options,
-        )
-    _emit(result, json_output, numerator)
