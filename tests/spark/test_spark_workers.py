@@ -13,7 +13,7 @@ import pyarrow as pa
 import pytest
 
 from dpsense.errors import InputError
-from dpsense.tables import spark as spark_engine
+from dpsense.tables import spark_workers
 from dpsense.tables.engine import keyed_hash
 
 pytestmark = pytest.mark.spark
@@ -49,7 +49,7 @@ def test_the_executors_hash_is_duckdbs_keyed_hash_and_needs_no_dpsense(tmp_path:
     from pyspark import cloudpickle
 
     frame = _Frame()
-    spark_engine._with_keyed_hash(frame, "hr", keyed_hash(77, "v"), ["u", "v"])
+    spark_workers._with_keyed_hash(frame, "hr", keyed_hash(77, "v"), ["u", "v"])
     payload = cloudpickle.dumps(frame.fn)  # what an executor receives
     fn = cloudpickle.loads(payload)
     out = next(iter(fn(iter([_batch()]))))
@@ -74,11 +74,11 @@ def test_the_executors_hash_is_duckdbs_keyed_hash_and_needs_no_dpsense(tmp_path:
 def test_an_executor_with_another_duckdb_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     frame = _Frame()
     monkeypatch.setattr(duckdb, "__version__", "0.0.1")  # the driver's, at build time
-    spark_engine._with_keyed_hash(frame, "hr", keyed_hash(1, "v"), ["u", "v"])
+    spark_workers._with_keyed_hash(frame, "hr", keyed_hash(1, "v"), ["u", "v"])
     monkeypatch.undo()
-    with pytest.raises(RuntimeError, match=spark_engine._VERSION_MARK) as raised:
+    with pytest.raises(RuntimeError, match=spark_workers._VERSION_MARK) as raised:
         list(frame.fn(iter([_batch()])))
-    error = spark_engine._worker_error(raised.value)
+    error = spark_workers._worker_error(raised.value)
     assert isinstance(error, InputError)
     assert "DuckDB version" in str(error)
 
@@ -93,7 +93,7 @@ def test_an_executor_with_another_duckdb_is_refused(monkeypatch: pytest.MonkeyPa
     ],
 )
 def test_worker_errors_name_what_is_missing(text: str, expected: str | None) -> None:
-    error = spark_engine._worker_error(RuntimeError(text))
+    error = spark_workers._worker_error(RuntimeError(text))
     if expected is None:
         assert error is None
     else:
