@@ -15,7 +15,7 @@ from dpsense.tables import spark as spark_engine
 from dpsense.tables import spark_hash
 from dpsense.tables.engine import TablePlan
 from tests.spark.conftest import to_spark
-from tests.tables.test_bounding_definition import SALT, _brute_force
+from tests.tables.test_bounding_definition import SALT, _brute_force, people_frame
 from tests.tables.test_hard_table_parity import GROUPS, _release
 from tests.tables.test_hard_table_parity import hard as hard
 
@@ -69,15 +69,7 @@ def test_the_limbs_multiply_modulo_two_to_the_64(spark: Any) -> None:
 
 @pytest.fixture(scope="module")
 def people() -> Any:
-    rng = np.random.default_rng(8)
-    n = 5000
-    return pd.DataFrame(
-        {
-            "person": rng.integers(0, 400, n),
-            "g": rng.integers(0, 6, n),
-            "v": np.round(rng.gamma(2.0, 10.0, n), 1),
-        }
-    )
+    return people_frame()
 
 
 @pytest.mark.parametrize("native", [True, False])

@@ -19,8 +19,8 @@ duckdb = pytest.importorskip("duckdb")
 SALT = (1234567, 7654321)
 
 
-@pytest.fixture(scope="module")
-def frame() -> Any:
+def people_frame() -> Any:
+    """5,000 rows of 400 people over 6 groups (shared with the Spark bounding test)."""
     rng = np.random.default_rng(8)
     n = 5000
     return pd.DataFrame(
@@ -30,6 +30,11 @@ def frame() -> Any:
             "v": np.round(rng.gamma(2.0, 10.0, n), 1),
         }
     )
+
+
+@pytest.fixture(scope="module")
+def frame() -> Any:
+    return people_frame()
 
 
 def _brute_force(frame: Any, keys: list[int], m: int, g: int) -> dict[int, list[float]]:
