@@ -20,7 +20,7 @@ from dpsense.methods.ksw import _QUANTA
 from dpsense.noise.rng import SeededRandom
 from dpsense.statistics._exact import RecordGrid
 from dpsense.statistics._grid import PowerOfTwoGrid
-from dpsense.tables import duck_groups, engine
+from dpsense.tables import duck_groups, held_scan
 from dpsense.tables.duck_groups import DuckGroups, rint_sql
 
 pd = pytest.importorskip("pandas")
@@ -43,8 +43,8 @@ def table() -> Any:
 def held(monkeypatch: pytest.MonkeyPatch) -> list[DuckGroups]:
     """Every group of more than 100 rows is held; every DuckGroups made is listed."""
     made: list[DuckGroups] = []
-    monkeypatch.setattr(engine, "HOLD_ROWS", 100)
-    monkeypatch.setattr(engine, "HOLD_DISTINCT", 0)
+    monkeypatch.setattr(held_scan, "HOLD_ROWS", 100)
+    monkeypatch.setattr(held_scan, "HOLD_DISTINCT", 0)
     original = DuckGroups.__init__
 
     def spy(self: DuckGroups, *args: Any) -> None:
@@ -64,6 +64,9 @@ def _rows(result: Any) -> Any:
 STATS = {
     "median": (ds.Median(0.0, 100.0), {}),
     "quantile": (ds.Quantile(0.9, 0.0, 100.0), {}),
+    # the target rank inside the run of values clipped to a bound (about 25 and 58 here)
+    "median-clipped-low": (ds.Median(30.0, 100.0), {}),
+    "quantile-clipped-high": (ds.Quantile(0.9, 0.0, 50.0), {}),
     "sum": (ds.Sum(0.0, 80.0), {}),  # bounds that clip
     "mean-ksw": (ds.Mean(0.0, 100.0), {}),
     "mean-global": (ds.Mean(20.0, 70.0), {"method": "global"}),
@@ -86,7 +89,10 @@ def test_held_groups_release_what_the_histogram_path_releases(
     assert all(len(h.sizes) >= 1 for h in held)
     if not isinstance(statistic, ds.Quantile):  # the sums came with the first pass
         assert all(h.queries == 0 for h in held)
-    monkeypatch.setattr(engine, "HOLD_ROWS", 10**12)  # the histogram path
+    else:  # the brackets held every window, clipped runs at a bound included
+        assert all(h.fallbacks == 0 for h in held)
+    monkeypatch.setattr(held_scan, "HOLD_ROWS", 10**12)  # the histogram path
+    monkeypatch.setattr(held_scan, "HOLD_SUM_ROWS", 10**12)
     want = [_rows(ds.release(table, statistic, rng=seed, **kwargs)) for seed in range(6)]
     assert got == want
     assert len(held) == 6  # no group held the second time
@@ -102,7 +108,8 @@ def test_methods_that_read_every_record_still_match(
     ]
     kwargs: dict[str, Any] = {"column": "v", "epsilon": 1.0, "by": "g", "keys": [0, 1, 2]}
     got = [_rows(ds.release(table, s, rng=9, **kwargs, **extra)) for s, extra in cases]
-    monkeypatch.setattr(engine, "HOLD_ROWS", 10**12)
+    monkeypatch.setattr(held_scan, "HOLD_ROWS", 10**12)
+    monkeypatch.setattr(held_scan, "HOLD_SUM_ROWS", 10**12)
     want = [_rows(ds.release(table, s, rng=9, **kwargs, **extra)) for s, extra in cases]
     assert got == want
 
@@ -260,3 +267,50 @@ def test_the_checks_in_the_first_pass_see_rows_outside_the_keys(table: Any, stat
         ds.release(bad, statistic, rng=1, **kwargs)
     got = ds.release(bad, statistic, rng=1, nulls="drop", **kwargs)
     assert _rows(got) == _rows(ds.release(bad.dropna(), statistic, rng=1, **kwargs))
+
+
+@pytest.mark.parametrize("sample", ["engine", "all", "distinct-once", "run-misplaced"])
+def test_windows_read_from_raw_values_equal_the_clipped_arrays(sample: str) -> None:
+    """The window pass filters the raw (unclipped) values: a bracket end at a bound must
+    take the whole run of values clipped to it. About 31% of the values lie below -0.5
+    and 31% above 0.5; the levels put the window inside each run, at its edge and
+    between. Samples may misjudge the runs: "distinct-once" counts each value once,
+    "run-misplaced" gives the run at the lower bound one copy and its mass to the next
+    value, so that a bracket just above the run starts at the bound itself."""
+    rng = np.random.default_rng(8)
+    x = np.round(rng.normal(0.0, 1.0, 20000), 4)
+    lower, upper = -0.5, 0.5
+    x[:5], x[5:10] = lower, upper  # raw values at the bounds themselves
+    c = np.clip(x, lower, upper)
+    con = duckdb.connect()
+    con.register("xs", pd.DataFrame({"gid": np.zeros(x.shape[0], dtype=np.int64), "x": x}))
+    con.execute("CREATE TABLE t AS SELECT * FROM xs")
+    if sample == "engine":
+        got = con.execute(f"SELECT x FROM t WHERE {duck_groups.sample_test('x')}").fetchnumpy()
+        values, counts = np.unique(np.clip(got["x"], lower, upper), return_counts=True)
+    elif sample == "all":
+        values, counts = np.unique(c, return_counts=True)
+    elif sample == "distinct-once":
+        values = np.unique(c)
+        counts = np.ones(values.shape[0], dtype=np.int64)
+    else:
+        values, counts = np.unique(c, return_counts=True)
+        counts[1] += counts[0] - 1
+        counts[0] = 1
+    clipped = f"SELECT gid, greatest(least(x, {upper}), {lower}) AS v FROM t"
+    raw = duck_groups.RawRows("SELECT gid, x FROM t", ("gid",), None, lower, upper)
+    groups = DuckGroups(con, clipped, {0: int(x.shape[0])}, {0: (values, counts)}, raw)
+    below = int(np.count_nonzero(c == lower))
+    n = x.shape[0]
+    edges = (below + 3, below + 30, n - below - 4, n - below - 31)  # a window starts at an edge
+    for rank in (below - 300, below - 3, below, below + 40, n // 2, n - below - 5, *edges):
+        for w in (3, 30):
+            num, den = rank, n
+            want = ArrayRecords(c.copy()).quantile_window(num, den, w)
+            got_w = groups.group(0).quantile_window(num, den, w)
+            assert (got_w is None) == (want is None)
+            if want is None or got_w is None:
+                continue
+            assert np.array_equal(got_w[0], want[0]), (rank, w)
+            assert np.array_equal(got_w[1], want[1]), (rank, w)
+            assert got_w[2:] == want[2:], (rank, w)

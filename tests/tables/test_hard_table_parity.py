@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import dpsense as ds
-from dpsense.tables import engine
+from dpsense.tables import duck_groups, held_scan
 
 pd = pytest.importorskip("pandas")
 duckdb = pytest.importorskip("duckdb")
@@ -79,18 +79,20 @@ def test_held_groups_release_the_same_as_every_value_in_python(
     hard: tuple[Path, Any], stat: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path, _ = hard
-    monkeypatch.setattr(engine, "HOLD_ROWS", 10**12)
+    monkeypatch.setattr(held_scan, "HOLD_ROWS", 10**12)
+    monkeypatch.setattr(held_scan, "HOLD_SUM_ROWS", 10**12)
     want = _release(path, stat, False)
-    monkeypatch.setattr(engine, "HOLD_ROWS", 500)  # every group (about 2000 rows) held
-    monkeypatch.setattr(engine, "HOLD_DISTINCT", 0)
+    monkeypatch.setattr(held_scan, "HOLD_ROWS", 500)  # every group (about 2000 rows) held
+    monkeypatch.setattr(held_scan, "HOLD_SUM_ROWS", 500)
+    monkeypatch.setattr(held_scan, "HOLD_DISTINCT", 0)
     made: list[Any] = []
-    original = engine.DuckGroups.__init__
+    original = duck_groups.DuckGroups.__init__
 
     def spy(self: Any, *args: Any) -> None:
         original(self, *args)
         made.append(self)
 
-    monkeypatch.setattr(engine.DuckGroups, "__init__", spy)
+    monkeypatch.setattr(duck_groups.DuckGroups, "__init__", spy)
     assert _release(path, stat, False) == want
     assert len(made) == 1
     assert len(made[0].sizes) == GROUPS

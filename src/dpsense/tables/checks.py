@@ -3,7 +3,7 @@
 A release raises on non-numeric entries in the value column, and on missing values (null
 or NaN) in any column it uses unless ``nulls="drop"``, which drops those rows. The checks
 are row expressions: :func:`check_table` aggregates them in a pass of their own, and the
-engine's held path (``engine._held_table``) aggregates them inside its first pass instead,
+engine's held path (``held_scan``) reads them from aggregates of its first pass instead,
 redoing that pass with the null rows dropped only when the table has some.
 """
 
@@ -17,9 +17,30 @@ from dpsense.tables.source import TableSource, quote
 if TYPE_CHECKING:
     from dpsense.tables.engine import TablePlan
 
-__all__ = ["FLOAT_TYPES", "check_exprs", "check_table", "is_nan", "raise_on_flags"]
+__all__ = [
+    "FLOAT_TYPES",
+    "check_exprs",
+    "check_table",
+    "exact_numeric",
+    "is_nan",
+    "raise_on_flags",
+]
 
 FLOAT_TYPES: Final = frozenset({"FLOAT", "DOUBLE"})
+_INTEGERS: Final = frozenset(
+    {
+        "TINYINT",
+        "SMALLINT",
+        "INTEGER",
+        "BIGINT",
+        "HUGEINT",
+        "UTINYINT",
+        "USMALLINT",
+        "UINTEGER",
+        "UBIGINT",
+        "UHUGEINT",
+    }
+)
 
 
 def is_nan(expr: str) -> str:
@@ -32,18 +53,28 @@ def is_nan(expr: str) -> str:
     return f"(isnan({expr}) OR NOT (isfinite({expr}) OR isinf({expr})))"
 
 
+def exact_numeric(sql_type: str) -> bool:
+    """Integer and decimal types: every entry is a number, never NaN."""
+    return sql_type in _INTEGERS or sql_type.startswith("DECIMAL")
+
+
 def check_exprs(plan: TablePlan, types: dict[str, str]) -> tuple[list[str], str | None]:
     """The row tests of the checks, in the order :func:`raise_on_flags` reads their
     ``bool_or``: a non-numeric entry in the value column (when there is one), then a
-    missing value in a used column (that test last; None when nothing can be missing)."""
+    missing value in a used column (that test last; None when nothing can be missing).
+    The column's type drops the tests that cannot hold: a number column has no
+    non-numeric entries, an integer or decimal one no NaN."""
     checks: list[str] = []
     null_tests: list[str] = []
     if plan.column is not None:
         v = quote(plan.column)
-        num = f"TRY_CAST({v} AS DOUBLE)"
+        sql_type = types.get(plan.column, "")
+        num = v if sql_type == "DOUBLE" else f"TRY_CAST({v} AS DOUBLE)"
         # infinities are values: clipped to the bounds below, never an error
-        checks.append(f"({v} IS NOT NULL AND {num} IS NULL)")
-        null_tests.append(f"({v} IS NULL OR {is_nan(num)})")
+        numeric = sql_type in FLOAT_TYPES or exact_numeric(sql_type)
+        checks.append("FALSE" if numeric else f"({v} IS NOT NULL AND {num} IS NULL)")
+        nan = "" if exact_numeric(sql_type) else f" OR {is_nan(num)}"
+        null_tests.append(f"({v} IS NULL{nan})")
     for name in (*plan.by, *([plan.unit] if plan.unit else [])):
         # NaN in a float key is missing too, as pandas' NaN (read as null) is; Polars,
         # Parquet and CSV ("nan") keep it as NaN

@@ -29,6 +29,7 @@ the same seed; the sample and the brackets decide only the running time.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, Final
 
 import numpy as np
@@ -43,6 +44,7 @@ __all__ = [
     "SAMPLE_MOD",
     "DuckGroup",
     "DuckGroups",
+    "RawRows",
     "grid_sum_sql",
     "quanta_sum_sql",
     "rint_sql",
@@ -60,6 +62,9 @@ SAMPLE_MOD: Final = 32
 
 _PAD: Final = 256
 """Ranks beyond the window each side that leave DuckDB (room for the neighbours' ties)."""
+_WHOLE_ROWS: Final = 1 << 21
+"""Brackets of more rows than this in all (estimated) are sorted and sliced in DuckDB;
+smaller ones leave whole (16 MB at most) and are sorted in numpy."""
 
 F64 = NDArray[np.float64]
 I64 = NDArray[np.int64]
@@ -105,22 +110,35 @@ def window_rows(c: I64, lo: int, hi: int) -> NDArray[np.bool_]:
     return np.asarray(core | pred | succ, dtype=np.bool_)
 
 
-def grid_sum_sql(grid: RecordGrid) -> tuple[tuple[Any, ...], str]:
-    """The cache key and the SQL of ``grid.integers(v)`` (numpy's rint, then clamped)."""
+def _clip_sql(v: str, lower: float | None, upper: float | None) -> str:
+    if lower is None or upper is None:
+        return v
+    return f"greatest(least({v}, {upper!r}::DOUBLE), {lower!r}::DOUBLE)"
+
+
+def grid_sum_sql(
+    grid: RecordGrid, lower: float | None, upper: float | None, v: str = "v"
+) -> tuple[tuple[Any, ...], str]:
+    """The cache key and the SQL of ``grid.integers(clip(v, lower, upper))`` (numpy's rint,
+    then clamped); ``v`` may be the raw value (the clip is idempotent on clipped ones)."""
     # clamping to the integers k_low..k_high before rounding equals clamping after
     # (rint is monotone and keeps integers), and keeps the cast within BIGINT
-    k = f"(v - {grid.centre!r}::DOUBLE) / {grid.grid!r}::DOUBLE"
+    k = f"({_clip_sql(v, lower, upper)} - {grid.centre!r}::DOUBLE) / {grid.grid!r}::DOUBLE"
     lo, hi = f"{float(grid.k_low)!r}::DOUBLE", f"{float(grid.k_high)!r}::DOUBLE"
     k = rint_sql(f"least(greatest({k}, {lo}), {hi})")
     return ("grid", grid.centre, grid.grid, grid.k_low, grid.k_high), k
 
 
-def quanta_sum_sql(lower: float, upper: float, quanta: int) -> tuple[tuple[Any, ...], str]:
+def quanta_sum_sql(
+    lower: float, upper: float, quanta: int, v: str = "v"
+) -> tuple[tuple[Any, ...], str]:
     """The cache key and the SQL of ``rint(clip((clip(v, l, u) - l) / (u - l), 0, 1) *
     quanta)``, as ``methods.ksw.unit_sums`` computes it in numpy."""
-    v = f"greatest(least(v, {upper!r}::DOUBLE), {lower!r}::DOUBLE)"
-    unit = f"(({v}) - {lower!r}::DOUBLE) / {upper - lower!r}::DOUBLE"
-    unit = f"greatest(least({unit}, 1.0::DOUBLE), 0.0::DOUBLE)"
+    unit = f"({_clip_sql(v, lower, upper)} - {lower!r}::DOUBLE) / {upper - lower!r}::DOUBLE"
+    if not math.isfinite(upper - lower):
+        # with u - l finite the quotient of two correctly rounded differences, the first
+        # at most the second, lies in [0, 1] already and the outer clip is a no-op
+        unit = f"greatest(least({unit}, 1.0::DOUBLE), 0.0::DOUBLE)"
     return (
         "quanta",
         lower,
@@ -129,9 +147,39 @@ def quanta_sum_sql(lower: float, upper: float, quanta: int) -> tuple[tuple[Any, 
     ), rint_sql(f"{unit} * {float(quanta)!r}::DOUBLE")
 
 
+@dataclass(frozen=True)
+class RawRows:
+    """Where the window pass reads the rows: ``sql`` yields the group columns ``on`` and
+    ``x``, the value before clipping to ``[lower, upper]``; ``keys`` is SQL mapping those
+    group columns to ``gid`` (None when ``on`` is ``("gid",)`` itself). Conditions on the
+    raw value select the rows whose clipped value lies in a bracket, so DuckDB filters the
+    column as it reads it and the clip happens on the few rows that leave it."""
+
+    sql: str
+    on: tuple[str, ...]
+    keys: str | None
+    lower: float | None
+    upper: float | None
+
+    def threshold(self, a: float, side: str) -> float:
+        """The raw-value threshold of the clipped-value condition ``v >= a`` (``side``
+        "low") or ``v <= a`` ("high"): the same rows, as clipping is monotone and a bracket
+        end lies in [lower, upper]."""
+        if side == "low":
+            return -math.inf if self.lower is not None and a <= self.lower else a
+        return math.inf if self.upper is not None and a >= self.upper else a
+
+    def clip(self, x: F64) -> F64:
+        if self.lower is None or self.upper is None:
+            return x
+        return np.minimum(np.maximum(x, self.lower), self.upper)
+
+
 class DuckGroups:
-    """The large groups of one release, answered from ``stage`` (SQL yielding the bounded,
-    clipped rows as ``gid, v``) on the release's DuckDB cursor."""
+    """The large groups of one release (or of several statistics of one query on the same
+    column and bounds), answered from ``stage`` (SQL yielding the bounded, clipped rows as
+    ``gid, v``) on the release's DuckDB cursor; the window pass reads ``raw`` (default:
+    ``stage`` itself)."""
 
     def __init__(
         self,
@@ -139,14 +187,24 @@ class DuckGroups:
         stage: str,
         sizes: dict[int, int],
         samples: dict[int, tuple[F64, I64]],
+        raw: RawRows | None = None,
+        hints: tuple[tuple[int, int], ...] = (),
+        bounds: tuple[float, float] | None = None,
     ) -> None:
         self.con = con
         self.stage = stage
         self.sizes = sizes
         self.samples = samples
         """Each group's value-hash sample: sorted distinct values and their counts."""
+        self.raw = raw or RawRows(f"SELECT gid, v AS x FROM ({stage})", ("gid",), None, None, None)
+        self.hints = hints
+        """Other quantile levels (num, den) the release or its query will ask windows of:
+        their brackets are fetched in the same pass (speed only)."""
+        self.bounds = bounds
         self._loaded = False
         self._windows: dict[tuple[int, int, int], dict[int, Any]] = {}
+        self._brackets: dict[int, list[tuple[int, F64]]] = {}
+        """Fetched whole brackets per group: (rows below, sorted clipped rows inside)."""
         self._sums: dict[tuple[Any, ...], dict[int, int]] = {}
         self.queries = 0
         """Queries run for the windows, counts and sums (for tests and benchmarks)."""
@@ -161,7 +219,8 @@ class DuckGroups:
 
     def window(self, gid: int, num: int, den: int, w: int) -> tuple[F64, I64, int, int] | None:
         """The window of ``window_ranks`` of group ``gid``; one query computes it for every
-        held group at once (same level and width, each with its own n)."""
+        held group at once (same level and width, each with its own n), with the brackets
+        of the hinted levels."""
         key = (num, den, w)
         if key not in self._windows:
             self._windows[key] = self._all_windows(num, den, w)
@@ -170,7 +229,7 @@ class DuckGroups:
     def _bracket(self, gid: int, lo: int, hi: int, w: int) -> tuple[float, float]:
         """Values a <= x_(lo) and b >= x_(hi) from the group's sample, with a margin of
         several standard deviations of the sample's rank estimate (speed only)."""
-        values, counts = self.samples[gid]
+        values, counts = self.samples.get(gid, (np.zeros(0), np.zeros(0, dtype=np.int64)))
         n = self.sizes[gid]
         total = int(counts.sum())
         if total == 0:
@@ -185,73 +244,107 @@ class DuckGroups:
         b = float(values[j]) if j < values.shape[0] else math.inf
         return a, b
 
+    def _from_cache(self, gid: int, lo: int, hi: int) -> Any:
+        for below, inside in self._brackets.get(gid, ()):
+            got = _window_of(self.sizes[gid], below, inside.shape[0], 0, inside, lo, hi)
+            if got is not None:
+                return got
+        return None
+
     def _all_windows(self, num: int, den: int, w: int) -> dict[int, Any]:
         ranks = {
             g: r for g, n in self.sizes.items() if (r := window_ranks(n, num, den, w)) is not None
         }
-        if not ranks:
-            return {}
-        rows = [(g, lo, hi, *self._bracket(g, lo, hi, w)) for g, (lo, hi) in ranks.items()]
-        self.con.register(
-            "dpsense_br_obj",
-            {
-                "gid": np.array([r[0] for r in rows], dtype=np.int64),
-                "lo": np.array([r[1] for r in rows], dtype=np.int64),
-                "hi": np.array([r[2] for r in rows], dtype=np.int64),
-                "a": np.array([r[3] for r in rows], dtype=np.float64),
-                "b": np.array([r[4] for r in rows], dtype=np.float64),
-            },
-        )
-        self.con.execute("CREATE OR REPLACE TEMP TABLE dpsense_br AS SELECT * FROM dpsense_br_obj")
-        self.con.unregister("dpsense_br_obj")
-        # one pass: per group, the rows below its bracket and the sorted rows inside it
-        # (a list aggregate: several times cheaper than a GROUP BY over the values), of
-        # which only a slice around the window ranks leaves DuckDB
-        pad = int(w) + _PAD
-        got = self.con.execute(
-            "WITH b AS (SELECT s.gid, count(*) FILTER (WHERE s.v < r.a)::BIGINT AS below, "
-            "list_sort(list(s.v) FILTER (WHERE s.v >= r.a AND s.v <= r.b)) AS inside "
-            f"FROM ({self.stage}) s JOIN dpsense_br r USING (gid) GROUP BY s.gid) "
-            f"SELECT b.gid, b.below, len(b.inside)::BIGINT AS m, "
-            f"greatest(r.lo - b.below - {pad}, 0)::BIGINT AS s0, "
-            f"list_slice(b.inside, greatest(r.lo - b.below - {pad}, 0) + 1, "
-            f"r.hi - b.below + 1 + {pad}) AS part FROM b JOIN dpsense_br r USING (gid)"
-        ).fetchall()
-        self.queries += 1
-        found = {int(r[0]): (int(r[1]), int(r[2]), int(r[3]), r[4]) for r in got}
         out: dict[int, Any] = {}
         for g, (lo, hi) in ranks.items():
-            n = self.sizes[g]
-            below, m, s0, part = found.get(g, (0, 0, 0, []))
-            values, counts = _distinct(np.asarray(part or [], dtype=np.float64))
-            s1 = s0 + int(counts.sum())
-            above = n - below - m
-            # rows of the bracket outside the slice join the sentinels, and so do the
-            # values at a cut end of the slice (some of their copies may lie outside it)
-            below += s0
-            if s0 > 0 and values.shape[0]:
-                below, values, counts = below + int(counts[0]), values[1:], counts[1:]
-            above += m - s1
-            if s1 < m and values.shape[0]:
-                above, values, counts = above + int(counts[-1]), values[:-1], counts[:-1]
-            # the rows outside the bracket as sentinels: the window must not reach them
-            low, high = int(below > 0), int(above > 0)
-            values = np.concatenate(([-math.inf] * low, values, [math.inf] * high))
-            counts = np.concatenate(([below] * low, counts, [above] * high)).astype(np.int64)
-            keep = window_rows(counts, lo, hi)
-            if (low and keep[0]) or (high and keep[-1]):  # the bracket missed the window
+            if (got := self._from_cache(g, lo, hi)) is not None:
+                out[g] = got
+        todo = {g: r for g, r in ranks.items() if g not in out}
+        if not todo:
+            return out
+        levels = [(num, den), *(h for h in self.hints if h != (num, den))]
+        wanted = [
+            {g: r for g in todo if (r := window_ranks(self.sizes[g], *lv, w)) is not None}
+            for lv in levels
+        ]
+        wanted[0] = todo
+        fetched = self._fetch(wanted, w)
+        for g, (lo, hi) in todo.items():
+            below, m, s0, part = fetched[0][g]
+            got = _window_of(self.sizes[g], below, m, s0, part, lo, hi)
+            if got is None:  # the bracket missed the window
                 self.fallbacks += 1
                 values, counts = self._histogram(g)
-                keep = window_rows(counts, lo, hi)
-            first = int(np.argmax(keep))
-            before = int(counts[:first].sum())
-            values, counts = values[keep], counts[keep]
-            out[g] = (values.copy(), counts.copy(), before, n - before - int(counts.sum()))
+                got = _cut(values, counts, lo, hi, self.sizes[g])
+            out[g] = got
+        return out
+
+    def _fetch(
+        self, wanted: list[dict[int, tuple[int, int]]], w: int
+    ) -> list[dict[int, tuple[int, int, int, F64]]]:
+        """For each level's groups and ranks: rows below the bracket, rows inside it, the
+        offset of the part that left DuckDB and that part (sorted, clipped), in one pass.
+        Small brackets leave whole (and are kept for later levels); large ones are sorted
+        and sliced around the window ranks in DuckDB."""
+        gids = sorted({g for lv in wanted for g in lv})
+        cols: dict[str, list[Any]] = {"gid": gids}
+        big: list[bool] = []
+        for k, lv in enumerate(wanted):
+            br = {g: self._bracket(g, lo, hi, w) for g, (lo, hi) in lv.items()}
+            cols[f"a{k}"] = [self.raw.threshold(br[g][0], "low") if g in br else 1.0 for g in gids]
+            cols[f"b{k}"] = [self.raw.threshold(br[g][1], "high") if g in br else 0.0 for g in gids]
+            cols[f"lo{k}"] = [lv.get(g, (0, 0))[0] for g in gids]
+            cols[f"hi{k}"] = [lv.get(g, (0, 0))[1] for g in gids]
+            big.append(sum(_estimate(self, g, *br[g]) for g in br) > _WHOLE_ROWS)
+        arrays = {
+            c: np.asarray(v, dtype=np.int64 if c == "gid" or c[:2] in ("lo", "hi") else np.float64)
+            for c, v in cols.items()
+        }
+        self.con.register("dpsense_br_obj", arrays)
+        keyed = (
+            f"SELECT k.* EXCLUDE (gid), o.* FROM dpsense_br_obj o JOIN ({self.raw.keys}) k "
+            "USING (gid)"
+            if self.raw.keys is not None
+            else "SELECT * FROM dpsense_br_obj"
+        )
+        self.con.execute(f"CREATE OR REPLACE TEMP TABLE dpsense_br AS {keyed}")
+        self.con.unregister("dpsense_br_obj")
+        pad = int(w) + _PAD
+        inner, outer = [], []
+        for k in range(len(wanted)):
+            inside = f"s.x >= r.a{k} AND s.x <= r.b{k}"
+            inner.append(f"count(*) FILTER (WHERE s.x < r.a{k})::BIGINT AS c{k}")
+            inner.append(f"list(s.x) FILTER (WHERE {inside}) AS l{k}")
+            start = f"greatest(r.lo{k} - b.c{k} - {pad}, 0)::BIGINT"
+            part = (
+                f"list_slice(list_sort(b.l{k}), {start} + 1, r.hi{k} - b.c{k} + 1 + {pad})"
+                if big[k]
+                else f"b.l{k}"
+            )
+            outer.append(f"b.c{k}, len(b.l{k})::BIGINT, {start if big[k] else '0::BIGINT'}, {part}")
+        on = ", ".join(self.raw.on)
+        got = self.con.execute(
+            f"WITH b AS (SELECT r.gid, {', '.join(inner)} FROM ({self.raw.sql}) s "
+            f"JOIN dpsense_br r USING ({on}) GROUP BY r.gid) "
+            f"SELECT b.gid, {', '.join(outer)} FROM b JOIN dpsense_br r USING (gid)"
+        ).fetchall()
+        self.queries += 1
+        found = {int(r[0]): r[1:] for r in got}
+        out: list[dict[int, tuple[int, int, int, F64]]] = []
+        for k, lv in enumerate(wanted):
+            level: dict[int, tuple[int, int, int, F64]] = {}
+            for g in lv:
+                below, m, s0, part = found.get(g, (0, 0, 0, None) * len(wanted))[4 * k : 4 * k + 4]
+                x = np.sort(self.raw.clip(np.asarray(part or [], dtype=np.float64)))
+                level[g] = (int(below or 0), int(m or 0), int(s0 or 0), x)
+                if not big[k]:
+                    self._brackets.setdefault(g, []).append((int(below or 0), x))
+            out.append(level)
         return out
 
     def _histogram(self, gid: int) -> tuple[F64, I64]:
         """One group's distinct values (sorted) and their multiplicities."""
-        if self._loaded:
+        if self._loaded and self._has_held_table():
             got = self.con.execute(
                 "SELECT v, c FROM dpsense_held WHERE gid = ? ORDER BY v", [gid]
             ).fetchnumpy()
@@ -264,6 +357,13 @@ class DuckGroups:
             self.queries += 1
         return np.asarray(got["v"], dtype=np.float64), np.asarray(got["c"], dtype=np.int64)
 
+    def _has_held_table(self) -> bool:
+        """The held histogram survives between a query's statistics unless dropped."""
+        row = self.con.execute(
+            "SELECT count(*) FROM duckdb_tables() WHERE temporary AND table_name = 'dpsense_held'"
+        ).fetchone()
+        return bool(row and row[0])
+
     def count(self, gid: int, op: str, v: float) -> int:
         row = self.con.execute(
             f"SELECT count(*) FROM ({self.stage}) WHERE gid = ? AND v {op} ?", [gid, float(v)]
@@ -274,7 +374,7 @@ class DuckGroups:
     def values(self, gid: int) -> F64:
         """Every record of the group, sorted. The first call builds the histogram of every
         held group in one pass; each group is then rebuilt from there."""
-        if not self._loaded:
+        if not (self._loaded and self._has_held_table()):
             self.con.execute(
                 "CREATE OR REPLACE TEMP TABLE dpsense_held AS SELECT gid, v, count(*)::BIGINT "
                 f"AS c FROM ({self.stage}) WHERE gid IN ({self._held()}) GROUP BY ALL"
@@ -285,7 +385,8 @@ class DuckGroups:
         return np.repeat(values, counts)
 
     def grid_sum(self, gid: int, grid: RecordGrid) -> int:
-        return self._sum(gid, *grid_sum_sql(grid))
+        lower, upper = self.bounds or (None, None)
+        return self._sum(gid, *grid_sum_sql(grid, lower, upper))
 
     def quanta_sum(self, gid: int, lower: float, upper: float, quanta: int) -> int:
         return self._sum(gid, *quanta_sum_sql(lower, upper, quanta))
@@ -304,6 +405,54 @@ class DuckGroups:
             self.queries += 1
             self._sums[key] = {int(g): int(s) for g, s in got}
         return self._sums[key].get(gid, 0)
+
+
+def _estimate(groups: DuckGroups, gid: int, a: float, b: float) -> float:
+    """The sample's estimate of the rows of group ``gid`` in [a, b] (speed only)."""
+    values, counts = groups.samples.get(gid, (np.zeros(0), np.zeros(0, dtype=np.int64)))
+    total = int(counts.sum())
+    n = groups.sizes[gid]
+    if total == 0:
+        return float(n)
+    inside = counts[(values >= a) & (values <= b)].sum()
+    return float(n) * (float(inside) + 2.0) / total
+
+
+def _window_of(n: int, below: int, m: int, s0: int, part: F64, lo: int, hi: int) -> Any:
+    """The window of ranks lo..hi from a bracket: ``below`` rows under it, ``m`` inside,
+    of which the sorted ``part`` starts at offset ``s0``; None when the window reaches
+    past the part (the bracket missed it)."""
+    values, counts = _distinct(part)
+    s1 = s0 + int(counts.sum())
+    above = n - below - m
+    # rows of the bracket outside the part join the sentinels, and so do the values at a
+    # cut end of the part (some of their copies may lie outside it)
+    below += s0
+    if s0 > 0 and values.shape[0]:
+        below, values, counts = below + int(counts[0]), values[1:], counts[1:]
+    above += m - s1
+    if s1 < m and values.shape[0]:
+        above, values, counts = above + int(counts[-1]), values[:-1], counts[:-1]
+    # the rows outside the bracket as sentinels: the window must not reach them
+    low, high = int(below > 0), int(above > 0)
+    values = np.concatenate(([-math.inf] * low, values, [math.inf] * high))
+    counts = np.concatenate(([below] * low, counts, [above] * high)).astype(np.int64)
+    keep = window_rows(counts, lo, hi)
+    if (low and keep[0]) or (high and keep[-1]):
+        return None
+    return _cut(values, counts, lo, hi, n, keep)
+
+
+def _cut(
+    values: F64, counts: I64, lo: int, hi: int, n: int, keep: NDArray[np.bool_] | None = None
+) -> tuple[F64, I64, int, int]:
+    """The window rows of a histogram and the numbers of records below and above them."""
+    if keep is None:
+        keep = window_rows(counts, lo, hi)
+    first = int(np.argmax(keep))
+    before = int(counts[:first].sum())
+    values, counts = values[keep], counts[keep]
+    return values.copy(), counts.copy(), before, n - before - int(counts.sum())
 
 
 class DuckGroup:

@@ -22,18 +22,8 @@ from typing import Any, Final
 import numpy as np
 
 from dpsense.errors import InputError
-from dpsense.methods.ksw import _QUANTA
-from dpsense.statistics._exact import RecordGrid
-from dpsense.tables.checks import check_exprs, check_table, raise_on_flags
-from dpsense.tables.duck_groups import (
-    HOLD_DISTINCT,
-    HOLD_ROWS,
-    SAMPLE_MOD,
-    DuckGroups,
-    grid_sum_sql,
-    quanta_sum_sql,
-    sample_test,
-)
+from dpsense.tables.checks import check_table, raise_on_flags
+from dpsense.tables.held_scan import held_table
 from dpsense.tables.source import TableSource, quote
 from dpsense.tables.unit_bounding import bound_units, canonical, keyed_hash
 
@@ -197,11 +187,9 @@ def bound_table(
         plan.unit is None
         and plan.hold
         and (public or not by)
-        and plan.column is not None
-        and plan.lower is not None
-        and plan.upper is not None
+        and (plan.column is None or (plan.lower is not None and plan.upper is not None))
     ):
-        return _held_table(source, plan, keys if public else None, types)
+        return held_table(source, plan, keys if public else None, types)
     where = check_table(source, plan, types)
     stage = _stage(source, plan, types, where, public)
     value = "v" if plan.column is not None else "0::DOUBLE"
@@ -254,83 +242,6 @@ def bound_table(
         units[np.asarray(got["gid"], dtype=np.int64)] = np.asarray(got["units"], dtype=np.int64)
         con.execute("DROP TABLE dpsense_pairs")
     return summarise(source, group_keys, units, plan.column is not None)
-
-
-def _held_table(
-    source: TableSource,
-    plan: TablePlan,
-    keys: list[tuple[Any, ...]] | None,
-    types: dict[str, str],
-    where: str | None = None,
-) -> BoundedTable:
-    """Every row a unit, groups by gid: one pass counts each group's rows and, for a
-    quantile, takes a value-hash sample of it (``duck_groups``); groups of more than
-    ``HOLD_ROWS`` rows (for a quantile, of more than about ``HOLD_DISTINCT`` distinct
-    values too) stay in DuckDB, the others get their histogram as usual.
-
-    The value checks (``checks``) ride in the same pass (``where`` None): their flags are
-    aggregated over every row, those outside the public keys included (the rows of group
-    NULL, whose counts are not used). A table with missing values and ``nulls="drop"``
-    takes the pass again with those rows dropped (``where`` given)."""
-    con = source.con
-    hold = plan.hold
-    checks, any_null = check_exprs(plan, types)
-    flags = [*checks, any_null or "FALSE"] if where is None else []
-    stage = _stage(source, plan, types, where or "TRUE", keys is not None, flags)
-    sample = f"list(v) FILTER (WHERE {sample_test('v')})" if hold == "window" else "[]"
-    # the exact sum the release asks for (the sum, the means) with the plan's bounds, in
-    # this pass (other grids are summed on request)
-    preset: list[tuple[tuple[Any, ...], str]] = []
-    if plan.lower is not None and plan.upper is not None:
-        if hold == "grid":
-            preset = [grid_sum_sql(RecordGrid.for_bounds(plan.lower, plan.upper))]
-        elif hold == "quanta":
-            preset = [quanta_sum_sql(plan.lower, plan.upper, _QUANTA)]
-    sums = "".join(f", sum({k})::HUGEINT::VARCHAR AS s{i}" for i, (_, k) in enumerate(preset))
-    tests = "".join(f", bool_or(f{i}) AS t{i}" for i in range(len(flags)))
-    got = con.execute(
-        f"SELECT gid, count(*)::BIGINT AS n, {sample} AS s{sums}{tests} FROM ({stage}) GROUP BY gid"
-    ).fetchall()
-    if flags:
-        found = [any(bool(r[-len(flags) + i]) for r in got) for i in range(len(flags))]
-        if raise_on_flags(plan, found):
-            assert any_null is not None
-            return _held_table(source, plan, keys, types, f"NOT ({any_null})")
-    got = [r for r in got if r[0] is not None]  # rows outside the public keys
-    kept = _stage(source, plan, types, where or "TRUE", keys is not None)
-    stage = f"SELECT gid, v FROM ({kept})"
-    group_keys = list(keys) if keys is not None else [()]
-    rows = np.zeros(len(group_keys), dtype=np.int64)
-    samples: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-    for g, n, sample, *_ in got:
-        rows[int(g)] = int(n)
-        values, counts = np.unique(np.asarray(sample or [], dtype=np.float64), return_counts=True)
-        samples[int(g)] = (values, counts.astype(np.int64))
-    distinct = np.zeros(len(rows), dtype=np.int64)  # distinct values in the sample
-    for g, (values, _) in samples.items():
-        distinct[g] = values.shape[0]
-    held = rows > HOLD_ROWS
-    if hold == "window":  # tied data: a small histogram is cheaper than the two passes
-        held &= distinct * SAMPLE_MOD > HOLD_DISTINCT
-    large = [int(g) for g in np.flatnonzero(held)]
-    small = [int(g) for g in np.flatnonzero((rows > 0) & ~held)]
-    samples = {g: samples[g] for g in large}
-    small_list = ", ".join(str(g) for g in small) if small else "NULL"
-    con.execute(
-        "CREATE TEMP TABLE dpsense_hist AS SELECT gid, v, count(*)::BIGINT AS c "
-        f"FROM ({stage}) WHERE gid IN ({small_list}) GROUP BY ALL"
-        if small
-        else "CREATE TEMP TABLE dpsense_hist (gid BIGINT, v DOUBLE, c BIGINT)"
-    )
-    table = summarise(source, group_keys, None, True)
-    table.rows[large] = rows[large]
-    table.units[large] = rows[large]
-    if large:
-        groups = DuckGroups(con, stage, {g: int(rows[g]) for g in large}, samples)
-        for i, (key, _) in enumerate(preset):
-            groups.preset_sums(key, {int(r[0]): int(r[3 + i]) for r in got})
-        table.held = {g: groups.group(g) for g in large}
-    return table
 
 
 def summarise(

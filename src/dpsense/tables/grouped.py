@@ -43,6 +43,7 @@ __all__ = [
     "release_opened",
     "release_table",
     "rows_frame",
+    "table_plan",
 ]
 
 SELECTION_SHARE = 0.5
@@ -297,22 +298,19 @@ def release_opened(
     )
     salt = (int(rng.words(1)[0] >> np.uint64(1)), int(rng.words(1)[0] >> np.uint64(1)))
     spark = is_spark_frame(data)
-    declared = declared_type(data, source, column, schema or {}) if column else None
-    statistic, resolution = schema_resolution(statistic, declared)
-    lower = statistic.lower if isinstance(statistic, BoundedStatistic) else None
-    upper = statistic.upper if isinstance(statistic, BoundedStatistic) else None
-    unit_stat = per_unit(statistic, m)
-    plan = TablePlan(
-        column if not isinstance(statistic, Count) else None,
-        by,
-        None if prebounded else privacy_unit,
-        m,
-        g,
-        nulls,
-        lower,
-        upper,
-        salt,
-        hold=_hold(unit_stat, method),
+    plan, unit_stat, resolution = table_plan(
+        data,
+        source,
+        statistic,
+        method=method,
+        column=column,
+        by=by,
+        unit=None if prebounded else privacy_unit,
+        m=m,
+        g=g,
+        nulls=nulls,
+        salt=salt,
+        schema=schema,
     )
     table = _bound(source, plan, public, spark)
     params: dict[str, Any] = {
@@ -358,6 +356,44 @@ def release_opened(
         ordered,
         params,
     )
+
+
+def table_plan(
+    data: Any,
+    source: Any,
+    statistic: Statistic,
+    *,
+    method: str,
+    column: str | None,
+    by: tuple[str, ...],
+    unit: str | None,
+    m: int,
+    g: int,
+    nulls: str,
+    salt: tuple[int, int],
+    schema: Mapping[str, Cast] | None,
+) -> tuple[TablePlan, Statistic, dict[str, Any]]:
+    """The engine's plan of a release of ``statistic`` (with the resolution the column's
+    declared type gives a quantile), the statistic per unit that the method releases, and
+    the resolution's receipt."""
+    declared = declared_type(data, source, column, schema or {}) if column else None
+    statistic, resolution = schema_resolution(statistic, declared)
+    lower = statistic.lower if isinstance(statistic, BoundedStatistic) else None
+    upper = statistic.upper if isinstance(statistic, BoundedStatistic) else None
+    unit_stat = per_unit(statistic, m)
+    plan = TablePlan(
+        column if not isinstance(statistic, Count) else None,
+        by,
+        unit,
+        m,
+        g,
+        nulls,
+        lower,
+        upper,
+        salt,
+        hold=_hold(unit_stat, method),
+    )
+    return plan, unit_stat, resolution
 
 
 @contextmanager

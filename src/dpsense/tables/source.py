@@ -46,6 +46,11 @@ class TableSource:
         self.declared_types = declared_types
         """False when DuckDB inferred the column types from the values (CSV): such types
         are not public (docs/tables.md §7)."""
+        self.scan_needs: tuple[Any, ...] = ()
+        """What a query's statistics read from the engine's first pass
+        (``held_scan.announce``); empty for a release of one statistic."""
+        self.scans: dict[Any, Any] = {}
+        """That pass, once run (shared by the query's statistics)."""
 
     def require(self, name: str, argument: str) -> None:
         """An InputError naming ``argument`` when the table has no column ``name``."""
