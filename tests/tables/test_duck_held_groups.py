@@ -156,10 +156,16 @@ def _data(tie: float = 0.5) -> np.ndarray:
     ["engine", "empty", "all", "biased-low", "biased-high", "one-value"],
 )
 @pytest.mark.parametrize("tie", [0.5, 0.3, 0.01])
-def test_windows_equal_the_arrays_whatever_the_sample(sample: str, tie: float) -> None:
+@pytest.mark.parametrize("whole", [True, False])
+def test_windows_equal_the_arrays_whatever_the_sample(
+    sample: str, tie: float, whole: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The sample only sets the bracket: a bad one (empty, everything, all far from the
     target, one value) gives the same windows, through the whole-bracket or fallback path;
-    so does a run of ties at the target longer than the slice around it."""
+    so does a run of ties at the target longer than the slice around it; brackets that
+    leave DuckDB whole (``whole``) or sorted and sliced there."""
+    if not whole:
+        monkeypatch.setattr(duck_groups, "_WHOLE_ROWS", -1)
     x = _data(tie)
     samples = {
         "engine": None,
@@ -229,10 +235,16 @@ def test_the_sampler_draws_the_same_from_duckdb_and_from_the_array() -> None:
 
 @pytest.mark.parametrize("side", ["before", "after"])
 @pytest.mark.parametrize("sample", ["engine", "all"])
-def test_a_long_tie_next_to_the_window_keeps_its_full_count(side: str, sample: str) -> None:
+@pytest.mark.parametrize("whole", [True, False])
+def test_a_long_tie_next_to_the_window_keeps_its_full_count(
+    side: str, sample: str, whole: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The value just before rank lo (``before``) or just after rank hi (``after``) is a
-    run of ties longer than the slice's margin: the slice cuts the run, and the window
-    must still carry the run's full multiplicity."""
+    run of ties longer than the slice's margin: the slice (brackets sorted and sliced in
+    DuckDB, not ``whole``) cuts the run, and the window must still carry the run's full
+    multiplicity."""
+    if not whole:
+        monkeypatch.setattr(duck_groups, "_WHOLE_ROWS", -1)
     # n // 2 = lo + 5 = hi - 6 (p = 1/2, w = 5): the tie ends at rank lo - 1 or starts
     # at rank hi + 1
     under, over = (10_000, 13_010) if side == "before" else (16_000, 12_986)
@@ -270,13 +282,19 @@ def test_the_checks_in_the_first_pass_see_rows_outside_the_keys(table: Any, stat
 
 
 @pytest.mark.parametrize("sample", ["engine", "all", "distinct-once", "run-misplaced"])
-def test_windows_read_from_raw_values_equal_the_clipped_arrays(sample: str) -> None:
+@pytest.mark.parametrize("whole", [True, False])
+def test_windows_read_from_raw_values_equal_the_clipped_arrays(
+    sample: str, whole: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The window pass filters the raw (unclipped) values: a bracket end at a bound must
     take the whole run of values clipped to it. About 31% of the values lie below -0.5
     and 31% above 0.5; the levels put the window inside each run, at its edge and
     between. Samples may misjudge the runs: "distinct-once" counts each value once,
     "run-misplaced" gives the run at the lower bound one copy and its mass to the next
-    value, so that a bracket just above the run starts at the bound itself."""
+    value, so that a bracket just above the run starts at the bound itself. Brackets
+    leave DuckDB whole (``whole``) or sorted and sliced there."""
+    if not whole:
+        monkeypatch.setattr(duck_groups, "_WHOLE_ROWS", -1)
     rng = np.random.default_rng(8)
     x = np.round(rng.normal(0.0, 1.0, 20000), 4)
     lower, upper = -0.5, 0.5

@@ -310,18 +310,23 @@ class DuckGroups:
         self.con.execute(f"CREATE OR REPLACE TEMP TABLE dpsense_br AS {keyed}")
         self.con.unregister("dpsense_br_obj")
         pad = int(w) + _PAD
-        inner, outer = [], []
+        small = [k for k in range(len(wanted)) if not big[k]]
+        inner = [
+            f"count(*) FILTER (WHERE s.x < r.a{k})::BIGINT AS c{k}" for k in range(len(wanted))
+        ]
+        outer = [f"b.c{k}" for k in range(len(wanted))]
+        if small:  # one list: the rows inside any small bracket (split in numpy)
+            union = " OR ".join(f"(s.x >= r.a{k} AND s.x <= r.b{k})" for k in small)
+            inner.append(f"list(s.x) FILTER (WHERE {union}) AS lu")
+            outer.append("b.lu")
         for k in range(len(wanted)):
-            inside = f"s.x >= r.a{k} AND s.x <= r.b{k}"
-            inner.append(f"count(*) FILTER (WHERE s.x < r.a{k})::BIGINT AS c{k}")
-            inner.append(f"list(s.x) FILTER (WHERE {inside}) AS l{k}")
-            start = f"greatest(r.lo{k} - b.c{k} - {pad}, 0)::BIGINT"
-            part = (
-                f"list_slice(list_sort(b.l{k}), {start} + 1, r.hi{k} - b.c{k} + 1 + {pad})"
-                if big[k]
-                else f"b.l{k}"
-            )
-            outer.append(f"b.c{k}, len(b.l{k})::BIGINT, {start if big[k] else '0::BIGINT'}, {part}")
+            if big[k]:
+                start = f"greatest(r.lo{k} - b.c{k} - {pad}, 0)::BIGINT"
+                inner.append(f"list(s.x) FILTER (WHERE s.x >= r.a{k} AND s.x <= r.b{k}) AS l{k}")
+                outer.append(
+                    f"len(b.l{k})::BIGINT, {start}, "
+                    f"list_slice(list_sort(b.l{k}), {start} + 1, r.hi{k} - b.c{k} + 1 + {pad})"
+                )
         on = ", ".join(self.raw.on)
         got = self.con.execute(
             f"WITH b AS (SELECT r.gid, {', '.join(inner)} FROM ({self.raw.sql}) s "
@@ -330,15 +335,25 @@ class DuckGroups:
         ).fetchall()
         self.queries += 1
         found = {int(r[0]): r[1:] for r in got}
+        index = {g: i for i, g in enumerate(gids)}
         out: list[dict[int, tuple[int, int, int, F64]]] = []
+        nk = len(wanted)
         for k, lv in enumerate(wanted):
             level: dict[int, tuple[int, int, int, F64]] = {}
+            at = nk + (1 if small else 0) + 3 * sum(big[:k])
             for g in lv:
-                below, m, s0, part = found.get(g, (0, 0, 0, None) * len(wanted))[4 * k : 4 * k + 4]
-                x = np.sort(self.raw.clip(np.asarray(part or [], dtype=np.float64)))
-                level[g] = (int(below or 0), int(m or 0), int(s0 or 0), x)
-                if not big[k]:
-                    self._brackets.setdefault(g, []).append((int(below or 0), x))
+                row = found.get(g)
+                below = int(row[k] or 0) if row is not None else 0
+                if big[k]:
+                    m, s0, part = row[at : at + 3] if row is not None else (0, 0, None)
+                    x = np.sort(self.raw.clip(np.asarray(part or [], dtype=np.float64)))
+                    level[g] = (below, int(m or 0), int(s0 or 0), x)
+                    continue
+                u = np.asarray((row[nk] if row is not None else None) or [], dtype=np.float64)
+                a, b = arrays[f"a{k}"][index[g]], arrays[f"b{k}"][index[g]]
+                x = np.sort(self.raw.clip(u[(u >= a) & (u <= b)]))
+                level[g] = (below, int(x.shape[0]), 0, x)
+                self._brackets.setdefault(g, []).append((below, x))
             out.append(level)
         return out
 
