@@ -205,8 +205,8 @@ MUTANTS = (
         "src/dpsense/tables/checks.py",
         (
             (
-                '        checks.append(f"({v} IS NOT NULL AND {num} IS NULL)")\n',
-                '        checks.append(f"(({v} IS NOT NULL AND {num} IS NULL) OR isinf({num}))")\n',
+                '        nan = "" if exact_numeric(sql_type) else f" OR {is_nan(num)}"\n',
+                '        nan = f" OR {is_nan(num)} OR isinf({num})"\n',
             ),
         ),
         ("tests/tables/test_infinities.py",),

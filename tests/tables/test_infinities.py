@@ -307,3 +307,24 @@ def test_nan_kept_as_nan_is_missing_in_every_format(tmp_path: Path) -> None:
             ds.release(data, ds.Mean(0, 10), epsilon=1.0, rng=2, **kwargs)
         got = ds.release(data, ds.Mean(0, 10), epsilon=1.0, rng=2, nulls="drop", **kwargs)
         assert _rows(got) == expected, label
+
+
+@pytest.mark.parametrize("name", ["median", "quantile", "sum", "mean", "count"])
+def test_groups_held_in_duckdb_clip_infinities(
+    infinite: Any, name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every row a unit, every group held in DuckDB (its first pass and window pass read
+    the raw values): the release equals the one with the infinities replaced by the
+    bounds."""
+    from dpsense.tables import held_scan
+
+    monkeypatch.setattr(held_scan, "HOLD_ROWS", 10)
+    monkeypatch.setattr(held_scan, "HOLD_DISTINCT", 0)
+    statistic = {"median": ds.Median(0, 60), **STATISTICS}[name]
+    kwargs: dict[str, Any] = {"by": "year", "keys": PER_PERSON["keys"], "epsilon": 2.0}
+    if name != "count":
+        kwargs["column"] = "hours"
+    replaced = infinite.assign(hours=_replaced(infinite["hours"].to_numpy(), statistic))
+    got = ds.release(infinite, statistic, rng=3, **kwargs)
+    want = ds.release(replaced, statistic, rng=3, **kwargs)
+    assert [_value(rel) for _, rel in got] == [_value(rel) for _, rel in want]

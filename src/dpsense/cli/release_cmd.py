@@ -33,7 +33,7 @@ from dpsense.noise import SeededRandomnessWarning
 from dpsense.release import METHODS, release
 from dpsense.statistics import STATISTIC_NAMES, BoundedStatistic, Count, Statistic, Sum
 from dpsense.tables import GroupedRelease
-from dpsense.tables.grouped import ACCURACY_ALPHA
+from dpsense.tables.grouped_result import ACCURACY_ALPHA
 from dpsense.tables.schema import parquet_column_type, parse_schema_items, schema_resolution
 
 __all__ = ["CLI_METHODS", "release_command"]

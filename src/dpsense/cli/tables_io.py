@@ -22,7 +22,7 @@ from dpsense.methods import Release
 from dpsense.methods._release import format_value
 from dpsense.query import QueryResult
 from dpsense.tables import GroupedRelease
-from dpsense.tables.grouped import ACCURACY_ALPHA
+from dpsense.tables.grouped_result import ACCURACY_ALPHA
 from dpsense.tables.source import open_table, quote
 
 __all__ = [

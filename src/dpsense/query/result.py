@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from dpsense.methods import Release
-from dpsense.tables.grouped import ACCURACY_ALPHA, GroupedRelease, _shown, rows_frame
+from dpsense.tables.grouped_result import ACCURACY_ALPHA, GroupedRelease, _shown, rows_frame
 
 __all__ = ["QueryResult"]
 
