@@ -328,16 +328,32 @@ class DuckGroups:
                     f"list_slice(list_sort(b.l{k}), {start} + 1, r.hi{k} - b.c{k} + 1 + {pad})"
                 )
         on = ", ".join(self.raw.on)
-        got = self.con.execute(
+        self.con.execute(
+            "CREATE OR REPLACE TEMP TABLE dpsense_win AS "
             f"WITH b AS (SELECT r.gid, {', '.join(inner)} FROM ({self.raw.sql}) s "
             f"JOIN dpsense_br r USING ({on}) GROUP BY r.gid) "
             f"SELECT b.gid, {', '.join(outer)} FROM b JOIN dpsense_br r USING (gid)"
-        ).fetchall()
+        )
         self.queries += 1
-        found = {int(r[0]): r[1:] for r in got}
+        got = self.con.execute(
+            "SELECT * EXCLUDE (lu) FROM dpsense_win" if small else "SELECT * FROM dpsense_win"
+        ).fetchall()
+        nk = len(wanted)
+        gap = (None,) if small else ()  # where the list column was
+        found = {int(r[0]): (*r[1 : nk + 1], *gap, *r[nk + 1 :]) for r in got}
+        inside: dict[int, F64] = {}
+        if small:  # the small brackets' rows as two numpy columns (no Python floats)
+            flat = self.con.execute("SELECT gid, unnest(lu) AS x FROM dpsense_win").fetchnumpy()
+            fg = np.asarray(flat["gid"], dtype=np.int64)
+            fx = np.asarray(flat["x"], dtype=np.float64)
+            order = np.argsort(fg, kind="stable")
+            fg, fx = fg[order], fx[order]
+            for g in found:
+                lo_i, hi_i = np.searchsorted(fg, g, "left"), np.searchsorted(fg, g, "right")
+                inside[g] = fx[lo_i:hi_i]
+        self.con.execute("DROP TABLE dpsense_win")
         index = {g: i for i, g in enumerate(gids)}
         out: list[dict[int, tuple[int, int, int, F64]]] = []
-        nk = len(wanted)
         for k, lv in enumerate(wanted):
             level: dict[int, tuple[int, int, int, F64]] = {}
             at = nk + (1 if small else 0) + 3 * sum(big[:k])
@@ -349,7 +365,7 @@ class DuckGroups:
                     x = np.sort(self.raw.clip(np.asarray(part or [], dtype=np.float64)))
                     level[g] = (below, int(m or 0), int(s0 or 0), x)
                     continue
-                u = np.asarray((row[nk] if row is not None else None) or [], dtype=np.float64)
+                u = inside.get(g, np.zeros(0))
                 a, b = arrays[f"a{k}"][index[g]], arrays[f"b{k}"][index[g]]
                 x = np.sort(self.raw.clip(u[(u >= a) & (u <= b)]))
                 level[g] = (below, int(x.shape[0]), 0, x)

@@ -142,7 +142,12 @@ def _first_pass(
         sql = f"SELECT kt.gid, a.* FROM ({agg}) a LEFT JOIN dpsense_keys kt USING ({on})"
     else:
         sql = f"SELECT 0::BIGINT AS gid, {', '.join(aggs)} FROM ({inner})"
-    got = con.execute(sql).fetchall()
+    if sampled:  # the samples leave as numpy columns, not as lists of Python floats
+        con.execute(f"CREATE OR REPLACE TEMP TABLE dpsense_scan AS {sql}")
+        blank = ", ".join(f"NULL AS s_{alias[c]}" for c in sampled)
+        got = con.execute(f"SELECT * REPLACE ({blank}) FROM dpsense_scan").fetchall()
+    else:
+        got = con.execute(sql).fetchall()
     first = 1 + len(gs)  # n
     if where is None and _checks(plan, got, columns, texts, first, len(sampled) + len(sum_sql)):
         any_null = " OR ".join(
@@ -160,10 +165,21 @@ def _first_pass(
             continue
         g = int(r[0])
         rows[g] = int(r[first])
-        for j, c in enumerate(sampled):
-            samples[c][g] = np.asarray(r[first + 1 + j] or [], dtype=np.float64)  # raw
         for i, (key, _) in enumerate(sum_sql):
             sums[key][g] = int(r[first + 1 + len(sampled) + i] or 0)
+    for c in sampled:
+        flat = con.execute(
+            f"SELECT gid, unnest(s_{alias[c]}) AS x FROM dpsense_scan WHERE gid IS NOT NULL"
+        ).fetchnumpy()
+        fg = np.asarray(flat["gid"], dtype=np.int64)
+        order = np.argsort(fg, kind="stable")
+        fg, fx = fg[order], np.asarray(flat["x"], dtype=np.float64)[order]  # raw values
+        cuts = np.searchsorted(fg, np.arange(ngroups + 1))
+        for g in range(ngroups):
+            if rows[g]:
+                samples[c][g] = fx[cuts[g] : cuts[g + 1]]
+    if sampled:
+        con.execute("DROP TABLE dpsense_scan")
     return _Pass(where or "TRUE", rows, samples, sums)
 
 
