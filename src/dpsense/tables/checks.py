@@ -15,7 +15,7 @@ from dpsense.errors import InputError
 from dpsense.tables.source import TableSource, quote
 
 if TYPE_CHECKING:
-    from dpsense.tables.engine import TablePlan
+    from dpsense.tables.bounded import TablePlan
 
 __all__ = [
     "FLOAT_TYPES",

@@ -3,17 +3,19 @@
 Without a privacy unit every row is kept, and building each group's histogram of clipped
 values (a GROUP BY over every distinct (group, value) pair) costs several times DuckDB's
 own grouped median on continuous data. When the release reads held records
-(``grouped.reads_held``: the exponential-mechanism quantile, the sum and the means), a
-group of more than :data:`HOLD_ROWS` rows is not moved to Python. DuckDB answers instead:
+(``grouped.reads_held``: the exponential-mechanism quantile, the sum and the means), the
+groups ``held_scan`` chooses are not moved to Python. DuckDB answers instead:
 
 * the exponential-mechanism quantile: the distinct values around the target rank (the
   window of ``window_ranks``, with their multiplicities and the numbers of records below
-  and above), for every large group in one query. A value-hash sample of each group
-  (taken in the same pass that counts the groups) brackets the target rank; one pass
-  histograms the rows inside each bracket, counts the rows outside it as two sentinel
-  entries (-inf and +inf), and keeps the window rows by their cumulative counts. A group
-  whose window reaches a sentinel (a bracket too narrow, which the sample makes rare) is
-  answered from its whole histogram instead;
+  and above), for every held group in one query. A value-hash sample of each group
+  (taken in the pass that counts the groups) brackets the target rank; one pass over the
+  raw values (:class:`RawRows`: conditions on the unclipped value, so DuckDB filters the
+  column as it scans) counts the rows below each bracket and returns the rows inside it,
+  for every level the query announced at once; the rows outside become two sentinel
+  entries (-inf and +inf) and the window rows are kept by their cumulative counts
+  (``tables.windows``). A group whose window reaches a sentinel (a bracket too narrow,
+  which the sample makes rare) is answered from its whole histogram instead;
 * the sum and the means: exact integer sums (HUGEINT) of the records mapped to the
   statistic's public grid, with numpy's ``rint`` (halves to even) written in SQL, in one
   query for every large group;
@@ -37,10 +39,9 @@ from numpy.typing import NDArray
 
 from dpsense.mechanisms._quantile_sampler import window_ranks
 from dpsense.statistics._exact import RecordGrid
+from dpsense.tables.windows import cut_window, window_of
 
 __all__ = [
-    "HOLD_DISTINCT",
-    "HOLD_ROWS",
     "SAMPLE_MOD",
     "DuckGroup",
     "DuckGroups",
@@ -49,14 +50,8 @@ __all__ = [
     "quanta_sum_sql",
     "rint_sql",
     "sample_test",
-    "window_rows",
 ]
 
-HOLD_ROWS: Final = 1 << 15
-"""Groups with more rows than this are held in DuckDB (when the release can read them)."""
-HOLD_DISTINCT: Final = 1 << 14
-"""... and more distinct values than this (estimated from the sample): a group with fewer
-(tied data) has a small histogram, which is cheaper to build and move whole."""
 SAMPLE_MOD: Final = 32
 """The sample keeps the values whose hash is 0 modulo this (about one row in 32)."""
 
@@ -84,30 +79,6 @@ def rint_sql(x: str) -> str:
     halves to even), several times cheaper than writing the rounding out with ``floor``.
     ``x`` must lie within the BIGINT range (the callers clamp it first)."""
     return f"({x})::BIGINT"
-
-
-def _distinct(sorted_x: F64) -> tuple[F64, I64]:
-    """Distinct values of a sorted array and their multiplicities."""
-    if sorted_x.shape[0] == 0:
-        return sorted_x, np.zeros(0, dtype=np.int64)
-    new = np.empty(sorted_x.shape[0], dtype=bool)
-    new[0] = True
-    np.not_equal(sorted_x[1:], sorted_x[:-1], out=new[1:])
-    starts = np.flatnonzero(new)
-    return sorted_x[starts], np.diff(np.append(starts, sorted_x.shape[0])).astype(np.int64)
-
-
-def window_rows(c: I64, lo: int, hi: int) -> NDArray[np.bool_]:
-    """Which histogram rows (multiplicities ``c`` of sorted distinct values) form the
-    window of ranks ``lo..hi``: the rows holding those ranks, the row before the one
-    holding ``lo`` and the row after the one holding ``hi``."""
-    cb = np.cumsum(c) - c
-    nxt = np.append(c[1:], 0)
-    prv = np.insert(c[:-1], 0, 0)
-    core = (cb <= hi) & (cb + c > lo)
-    pred = (cb + c <= lo) & (cb + c + nxt > lo)
-    succ = (cb > hi) & (cb - prv <= hi)
-    return np.asarray(core | pred | succ, dtype=np.bool_)
 
 
 def _clip_sql(v: str, lower: float | None, upper: float | None) -> str:
@@ -246,7 +217,7 @@ class DuckGroups:
 
     def _from_cache(self, gid: int, lo: int, hi: int) -> Any:
         for below, inside in self._brackets.get(gid, ()):
-            got = _window_of(self.sizes[gid], below, inside.shape[0], 0, inside, lo, hi)
+            got = window_of(self.sizes[gid], below, inside.shape[0], 0, inside, lo, hi)
             if got is not None:
                 return got
         return None
@@ -271,11 +242,11 @@ class DuckGroups:
         fetched = self._fetch(wanted, w)
         for g, (lo, hi) in todo.items():
             below, m, s0, part = fetched[0][g]
-            got = _window_of(self.sizes[g], below, m, s0, part, lo, hi)
+            got = window_of(self.sizes[g], below, m, s0, part, lo, hi)
             if got is None:  # the bracket missed the window
                 self.fallbacks += 1
                 values, counts = self._histogram(g)
-                got = _cut(values, counts, lo, hi, self.sizes[g])
+                got = cut_window(values, counts, lo, hi, self.sizes[g])
             out[g] = got
         return out
 
@@ -447,43 +418,6 @@ def _estimate(groups: DuckGroups, gid: int, a: float, b: float) -> float:
         return float(n)
     inside = counts[(values >= a) & (values <= b)].sum()
     return float(n) * (float(inside) + 2.0) / total
-
-
-def _window_of(n: int, below: int, m: int, s0: int, part: F64, lo: int, hi: int) -> Any:
-    """The window of ranks lo..hi from a bracket: ``below`` rows under it, ``m`` inside,
-    of which the sorted ``part`` starts at offset ``s0``; None when the window reaches
-    past the part (the bracket missed it)."""
-    values, counts = _distinct(part)
-    s1 = s0 + int(counts.sum())
-    above = n - below - m
-    # rows of the bracket outside the part join the sentinels, and so do the values at a
-    # cut end of the part (some of their copies may lie outside it)
-    below += s0
-    if s0 > 0 and values.shape[0]:
-        below, values, counts = below + int(counts[0]), values[1:], counts[1:]
-    above += m - s1
-    if s1 < m and values.shape[0]:
-        above, values, counts = above + int(counts[-1]), values[:-1], counts[:-1]
-    # the rows outside the bracket as sentinels: the window must not reach them
-    low, high = int(below > 0), int(above > 0)
-    values = np.concatenate(([-math.inf] * low, values, [math.inf] * high))
-    counts = np.concatenate(([below] * low, counts, [above] * high)).astype(np.int64)
-    keep = window_rows(counts, lo, hi)
-    if (low and keep[0]) or (high and keep[-1]):
-        return None
-    return _cut(values, counts, lo, hi, n, keep)
-
-
-def _cut(
-    values: F64, counts: I64, lo: int, hi: int, n: int, keep: NDArray[np.bool_] | None = None
-) -> tuple[F64, I64, int, int]:
-    """The window rows of a histogram and the numbers of records below and above them."""
-    if keep is None:
-        keep = window_rows(counts, lo, hi)
-    first = int(np.argmax(keep))
-    before = int(counts[:first].sum())
-    values, counts = values[keep], counts[keep]
-    return values.copy(), counts.copy(), before, n - before - int(counts.sum())
 
 
 class DuckGroup:

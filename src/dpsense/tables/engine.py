@@ -15,16 +15,15 @@ the same multiset whatever the format or order of the input (``unit_bounding``).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any
 
 import numpy as np
 
 from dpsense.errors import InputError
+from dpsense.tables.bounded import BoundedTable, TablePlan, stage_sql, summarise
 from dpsense.tables.checks import check_table, raise_on_flags
 from dpsense.tables.held_scan import held_table
-from dpsense.tables.source import TableSource, quote
+from dpsense.tables.source import TableSource
 from dpsense.tables.unit_bounding import bound_units, canonical, keyed_hash
 
 __all__ = [
@@ -35,126 +34,6 @@ __all__ = [
     "raise_on_flags",
     "summarise",
 ]
-
-_BATCH_ROWS: Final = 4_000_000
-"""Largest number of values fetched into Python at once (32 MB of doubles)."""
-
-
-@dataclass(frozen=True)
-class TablePlan:
-    """What to read from the table and how to bound it (all public)."""
-
-    column: str | None
-    by: tuple[str, ...]
-    unit: str | None
-    max_rows: int
-    max_groups: int
-    nulls: str
-    lower: float | None
-    upper: float | None
-    salt: tuple[int, int]
-    hold: str = ""
-    """What the release can read from held groups (``grouped.reads_held``): "window" (the
-    exponential-mechanism quantile), "grid" or "quanta" (the exact sum the sum and the
-    global mean, or the KSW mean, read), or "" (every record). The
-    DuckDB engine keeps large groups in DuckDB when every row is a unit
-    (``tables.duck_groups``)."""
-
-
-@dataclass
-class BoundedTable:
-    """The bounded table inside DuckDB, with its groups."""
-
-    source: TableSource
-    keys: list[tuple[Any, ...]]
-    """Each group's by-values (native types), in group-id order."""
-    units: np.ndarray
-    """Each group's number of distinct units after bounding (non-private: never publish)."""
-    rows: np.ndarray
-    """Each group's number of rows after bounding (non-private)."""
-    distinct: np.ndarray
-    """Each group's number of distinct values (the rows of its histogram)."""
-    has_values: bool
-    held: Mapping[int, Any] = field(default_factory=dict)
-    """Large groups an engine keeps (Spark): gid -> an object answering for their records
-    (``tables.spark_groups.SparkGroup``), yielded by :meth:`values` instead of an array."""
-
-    def values(self, gids: Sequence[int]) -> Iterator[tuple[int, Any]]:
-        """(gid, sorted clipped values) for each gid in increasing order (or, for a group
-        in ``held``, the object that answers for its records).
-
-        DuckDB hands over each group as a histogram (distinct values and their counts, in
-        order), fetched in batches of at most ``_BATCH_ROWS`` histogram rows; a group's
-        values are rebuilt one group at a time. On tied data (integers, a resolution grid)
-        the histogram is tiny whatever the number of rows.
-        """
-        order = sorted(gids)
-        i = 0
-        con = self.source.con
-        while i < len(order):
-            if order[i] in self.held:
-                yield order[i], self.held[order[i]]
-                i += 1
-                continue
-            j, total = i, 0
-            while (
-                j < len(order)
-                and order[j] not in self.held
-                and (j == i or total + self.distinct[order[j]] <= _BATCH_ROWS)
-            ):
-                total += int(self.distinct[order[j]])
-                j += 1
-            chunk = order[i:j]
-            if not self.has_values:
-                for gid in chunk:
-                    yield gid, np.zeros(int(self.rows[gid]))
-            else:
-                got = con.execute(
-                    "SELECT gid, v, c FROM dpsense_hist WHERE gid BETWEEN ? AND ? ORDER BY gid, v",
-                    [chunk[0], chunk[-1]],
-                ).fetchnumpy()
-                gid_col = np.asarray(got["gid"], dtype=np.int64)
-                vals = np.asarray(got["v"], dtype=np.float64)
-                counts = np.asarray(got["c"], dtype=np.int64)
-                for gid in chunk:
-                    lo = int(np.searchsorted(gid_col, gid, side="left"))
-                    hi = int(np.searchsorted(gid_col, gid, side="right"))
-                    yield gid, np.repeat(vals[lo:hi], counts[lo:hi])
-            i = j
-
-
-def _stage(
-    source: TableSource,
-    plan: TablePlan,
-    types: dict[str, str],
-    where: str,
-    public: bool,
-    flags: Sequence[str] = (),
-) -> str:
-    """SQL of the rows to bound: ``v`` (clipped), ``g0, g1, ...`` and ``u``, with ``gid``
-    for public keys (matched by a join) or no grouping; ``flags`` are extra columns
-    (``f0, f1, ...``). With flags, rows outside the public keys are kept (a left join,
-    ``gid`` NULL) so that the flags see every row."""
-    cols = []
-    if plan.column is not None:
-        num = f"TRY_CAST({quote(plan.column)} AS DOUBLE)"
-        if plan.lower is not None and plan.upper is not None:
-            num = f"greatest(least({num}, {plan.upper!r}::DOUBLE), {plan.lower!r}::DOUBLE)"
-        cols.append(f"{num} AS v")
-    cols += [f"{quote(b)} AS g{i}" for i, b in enumerate(plan.by)]
-    if plan.unit is not None:
-        cols.append(f"{canonical(quote(plan.unit), types[plan.unit])} AS u")
-    cols += [f"{f} AS f{i}" for i, f in enumerate(flags)]
-    if not cols:
-        cols.append("1 AS one")
-    stage = f"SELECT {', '.join(cols)} FROM {source.view} WHERE {where}"
-    if public:
-        gs = ", ".join(f"g{i}" for i in range(len(plan.by)))
-        join = "LEFT JOIN" if flags else "JOIN"
-        return f"SELECT s.*, kt.gid FROM ({stage}) s {join} dpsense_keys kt USING ({gs})"
-    if not plan.by:
-        return f"SELECT *, 0::BIGINT AS gid FROM ({stage})"
-    return stage
 
 
 def bound_table(
@@ -191,7 +70,7 @@ def bound_table(
     ):
         return held_table(source, plan, keys if public else None, types)
     where = check_table(source, plan, types)
-    stage = _stage(source, plan, types, where, public)
+    stage = stage_sql(source, plan, types, where, public)
     value = "v" if plan.column is not None else "0::DOUBLE"
     # after this block, ``hist_src`` yields (group columns or gid, v, c) and ``unit_src``
     # (group columns or gid, units)
@@ -242,28 +121,6 @@ def bound_table(
         units[np.asarray(got["gid"], dtype=np.int64)] = np.asarray(got["units"], dtype=np.int64)
         con.execute("DROP TABLE dpsense_pairs")
     return summarise(source, group_keys, units, plan.column is not None)
-
-
-def summarise(
-    source: TableSource,
-    group_keys: list[tuple[Any, ...]],
-    units: np.ndarray | None,
-    has_values: bool,
-) -> BoundedTable:
-    """The BoundedTable over ``dpsense_hist`` (gid, v, c) in ``source.con``: each group's
-    rows and distinct values counted there; ``units`` None means every row is a unit."""
-    ngroups = len(group_keys)
-    summary = source.con.execute(
-        "SELECT gid, sum(c)::BIGINT AS n, count(*)::BIGINT AS d FROM dpsense_hist GROUP BY gid"
-    ).fetchnumpy()
-    rows = np.zeros(ngroups, dtype=np.int64)
-    distinct = np.zeros(ngroups, dtype=np.int64)
-    g_idx = np.asarray(summary["gid"], dtype=np.int64)
-    rows[g_idx] = np.asarray(summary["n"], dtype=np.int64)
-    distinct[g_idx] = np.asarray(summary["d"], dtype=np.int64)
-    return BoundedTable(
-        source, group_keys, rows.copy() if units is None else units, rows, distinct, has_values
-    )
 
 
 def _load_keys(

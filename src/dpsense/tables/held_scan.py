@@ -24,12 +24,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 import numpy as np
 
 from dpsense.methods.ksw import _QUANTA
 from dpsense.statistics._exact import RecordGrid
+from dpsense.tables.bounded import BoundedTable, TablePlan, stage_sql, summarise
 from dpsense.tables.checks import FLOAT_TYPES, check_exprs, exact_numeric, raise_on_flags
 from dpsense.tables.duck_groups import (
     SAMPLE_MOD,
@@ -40,9 +41,6 @@ from dpsense.tables.duck_groups import (
     sample_test,
 )
 from dpsense.tables.source import TableSource, quote
-
-if TYPE_CHECKING:
-    from dpsense.tables.engine import BoundedTable, TablePlan
 
 __all__ = ["HOLD_DISTINCT", "HOLD_ROWS", "HOLD_SUM_ROWS", "ScanNeed", "announce", "held_table"]
 
@@ -249,8 +247,6 @@ def held_table(
     """The bounded table of a release with every row a unit and groups by gid (public
     keys, or no grouping): groups are held in DuckDB as the need allows, the others get
     their histogram as usual (``engine.summarise``)."""
-    from dpsense.tables.engine import BoundedTable, _stage, summarise
-
     need = ScanNeed.of(plan)
     announced: tuple[ScanNeed, ...] = getattr(source, "scan_needs", ())
     shared = need in announced
@@ -269,7 +265,7 @@ def held_table(
         empty = np.zeros(len(rows), dtype=np.int64)
         return BoundedTable(source, group_keys, rows.copy(), rows.copy(), empty, False)
     public = keys is not None
-    kept = _stage(source, plan, types, scan.where, public)
+    kept = stage_sql(source, plan, types, scan.where, public)
     stage = f"SELECT gid, v FROM ({kept})"
     samples = {
         g: np.unique(_clip(s, plan.lower, plan.upper), return_counts=True)

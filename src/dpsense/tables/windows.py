@@ -1,0 +1,83 @@
+"""Windows of order statistics from a bracket of a group's sorted values (numpy only).
+
+The exponential-mechanism quantile reads, around its target rank, the distinct values
+holding ranks ``lo..hi`` and the values just before and after, with their multiplicities
+and the numbers of records below and above (``_quantile_sampler.window_ranks``). An
+engine answers from a bracket: the rows below it, the rows inside it, and the sorted part
+of those that left the engine. Rows outside the part become sentinel entries; a window
+that reaches one is not in the bracket (None: the caller reads the whole group).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = ["cut_window", "window_of", "window_rows"]
+
+F64 = NDArray[np.float64]
+I64 = NDArray[np.int64]
+
+
+def _distinct(sorted_x: F64) -> tuple[F64, I64]:
+    """Distinct values of a sorted array and their multiplicities."""
+    if sorted_x.shape[0] == 0:
+        return sorted_x, np.zeros(0, dtype=np.int64)
+    new = np.empty(sorted_x.shape[0], dtype=bool)
+    new[0] = True
+    np.not_equal(sorted_x[1:], sorted_x[:-1], out=new[1:])
+    starts = np.flatnonzero(new)
+    return sorted_x[starts], np.diff(np.append(starts, sorted_x.shape[0])).astype(np.int64)
+
+
+def window_rows(c: I64, lo: int, hi: int) -> NDArray[np.bool_]:
+    """Which histogram rows (multiplicities ``c`` of sorted distinct values) form the
+    window of ranks ``lo..hi``: the rows holding those ranks, the row before the one
+    holding ``lo`` and the row after the one holding ``hi``."""
+    cb = np.cumsum(c) - c
+    nxt = np.append(c[1:], 0)
+    prv = np.insert(c[:-1], 0, 0)
+    core = (cb <= hi) & (cb + c > lo)
+    pred = (cb + c <= lo) & (cb + c + nxt > lo)
+    succ = (cb > hi) & (cb - prv <= hi)
+    return np.asarray(core | pred | succ, dtype=np.bool_)
+
+
+def window_of(n: int, below: int, m: int, s0: int, part: F64, lo: int, hi: int) -> Any:
+    """The window of ranks lo..hi from a bracket: ``below`` rows under it, ``m`` inside,
+    of which the sorted ``part`` starts at offset ``s0``; None when the window reaches
+    past the part (the bracket missed it)."""
+    values, counts = _distinct(part)
+    s1 = s0 + int(counts.sum())
+    above = n - below - m
+    # rows of the bracket outside the part join the sentinels, and so do the values at a
+    # cut end of the part (some of their copies may lie outside it)
+    below += s0
+    if s0 > 0 and values.shape[0]:
+        below, values, counts = below + int(counts[0]), values[1:], counts[1:]
+    above += m - s1
+    if s1 < m and values.shape[0]:
+        above, values, counts = above + int(counts[-1]), values[:-1], counts[:-1]
+    # the rows outside the bracket as sentinels: the window must not reach them
+    low, high = int(below > 0), int(above > 0)
+    values = np.concatenate(([-math.inf] * low, values, [math.inf] * high))
+    counts = np.concatenate(([below] * low, counts, [above] * high)).astype(np.int64)
+    keep = window_rows(counts, lo, hi)
+    if (low and keep[0]) or (high and keep[-1]):
+        return None
+    return cut_window(values, counts, lo, hi, n, keep)
+
+
+def cut_window(
+    values: F64, counts: I64, lo: int, hi: int, n: int, keep: NDArray[np.bool_] | None = None
+) -> tuple[F64, I64, int, int]:
+    """The window rows of a histogram and the numbers of records below and above them."""
+    if keep is None:
+        keep = window_rows(counts, lo, hi)
+    first = int(np.argmax(keep))
+    before = int(counts[:first].sum())
+    values, counts = values[keep], counts[keep]
+    return values.copy(), counts.copy(), before, n - before - int(counts.sum())
