@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Final
 
 from dpsense.errors import InputError
+from dpsense.tables.schema import _SQL_INTEGERS
 from dpsense.tables.source import TableSource, quote
 
 if TYPE_CHECKING:
@@ -27,20 +28,7 @@ __all__ = [
 ]
 
 FLOAT_TYPES: Final = frozenset({"FLOAT", "DOUBLE"})
-_INTEGERS: Final = frozenset(
-    {
-        "TINYINT",
-        "SMALLINT",
-        "INTEGER",
-        "BIGINT",
-        "HUGEINT",
-        "UTINYINT",
-        "USMALLINT",
-        "UINTEGER",
-        "UBIGINT",
-        "UHUGEINT",
-    }
-)
+_INTEGERS: Final = _SQL_INTEGERS - {"BOOLEAN"}
 
 
 def is_nan(expr: str) -> str:
