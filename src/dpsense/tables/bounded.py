@@ -14,6 +14,7 @@ from typing import Any, Final
 
 import numpy as np
 
+from dpsense.tables.plan import TablePlan
 from dpsense.tables.source import TableSource, quote
 from dpsense.tables.unit_bounding import canonical
 
@@ -21,27 +22,6 @@ __all__ = ["BoundedTable", "TablePlan", "stage_sql", "summarise"]
 
 _BATCH_ROWS: Final = 4_000_000
 """Largest number of values fetched into Python at once (32 MB of doubles)."""
-
-
-@dataclass(frozen=True)
-class TablePlan:
-    """What to read from the table and how to bound it (all public)."""
-
-    column: str | None
-    by: tuple[str, ...]
-    unit: str | None
-    max_rows: int
-    max_groups: int
-    nulls: str
-    lower: float | None
-    upper: float | None
-    salt: tuple[int, int]
-    hold: str = ""
-    """What the release can read from held groups (``grouped.reads_held``): "window" (the
-    exponential-mechanism quantile), "grid" or "quanta" (the exact sum the sum and the
-    global mean, or the KSW mean, read), or "" (every record). The
-    DuckDB engine keeps large groups in DuckDB when every row is a unit
-    (``tables.duck_groups``)."""
 
 
 @dataclass

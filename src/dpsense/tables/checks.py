@@ -16,7 +16,7 @@ from dpsense.tables.schema import _SQL_INTEGERS
 from dpsense.tables.source import TableSource, quote
 
 if TYPE_CHECKING:
-    from dpsense.tables.bounded import TablePlan
+    from dpsense.tables.plan import TablePlan
 
 __all__ = [
     "FLOAT_TYPES",

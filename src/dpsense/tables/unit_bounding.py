@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Final
 from dpsense.tables.checks import FLOAT_TYPES
 
 if TYPE_CHECKING:
-    from dpsense.tables.bounded import TablePlan
+    from dpsense.tables.plan import TablePlan
 
 __all__ = ["SCALAR_ROWS", "bound_units", "canonical", "keyed_hash"]
 
