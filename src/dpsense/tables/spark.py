@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from dpsense.errors import InputError
-from dpsense.tables import spark_groups, spark_hash
+from dpsense.tables import spark_groups, spark_hash, spark_held
 from dpsense.tables.engine import BoundedTable, TablePlan, keyed_hash, raise_on_flags
 from dpsense.tables.source import TableSource, connection
 from dpsense.tables.spark_groups import load_histogram
@@ -270,6 +270,10 @@ def bound_spark_table(
     elif not by:
         stage = stage.withColumn("gid", sf.lit(0).cast("long"))
     group_cols = ["gid"] if (public or not by) else gs
+    bounds = plan.column is not None and plan.lower is not None and plan.upper is not None
+    if plan.unit is None and plan.hold and group_cols == ["gid"] and bounds:  # rows are units
+        group_keys = list(keys) if public and keys is not None else [()]
+        return spark_held.held_spark_table(source, plan, stage, group_keys)
     persisted: list[Any] = []
     if plan.unit is not None:
         every_key = public and keys is not None and plan.max_groups >= len(keys)
