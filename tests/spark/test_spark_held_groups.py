@@ -132,9 +132,7 @@ def test_methods_that_read_every_record_still_match(
     assert all(groups.rows_collected >= 1000 for groups in held)  # read in full
 
 
-def test_privacy_unit_groups_are_held_too(
-    spark: Any, table: Any, held: list[Any]
-) -> None:
+def test_privacy_unit_groups_are_held_too(spark: Any, table: Any, held: list[Any]) -> None:
     # epsilon large enough that the window (which grows as epsilon per row = eps/3/5
     # shrinks) is a small part of each group of about 1300 rows
     kwargs = {"column": "v", "epsilon": 30.0, "by": "g", "keys": [0, 1, 2]}

@@ -51,22 +51,30 @@ SAMPLE: Final = f"pmod(hash(v), {SAMPLE_MOD}) = 0"
 a value are sampled together)."""
 
 
-def margin(n: int, sampled: int, w: int) -> float:
-    """Ranks added each side of the window to the sample's estimate: about three standard
-    deviations of the estimated rank (whole runs of ties are sampled together, so the
-    spread is set by the number of distinct values sampled), plus the window itself."""
-    return 1.5 * n / math.sqrt(sampled) + w + 2
+def margin(n: int, sampled: int, union: int, w: int) -> float:
+    """Ranks added each side of the window to the sample's estimate of its ends.
+
+    The estimate of a fraction q of the group has two errors: which of the group's rows
+    fall on the sampled values (variance about q(1-q)/k for k distinct values sampled:
+    whole runs of ties are sampled together), and which values the hash samples at all,
+    the same for every group (about q(1-q)/K, K the distinct values sampled over all the
+    held groups). With q(1-q) <= 1/4, the margin is four standard deviations of their sum,
+    plus the window itself (speed only: a miss costs one more job)."""
+    return 2.0 * n * math.sqrt(1.0 / sampled + 1.0 / union) + w + 2
 
 
-def bracket(values: F64, counts: I64, n: int, lo: int, hi: int, w: int) -> tuple[float, float]:
+def bracket(
+    values: F64, counts: I64, n: int, lo: int, hi: int, w: int, union: int
+) -> tuple[float, float]:
     """Values a <= x_(lo) and b >= x_(hi), likely, from a group of ``n`` records whose
     value-hash sample holds the sorted distinct ``values`` with their ``counts`` (speed
-    only: a bracket that misses sends the group to its exact histogram)."""
+    only: a bracket that misses sends the group to its exact histogram); ``union``: the
+    distinct values sampled over all the held groups."""
     total = int(counts.sum())
     if total == 0:
         return -math.inf, math.inf
     est = np.cumsum(counts) * (n / total)  # estimated #{x <= v_j}
-    pad = margin(n, values.shape[0], w)
+    pad = margin(n, values.shape[0], max(union, values.shape[0]), w)
     i = int(np.searchsorted(est, lo - pad, side="right")) - 1
     j = int(np.searchsorted(est, hi + pad, side="left")) + 1
     a = float(values[i]) if i >= 0 else -math.inf
@@ -136,8 +144,9 @@ class SparkRowGroups:
         }
         if not ranks:
             return {}
+        union = np.unique(np.concatenate([v for v, _ in self.samples.values()])).shape[0]
         brackets = [
-            (g, lo, hi, *bracket(*self.samples[g], self.sizes[g], lo, hi, w))
+            (g, lo, hi, *bracket(*self.samples[g], self.sizes[g], lo, hi, w, union))
             for g, (lo, hi) in ranks.items()
         ]
         bounds = self.stage.sparkSession.createDataFrame(
