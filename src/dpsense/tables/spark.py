@@ -7,7 +7,9 @@ count, so tied data collapses) with its sizes and number of units. The driver re
 one row per group; small groups' histograms are streamed, one partition at a time, into a
 temporary DuckDB table and rebuilt exactly as for every other input
 (``engine.BoundedTable``); large groups stay in Spark, which answers for the window of
-order statistics or the exact sums a release needs (``spark_groups``). No noise is drawn
+order statistics or the exact sums a release needs (``spark_groups``). With every row a
+unit, public keys or no grouping, and a release that reads held groups, no histogram of
+the large groups is built: their rows stay in Spark (``spark_held``). No noise is drawn
 in Spark.
 
 Contribution bounding follows the same rule as the DuckDB engine (docs/tables.md §2): a
