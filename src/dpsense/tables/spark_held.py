@@ -144,9 +144,10 @@ class SparkRowGroups:
         }
         if not ranks:
             return {}
-        union = np.unique(np.concatenate([v for v, _ in self.samples.values()])).shape[0]
+        none = (np.zeros(0), np.zeros(0, dtype=np.int64))  # no sample: the whole group
+        union = np.unique(np.concatenate([none[0], *(v for v, _ in self.samples.values())]))
         brackets = [
-            (g, lo, hi, *bracket(*self.samples[g], self.sizes[g], lo, hi, w, union))
+            (g, lo, hi, *bracket(*self.samples.get(g, none), self.sizes[g], lo, hi, w, union.size))
             for g, (lo, hi) in ranks.items()
         ]
         bounds = self.stage.sparkSession.createDataFrame(
