@@ -109,24 +109,37 @@ def bench(spark: Any, kind: str, args: argparse.Namespace) -> list[dict[str, Any
         if name == "median":
             fns["approx"] = approx
             fns["window"] = window
+        skipped = {"rows", "person"} - set(args.modes)
+        if "person" in skipped:
+            fns.pop("window", None)
+        for mode in skipped:
+            del fns[mode]
         best = interleaved(fns, args.repeats)
         print(kind, name, {k: round(v, 2) for k, v in best.items()}, flush=True)
-        row = {
-            "table": kind,
-            "stat": name,
-            **best,
-            "mem_rows": peak_bytes(lambda: release(False)),
-            "mem_person": peak_bytes(lambda: release(True)),
-        }
+        nan = float("nan")
+        row = {"table": kind, "stat": name, **{m: nan for m in skipped}, **best}
+        if name == "median":
+            row.setdefault("window", nan)
+        for mode in ("rows", "person"):
+            row[f"mem_{mode}"] = (
+                peak_bytes(lambda unit=mode == "person": release(unit))
+                if mode in args.modes
+                else float("nan")
+            )
         out.append(row)
+        extra = (
+            f"  rows / percentile_approx {row['rows'] / row['approx']:.2f}x"
+            if "approx" in row
+            else ""
+        )
         print(
             f"{kind:8} {name:6} spark {row['spark']:.2f} s  rows {row['rows'] / row['spark']:.2f}x"
             f"  person {row['person'] / row['spark']:.2f}x  peak {row['mem_rows'] / 2**20:.0f}/"
-            f"{row['mem_person'] / 2**20:.0f} MB",
+            f"{row['mem_person'] / 2**20:.0f} MB{extra}",
             flush=True,
         )
         if args.profile:
-            for unit in (False, True):
+            for unit in [m == "person" for m in args.modes]:
                 print(f"  jobs of the {name} release, privacy unit {unit}:")
                 for line in profile(df, lambda unit=unit: release(unit)):
                     print("   ", line)
@@ -177,6 +190,13 @@ def main() -> None:
     parser.add_argument("--people", type=int, default=1_000_000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--stats", nargs="+", default=["median", "mean", "count"])
+    parser.add_argument(
+        "--modes",
+        nargs="+",
+        choices=("rows", "person"),
+        default=["rows", "person"],
+        help="the releases timed: every row a unit, and/or privacy_unit='person'",
+    )
     parser.add_argument("--cache", action="store_true", help="cache the table in Spark")
     parser.add_argument("--profile", action="store_true", help="time each Spark job")
     parser.add_argument("--write", action="store_true", help="write results/spark.md")

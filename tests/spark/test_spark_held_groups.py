@@ -21,6 +21,7 @@ from dpsense.statistics._exact import RecordGrid
 from dpsense.statistics._grid import PowerOfTwoGrid
 from dpsense.tables import spark_groups
 from dpsense.tables.source import connection
+from dpsense.tables.spark_held import PAD, SparkRowGroups
 
 pytestmark = pytest.mark.spark
 
@@ -41,17 +42,18 @@ def table() -> Any:
 
 
 @pytest.fixture
-def held(monkeypatch: pytest.MonkeyPatch) -> list[spark_groups.SparkGroups]:
-    """Groups of more than 40 distinct values are held; every SparkGroups made is listed."""
-    made: list[spark_groups.SparkGroups] = []
+def held(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """Groups of more than 40 distinct values are held; every SparkGroups (histogram kept in
+    Spark) and SparkRowGroups (rows kept in Spark, every row a unit) made is listed."""
+    made: list[Any] = []
     monkeypatch.setattr(spark_groups, "STREAM_DISTINCT", 40)
-    original = spark_groups.SparkGroups.__init__
+    for cls in (spark_groups.SparkGroups, SparkRowGroups):
 
-    def spy(self: spark_groups.SparkGroups, *args: Any) -> None:
-        original(self, *args)
-        made.append(self)
+        def spy(self: Any, *args: Any, original: Any = cls.__init__) -> None:
+            original(self, *args)
+            made.append(self)
 
-    monkeypatch.setattr(spark_groups.SparkGroups, "__init__", spy)
+        monkeypatch.setattr(cls, "__init__", spy)
     return made
 
 
@@ -78,7 +80,7 @@ GROUPINGS: dict[str, dict[str, Any]] = {
 @pytest.mark.parametrize("grouping", list(GROUPINGS))
 @pytest.mark.parametrize("stat", list(STATS))
 def test_held_groups_release_what_pandas_releases_without_their_rows(
-    spark: Any, table: Any, held: list[spark_groups.SparkGroups], stat: str, grouping: str
+    spark: Any, table: Any, held: list[Any], stat: str, grouping: str
 ) -> None:
     statistic, extra = STATS[stat]
     kwargs = {"column": "v", "epsilon": 1.5, **extra, **GROUPINGS[grouping]}
@@ -89,19 +91,30 @@ def test_held_groups_release_what_pandas_releases_without_their_rows(
     assert len(held) == 1
     assert len(held[0].sizes) >= 1
     # ...and what reached the driver is a window or one sum per group, not the rows
+    rows_kept = isinstance(held[0], SparkRowGroups)  # every row a unit, grouped by key
+    assert rows_kept == (grouping != "private")
     if isinstance(statistic, ds.Quantile):
         grouped = isinstance(got, ds.GroupedRelease)
         eps = got.parameters["per_group"]["epsilon"] if grouped else 1.5
         score = quantile_score(statistic.p, eps, "add-remove", "test")
-        limit = len(held[0].sizes) * (2 * score.window(2**33) + 6)
+        w = score.window(2**33)
+        # rows kept in Spark: a slice of the window's ranks and PAD more each side
+        per_group = 4 * w + 2 * PAD + 4 if rows_kept else 2 * w + 6
+        assert 0 < held[0].rows_collected <= len(held[0].sizes) * per_group
+    elif rows_kept:  # the sums came with the job that counted the groups
+        assert held[0].rows_collected == 0
+        assert held[0].jobs == 0
     else:
-        limit = len(held[0].sizes)
-    assert 0 < held[0].rows_collected <= limit
-    assert held[0].rows_collected < N // 4
+        assert 0 < held[0].rows_collected <= len(held[0].sizes)
+    if rows_kept:
+        assert held[0].fallbacks == 0
+        assert held[0].histograms == 0
+    else:
+        assert held[0].rows_collected < N // 4
 
 
 def test_methods_that_read_every_record_still_match(
-    spark: Any, table: Any, held: list[spark_groups.SparkGroups]
+    spark: Any, table: Any, held: list[Any]
 ) -> None:
     cases = [
         (ds.Median(0.0, 100.0), {"method": "smooth"}),
@@ -119,9 +132,7 @@ def test_methods_that_read_every_record_still_match(
     assert all(groups.rows_collected >= 1000 for groups in held)  # read in full
 
 
-def test_privacy_unit_groups_are_held_too(
-    spark: Any, table: Any, held: list[spark_groups.SparkGroups]
-) -> None:
+def test_privacy_unit_groups_are_held_too(spark: Any, table: Any, held: list[Any]) -> None:
     # epsilon large enough that the window (which grows as epsilon per row = eps/3/5
     # shrinks) is a small part of each group of about 1300 rows
     kwargs = {"column": "v", "epsilon": 30.0, "by": "g", "keys": [0, 1, 2]}

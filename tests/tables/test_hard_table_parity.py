@@ -24,20 +24,27 @@ def _uniform(salt: int) -> str:
     return f"((hash(i * 8 + {salt}) >> 11)::DOUBLE + 0.5) / 9007199254740992.0"
 
 
-@pytest.fixture(scope="module")
-def hard(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any]:
-    """benchmarks/bench_tables.py's ``hard`` table (the same SQL), as Parquet and pandas."""
+def hard_table(kind: str, folder: Path) -> tuple[Path, Any]:
+    """benchmarks/bench_tables.py's ``hard`` or ``hard-int`` table (the same SQL), as
+    Parquet and a shuffled pandas copy."""
     gamma = f"(-150.0 * (ln({_uniform(3)}) + ln({_uniform(4)})))"
+    value = f"round({gamma}, 2)" if kind == "hard" else f"round({gamma} / 10.0)"
     sql = (
         f"SELECT (hash(i * 8 + 1) % {PEOPLE})::BIGINT AS person, "
-        f"(hash(i * 8 + 2) % {GROUPS})::BIGINT AS g, round({gamma}, 2)::DOUBLE AS v "
+        f"(hash(i * 8 + 2) % {GROUPS})::BIGINT AS g, {value}::DOUBLE AS v "
         f"FROM range({ROWS}) t(i)"
     )
-    path = tmp_path_factory.mktemp("hard") / "hard.parquet"
+    path = folder / f"{kind}.parquet"
     con = duckdb.connect()
     con.execute(f"COPY ({sql}) TO '{path}' (FORMAT PARQUET)")
     frame = con.execute(f"SELECT * FROM '{path}'").df().sample(frac=1.0, random_state=2)
     return path, frame
+
+
+@pytest.fixture(scope="module")
+def hard(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any]:
+    """benchmarks/bench_tables.py's ``hard`` table, as Parquet and pandas."""
+    return hard_table("hard", tmp_path_factory.mktemp("hard"))
 
 
 STATS = {

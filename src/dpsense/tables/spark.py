@@ -7,7 +7,9 @@ count, so tied data collapses) with its sizes and number of units. The driver re
 one row per group; small groups' histograms are streamed, one partition at a time, into a
 temporary DuckDB table and rebuilt exactly as for every other input
 (``engine.BoundedTable``); large groups stay in Spark, which answers for the window of
-order statistics or the exact sums a release needs (``spark_groups``). No noise is drawn
+order statistics or the exact sums a release needs (``spark_groups``). With every row a
+unit, public keys or no grouping, and a release that reads held groups, no histogram of
+the large groups is built: their rows stay in Spark (``spark_held``). No noise is drawn
 in Spark.
 
 Contribution bounding follows the same rule as the DuckDB engine (docs/tables.md §2): a
@@ -26,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from dpsense.errors import InputError
-from dpsense.tables import spark_groups, spark_hash
+from dpsense.tables import spark_groups, spark_hash, spark_held
 from dpsense.tables.engine import BoundedTable, TablePlan, keyed_hash, raise_on_flags
 from dpsense.tables.source import TableSource, connection
 from dpsense.tables.spark_groups import load_histogram
@@ -270,6 +272,10 @@ def bound_spark_table(
     elif not by:
         stage = stage.withColumn("gid", sf.lit(0).cast("long"))
     group_cols = ["gid"] if (public or not by) else gs
+    bounds = plan.column is not None and plan.lower is not None and plan.upper is not None
+    if plan.unit is None and plan.hold and group_cols == ["gid"] and bounds:  # rows are units
+        group_keys = list(keys) if public and keys is not None else [()]
+        return spark_held.held_spark_table(source, plan, stage, group_keys)
     persisted: list[Any] = []
     if plan.unit is not None:
         every_key = public and keys is not None and plan.max_groups >= len(keys)

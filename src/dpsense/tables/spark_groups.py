@@ -19,7 +19,7 @@ same records, for the same seed.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
@@ -27,7 +27,15 @@ from numpy.typing import NDArray
 from dpsense.mechanisms._quantile_sampler import window_ranks
 from dpsense.statistics._exact import RecordGrid
 
-__all__ = ["STREAM_DISTINCT", "SparkGroup", "SparkGroups", "load_histogram"]
+__all__ = [
+    "STREAM_DISTINCT",
+    "GroupAnswers",
+    "SparkGroup",
+    "SparkGroups",
+    "grid_k",
+    "load_histogram",
+    "quanta_k",
+]
 
 _CHUNK: Final = 1_000_000
 """Histogram rows moved from Spark to DuckDB at a time."""
@@ -47,6 +55,52 @@ def _rint(sf: Any, x: Any) -> Any:
     frac = x - t.cast("double")
     up = (frac > 0.5) | ((frac == 0.5) & (sf.pmod(t, sf.lit(2)) == 1))
     return t + sf.when(up, sf.lit(1)).otherwise(sf.lit(0))
+
+
+def grid_k(sf: Any, grid: RecordGrid) -> tuple[tuple[Any, ...], Any]:
+    """The cache key and the column of ``grid.integers(v)`` (numpy's rint, then clamped)."""
+    v = sf.col("v")
+    k = sf.greatest(
+        sf.least(_rint(sf, (v - sf.lit(grid.centre)) / sf.lit(grid.grid)), sf.lit(grid.k_high)),
+        sf.lit(grid.k_low),
+    )
+    return ("grid", grid.centre, grid.grid, grid.k_low, grid.k_high), k
+
+
+def quanta_k(sf: Any, lower: float, upper: float, quanta: int) -> tuple[tuple[Any, ...], Any]:
+    """The cache key and the column of ``rint(clip((clip(v, l, u) - l) / (u - l), 0, 1) *
+    quanta)``, as ``methods.ksw.unit_sums`` computes it in numpy."""
+    v = sf.greatest(sf.least(sf.col("v"), sf.lit(upper)), sf.lit(lower))
+    unit = (v - sf.lit(lower)) / sf.lit(upper - lower)
+    unit = sf.greatest(sf.least(unit, sf.lit(1.0)), sf.lit(0.0))
+    return ("quanta", lower, upper, quanta), _rint(sf, unit * sf.lit(float(quanta)))
+
+
+class GroupAnswers(Protocol):
+    """What a :class:`SparkGroup` asks of the groups it belongs to (``SparkGroups`` here,
+    ``spark_held.SparkRowGroups`` for the rows of a release without privacy unit)."""
+
+    sizes: dict[int, int]
+
+    def window(self, gid: int, num: int, den: int, w: int) -> tuple[F64, I64, int, int] | None:
+        """The window of :func:`window_ranks` of group ``gid``."""
+        ...
+
+    def count(self, gid: int, test: Callable[[Any], Any]) -> int:
+        """The group's number of records whose column passes ``test``."""
+        ...
+
+    def values(self, gid: int) -> F64:
+        """Every record of the group, sorted."""
+        ...
+
+    def grid_sum(self, gid: int, grid: RecordGrid) -> int:
+        """The exact sum of ``grid.integers`` over the group's records."""
+        ...
+
+    def quanta_sum(self, gid: int, lower: float, upper: float, quanta: int) -> int:
+        """The exact sum of the records' KSW quanta."""
+        ...
 
 
 class SparkGroups:
@@ -159,22 +213,10 @@ class SparkGroups:
         )
 
     def grid_sum(self, gid: int, grid: RecordGrid) -> int:
-        sf = self._sf()
-        v = sf.col("v")
-        k = sf.greatest(
-            sf.least(_rint(sf, (v - sf.lit(grid.centre)) / sf.lit(grid.grid)), sf.lit(grid.k_high)),
-            sf.lit(grid.k_low),
-        )
-        key = ("grid", grid.centre, grid.grid, grid.k_low, grid.k_high)
-        return self._sum(gid, key, k)
+        return self._sum(gid, *grid_k(self._sf(), grid))
 
     def quanta_sum(self, gid: int, lower: float, upper: float, quanta: int) -> int:
-        sf = self._sf()
-        v = sf.greatest(sf.least(sf.col("v"), sf.lit(upper)), sf.lit(lower))
-        unit = (v - sf.lit(lower)) / sf.lit(upper - lower)
-        unit = sf.greatest(sf.least(unit, sf.lit(1.0)), sf.lit(0.0))
-        k = _rint(sf, unit * sf.lit(float(quanta)))
-        return self._sum(gid, ("quanta", lower, upper, quanta), k)
+        return self._sum(gid, *quanta_k(self._sf(), lower, upper, quanta))
 
     def _sum(self, gid: int, key: tuple[Any, ...], k: Any) -> int:
         """sum(k(v) * c) per large group, exactly (decimal(38, 0)); one job for all."""
@@ -192,7 +234,7 @@ class SparkGroup:
     """One large group: a :class:`~dpsense.statistics._records.HeldRecords` and a
     :class:`~dpsense.mechanisms._quantile_sampler.RecordSource` answered by Spark."""
 
-    def __init__(self, groups: SparkGroups, gid: int) -> None:
+    def __init__(self, groups: GroupAnswers, gid: int) -> None:
         self.groups = groups
         self.gid = gid
 
