@@ -209,3 +209,22 @@ def test_kept_rows_without_spark_arithmetic(
     monkeypatch.setattr(spark_hash, "native_hash_available", lambda: False)
     plan = {"values": ("hours", "log_wage"), "keys": None, **BOUNDINGS["numeric"]}
     assert _spark_rows(spark, frame, plan) == _duckdb_rows(frame, plan)
+
+
+def test_missing_values_in_any_query_column(spark: Any, frame: Any) -> None:
+    """One check of every column the query reads: a missing value in one statistic's
+    column is an error naming the columns (never values or counts), and with
+    nulls="drop" its rows are dropped for every statistic, as in DuckDB."""
+    holes = frame.assign(log_wage=frame["log_wage"].where(frame.index % 7 != 0))
+    query = {"n": ds.Count(), "h": ("hours", ds.Mean(0, 80)), "w": ("log_wage", ds.Mean(0, 4))}
+    kwargs: dict[str, Any] = {"privacy_unit": "person", "max_rows_per_unit": 2, "epsilon": 2.0}
+    sdf = to_spark(spark, holes)
+    with pytest.raises(ds.InputError, match="missing values") as caught:
+        ds.release(sdf, query, rng=1, **kwargs)
+    assert not any(ch.isdigit() for ch in str(caught.value))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ds.SeededRandomnessWarning)
+        got = ds.release(sdf, query, rng=1, nulls="drop", **kwargs)
+        duck = ds.release(holes, query, rng=1, nulls="drop", **kwargs)
+    assert isinstance(got, ds.QueryResult)
+    assert _table(got) == _table(duck)
