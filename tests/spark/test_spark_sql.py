@@ -1,6 +1,5 @@
 """The same SQL on a Spark DataFrame (and on a Spark temporary view) equals the DuckDB
-answer for a seed. One aggregate: the dict release runs several statistics on DuckDB
-sources only for now (it says so for a Spark DataFrame)."""
+answer for a seed (several aggregates: tests/spark/test_spark_query.py)."""
 
 from __future__ import annotations
 

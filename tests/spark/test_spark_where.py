@@ -34,12 +34,3 @@ def test_where_on_spark_matches_duckdb(spark: Any, frame: Any) -> None:
     assert _values(got) == _values(expected)
     unfiltered = ds.release(frame, ds.Mean(0, 80), rng=3, **{**kwargs, "where": None})
     assert _values(unfiltered) != _values(expected)  # the filter changed the rows
-
-
-def test_several_statistics_on_spark_are_refused(spark: Any, frame: Any) -> None:
-    with pytest.raises(ds.InputError, match="one at a time"):
-        ds.release(
-            to_spark(spark, frame),
-            {"n": ds.Count(), "h": ("hours", ds.Mean(0, 80))},
-            epsilon=1.0,
-        )

@@ -102,11 +102,9 @@ def run_plan(
             return result
         return _as_query(plan, {plan.entries[0].name: result}, {})
     if is_spark_frame(x):
-        raise InputError(
-            "Several statistics in one release run on DuckDB sources for now: release them "
-            "one at a time on a Spark DataFrame (splitting epsilon by hand), or collect it "
-            "to Arrow/Parquet first."
-        )
+        from dpsense.query.spark_run import run_several_spark  # imports this module
+
+        return run_several_spark(plan, x, source)
     return _run_several(plan, x, source)
 
 
