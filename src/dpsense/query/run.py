@@ -15,30 +15,32 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
-import numpy as np
-
-from dpsense._exact_budget import float_up
 from dpsense.bounds_in_release import (
-    BoundsPlan,
-    _bounded,
-    find_bounds,
     readable_twice,
     with_bounds_receipt,
 )
 from dpsense.errors import InputError
-from dpsense.mechanisms.partition_selection import SelectionRule, select_groups
 from dpsense.methods import Release
-from dpsense.noise.rng import RandomSource, SeededRandom
+from dpsense.noise.rng import RandomSource
 from dpsense.query.bounding import BOUNDED, bound_rows, checked_rows
-from dpsense.query.methods import DISPATCH, release_column
-from dpsense.query.plan import Entry, QueryPlan
+from dpsense.query.methods import release_column
+from dpsense.query.plan import QueryPlan
 from dpsense.query.result import QueryResult
+from dpsense.query.steps import (
+    as_query,
+    bounding_salt,
+    bounds_step,
+    engine_arguments,
+    opened_query,
+    release_entries,
+    select_shared,
+    statistic_sources,
+    with_private_bounds,
+)
 from dpsense.statistics import BoundedStatistic, Count, Statistic
 from dpsense.tables.grouped import (
     GroupedRelease,
-    _normalise_keys,
     opened_table,
-    release_opened,
     release_table,
     table_plan,
 )
@@ -49,49 +51,6 @@ from dpsense.tables.spark import is_spark_frame
 __all__ = ["run_plan", "statistic_sources"]
 
 
-def _release_one(entry: Entry, plan: QueryPlan, rng: RandomSource) -> Any:
-    """The engine's per-group callback for ``entry``: its method, with its own draws."""
-
-    def one(values: Any, stat: Statistic, eps: float, dlt: float) -> Release:
-        return DISPATCH[entry.chosen](
-            values,
-            stat,
-            epsilon=eps,
-            delta=dlt,
-            neighbours=plan.neighbours,
-            rng=rng,
-            **entry.options,
-        )
-
-    return one
-
-
-def _engine_arguments(plan: QueryPlan, entry: Entry, rng: RandomSource) -> dict[str, Any]:
-    """The arguments of the engine's grouped release that a statistic of ``plan`` takes
-    whatever its share of the budget and its groups."""
-    return {
-        "method": entry.chosen,
-        "column": entry.column,
-        "by": plan.by,
-        "privacy_unit": plan.unit,
-        "max_rows_per_unit": plan.max_rows,
-        "max_groups_per_unit": plan.max_groups,
-        "nulls": plan.nulls,
-        "rng": rng,
-        "release_one": _release_one(entry, plan, rng),
-        "schema": plan.casts,
-    }
-
-
-def statistic_sources(source: RandomSource, count: int) -> list[RandomSource]:
-    """One random source per statistic of a query of ``count``: for a seeded source, a
-    generator seeded by each of its next ``count`` words (drawn first, so each statistic's
-    draws are reproducible on their own); the OS's CSPRNG is shared."""
-    if not source.seeded:
-        return [source] * count
-    return [SeededRandom(int(w)) for w in source.words(count)]
-
-
 def run_plan(
     plan: QueryPlan, x: Any, source: RandomSource, *, tabular: bool
 ) -> Release | GroupedRelease | QueryResult:
@@ -100,7 +59,7 @@ def run_plan(
         result = _run_one(plan, x, source, tabular=tabular)
         if plan.single:
             return result
-        return _as_query(plan, {plan.entries[0].name: result}, {})
+        return as_query(plan, {plan.entries[0].name: result}, {})
     if is_spark_frame(x):
         from dpsense.query.spark_run import run_several_spark  # imports this module
 
@@ -134,42 +93,19 @@ def _run_one(
             delta=plan.delta,
             keys=plan.keys,
             row_filter=plan.row_filter,
-            **_engine_arguments(plan, entry, source),
+            **engine_arguments(plan, entry, source),
         )
 
     if plan.bounds is None:
         return run(x, entry.statistic, plan.epsilon)
     assert isinstance(entry.statistic, BoundedStatistic)  # plan_bounds checked it
     with readable_twice(x) as data:
-        bounded, receipt = _bounds_step(
+        bounded, receipt = bounds_step(
             plan, data, entry.statistic, plan.bounds, entry.column, source
         )
         result = run(data, bounded, plan.bounds.rest)
     return with_bounds_receipt(
         result, receipt, epsilon=plan.epsilon, delta=plan.delta, release_epsilon=plan.bounds.rest
-    )
-
-
-def _bounds_step(
-    plan: QueryPlan,
-    data: Any,
-    statistic: BoundedStatistic,
-    step: BoundsPlan,
-    column: str | None,
-    source: RandomSource,
-) -> tuple[BoundedStatistic, dict[str, Any]]:
-    """The private bounds of ``column`` (bounded per unit and filtered as the release)."""
-    return find_bounds(
-        data,
-        statistic,
-        step,
-        column=column,
-        privacy_unit=plan.unit,
-        max_rows_per_unit=plan.max_rows,
-        nulls=plan.nulls,
-        rng=source,
-        schema=plan.schema,
-        row_filter=plan.row_filter,
     )
 
 
@@ -197,37 +133,9 @@ def _run_several(plan: QueryPlan, x: Any, source: RandomSource) -> QueryResult:
     """Several statistics over one bounded table (module docstring)."""
     plan = _with_value_column(plan, x)
     rngs = statistic_sources(source, len(plan.entries))
-    receipts: dict[str, dict[str, Any]] = {}
-    stats = {e.name: e.statistic for e in plan.entries}
     with readable_twice(x) as data:
-        if plan.bounds is not None:
-            step = BoundsPlan(plan.bounds.share, plan.bounds_epsilon, plan.bounds.rest)
-            for col in plan.bounds_columns:
-                todo = [
-                    e
-                    for e in plan.entries
-                    if e.column == col
-                    and isinstance(e.statistic, BoundedStatistic)
-                    and not e.statistic.has_bounds
-                ]
-                first = todo[0].statistic
-                assert isinstance(first, BoundedStatistic)
-                _, receipt = _bounds_step(plan, data, first, step, col, source)
-                receipts[str(col)] = receipt
-                for e in todo:
-                    assert isinstance(e.statistic, BoundedStatistic)
-                    stats[e.name] = _bounded(e.statistic, receipt["lower"], receipt["upper"])[0]
-        values = tuple(dict.fromkeys(e.column for e in plan.entries if e.column is not None))
-        public = _normalise_keys(plan.keys, plan.by) if plan.keys is not None else None
-        with opened_table(
-            data,
-            values,
-            plan.by,
-            plan.unit,
-            resolve_value=False,
-            schema=plan.casts,
-            row_filter=plan.row_filter,
-        ) as (opened, _):
+        stats, receipts = with_private_bounds(plan, data, source)
+        with opened_query(plan, data) as (opened, values, public):
             # with every row a unit and missing values an error, each statistic's first
             # pass checks its columns (one pass shared by all, tables.held_scan): the
             # same errors, without a pass of their own
@@ -235,10 +143,7 @@ def _run_several(plan: QueryPlan, x: Any, source: RandomSource) -> QueryResult:
             keep = "TRUE" if skip else checked_rows(opened, values, plan.by, plan.unit, plan.nulls)
             con = opened.con
             if plan.unit is not None:
-                salt = (
-                    int(source.words(1)[0] >> np.uint64(1)),
-                    int(source.words(1)[0] >> np.uint64(1)),
-                )
+                salt = bounding_salt(source)
                 bound_rows(
                     opened,
                     values=values,
@@ -260,34 +165,13 @@ def _run_several(plan: QueryPlan, x: Any, source: RandomSource) -> QueryResult:
             )
             rows.columns = [c for c in opened.columns]
             _announce(plan, data, rows, stats)
-            results: dict[str, Release | GroupedRelease] = {}
-            for entry, rng in zip(plan.entries, rngs, strict=True):
+
+            @contextmanager
+            def bounded() -> Iterator[TableSource]:
                 with _scratch(con):
-                    got = release_opened(
-                        data,
-                        rows,
-                        stats[entry.name],
-                        epsilon=entry.epsilon,
-                        delta=entry.delta,
-                        keys=keys,
-                        prebounded=True,
-                        **_engine_arguments(plan, entry, rng),
-                    )
-                if isinstance(got, GroupedRelease) and selection is not None:
-                    got = replace(
-                        got,
-                        selection="private",
-                        parameters={**got.parameters, "selection": selection},
-                    )
-                if entry.column in receipts:
-                    got = _with_bounds(got, receipts[str(entry.column)], entry)
-                results[entry.name] = got
-    extra: dict[str, Any] = {}
-    if selection is not None:
-        extra["selection"] = selection
-    if receipts:
-        extra["bounds"] = receipts
-    return _as_query(plan, results, extra)
+                    yield rows
+
+            return release_entries(plan, data, stats, receipts, keys, selection, rngs, bounded)
 
 
 def _announce(plan: QueryPlan, data: Any, rows: TableSource, stats: dict[str, Statistic]) -> None:
@@ -338,14 +222,6 @@ def _with_value_column(plan: QueryPlan, x: Any) -> QueryPlan:
     return replace(plan, entries=entries)
 
 
-def _with_bounds(
-    got: Release | GroupedRelease, receipt: dict[str, Any], entry: Entry
-) -> Release | GroupedRelease:
-    """The statistic's receipt names the bounds it used (the bounds step's cost is the
-    query's, in ``QueryResult.parameters["bounds"]``)."""
-    return replace(got, parameters={**got.parameters, "bounds": receipt})
-
-
 def _shared_groups(
     plan: QueryPlan, con: Any, public: list[tuple[Any, ...]] | None, source: RandomSource
 ) -> tuple[Any, dict[str, Any] | None]:
@@ -359,34 +235,4 @@ def _shared_groups(
         f"SELECT {by}, {units}::BIGINT FROM {BOUNDED} GROUP BY ALL ORDER BY {by}"
     ).fetchall()
     groups = [tuple(r[:-1]) for r in got]
-    counts = np.asarray([int(r[-1]) for r in got], dtype=np.int64)
-    eps_sel, dlt_sel = plan.selection
-    g = plan.max_groups if plan.unit is not None else 1
-    rule = SelectionRule.for_budget(eps_sel, dlt_sel, g)
-    chosen = select_groups(counts, rule, source)
-    receipt = {
-        "epsilon": eps_sel,
-        "delta": dlt_sel,
-        "threshold": rule.threshold,
-        "scale": float_up(rule.scale),
-    }
-    return [groups[int(i)] for i in chosen], receipt
-
-
-def _as_query(
-    plan: QueryPlan, results: dict[str, Release | GroupedRelease], extra: dict[str, Any]
-) -> QueryResult:
-    params = {
-        **plan.parameters,
-        "privacy_unit": plan.unit,
-        "max_rows_per_unit": plan.max_rows if plan.unit is not None else 1,
-        "max_groups_per_unit": plan.max_groups if plan.unit is not None else 1,
-        **extra,
-    }
-    if plan.row_filter is not None:
-        params["where"] = plan.row_filter.sql
-    if len(results) == 1 and plan.bounds is not None:
-        only = next(iter(results.values()))
-        if "bounds" in only.parameters:
-            params["bounds"] = {str(plan.entries[0].column): only.parameters["bounds"]}
-    return QueryResult(plan.epsilon, plan.delta, plan.by, results, params)
+    return select_shared(plan, groups, [int(r[-1]) for r in got], source)

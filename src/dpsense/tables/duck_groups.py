@@ -39,7 +39,7 @@ from numpy.typing import NDArray
 
 from dpsense.mechanisms._quantile_sampler import window_ranks
 from dpsense.statistics._exact import RecordGrid
-from dpsense.tables.windows import cut_window, window_of
+from dpsense.tables.windows import HeldGroup, cut_window, window_of
 
 __all__ = [
     "SAMPLE_MOD",
@@ -420,32 +420,5 @@ def _estimate(groups: DuckGroups, gid: int, a: float, b: float) -> float:
     return float(n) * (float(inside) + 2.0) / total
 
 
-class DuckGroup:
-    """One held group: a :class:`~dpsense.statistics._records.HeldRecords` and a
-    :class:`~dpsense.mechanisms._quantile_sampler.RecordSource` answered by DuckDB."""
-
-    def __init__(self, groups: DuckGroups, gid: int) -> None:
-        self.groups = groups
-        self.gid = gid
-
-    @property
-    def size(self) -> int:
-        return self.groups.sizes[self.gid]
-
-    def quantile_window(self, num: int, den: int, w: int) -> tuple[F64, I64, int, int] | None:
-        return self.groups.window(self.gid, num, den, w)
-
-    def count_below(self, v: float) -> int:
-        return self.groups.count(self.gid, "<", v)
-
-    def count_above(self, v: float) -> int:
-        return self.groups.count(self.gid, ">", v)
-
-    def sorted_values(self) -> F64:
-        return self.groups.values(self.gid)
-
-    def grid_sum(self, grid: RecordGrid) -> int:
-        return self.groups.grid_sum(self.gid, grid)
-
-    def quanta_sum(self, lower: float, upper: float, quanta: int) -> int:
-        return self.groups.quanta_sum(self.gid, lower, upper, quanta)
+class DuckGroup(HeldGroup):
+    """One held group, answered by DuckDB."""

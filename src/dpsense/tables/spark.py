@@ -32,7 +32,7 @@ from dpsense.tables import spark_groups, spark_hash, spark_held
 from dpsense.tables.engine import BoundedTable, TablePlan, keyed_hash, raise_on_flags
 from dpsense.tables.source import TableSource, connection
 from dpsense.tables.spark_groups import load_histogram
-from dpsense.tables.spark_workers import _with_keyed_hash, _worker_error
+from dpsense.tables.spark_workers import _with_keyed_hash, worker_errors
 
 __all__ = ["SparkSource", "bound_spark_table", "is_spark_frame", "open_spark"]
 
@@ -299,74 +299,70 @@ def bound_spark_table(
         units_frame = None
     hist = kept.groupBy(*group_cols, "v").agg(sf.count(sf.lit(1)).alias("c"))
     try:
-        if group_cols == ["gid"]:
-            group_keys = list(keys) if public and keys is not None else [()]
-            numbered = hist
-            unit_rows = units_frame.collect() if units_frame is not None else None
-        else:  # groups found in the data, numbered in the order of their values
-            hist = hist.persist(StorageLevel.MEMORY_AND_DISK)
-            persisted.append(hist)
-            found = hist.select(*gs).distinct().orderBy(*gs).collect()
-            group_keys = [tuple(r) for r in found]
-            spark = source.frame.sparkSession
-            gid_frame = (
-                spark.createDataFrame(
-                    [(*k, i) for i, k in enumerate(group_keys)],
-                    [*gs, "gid"],
-                )
-                if group_keys
-                else None
-            )
-            if gid_frame is None:
-                numbered = hist.select(sf.lit(0).cast("long").alias("gid"), "v", "c").limit(0)
-                unit_rows = [] if units_frame is not None else None
-            else:
-                gid_frame = gid_frame.select(
-                    *[
-                        sf.col(f"g{i}").cast(source.types[b]).alias(f"g{i}")
-                        for i, b in enumerate(by)
-                    ],
-                    sf.col("gid").cast("long"),
-                )
-                # null-safe join on every by-column (no nulls remain, but types must match)
-                numbered = hist.join(sf.broadcast(gid_frame), on=gs, how="inner").select(
-                    "gid", "v", "c"
-                )
-                unit_rows = (
-                    units_frame.join(sf.broadcast(gid_frame), on=gs, how="inner")
-                    .select("gid", "count")
-                    .collect()
-                    if units_frame is not None
+        with worker_errors(plan.unit is not None):
+            if group_cols == ["gid"]:
+                group_keys = list(keys) if public and keys is not None else [()]
+                numbered = hist
+                unit_rows = units_frame.collect() if units_frame is not None else None
+            else:  # groups found in the data, numbered in the order of their values
+                hist = hist.persist(StorageLevel.MEMORY_AND_DISK)
+                persisted.append(hist)
+                found = hist.select(*gs).distinct().orderBy(*gs).collect()
+                group_keys = [tuple(r) for r in found]
+                spark = source.frame.sparkSession
+                gid_frame = (
+                    spark.createDataFrame(
+                        [(*k, i) for i, k in enumerate(group_keys)],
+                        [*gs, "gid"],
+                    )
+                    if group_keys
                     else None
                 )
-        numbered = numbered.select("gid", "v", "c").persist(StorageLevel.MEMORY_AND_DISK)
-        persisted.append(numbered)
-        rows, distinct = _group_sizes(numbered, len(group_keys))
-        large = (
-            [g for g in range(len(group_keys)) if distinct[g] > spark_groups.STREAM_DISTINCT]
-            if plan.column is not None
-            else []
-        )
-        held: spark_groups.SparkGroups | None = None
-        if large:  # kept in Spark (persisted) until the release is over
-            persisted.remove(numbered)
-            source.on_close.append(numbered.unpersist)
-            marks = source.frame.sparkSession.createDataFrame([(g,) for g in large], "gid long")
-            big = numbered.join(sf.broadcast(marks), on="gid", how="left_semi")
-            held = spark_groups.SparkGroups(
-                big,
-                {g: int(rows[g]) for g in large},
-                {g: int(distinct[g]) for g in large},
-                source.con,
+                if gid_frame is None:
+                    numbered = hist.select(sf.lit(0).cast("long").alias("gid"), "v", "c").limit(0)
+                    unit_rows = [] if units_frame is not None else None
+                else:
+                    gid_frame = gid_frame.select(
+                        *[
+                            sf.col(f"g{i}").cast(source.types[b]).alias(f"g{i}")
+                            for i, b in enumerate(by)
+                        ],
+                        sf.col("gid").cast("long"),
+                    )
+                    # null-safe join on every by-column (no nulls remain, but types must match)
+                    numbered = hist.join(sf.broadcast(gid_frame), on=gs, how="inner").select(
+                        "gid", "v", "c"
+                    )
+                    unit_rows = (
+                        units_frame.join(sf.broadcast(gid_frame), on=gs, how="inner")
+                        .select("gid", "count")
+                        .collect()
+                        if units_frame is not None
+                        else None
+                    )
+            numbered = numbered.select("gid", "v", "c").persist(StorageLevel.MEMORY_AND_DISK)
+            persisted.append(numbered)
+            rows, distinct = _group_sizes(numbered, len(group_keys))
+            large = (
+                [g for g in range(len(group_keys)) if distinct[g] > spark_groups.STREAM_DISTINCT]
+                if plan.column is not None
+                else []
             )
-            numbered = numbered.join(sf.broadcast(marks), on="gid", how="left_anti")
-        streamed = int(distinct.sum()) - sum(int(distinct[g]) for g in large)
-        load_histogram(source.con, numbered, rows=streamed)
-    except Exception as exc:
-        friendly = _worker_error(exc) if plan.unit is not None else None
-        if friendly is not None:
-            raise friendly from None
-        raise
+            held: spark_groups.SparkGroups | None = None
+            if large:  # kept in Spark (persisted) until the release is over
+                persisted.remove(numbered)
+                source.on_close.append(numbered.unpersist)
+                marks = source.frame.sparkSession.createDataFrame([(g,) for g in large], "gid long")
+                big = numbered.join(sf.broadcast(marks), on="gid", how="left_semi")
+                held = spark_groups.SparkGroups(
+                    big,
+                    {g: int(rows[g]) for g in large},
+                    {g: int(distinct[g]) for g in large},
+                    source.con,
+                )
+                numbered = numbered.join(sf.broadcast(marks), on="gid", how="left_anti")
+            streamed = int(distinct.sum()) - sum(int(distinct[g]) for g in large)
+            load_histogram(source.con, numbered, rows=streamed)
     finally:
         for frame_ in persisted:
             frame_.unpersist()

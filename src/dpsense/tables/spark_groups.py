@@ -18,18 +18,17 @@ same records, for the same seed.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, Final, Protocol
+from typing import Any, Final
 
 import numpy as np
 from numpy.typing import NDArray
 
 from dpsense.mechanisms._quantile_sampler import window_ranks
 from dpsense.statistics._exact import RecordGrid
+from dpsense.tables.windows import HeldGroup
 
 __all__ = [
     "STREAM_DISTINCT",
-    "GroupAnswers",
     "SparkGroup",
     "SparkGroups",
     "grid_k",
@@ -44,6 +43,11 @@ STREAM_DISTINCT: Final = 1 << 12
 
 F64 = NDArray[np.float64]
 I64 = NDArray[np.int64]
+
+
+def compare(col: Any, op: str, v: float) -> Any:
+    """The Spark condition ``col op v`` (op "<" or ">")."""
+    return col < float(v) if op == "<" else col > float(v)
 
 
 def _rint(sf: Any, x: Any) -> Any:
@@ -74,33 +78,6 @@ def quanta_k(sf: Any, lower: float, upper: float, quanta: int) -> tuple[tuple[An
     unit = (v - sf.lit(lower)) / sf.lit(upper - lower)
     unit = sf.greatest(sf.least(unit, sf.lit(1.0)), sf.lit(0.0))
     return ("quanta", lower, upper, quanta), _rint(sf, unit * sf.lit(float(quanta)))
-
-
-class GroupAnswers(Protocol):
-    """What a :class:`SparkGroup` asks of the groups it belongs to (``SparkGroups`` here,
-    ``spark_held.SparkRowGroups`` for the rows of a release without privacy unit)."""
-
-    sizes: dict[int, int]
-
-    def window(self, gid: int, num: int, den: int, w: int) -> tuple[F64, I64, int, int] | None:
-        """The window of :func:`window_ranks` of group ``gid``."""
-        ...
-
-    def count(self, gid: int, test: Callable[[Any], Any]) -> int:
-        """The group's number of records whose column passes ``test``."""
-        ...
-
-    def values(self, gid: int) -> F64:
-        """Every record of the group, sorted."""
-        ...
-
-    def grid_sum(self, gid: int, grid: RecordGrid) -> int:
-        """The exact sum of ``grid.integers`` over the group's records."""
-        ...
-
-    def quanta_sum(self, gid: int, lower: float, upper: float, quanta: int) -> int:
-        """The exact sum of the records' KSW quanta."""
-        ...
 
 
 class SparkGroups:
@@ -187,10 +164,10 @@ class SparkGroups:
             out[g] = (values, counts, below, above)
         return out
 
-    def count(self, gid: int, test: Callable[[Any], Any]) -> int:
+    def count(self, gid: int, op: str, v: float) -> int:
         sf = self._sf()
         rows = self._collect(
-            self.hist.where((sf.col("gid") == gid) & test(sf.col("v"))).agg(
+            self.hist.where((sf.col("gid") == gid) & compare(sf.col("v"), op, v)).agg(
                 sf.coalesce(sf.sum("c"), sf.lit(0)).alias("n")
             )
         )
@@ -230,35 +207,8 @@ class SparkGroups:
         return self._sums[key].get(gid, 0)
 
 
-class SparkGroup:
-    """One large group: a :class:`~dpsense.statistics._records.HeldRecords` and a
-    :class:`~dpsense.mechanisms._quantile_sampler.RecordSource` answered by Spark."""
-
-    def __init__(self, groups: GroupAnswers, gid: int) -> None:
-        self.groups = groups
-        self.gid = gid
-
-    @property
-    def size(self) -> int:
-        return self.groups.sizes[self.gid]
-
-    def quantile_window(self, num: int, den: int, w: int) -> tuple[F64, I64, int, int] | None:
-        return self.groups.window(self.gid, num, den, w)
-
-    def count_below(self, v: float) -> int:
-        return self.groups.count(self.gid, lambda col: col < float(v))
-
-    def count_above(self, v: float) -> int:
-        return self.groups.count(self.gid, lambda col: col > float(v))
-
-    def sorted_values(self) -> F64:
-        return self.groups.values(self.gid)
-
-    def grid_sum(self, grid: RecordGrid) -> int:
-        return self.groups.grid_sum(self.gid, grid)
-
-    def quanta_sum(self, lower: float, upper: float, quanta: int) -> int:
-        return self.groups.quanta_sum(self.gid, lower, upper, quanta)
+class SparkGroup(HeldGroup):
+    """One large group, answered by Spark."""
 
 
 def load_histogram(

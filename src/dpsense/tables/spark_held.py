@@ -28,7 +28,6 @@ for the same seed; the sample and the brackets decide only the running time.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from typing import Any, Final
 
 import numpy as np
@@ -40,7 +39,15 @@ from dpsense.tables import spark_groups
 from dpsense.tables.bounded import BoundedTable, TablePlan, summarise
 from dpsense.tables.duck_groups import SAMPLE_MOD
 from dpsense.tables.source import TableSource
-from dpsense.tables.spark_groups import F64, I64, SparkGroup, grid_k, load_histogram, quanta_k
+from dpsense.tables.spark_groups import (
+    F64,
+    I64,
+    SparkGroup,
+    compare,
+    grid_k,
+    load_histogram,
+    quanta_k,
+)
 from dpsense.tables.windows import _distinct, window_rows
 
 __all__ = ["PAD", "SparkRowGroups", "bracket", "held_spark_table", "margin"]
@@ -220,9 +227,9 @@ class SparkRowGroups:
             out[g] = (v[lo:hi], c[lo:hi])
         return out
 
-    def count(self, gid: int, test: Callable[[Any], Any]) -> int:
+    def count(self, gid: int, op: str, v: float) -> int:
         sf = _functions()
-        n = self.stage.where((sf.col("gid") == gid) & test(sf.col("v"))).count()
+        n = self.stage.where((sf.col("gid") == gid) & compare(sf.col("v"), op, v)).count()
         self.jobs += 1
         return int(n)
 

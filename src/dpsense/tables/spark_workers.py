@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from dpsense.errors import InputError
 
-__all__ = ["_VERSION_MARK", "_with_keyed_hash", "_worker_error"]
+__all__ = ["_VERSION_MARK", "_with_keyed_hash", "_worker_error", "worker_errors"]
 
 
 def _with_keyed_hash(frame: Any, name: str, expression: str, columns: list[str]) -> Any:
@@ -71,3 +72,16 @@ def _worker_error(exc: Exception) -> InputError | None:
             "dpsense (set PYSPARK_PYTHON, or spark.pyspark.python)."
         )
     return None
+
+
+@contextmanager
+def worker_errors(active: bool) -> Iterator[None]:
+    """Turn an executor environment's failure (``_worker_error``) into its InputError
+    when ``active`` (a release whose bounding hashes on the executors)."""
+    try:
+        yield
+    except Exception as exc:
+        friendly = _worker_error(exc) if active else None
+        if friendly is not None:
+            raise friendly from None
+        raise

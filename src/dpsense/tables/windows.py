@@ -11,15 +11,76 @@ that reaches one is not in the bracket (None: the caller reads the whole group).
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["cut_window", "window_of", "window_rows"]
+__all__ = ["GroupAnswers", "HeldGroup", "cut_window", "window_of", "window_rows"]
+
+if TYPE_CHECKING:
+    from dpsense.statistics._exact import RecordGrid
 
 F64 = NDArray[np.float64]
 I64 = NDArray[np.int64]
+
+
+class GroupAnswers(Protocol):
+    """What a :class:`HeldGroup` asks of the groups an engine holds (``DuckGroups``,
+    ``spark_groups.SparkGroups``, ``spark_held.SparkRowGroups``)."""
+
+    sizes: dict[int, int]
+
+    def window(self, gid: int, num: int, den: int, w: int) -> tuple[F64, I64, int, int] | None:
+        """The window of ``window_ranks`` of group ``gid``."""
+        ...
+
+    def count(self, gid: int, op: str, v: float) -> int:
+        """The group's number of records ``x`` with ``x op v`` (op "<" or ">")."""
+        ...
+
+    def values(self, gid: int) -> F64:
+        """Every record of the group, sorted."""
+        ...
+
+    def grid_sum(self, gid: int, grid: RecordGrid) -> int:
+        """The exact sum of ``grid.integers`` over the group's records."""
+        ...
+
+    def quanta_sum(self, gid: int, lower: float, upper: float, quanta: int) -> int:
+        """The exact sum of the records' KSW quanta."""
+        ...
+
+
+class HeldGroup:
+    """One group an engine holds: a :class:`~dpsense.statistics._records.HeldRecords` and
+    a :class:`~dpsense.mechanisms._quantile_sampler.RecordSource` answered by the engine."""
+
+    def __init__(self, groups: GroupAnswers, gid: int) -> None:
+        self.groups = groups
+        self.gid = gid
+
+    @property
+    def size(self) -> int:
+        return self.groups.sizes[self.gid]
+
+    def quantile_window(self, num: int, den: int, w: int) -> tuple[F64, I64, int, int] | None:
+        return self.groups.window(self.gid, num, den, w)
+
+    def count_below(self, v: float) -> int:
+        return self.groups.count(self.gid, "<", v)
+
+    def count_above(self, v: float) -> int:
+        return self.groups.count(self.gid, ">", v)
+
+    def sorted_values(self) -> F64:
+        return self.groups.values(self.gid)
+
+    def grid_sum(self, grid: RecordGrid) -> int:
+        return self.groups.grid_sum(self.gid, grid)
+
+    def quanta_sum(self, lower: float, upper: float, quanta: int) -> int:
+        return self.groups.quanta_sum(self.gid, lower, upper, quanta)
 
 
 def _distinct(sorted_x: F64) -> tuple[F64, I64]:

@@ -1,0 +1,241 @@
+"""The steps of a query of several statistics that do not depend on the engine.
+
+:mod:`dpsense.query.run` (DuckDB) and :mod:`dpsense.query.spark_run` (Spark) run the same
+plan in the same order with the same draws: one seed per statistic, the private bounds
+steps, the engine's checks and bounding, one partition selection from the bounded rows'
+unit counts, then each statistic's grouped release on the bounded rows. The engines
+differ only in how they read rows; these are the shared parts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from dpsense._exact_budget import float_up
+from dpsense.bounds_in_release import BoundsPlan, _bounded, find_bounds
+from dpsense.mechanisms.partition_selection import SelectionRule, select_groups
+from dpsense.methods import Release
+from dpsense.noise.rng import RandomSource, SeededRandom
+from dpsense.query.methods import DISPATCH
+from dpsense.query.plan import Entry, QueryPlan
+from dpsense.query.result import QueryResult
+from dpsense.statistics import BoundedStatistic, Statistic
+from dpsense.tables.grouped import GroupedRelease, _normalise_keys, opened_table, release_opened
+
+__all__ = [
+    "as_query",
+    "bounding_salt",
+    "bounds_step",
+    "engine_arguments",
+    "opened_query",
+    "release_entries",
+    "select_shared",
+    "statistic_sources",
+    "with_private_bounds",
+]
+
+
+def _release_one(entry: Entry, plan: QueryPlan, rng: RandomSource) -> Any:
+    """The engine's per-group callback for ``entry``: its method, with its own draws."""
+
+    def one(values: Any, stat: Statistic, eps: float, dlt: float) -> Release:
+        return DISPATCH[entry.chosen](
+            values,
+            stat,
+            epsilon=eps,
+            delta=dlt,
+            neighbours=plan.neighbours,
+            rng=rng,
+            **entry.options,
+        )
+
+    return one
+
+
+def engine_arguments(plan: QueryPlan, entry: Entry, rng: RandomSource) -> dict[str, Any]:
+    """The arguments of the engine's grouped release that a statistic of ``plan`` takes
+    whatever its share of the budget and its groups."""
+    return {
+        "method": entry.chosen,
+        "column": entry.column,
+        "by": plan.by,
+        "privacy_unit": plan.unit,
+        "max_rows_per_unit": plan.max_rows,
+        "max_groups_per_unit": plan.max_groups,
+        "nulls": plan.nulls,
+        "rng": rng,
+        "release_one": _release_one(entry, plan, rng),
+        "schema": plan.casts,
+    }
+
+
+def statistic_sources(source: RandomSource, count: int) -> list[RandomSource]:
+    """One random source per statistic of a query of ``count``: for a seeded source, a
+    generator seeded by each of its next ``count`` words (drawn first, so each statistic's
+    draws are reproducible on their own); the OS's CSPRNG is shared."""
+    if not source.seeded:
+        return [source] * count
+    return [SeededRandom(int(w)) for w in source.words(count)]
+
+
+def bounds_step(
+    plan: QueryPlan,
+    data: Any,
+    statistic: BoundedStatistic,
+    step: BoundsPlan,
+    column: str | None,
+    source: RandomSource,
+) -> tuple[BoundedStatistic, dict[str, Any]]:
+    """The private bounds of ``column`` (bounded per unit and filtered as the release)."""
+    return find_bounds(
+        data,
+        statistic,
+        step,
+        column=column,
+        privacy_unit=plan.unit,
+        max_rows_per_unit=plan.max_rows,
+        nulls=plan.nulls,
+        rng=source,
+        schema=plan.schema,
+        row_filter=plan.row_filter,
+    )
+
+
+def with_private_bounds(
+    plan: QueryPlan, data: Any, source: RandomSource
+) -> tuple[dict[str, Statistic], dict[str, dict[str, Any]]]:
+    """Each statistic with the bounds it releases with: for ``bounds="private"``, one
+    private bounds step per column that needs them (shared by that column's statistics);
+    and each column's bounds receipt."""
+    stats = {e.name: e.statistic for e in plan.entries}
+    receipts: dict[str, dict[str, Any]] = {}
+    if plan.bounds is None:
+        return stats, receipts
+    step = BoundsPlan(plan.bounds.share, plan.bounds_epsilon, plan.bounds.rest)
+    for col in plan.bounds_columns:
+        todo = [
+            e
+            for e in plan.entries
+            if e.column == col
+            and isinstance(e.statistic, BoundedStatistic)
+            and not e.statistic.has_bounds
+        ]
+        first = todo[0].statistic
+        assert isinstance(first, BoundedStatistic)
+        _, receipt = bounds_step(plan, data, first, step, col, source)
+        receipts[str(col)] = receipt
+        for e in todo:
+            assert isinstance(e.statistic, BoundedStatistic)
+            stats[e.name] = _bounded(e.statistic, receipt["lower"], receipt["upper"])[0]
+    return stats, receipts
+
+
+def select_shared(
+    plan: QueryPlan, groups: list[tuple[Any, ...]], counts: Any, source: RandomSource
+) -> tuple[list[tuple[Any, ...]], dict[str, Any]]:
+    """The groups one private partition selection keeps from the bounded rows' unit
+    counts (``groups`` in the order of their values), and its receipt."""
+    assert plan.selection is not None
+    eps_sel, dlt_sel = plan.selection
+    g = plan.max_groups if plan.unit is not None else 1
+    rule = SelectionRule.for_budget(eps_sel, dlt_sel, g)
+    chosen = select_groups(np.asarray(counts, dtype=np.int64), rule, source)
+    receipt = {
+        "epsilon": eps_sel,
+        "delta": dlt_sel,
+        "threshold": rule.threshold,
+        "scale": float_up(rule.scale),
+    }
+    return [groups[int(i)] for i in chosen], receipt
+
+
+def release_entries(
+    plan: QueryPlan,
+    data: Any,
+    stats: dict[str, Statistic],
+    receipts: dict[str, dict[str, Any]],
+    keys: Any,
+    selection: dict[str, Any] | None,
+    rngs: list[RandomSource],
+    rows: Callable[[], AbstractContextManager[Any]],
+) -> QueryResult:
+    """Each statistic's grouped release on the bounded rows (``rows()`` opens them for
+    one statistic) at its share, with the shared groups as its keys; the query's result."""
+    results: dict[str, Release | GroupedRelease] = {}
+    for entry, rng in zip(plan.entries, rngs, strict=True):
+        with rows() as source:
+            got = release_opened(
+                data,
+                source,
+                stats[entry.name],
+                epsilon=entry.epsilon,
+                delta=entry.delta,
+                keys=keys,
+                prebounded=True,
+                **engine_arguments(plan, entry, rng),
+            )
+        if isinstance(got, GroupedRelease) and selection is not None:
+            got = replace(
+                got, selection="private", parameters={**got.parameters, "selection": selection}
+            )
+        if entry.column in receipts:
+            # the statistic's receipt names the bounds it used (the bounds step's cost is
+            # the query's, in QueryResult.parameters["bounds"])
+            got = replace(got, parameters={**got.parameters, "bounds": receipts[entry.column]})
+        results[entry.name] = got
+    extra: dict[str, Any] = {}
+    if selection is not None:
+        extra["selection"] = selection
+    if receipts:
+        extra["bounds"] = receipts
+    return as_query(plan, results, extra)
+
+
+def as_query(
+    plan: QueryPlan, results: dict[str, Release | GroupedRelease], extra: dict[str, Any]
+) -> QueryResult:
+    params = {
+        **plan.parameters,
+        "privacy_unit": plan.unit,
+        "max_rows_per_unit": plan.max_rows if plan.unit is not None else 1,
+        "max_groups_per_unit": plan.max_groups if plan.unit is not None else 1,
+        **extra,
+    }
+    if plan.row_filter is not None:
+        params["where"] = plan.row_filter.sql
+    if len(results) == 1 and plan.bounds is not None:
+        only = next(iter(results.values()))
+        if "bounds" in only.parameters:
+            params["bounds"] = {str(plan.entries[0].column): only.parameters["bounds"]}
+    return QueryResult(plan.epsilon, plan.delta, plan.by, results, params)
+
+
+@contextmanager
+def opened_query(
+    plan: QueryPlan, data: Any
+) -> Iterator[tuple[Any, tuple[str, ...], list[tuple[Any, ...]] | None]]:
+    """The table opened in its engine for the query (its schema casts and ``where``
+    applied), with the query's value columns and its public keys (or None)."""
+    values = tuple(dict.fromkeys(e.column for e in plan.entries if e.column is not None))
+    public = _normalise_keys(plan.keys, plan.by) if plan.keys is not None else None
+    with opened_table(
+        data,
+        values,
+        plan.by,
+        plan.unit,
+        resolve_value=False,
+        schema=plan.casts,
+        row_filter=plan.row_filter,
+    ) as (opened, _):
+        yield opened, values, public
+
+
+def bounding_salt(source: RandomSource) -> tuple[int, int]:
+    """The secret keys of the shared bounding (groups, rows), drawn from the query's
+    source in the order both engines draw them."""
+    return (int(source.words(1)[0] >> np.uint64(1)), int(source.words(1)[0] >> np.uint64(1)))
