@@ -332,3 +332,24 @@ def test_windows_read_from_raw_values_equal_the_clipped_arrays(
             assert np.array_equal(got_w[0], want[0]), (rank, w)
             assert np.array_equal(got_w[1], want[1]), (rank, w)
             assert got_w[2:] == want[2:], (rank, w)
+
+
+def test_values_split_by_group_whatever_the_order_of_their_runs() -> None:
+    from dpsense.tables.windows import split_by_group
+
+    x = np.arange(10, dtype=np.float64)
+    runs = split_by_group(np.array([3, 3, 1, 1, 1, 7, 2, 2, 2, 2]), x)  # one run each
+    assert {g: v.tolist() for g, v in runs.items()} == {
+        3: [0.0, 1.0],
+        1: [2.0, 3.0, 4.0],
+        7: [5.0],
+        2: [6.0, 7.0, 8.0, 9.0],
+    }
+    mixed = split_by_group(np.array([3, 1, 3, 1, 1, 7, 2, 2, 3, 2]), x)  # interleaved
+    assert {g: sorted(v.tolist()) for g, v in mixed.items()} == {
+        3: [0.0, 2.0, 8.0],
+        1: [1.0, 3.0, 4.0],
+        7: [5.0],
+        2: [6.0, 7.0, 9.0],
+    }
+    assert split_by_group(np.zeros(0, dtype=np.int64), np.zeros(0)) == {}

@@ -39,7 +39,7 @@ from numpy.typing import NDArray
 
 from dpsense.mechanisms._quantile_sampler import window_ranks
 from dpsense.statistics._exact import RecordGrid
-from dpsense.tables.windows import HeldGroup, cut_window, window_of
+from dpsense.tables.windows import HeldGroup, cut_window, split_by_group, window_of
 
 __all__ = [
     "SAMPLE_MOD",
@@ -315,13 +315,9 @@ class DuckGroups:
         inside: dict[int, F64] = {}
         if small:  # the small brackets' rows as two numpy columns (no Python floats)
             flat = self.con.execute("SELECT gid, unnest(lu) AS x FROM dpsense_win").fetchnumpy()
-            fg = np.asarray(flat["gid"], dtype=np.int64)
-            fx = np.asarray(flat["x"], dtype=np.float64)
-            order = np.argsort(fg, kind="stable")
-            fg, fx = fg[order], fx[order]
-            for g in found:
-                lo_i, hi_i = np.searchsorted(fg, g, "left"), np.searchsorted(fg, g, "right")
-                inside[g] = fx[lo_i:hi_i]
+            inside = split_by_group(
+                np.asarray(flat["gid"], dtype=np.int64), np.asarray(flat["x"], dtype=np.float64)
+            )
         self.con.execute("DROP TABLE dpsense_win")
         index = {g: i for i, g in enumerate(gids)}
         out: list[dict[int, tuple[int, int, int, F64]]] = []

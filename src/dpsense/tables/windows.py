@@ -16,7 +16,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["GroupAnswers", "HeldGroup", "cut_window", "window_of", "window_rows"]
+__all__ = [
+    "GroupAnswers",
+    "HeldGroup",
+    "cut_window",
+    "split_by_group",
+    "window_of",
+    "window_rows",
+]
 
 if TYPE_CHECKING:
     from dpsense.statistics._exact import RecordGrid
@@ -142,3 +149,17 @@ def cut_window(
     before = int(counts[:first].sum())
     values, counts = values[keep], counts[keep]
     return values.copy(), counts.copy(), before, n - before - int(counts.sum())
+
+
+def split_by_group(gids: I64, x: F64) -> dict[int, F64]:
+    """The values ``x`` of each group id in ``gids`` (an unnested list column: each
+    group's values usually arrive as one run, and are sorted into runs otherwise)."""
+    if gids.shape[0] == 0:
+        return {}
+    starts = np.flatnonzero(np.concatenate(([True], gids[1:] != gids[:-1])))
+    if np.unique(gids[starts]).shape[0] != starts.shape[0]:  # a group in several runs
+        order = np.argsort(gids, kind="stable")
+        gids, x = gids[order], x[order]
+        starts = np.flatnonzero(np.concatenate(([True], gids[1:] != gids[:-1])))
+    ends = np.append(starts[1:], gids.shape[0])
+    return {int(gids[a]): x[a:b] for a, b in zip(starts, ends, strict=True)}
