@@ -15,7 +15,7 @@ import dpsense as ds
 from dpsense.accounting.ledger import Ledger
 from dpsense.mechanisms.partition_selection import SelectionRule, select_groups
 from dpsense.noise.rng import SeededRandom
-from dpsense.query.bounding import BOUNDED, bound_rows, checked_rows
+from dpsense.query.bounding import BOUNDED, UnitBounding, bound_rows, checked_rows
 from dpsense.tables.source import open_table
 
 pytestmark = pytest.mark.filterwarnings("ignore::dpsense.SeededRandomnessWarning")
@@ -238,7 +238,7 @@ def _bounded_rows(
     salt = (int(src.words(1)[0] >> np.uint64(1)), int(src.words(1)[0] >> np.uint64(1)))
     with open_table(data) as source:
         keep = checked_rows(source, plan["values"], plan["by"], plan["unit"], "error")
-        bound_rows(source, salt=salt, keep=keep, keys=None, **plan)
+        bound_rows(source, UnitBounding(salt=salt, keys=None, **plan), keep=keep)
         rows = source.con.sql(f"SELECT * FROM {BOUNDED}").to_arrow_table()
     return rows, seeds
 

@@ -13,7 +13,7 @@ import pytest
 
 import dpsense as ds
 from dpsense.query import spark_bounding
-from dpsense.query.bounding import BOUNDED, bound_rows, checked_rows
+from dpsense.query.bounding import BOUNDED, UnitBounding, bound_rows, checked_rows
 from dpsense.tables import spark_hash
 from dpsense.tables.source import open_table
 from dpsense.tables.spark import open_spark
@@ -156,7 +156,7 @@ def _brute_force(
 def _duckdb_rows(frame: Any, plan: dict[str, Any]) -> list[tuple[Any, ...]]:
     with open_table(frame) as source:
         keep = checked_rows(source, plan["values"], plan["by"], plan["unit"], "error")
-        bound_rows(source, salt=SALT, keep=keep, **plan)
+        bound_rows(source, UnitBounding(salt=SALT, **plan), keep=keep)
         got = source.con.execute(f"SELECT * FROM {BOUNDED}").fetchall()
     return sorted(tuple(r) for r in got)
 
@@ -166,7 +166,7 @@ def _spark_rows(spark: Any, frame: Any, plan: dict[str, Any]) -> list[tuple[Any,
         checked = spark_bounding.spark_checked_rows(
             source, plan["values"], plan["by"], plan["unit"], "error"
         )
-        kept = spark_bounding.spark_bound_rows(source, checked, salt=SALT, **plan)
+        kept = spark_bounding.spark_bound_rows(source, checked, UnitBounding(salt=SALT, **plan))
         return sorted(tuple(r) for r in kept.collect())
 
 

@@ -15,6 +15,7 @@ each), so a statistic's release equals a one-statistic release on the bounded ro
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from dpsense.tables.checks import is_nan, raise_on_flags
@@ -22,12 +23,37 @@ from dpsense.tables.engine import TablePlan, _load_keys
 from dpsense.tables.source import quote
 from dpsense.tables.unit_bounding import canonical, keyed_hash
 
-__all__ = ["BOUNDED", "bound_rows", "checked_rows"]
+__all__ = ["BOUNDED", "UnitBounding", "bound_rows", "checked_rows"]
 
 BOUNDED = "dpsense_query_rows"
 """The temporary table (or view, without a privacy unit) of the query's kept rows."""
 
 _FLOATS = frozenset({"FLOAT", "DOUBLE"})
+
+
+@dataclass(frozen=True)
+class UnitBounding:
+    """The one contribution bounding of a query: its value, group and unit columns, the
+    limits, the public keys (or None) and the secret keys of the two hashes."""
+
+    values: tuple[str, ...]
+    by: tuple[str, ...]
+    unit: str
+    max_rows: int
+    max_groups: int
+    keys: list[tuple[Any, ...]] | None
+    salt: tuple[int, int]
+
+    def parts(self) -> tuple[Any, ...]:
+        return (
+            self.values,
+            self.by,
+            self.unit,
+            self.max_rows,
+            self.max_groups,
+            self.keys,
+            self.salt,
+        )
 
 
 def _types(source: Any) -> dict[str, str]:
@@ -70,22 +96,12 @@ def checked_rows(
     return f"NOT ({any_missing})" if drop else "TRUE"
 
 
-def bound_rows(
-    source: Any,
-    *,
-    values: tuple[str, ...],
-    by: tuple[str, ...],
-    unit: str,
-    max_rows: int,
-    max_groups: int,
-    keys: list[tuple[Any, ...]] | None,
-    salt: tuple[int, int],
-    keep: str,
-) -> None:
+def bound_rows(source: Any, bounding: UnitBounding, *, keep: str) -> None:
     """Create the temporary table :data:`BOUNDED` of the rows a unit keeps (see the
     module's docstring) in ``source``'s connection: the ``values``, ``by`` and ``unit``
     columns of the rows that pass ``keep`` (and, with public ``keys``, whose group is one
     of them: groups are chosen among the public ones, as in the engine)."""
+    values, by, unit, max_rows, max_groups, keys, salt = bounding.parts()
     con = source.con
     types = _types(source)
     names = list(dict.fromkeys((*values, *by, unit)))

@@ -28,13 +28,13 @@ from dpsense.query.plan import QueryPlan
 from dpsense.query.result import QueryResult
 from dpsense.query.steps import (
     as_query,
-    bounding_salt,
     bounds_step,
     engine_arguments,
     opened_query,
     release_entries,
     select_shared,
     statistic_sources,
+    unit_bounding,
     with_private_bounds,
 )
 from dpsense.statistics import BoundedStatistic, Count, Statistic
@@ -143,18 +143,7 @@ def _run_several(plan: QueryPlan, x: Any, source: RandomSource) -> QueryResult:
             keep = "TRUE" if skip else checked_rows(opened, values, plan.by, plan.unit, plan.nulls)
             con = opened.con
             if plan.unit is not None:
-                salt = bounding_salt(source)
-                bound_rows(
-                    opened,
-                    values=values,
-                    by=plan.by,
-                    unit=plan.unit,
-                    max_rows=plan.max_rows,
-                    max_groups=plan.max_groups if plan.by else 1,
-                    keys=public,
-                    salt=salt,
-                    keep=keep,
-                )
+                bound_rows(opened, unit_bounding(plan, values, public, source), keep=keep)
             else:
                 con.execute(
                     f"CREATE TEMP VIEW {BOUNDED} AS SELECT * FROM {opened.view} WHERE {keep}"

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from dpsense.query.bounding import UnitBounding
 from dpsense.tables import spark_hash
 from dpsense.tables.engine import TablePlan, keyed_hash, raise_on_flags
 from dpsense.tables.spark import SparkSource, _canonical, _escape, _keys_frame
@@ -93,22 +94,12 @@ def _with_hash(
     return _with_keyed_hash(frame, name, keyed_hash(salt, ", ".join(columns)), ["u", *columns])
 
 
-def spark_bound_rows(
-    source: SparkSource,
-    frame: Any,
-    *,
-    values: tuple[str, ...],
-    by: tuple[str, ...],
-    unit: str,
-    max_rows: int,
-    max_groups: int,
-    keys: list[tuple[Any, ...]] | None,
-    salt: tuple[int, int],
-) -> Any:
+def spark_bound_rows(source: SparkSource, frame: Any, bounding: UnitBounding) -> Any:
     """The rows of ``frame`` (``source``'s checked rows) that a unit keeps (the module's
     docstring), as a DataFrame of the ``values``, ``by`` and ``unit`` columns under their
     own names; with public ``keys``, only rows whose group is one of them (groups are
     chosen among the public ones, as in DuckDB)."""
+    values, by, unit, max_rows, max_groups, keys, salt = bounding.parts()
     from pyspark.sql import Window
 
     sf = _functions()

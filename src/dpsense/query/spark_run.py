@@ -21,11 +21,11 @@ from dpsense.query.plan import QueryPlan
 from dpsense.query.result import QueryResult
 from dpsense.query.spark_bounding import spark_bound_rows, spark_checked_rows
 from dpsense.query.steps import (
-    bounding_salt,
     opened_query,
     release_entries,
     select_shared,
     statistic_sources,
+    unit_bounding,
     with_private_bounds,
 )
 from dpsense.tables.spark import open_spark
@@ -47,18 +47,8 @@ def run_several_spark(plan: QueryPlan, x: Any, source: RandomSource) -> QueryRes
         with opened_query(plan, data) as (opened, values, public):
             checked = spark_checked_rows(opened, values, plan.by, plan.unit, plan.nulls)
             if plan.unit is not None:
-                salt = bounding_salt(source)
-                bounded = spark_bound_rows(
-                    opened,
-                    checked,
-                    values=values,
-                    by=plan.by,
-                    unit=plan.unit,
-                    max_rows=plan.max_rows,
-                    max_groups=plan.max_groups if plan.by else 1,
-                    keys=public,
-                    salt=salt,
-                )
+                bounding = unit_bounding(plan, values, public, source)
+                bounded = spark_bound_rows(opened, checked, bounding)
             else:
                 bounded = checked
             # every statistic reads the bounded rows: hashed and ranked once

@@ -21,6 +21,7 @@ from dpsense.bounds_in_release import BoundsPlan, _bounded, find_bounds
 from dpsense.mechanisms.partition_selection import SelectionRule, select_groups
 from dpsense.methods import Release
 from dpsense.noise.rng import RandomSource, SeededRandom
+from dpsense.query.bounding import UnitBounding
 from dpsense.query.methods import DISPATCH
 from dpsense.query.plan import Entry, QueryPlan
 from dpsense.query.result import QueryResult
@@ -29,13 +30,13 @@ from dpsense.tables.grouped import GroupedRelease, _normalise_keys, opened_table
 
 __all__ = [
     "as_query",
-    "bounding_salt",
     "bounds_step",
     "engine_arguments",
     "opened_query",
     "release_entries",
     "select_shared",
     "statistic_sources",
+    "unit_bounding",
     "with_private_bounds",
 ]
 
@@ -235,7 +236,15 @@ def opened_query(
         yield opened, values, public
 
 
-def bounding_salt(source: RandomSource) -> tuple[int, int]:
-    """The secret keys of the shared bounding (groups, rows), drawn from the query's
-    source in the order both engines draw them."""
-    return (int(source.words(1)[0] >> np.uint64(1)), int(source.words(1)[0] >> np.uint64(1)))
+def unit_bounding(
+    plan: QueryPlan,
+    values: tuple[str, ...],
+    public: list[tuple[Any, ...]] | None,
+    source: RandomSource,
+) -> UnitBounding:
+    """The query's one contribution bounding, with its secret keys (groups, rows) drawn
+    from the query's source in the order both engines draw them."""
+    assert plan.unit is not None
+    salt = (int(source.words(1)[0] >> np.uint64(1)), int(source.words(1)[0] >> np.uint64(1)))
+    groups = plan.max_groups if plan.by else 1
+    return UnitBounding(values, plan.by, plan.unit, plan.max_rows, groups, public, salt)
