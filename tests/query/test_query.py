@@ -499,3 +499,16 @@ def test_one_column_of_numbers_needs_no_column(wagepan: Any) -> None:
     assert -1 <= res["m"].value <= 4
     with pytest.raises(ds.InputError, match="reads a column"):
         ds.release(wagepan, {"a": ("lwage", ds.Mean(0, 4)), "b": ds.Median(-1, 4)}, epsilon=1.0)
+
+
+@pytest.mark.parametrize("unit", [None, "nr"])
+def test_a_missing_value_error_names_its_column(wagepan: Any, unit: str | None) -> None:
+    """The missing value is in the second value column: the message names that column
+    (with the by and unit columns), not the first statistic's."""
+    bad = wagepan.astype({"hours": "float64"})
+    bad.loc[7, "hours"] = np.nan
+    with pytest.raises(ds.InputError, match="missing values") as caught:
+        ds.release(bad, _query(), by="year", keys=YEARS, privacy_unit=unit, epsilon=1.0, rng=1)
+    message = str(caught.value)
+    assert "'hours'" in message
+    assert "'lwage'" not in message

@@ -23,7 +23,7 @@ from dpsense.tables.engine import TablePlan, _load_keys
 from dpsense.tables.source import quote
 from dpsense.tables.unit_bounding import canonical, keyed_hash
 
-__all__ = ["BOUNDED", "UnitBounding", "bound_rows", "checked_rows"]
+__all__ = ["BOUNDED", "UnitBounding", "bound_rows", "checked_rows", "raise_on_query_flags"]
 
 BOUNDED = "dpsense_query_rows"
 """The temporary table (or view, without a privacy unit) of the query's kept rows."""
@@ -73,27 +73,50 @@ def checked_rows(
         f"bool_or({quote(v)} IS NOT NULL AND TRY_CAST({quote(v)} AS DOUBLE) IS NULL)"
         for v in values
     ]
-    missing = []
-    for v in values:
-        missing.append(f"({quote(v)} IS NULL OR {is_nan(f'TRY_CAST({quote(v)} AS DOUBLE)')})")
+    value_missing = [
+        f"({quote(v)} IS NULL OR {is_nan(f'TRY_CAST({quote(v)} AS DOUBLE)')})" for v in values
+    ]
+    key_missing = []
     for name in (*by, *([unit] if unit else [])):
         nan = f" OR {is_nan(quote(name))}" if types.get(name) in _FLOATS else ""
-        missing.append(f"({quote(name)} IS NULL{nan})")
+        key_missing.append(f"({quote(name)} IS NULL{nan})")
+    missing = [*value_missing, *key_missing]
     if not missing:
         return "TRUE"
-    any_missing = " OR ".join(missing)
-    row = source.con.execute(
-        f"SELECT {', '.join([*nonnumeric, f'bool_or({any_missing})'])} FROM {source.view}"
-    ).fetchone()
-    flags = [bool(f) for f in row] if row is not None else [False] * (len(values) + 1)
+    tests = [*nonnumeric, *(f"bool_or({m})" for m in value_missing)]
+    tests.append(f"bool_or({' OR '.join(key_missing) or 'FALSE'})")
+    row = source.con.execute(f"SELECT {', '.join(tests)} FROM {source.view}").fetchone()
+    flags = [bool(f) for f in row] if row is not None else [False] * len(tests)
+    k = len(values)
+    drop = raise_on_query_flags(values, by, unit, nulls, flags[:k], flags[k : 2 * k], flags[-1])
+    return f"NOT ({' OR '.join(missing)})" if drop else "TRUE"
+
+
+def raise_on_query_flags(
+    values: tuple[str, ...],
+    by: tuple[str, ...],
+    unit: str | None,
+    nulls: str,
+    nonnumeric: list[bool],
+    value_missing: list[bool],
+    key_missing: bool,
+) -> bool:
+    """The InputError of a query's checks, naming the column that has non-numeric entries
+    (first) or missing values, with the by and unit columns; True when rows with missing
+    values are to be dropped (``nulls="drop"``)."""
+    for i, v in enumerate(values):
+        raise_on_flags(
+            TablePlan(v, by, unit, 1, 1, nulls, None, None, (0, 0)), [nonnumeric[i], False]
+        )
     drop = False
     for i, v in enumerate(values):
         plan = TablePlan(v, by, unit, 1, 1, nulls, None, None, (0, 0))
-        drop = raise_on_flags(plan, [flags[i], flags[-1]]) or drop
+        drop = raise_on_flags(plan, [False, value_missing[i] or key_missing]) or drop
     if not values:
-        plan = TablePlan(None, by, unit, 1, 1, nulls, None, None, (0, 0))
-        drop = raise_on_flags(plan, [flags[-1]])
-    return f"NOT ({any_missing})" if drop else "TRUE"
+        drop = raise_on_flags(
+            TablePlan(None, by, unit, 1, 1, nulls, None, None, (0, 0)), [key_missing]
+        )
+    return drop
 
 
 def bound_rows(source: Any, bounding: UnitBounding, *, keep: str) -> None:

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from dpsense.query.bounding import UnitBounding
+from dpsense.query.bounding import UnitBounding, raise_on_query_flags
 from dpsense.tables import spark_hash
-from dpsense.tables.engine import TablePlan, keyed_hash, raise_on_flags
+from dpsense.tables.engine import TablePlan, keyed_hash
 from dpsense.tables.spark import SparkSource, _canonical, _escape, _keys_frame
 from dpsense.tables.spark_workers import _with_keyed_hash
 
@@ -43,31 +43,32 @@ def spark_checked_rows(
     sf = _functions()
     frame = source.frame
     nonnumeric = []
-    missing = []
+    value_missing = []
     for v in values:
         raw = sf.col(v)
         num = sf.expr(f"try_cast(`{_escape(v)}` AS DOUBLE)")
         nonnumeric.append(sf.max((raw.isNotNull() & num.isNull()).cast("int")))
-        missing.append(raw.isNull() | sf.isnan(num))
+        value_missing.append(raw.isNull() | sf.isnan(num))
+    key_missing = []
     for name in (*by, *([unit] if unit else [])):
         test = sf.col(name).isNull()
         if isinstance(source.types[name], st.FloatType | st.DoubleType):
             test = test | sf.isnan(sf.col(name))  # NaN in a float key is missing too
-        missing.append(test)
+        key_missing.append(test)
+    missing = [*value_missing, *key_missing]
     if not missing:
         return frame
     any_missing = missing[0]
     for test in missing[1:]:
         any_missing = any_missing | test
-    row = frame.agg(*nonnumeric, sf.max(any_missing.cast("int"))).collect()[0]
+    any_key = sf.lit(False)
+    for test in key_missing:
+        any_key = any_key | test
+    maxima = [sf.max(m.cast("int")) for m in value_missing]
+    row = frame.agg(*nonnumeric, *maxima, sf.max(any_key.cast("int"))).collect()[0]
     flags = [bool(f) for f in row]
-    drop = False
-    for i, v in enumerate(values):
-        plan = TablePlan(v, by, unit, 1, 1, nulls, None, None, (0, 0))
-        drop = raise_on_flags(plan, [flags[i], flags[-1]]) or drop
-    if not values:
-        plan = TablePlan(None, by, unit, 1, 1, nulls, None, None, (0, 0))
-        drop = raise_on_flags(plan, [flags[-1]])
+    k = len(values)
+    drop = raise_on_query_flags(values, by, unit, nulls, flags[:k], flags[k : 2 * k], flags[-1])
     return frame.where(~any_missing) if drop else frame
 
 
