@@ -31,6 +31,7 @@ __all__ = [
     "STREAM_DISTINCT",
     "SparkGroup",
     "SparkGroups",
+    "SparkHeld",
     "grid_k",
     "load_histogram",
     "quanta_k",
@@ -80,25 +81,33 @@ def quanta_k(sf: Any, lower: float, upper: float, quanta: int) -> tuple[tuple[An
     return ("quanta", lower, upper, quanta), _rint(sf, unit * sf.lit(float(quanta)))
 
 
-class SparkGroups:
+class SparkHeld:
+    """What the groups a Spark release holds share: their sizes, the release's DuckDB
+    cursor (which receives the groups if they are read whole), the answers already
+    computed and the counters tests and benchmarks read."""
+
+    def __init__(self, sizes: dict[int, int], con: Any) -> None:
+        self.sizes = sizes
+        self.con = con
+        self._windows: dict[tuple[int, int, int], dict[int, Any]] = {}
+        self._sums: dict[tuple[Any, ...], dict[int, int]] = {}
+        self.jobs = 0
+        """Spark jobs run for the windows, counts, sums and histograms."""
+        self.rows_collected = 0
+        """Values (or histogram rows) that reached the driver."""
+
+
+class SparkGroups(SparkHeld):
     """The large groups of one release: their histogram (gid, v, c) persisted in Spark."""
 
     def __init__(
         self, hist: Any, sizes: dict[int, int], distinct: dict[int, int], con: Any
     ) -> None:
+        super().__init__(sizes, con)
         self.hist = hist
-        self.sizes = sizes
         self.distinct = distinct
         """Each group's number of histogram rows (to choose how to stream them)."""
-        self.con = con
-        """The release's DuckDB cursor, which receives the groups if they are read whole."""
         self._streamed = False
-        self._windows: dict[tuple[int, int, int], dict[int, Any]] = {}
-        self._sums: dict[tuple[Any, ...], dict[int, int]] = {}
-        self.jobs = 0
-        """Spark jobs run for the windows, counts and sums (for tests and benchmarks)."""
-        self.rows_collected = 0
-        """Rows that reached the driver (for tests and benchmarks)."""
 
     def group(self, gid: int) -> SparkGroup:
         return SparkGroup(self, gid)

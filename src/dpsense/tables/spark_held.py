@@ -43,6 +43,7 @@ from dpsense.tables.spark_groups import (
     F64,
     I64,
     SparkGroup,
+    SparkHeld,
     compare,
     grid_k,
     load_histogram,
@@ -96,7 +97,7 @@ def _functions() -> Any:
     return sf
 
 
-class SparkRowGroups:
+class SparkRowGroups(SparkHeld):
     """The large groups of one release, answered from ``stage`` (a DataFrame of the clipped
     rows as ``gid, v``) by Spark jobs."""
 
@@ -107,19 +108,11 @@ class SparkRowGroups:
         samples: dict[int, tuple[F64, I64]],
         con: Any,
     ) -> None:
+        super().__init__(sizes, con)
         self.stage = stage
-        self.sizes = sizes
         self.samples = samples
         """Each group's value-hash sample: sorted distinct values and their counts."""
-        self.con = con
-        """The release's DuckDB cursor, which receives the groups if they are read whole."""
         self._loaded = False
-        self._windows: dict[tuple[int, int, int], dict[int, Any]] = {}
-        self._sums: dict[tuple[Any, ...], dict[int, int]] = {}
-        self.jobs = 0
-        """Spark jobs run for the windows, counts, sums and histograms (tests, benchmarks)."""
-        self.rows_collected = 0
-        """Values (or histogram rows) that reached the driver after the first job."""
         self.fallbacks = 0
         """Groups whose bracket missed their window (answered from their histogram)."""
         self.histograms = 0
