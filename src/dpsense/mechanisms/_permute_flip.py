@@ -50,6 +50,8 @@ from numpy.typing import NDArray
 
 from dpsense.mechanisms._quantile_sampler import (
     QuantileScore,
+    RecordSource,
+    _as_source,
     _Blocks,
     _full_blocks,
     _window_blocks,
@@ -165,7 +167,7 @@ def _expand(blocks: _Blocks) -> tuple[I64, I64]:
 
 def _tail_actives(
     rng: RandomSource,
-    x: F64,
+    x: RecordSource,
     grid: CandidateGrid,
     score: QuantileScore,
     blocks: _Blocks,
@@ -191,8 +193,8 @@ def _tail_actives(
     for pos in positions:
         g = pos if pos < low else high + (pos - low)
         v = grid.values(np.array([g], dtype=np.int64))[0]
-        below, above = np.count_nonzero(x < v), np.count_nonzero(x > v)
-        s = int(score.scores(np.array([below]), np.array([above]), x.shape[0])[0])
+        below, above = x.count_below(float(v)), x.count_above(float(v))
+        s = int(score.scores(np.array([below]), np.array([above]), x.size)[0])
         excess = eta * (s - blocks.tail_score)
         if _bernoulli_exp_py(rng, excess.numerator, excess.denominator):
             active.append(g)
@@ -201,7 +203,7 @@ def _tail_actives(
 
 def sample_permute_and_flip(
     rng: RandomSource,
-    x: F64,
+    x: F64 | RecordSource,
     grid: CandidateGrid,
     score: QuantileScore,
     draws: int = 1,
@@ -212,11 +214,14 @@ def sample_permute_and_flip(
     """``draws`` independent grid indices drawn by permute-and-flip (grid of at most
     :data:`MAX_GRID` values).
 
-    ``x`` (clipped records) is reordered in place; ``_full`` / ``_window`` as in
+    ``x`` (clipped records) is reordered in place, or is a :class:`RecordSource` that
+    answers for records held elsewhere (only the window around the target and, rarely,
+    two counts per tail candidate are read); ``_full`` / ``_window`` as in
     :func:`~dpsense.mechanisms._quantile_sampler.sample_quantile_indices`.
     """
     eta = pf_eta(score)
-    if x.shape[0] == 0:  # every score is 0: every candidate active
+    x = _as_source(x)
+    if x.size == 0:  # every score is 0: every candidate active
         sizes = np.full(draws, grid.size, dtype=np.uint64)
         return uniform_below(rng, sizes).astype(np.int64)
     blocks = None if _full else _window_blocks(x, grid, score, _window)

@@ -138,11 +138,9 @@ def sample_on_grid(
 ) -> NDArray[np.int64]:
     """``draws`` grid indices, each an epsilon-DP choice for ``score`` (permute-and-flip on
     small grids, the exponential mechanism otherwise; both exact). ``xc`` is reordered, or
-    is a :class:`RecordSource` for records an engine holds (the exponential mechanism
-    reads only a window of them; permute-and-flip reads them all)."""
+    is a :class:`RecordSource` for records held elsewhere (both read only a window of
+    them, and all of them sorted only when the window does not suffice)."""
     if grid_selection(grid) == "permute-and-flip":
-        if not isinstance(xc, np.ndarray):
-            xc = xc.sorted_values()
         return sample_permute_and_flip(rng, xc, grid, score, draws, **private)
     return sample_quantile_indices(rng, xc, grid, score, draws, **private)
 

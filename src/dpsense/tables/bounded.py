@@ -17,6 +17,7 @@ import numpy as np
 from dpsense.tables.plan import TablePlan
 from dpsense.tables.source import TableSource, quote
 from dpsense.tables.unit_bounding import canonical
+from dpsense.tables.windows import HistogramRecords
 
 __all__ = ["BoundedTable", "TablePlan", "stage_sql", "summarise"]
 
@@ -42,14 +43,16 @@ class BoundedTable:
     """Large groups an engine keeps (Spark): gid -> an object answering for their records
     (``tables.spark_groups.SparkGroup``), yielded by :meth:`values` instead of an array."""
 
-    def values(self, gids: Sequence[int]) -> Iterator[tuple[int, Any]]:
-        """(gid, sorted clipped values) for each gid in increasing order (or, for a group
-        in ``held``, the object that answers for its records).
+    def values(self, gids: Sequence[int], *, histograms: bool = False) -> Iterator[tuple[int, Any]]:
+        """(gid, sorted clipped values) for each gid in increasing order; for a group in
+        ``held``, the object that answers for its records. With ``histograms``, the other
+        groups come as their histogram (:class:`~dpsense.tables.windows.HistogramRecords`,
+        whose ``sorted_values`` rebuilds the array when a method needs every record).
 
         DuckDB hands over each group as a histogram (distinct values and their counts, in
-        order), fetched in batches of at most ``_BATCH_ROWS`` histogram rows; a group's
-        values are rebuilt one group at a time. On tied data (integers, a resolution grid)
-        the histogram is tiny whatever the number of rows.
+        order), fetched in batches of at most ``_BATCH_ROWS`` histogram rows. On tied data
+        (integers, a resolution grid) the histogram is tiny whatever the number of rows,
+        and a quantile or a sum reads it without rebuilding the records.
         """
         order = sorted(gids)
         i = 0
@@ -68,9 +71,11 @@ class BoundedTable:
                 total += int(self.distinct[order[j]])
                 j += 1
             chunk = order[i:j]
-            if not self.has_values:
+            if not self.has_values:  # a count: only the number of rows is read
                 for gid in chunk:
-                    yield gid, np.zeros(int(self.rows[gid]))
+                    n = np.array([int(self.rows[gid])], dtype=np.int64)
+                    zero = np.zeros(1)
+                    yield gid, HistogramRecords(zero, n) if histograms else np.repeat(zero, n)
             else:
                 got = con.execute(
                     "SELECT gid, v, c FROM dpsense_hist WHERE gid BETWEEN ? AND ? ORDER BY gid, v",
@@ -82,7 +87,8 @@ class BoundedTable:
                 for gid in chunk:
                     lo = int(np.searchsorted(gid_col, gid, side="left"))
                     hi = int(np.searchsorted(gid_col, gid, side="right"))
-                    yield gid, np.repeat(vals[lo:hi], counts[lo:hi])
+                    v, c = vals[lo:hi], counts[lo:hi]
+                    yield gid, HistogramRecords(v, c) if histograms else np.repeat(v, c)
             i = j
 
 

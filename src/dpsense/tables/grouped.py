@@ -226,7 +226,7 @@ def release_opened(
     eps_g, dlt_g = split.per_group
     params["per_group"] = {"epsilon": eps_g, "delta": dlt_g}
     out: dict[Any, Release] = {}
-    for gid, values in table.values([int(i) for i in chosen]):
+    for gid, values in table.values([int(i) for i in chosen], histograms=True):
         key = table.keys[gid]
         rel = release_one(held_or_values(values, unit_stat, method), unit_stat, eps_g, dlt_g)
         if m > 1:
