@@ -258,17 +258,22 @@ class DuckGroups:
         Small brackets leave whole (and are kept for later levels); large ones are sorted
         and sliced around the window ranks in DuckDB."""
         gids = sorted({g for lv in wanted for g in lv})
-        cols: dict[str, list[Any]] = {"gid": gids}
+        cols: dict[str, list[Any]] = {"gid": gids, "n": [self.sizes[g] for g in gids]}
         big: list[bool] = []
+        floor = math.inf  # the lowest bracket start: rows below every bracket are not read
         for k, lv in enumerate(wanted):
             br = {g: self._bracket(g, lo, hi, w) for g, (lo, hi) in lv.items()}
-            cols[f"a{k}"] = [self.raw.threshold(br[g][0], "low") if g in br else 1.0 for g in gids]
+            starts = {g: self.raw.threshold(br[g][0], "low") for g in br}
+            floor = min(floor, *starts.values())
+            cols[f"a{k}"] = [starts.get(g, 1.0) for g in gids]
             cols[f"b{k}"] = [self.raw.threshold(br[g][1], "high") if g in br else 0.0 for g in gids]
             cols[f"lo{k}"] = [lv.get(g, (0, 0))[0] for g in gids]
             cols[f"hi{k}"] = [lv.get(g, (0, 0))[1] for g in gids]
             big.append(sum(_estimate(self, g, *br[g]) for g in br) > _WHOLE_ROWS)
         arrays = {
-            c: np.asarray(v, dtype=np.int64 if c == "gid" or c[:2] in ("lo", "hi") else np.float64)
+            c: np.asarray(
+                v, dtype=np.int64 if c in ("gid", "n") or c[:2] in ("lo", "hi") else np.float64
+            )
             for c, v in cols.items()
         }
         self.con.register("dpsense_br_obj", arrays)
@@ -282,26 +287,33 @@ class DuckGroups:
         self.con.unregister("dpsense_br_obj")
         pad = int(w) + _PAD
         small = [k for k in range(len(wanted)) if not big[k]]
+        # #{x < a} = n - #{x >= a}: the rows below every bracket are counted by the first
+        # pass's n and need not be read (the scan filters them as it reads the column)
         inner = [
-            f"count(*) FILTER (WHERE s.x < r.a{k})::BIGINT AS c{k}" for k in range(len(wanted))
+            f"count(*) FILTER (WHERE s.x >= r.a{k})::BIGINT AS c{k}" for k in range(len(wanted))
         ]
-        outer = [f"b.c{k}" for k in range(len(wanted))]
+        below = [f"(r.n - b.c{k})" for k in range(len(wanted))]
+        outer = [f"{below[k]}::BIGINT" for k in range(len(wanted))]
         if small:  # one list: the rows inside any small bracket (split in numpy)
             union = " OR ".join(f"(s.x >= r.a{k} AND s.x <= r.b{k})" for k in small)
             inner.append(f"list(s.x) FILTER (WHERE {union}) AS lu")
             outer.append("b.lu")
         for k in range(len(wanted)):
             if big[k]:
-                start = f"greatest(r.lo{k} - b.c{k} - {pad}, 0)::BIGINT"
+                start = f"greatest(r.lo{k} - {below[k]} - {pad}, 0)::BIGINT"
                 inner.append(f"list(s.x) FILTER (WHERE s.x >= r.a{k} AND s.x <= r.b{k}) AS l{k}")
                 outer.append(
                     f"len(b.l{k})::BIGINT, {start}, "
-                    f"list_slice(list_sort(b.l{k}), {start} + 1, r.hi{k} - b.c{k} + 1 + {pad})"
+                    f"list_slice(list_sort(b.l{k}), {start} + 1, "
+                    f"r.hi{k} - {below[k]} + 1 + {pad})"
                 )
         on = ", ".join(self.raw.on)
+        rows = self.raw.sql
+        if -math.inf < floor < math.inf:
+            rows = f"SELECT * FROM ({rows}) WHERE x >= {floor!r}::DOUBLE"
         self.con.execute(
             "CREATE OR REPLACE TEMP TABLE dpsense_win AS "
-            f"WITH b AS (SELECT r.gid, {', '.join(inner)} FROM ({self.raw.sql}) s "
+            f"WITH b AS (SELECT r.gid, {', '.join(inner)} FROM ({rows}) s "
             f"JOIN dpsense_br r USING ({on}) GROUP BY r.gid) "
             f"SELECT b.gid, {', '.join(outer)} FROM b JOIN dpsense_br r USING (gid)"
         )
@@ -326,7 +338,8 @@ class DuckGroups:
             at = nk + (1 if small else 0) + 3 * sum(big[:k])
             for g in lv:
                 row = found.get(g)
-                below = int(row[k] or 0) if row is not None else 0
+                # a group with no row at or above the floor has all its rows below
+                below = int(row[k]) if row is not None else self.sizes[g]
                 if big[k]:
                     m, s0, part = row[at : at + 3] if row is not None else (0, 0, None)
                     x = np.sort(self.raw.clip(np.asarray(part or [], dtype=np.float64)))
