@@ -292,20 +292,20 @@ class DuckGroups:
         inner = [
             f"count(*) FILTER (WHERE s.x >= r.a{k})::BIGINT AS c{k}" for k in range(len(wanted))
         ]
-        below = [f"(r.n - b.c{k})" for k in range(len(wanted))]
-        outer = [f"{below[k]}::BIGINT" for k in range(len(wanted))]
+        under = [f"(r.n - b.c{k})" for k in range(len(wanted))]
+        outer = [f"{under[k]}::BIGINT" for k in range(len(wanted))]
         if small:  # one list: the rows inside any small bracket (split in numpy)
             union = " OR ".join(f"(s.x >= r.a{k} AND s.x <= r.b{k})" for k in small)
             inner.append(f"list(s.x) FILTER (WHERE {union}) AS lu")
             outer.append("b.lu")
         for k in range(len(wanted)):
             if big[k]:
-                start = f"greatest(r.lo{k} - {below[k]} - {pad}, 0)::BIGINT"
+                start = f"greatest(r.lo{k} - {under[k]} - {pad}, 0)::BIGINT"
                 inner.append(f"list(s.x) FILTER (WHERE s.x >= r.a{k} AND s.x <= r.b{k}) AS l{k}")
                 outer.append(
                     f"len(b.l{k})::BIGINT, {start}, "
                     f"list_slice(list_sort(b.l{k}), {start} + 1, "
-                    f"r.hi{k} - {below[k]} + 1 + {pad})"
+                    f"r.hi{k} - {under[k]} + 1 + {pad})"
                 )
         on = ", ".join(self.raw.on)
         rows = self.raw.sql
