@@ -114,6 +114,26 @@ def test_methods_that_read_every_record_still_match(
     assert got == want
 
 
+@pytest.mark.parametrize("batch", ["one batch", "a batch per group"])
+def test_held_groups_read_whole_come_from_one_histogram_pass(
+    table: Any, held: list[DuckGroups], monkeypatch: pytest.MonkeyPatch, batch: str
+) -> None:
+    """At a small epsilon the window reaches the ends of the data and the sampler reads
+    every record of each held group: one pass builds every held group's histogram, which
+    leaves DuckDB in batches of consecutive groups; the release is the histogram path's."""
+    if batch != "one batch":
+        monkeypatch.setattr(duck_groups, "BATCH_ROWS", 10)
+    stats = [ds.Median(0.0, 100.0), ds.Quantile(0.9, 0.0, 100.0)]
+    kwargs: dict[str, Any] = {"column": "v", "epsilon": 0.02, "by": "g", "keys": [0, 1, 2]}
+    got = [_rows(ds.release(table, s, rng=seed, **kwargs)) for s in stats for seed in (1, 2)]
+    assert len(held) == 4
+    # the histogram pass, then one fetch per batch (three groups here)
+    assert [h.queries for h in held] == [2 if batch == "one batch" else 4] * 4
+    monkeypatch.setattr(held_scan, "HOLD_ROWS", 10**12)
+    want = [_rows(ds.release(table, s, rng=seed, **kwargs)) for s in stats for seed in (1, 2)]
+    assert got == want
+
+
 def test_the_hold_decision_does_not_depend_on_formats(
     table: Any, held: list[DuckGroups], tmp_path: Any
 ) -> None:

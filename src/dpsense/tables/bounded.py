@@ -10,19 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any
 
 import numpy as np
 
 from dpsense.tables.plan import TablePlan
 from dpsense.tables.source import TableSource, quote
 from dpsense.tables.unit_bounding import canonical
-from dpsense.tables.windows import HistogramRecords
+from dpsense.tables.windows import BATCH_ROWS, HistogramRecords
 
 __all__ = ["BoundedTable", "TablePlan", "stage_sql", "summarise"]
-
-_BATCH_ROWS: Final = 4_000_000
-"""Largest number of values fetched into Python at once (32 MB of doubles)."""
 
 
 @dataclass
@@ -50,7 +47,7 @@ class BoundedTable:
         whose ``sorted_values`` rebuilds the array when a method needs every record).
 
         DuckDB hands over each group as a histogram (distinct values and their counts, in
-        order), fetched in batches of at most ``_BATCH_ROWS`` histogram rows. On tied data
+        order), fetched in batches of at most ``BATCH_ROWS`` histogram rows. On tied data
         (integers, a resolution grid) the histogram is tiny whatever the number of rows,
         and a quantile or a sum reads it without rebuilding the records.
         """
@@ -66,7 +63,7 @@ class BoundedTable:
             while (
                 j < len(order)
                 and order[j] not in self.held
-                and (j == i or total + self.distinct[order[j]] <= _BATCH_ROWS)
+                and (j == i or total + self.distinct[order[j]] <= BATCH_ROWS)
             ):
                 total += int(self.distinct[order[j]])
                 j += 1

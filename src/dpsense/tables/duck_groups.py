@@ -39,7 +39,13 @@ from numpy.typing import NDArray
 
 from dpsense.mechanisms._quantile_sampler import window_ranks
 from dpsense.statistics._exact import RecordGrid
-from dpsense.tables.windows import HeldGroup, cut_window, split_by_group, window_of
+from dpsense.tables.windows import (
+    BATCH_ROWS,
+    HeldGroup,
+    cut_window,
+    split_by_group,
+    window_of,
+)
 
 __all__ = [
     "SAMPLE_MOD",
@@ -177,6 +183,9 @@ class DuckGroups:
         self._brackets: dict[int, list[tuple[int, F64]]] = {}
         """Fetched whole brackets per group: (rows below, sorted clipped rows inside)."""
         self._sums: dict[tuple[Any, ...], dict[int, int]] = {}
+        self._chunk: dict[int, tuple[F64, I64]] = {}
+        """Histograms of a run of consecutive held groups (for :meth:`values`)."""
+        self._held_distinct: dict[int, int] = {}
         self.queries = 0
         """Queries run for the windows, counts and sums (for tests and benchmarks)."""
         self.fallbacks = 0
@@ -384,7 +393,15 @@ class DuckGroups:
 
     def values(self, gid: int) -> F64:
         """Every record of the group, sorted. The first call builds the histogram of every
-        held group in one pass; each group is then rebuilt from there."""
+        held group in one pass; the histograms then leave DuckDB, sorted, for runs
+        of consecutive groups of at most ``BATCH_ROWS`` rows at a time (the methods ask
+        for the groups in increasing order), each group rebuilt from its histogram."""
+        if gid not in self._chunk:
+            self._load_chunk(gid)
+        values, counts = self._chunk[gid]
+        return np.repeat(values, counts)
+
+    def _load_chunk(self, gid: int) -> None:
         if not (self._loaded and self._has_held_table()):
             self.con.execute(
                 "CREATE OR REPLACE TEMP TABLE dpsense_held AS SELECT gid, v, count(*)::BIGINT "
@@ -392,8 +409,28 @@ class DuckGroups:
             )
             self.queries += 1
             self._loaded = True
-        values, counts = self._histogram(gid)
-        return np.repeat(values, counts)
+            got = self.con.execute("SELECT gid, count(*) FROM dpsense_held GROUP BY gid")
+            self._held_distinct = {int(g): int(d) for g, d in got.fetchall()}
+        order = sorted(self.sizes)
+        i = order.index(gid)
+        j, total = i, 0
+        while j < len(order) and (
+            j == i or total + self._held_distinct.get(order[j], 0) <= BATCH_ROWS
+        ):
+            total += self._held_distinct.get(order[j], 0)
+            j += 1
+        got = self.con.execute(
+            "SELECT gid, v, c FROM dpsense_held WHERE gid BETWEEN ? AND ? ORDER BY gid, v",
+            [order[i], order[j - 1]],
+        ).fetchnumpy()
+        self.queries += 1
+        gids = np.asarray(got["gid"], dtype=np.int64)
+        values = np.asarray(got["v"], dtype=np.float64)
+        counts = np.asarray(got["c"], dtype=np.int64)
+        self._chunk = {}
+        for g in order[i:j]:
+            lo, hi = np.searchsorted(gids, g, "left"), np.searchsorted(gids, g, "right")
+            self._chunk[g] = (values[lo:hi], counts[lo:hi])
 
     def grid_sum(self, gid: int, grid: RecordGrid) -> int:
         lower, upper = self.bounds or (None, None)

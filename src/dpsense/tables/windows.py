@@ -11,7 +11,7 @@ that reaches one is not in the bracket (None: the caller reads the whole group).
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
@@ -19,6 +19,7 @@ from numpy.typing import NDArray
 from dpsense.mechanisms._quantile_sampler import window_ranks
 
 __all__ = [
+    "BATCH_ROWS",
     "GroupAnswers",
     "HeldGroup",
     "HistogramRecords",
@@ -33,6 +34,9 @@ if TYPE_CHECKING:
 
 F64 = NDArray[np.float64]
 I64 = NDArray[np.int64]
+
+BATCH_ROWS: Final = 4_000_000
+"""Largest number of histogram rows fetched into Python at once (32 MB of doubles)."""
 
 
 class GroupAnswers(Protocol):
