@@ -212,6 +212,30 @@ MUTANTS = (
         ("tests/tables/test_infinities.py",),
     ),
     Mutant(
+        "histogram-window-one-rank-wide",
+        "a tied group read as its histogram answers a window one rank wider than asked",
+        "src/dpsense/tables/windows.py",
+        (
+            (
+                "cut_window(self.values, self.counts, *ranks, self._n)",
+                "cut_window(self.values, self.counts, ranks[0], ranks[1] + 1, self._n)",
+            ),
+        ),
+        ("tests/tables/test_histogram_records.py",),
+    ),
+    Mutant(
+        "histogram-count-below-inclusive",
+        "a tied group read as its histogram counts the records at v as below v (tail step)",
+        "src/dpsense/tables/windows.py",
+        (
+            (
+                'self.counts[: np.searchsorted(self.values, v, "left")]',
+                'self.counts[: np.searchsorted(self.values, v, "right")]',
+            ),
+        ),
+        ("tests/tables/test_histogram_records.py",),
+    ),
+    Mutant(
         "quantile-score-sensitivity-min",
         "the tie-aware quantile score's sensitivity taken as min(p, 1 - p), not max",
         "src/dpsense/mechanisms/quantile.py",
