@@ -22,6 +22,7 @@ from dpsense.statistics._grid import PowerOfTwoGrid
 from dpsense.tables import spark_groups
 from dpsense.tables.source import connection
 from dpsense.tables.spark_held import PAD, SparkRowGroups
+from tests.tables.windows_check import assert_windows_equal_the_arrays
 
 pytestmark = pytest.mark.spark
 
@@ -204,18 +205,7 @@ def test_counts_and_windows_equal_the_arrays(
         assert g.count_below(v) == int(np.count_nonzero(x < v))
         assert g.count_above(v) == int(np.count_nonzero(x > v))
     assert np.array_equal(g.sorted_values(), x)
-    from dpsense.mechanisms._quantile_sampler import ArrayRecords
-
-    for num, den, w in [(1, 2, 5), (9, 10, 30), (1, 100, 3), (1, 2, 1600)]:
-        want = ArrayRecords(x.copy()).quantile_window(num, den, w)
-        got = g.quantile_window(num, den, w)
-        if want is None:
-            assert got is None
-            continue
-        assert got is not None
-        assert np.array_equal(got[0], want[0])
-        assert np.array_equal(got[1], want[1])
-        assert got[2:] == want[2:]
+    assert_windows_equal_the_arrays(g, x, [(1, 2, 5), (9, 10, 30), (1, 100, 3), (1, 2, 1600)])
 
 
 def test_the_sampler_draws_the_same_from_spark_and_from_the_array(spark: Any) -> None:

@@ -22,6 +22,7 @@ from dpsense.statistics._exact import RecordGrid
 from dpsense.statistics._grid import PowerOfTwoGrid
 from dpsense.tables import duck_groups, held_scan
 from dpsense.tables.duck_groups import DuckGroups, rint_sql
+from tests.tables.windows_check import assert_windows_equal_the_arrays
 
 pd = pytest.importorskip("pandas")
 duckdb = pytest.importorskip("duckdb")
@@ -197,16 +198,8 @@ def test_windows_equal_the_arrays_whatever_the_sample(
     }
     groups = _one_group(x, samples[sample])
     g = groups.group(0)
-    for num, den, w in [(1, 2, 5), (9, 10, 30), (1, 100, 3), (1, 2, 1600), (1, 2, 20000)]:
-        want = ArrayRecords(x.copy()).quantile_window(num, den, w)
-        got = g.quantile_window(num, den, w)
-        if want is None:
-            assert got is None
-            continue
-        assert got is not None
-        assert np.array_equal(got[0], want[0])
-        assert np.array_equal(got[1], want[1])
-        assert got[2:] == want[2:]
+    levels = [(1, 2, 5), (9, 10, 30), (1, 100, 3), (1, 2, 1600), (1, 2, 20000)]
+    assert_windows_equal_the_arrays(g, x, levels)
 
 
 def test_counts_sums_and_values_equal_numpy() -> None:

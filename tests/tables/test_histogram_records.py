@@ -13,7 +13,7 @@ import pytest
 
 import dpsense as ds
 from dpsense.mechanisms._permute_flip import sample_permute_and_flip
-from dpsense.mechanisms._quantile_sampler import ArrayRecords, sample_quantile_indices
+from dpsense.mechanisms._quantile_sampler import sample_quantile_indices
 from dpsense.mechanisms.quantile import quantile_score
 from dpsense.methods.ksw import _QUANTA
 from dpsense.noise.rng import SeededRandom
@@ -21,6 +21,7 @@ from dpsense.statistics._exact import RecordGrid
 from dpsense.statistics._grid import PowerOfTwoGrid, ResolutionGrid
 from dpsense.tables import grouped, held_scan
 from dpsense.tables.windows import HistogramRecords
+from tests.tables.windows_check import assert_windows_equal_the_arrays
 
 pd = pytest.importorskip("pandas")
 
@@ -48,17 +49,10 @@ def test_windows_counts_and_sums_equal_the_arrays(kind: str) -> None:
     h = _histogram(x)
     assert h.size == x.shape[0]
     assert np.array_equal(h.sorted_values(), np.sort(x))
-    for num, den in [(1, 2), (9, 10), (1, 10), (1, 3)]:
-        for w in (1, 3, 50, 400):
-            got = h.quantile_window(num, den, w)
-            want = ArrayRecords(x.copy()).quantile_window(num, den, w)
-            if want is None:
-                assert got is None
-                continue
-            assert got is not None
-            assert np.array_equal(got[0], want[0])
-            assert np.array_equal(got[1], want[1])
-            assert got[2:] == want[2:]
+    levels = [
+        (num, den, w) for num, den in [(1, 2), (9, 10), (1, 10), (1, 3)] for w in (1, 3, 50, 400)
+    ]
+    assert_windows_equal_the_arrays(h, x, levels)
     points = np.concatenate([np.unique(x)[:20], [-1.0, 0.5, 3.3, 7.0, 12.0, 41.0, 1e9]])
     for v in points.tolist():
         assert h.count_below(v) == int(np.count_nonzero(x < v))
