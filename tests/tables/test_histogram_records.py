@@ -100,8 +100,14 @@ def _rows(result: ds.GroupedRelease) -> list[Any]:
 
 @pytest.mark.parametrize(
     "statistic",
-    [ds.Median(0.0, 40.0, resolution=1.0), ds.Quantile(0.8, 0.0, 64.0), ds.Mean(0.0, 30.0)],
-    ids=["median-pf", "quantile-em", "mean"],
+    [
+        ds.Median(0.0, 40.0, resolution=1.0),
+        ds.Quantile(0.8, 0.0, 64.0),
+        ds.Mean(0.0, 30.0),
+        ds.Sum(0.0, 30.0),
+        ds.Count(),
+    ],
+    ids=["median-pf", "quantile-em", "mean", "sum", "count"],
 )
 @pytest.mark.parametrize("unit", [None, "person"])
 def test_grouped_releases_from_histograms_equal_releases_from_arrays(
@@ -117,7 +123,8 @@ def test_grouped_releases_from_histograms_equal_releases_from_arrays(
     v = np.minimum(np.rint(rng.gamma(2.0, 4.0, n)), 45.0)
     frame = pd.DataFrame({"g": g, "v": v, "person": rng.integers(0, 2000, n)})
     keys = [0, 1, 2, 5]
-    kwargs: dict[str, Any] = {"column": "v", "by": "g", "keys": keys, "epsilon": 1.0}
+    column = None if isinstance(statistic, ds.Count) else "v"
+    kwargs: dict[str, Any] = {"column": column, "by": "g", "keys": keys, "epsilon": 1.0}
     if unit is not None:
         kwargs.update(privacy_unit=unit, max_rows_per_unit=3)
     seen.clear()
