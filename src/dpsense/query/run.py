@@ -12,14 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import replace
 from typing import Any
 
 from dpsense.bounds_in_release import (
     readable_twice,
     with_bounds_receipt,
 )
-from dpsense.errors import InputError
 from dpsense.methods import Release
 from dpsense.noise.rng import RandomSource
 from dpsense.query.bounding import BOUNDED, bound_rows, checked_rows
@@ -36,11 +34,11 @@ from dpsense.query.steps import (
     statistic_sources,
     unit_bounding,
     with_private_bounds,
+    with_value_column,
 )
-from dpsense.statistics import BoundedStatistic, Count, Statistic
+from dpsense.statistics import BoundedStatistic, Statistic
 from dpsense.tables.grouped import (
     GroupedRelease,
-    opened_table,
     release_table,
     table_plan,
 )
@@ -131,7 +129,7 @@ def _scratch(con: Any) -> Iterator[None]:
 
 def _run_several(plan: QueryPlan, x: Any, source: RandomSource) -> QueryResult:
     """Several statistics over one bounded table (module docstring)."""
-    plan = _with_value_column(plan, x)
+    plan = with_value_column(plan, x)
     rngs = statistic_sources(source, len(plan.entries))
     with readable_twice(x) as data:
         stats, receipts = with_private_bounds(plan, data, source)
@@ -188,27 +186,6 @@ def _announce(plan: QueryPlan, data: Any, rows: TableSource, stats: dict[str, St
         if table.hold:
             needs.append(ScanNeed.of(table, getattr(unit_stat, "p", None)))
     announce(rows, needs)
-
-
-def _with_value_column(plan: QueryPlan, x: Any) -> QueryPlan:
-    """``plan`` with the table's one value column given to the statistics that name none
-    (data of one column, such as an array); an InputError when the table has several."""
-    missing = [e for e in plan.entries if e.column is None and not isinstance(e.statistic, Count)]
-    if not missing:
-        return plan
-    if any(e.column is not None for e in plan.entries):
-        raise InputError(
-            "Each statistic of a query reads a column: write it as a (column, statistic) "
-            'pair, e.g. ("wage", ds.Median(-1, 4)), or pass column=... for all of them '
-            "(ds.Count() needs none)."
-        )
-    with (
-        readable_twice(x) as data,
-        opened_table(data, (), plan.by, plan.unit, resolve_value=True) as (_, (column,)),
-    ):
-        pass
-    entries = tuple(e if e not in missing else replace(e, column=column) for e in plan.entries)
-    return replace(plan, entries=entries)
 
 
 def _shared_groups(

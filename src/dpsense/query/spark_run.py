@@ -27,6 +27,7 @@ from dpsense.query.steps import (
     statistic_sources,
     unit_bounding,
     with_private_bounds,
+    with_value_column,
 )
 from dpsense.tables.spark import open_spark
 from dpsense.tables.spark_workers import worker_errors
@@ -38,9 +39,7 @@ def run_several_spark(plan: QueryPlan, x: Any, source: RandomSource) -> QueryRes
     """Several statistics over one bounded Spark frame (module docstring)."""
     from pyspark import StorageLevel
 
-    from dpsense.query.run import _with_value_column  # run imports this module lazily
-
-    plan = _with_value_column(plan, x)
+    plan = with_value_column(plan, x)
     rngs = statistic_sources(source, len(plan.entries))
     with readable_twice(x) as data:
         stats, receipts = with_private_bounds(plan, data, source)

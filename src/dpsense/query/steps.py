@@ -17,7 +17,8 @@ from typing import Any
 import numpy as np
 
 from dpsense._exact_budget import float_up
-from dpsense.bounds_in_release import BoundsPlan, _bounded, find_bounds
+from dpsense.bounds_in_release import BoundsPlan, _bounded, find_bounds, readable_twice
+from dpsense.errors import InputError
 from dpsense.mechanisms.partition_selection import SelectionRule, select_groups
 from dpsense.methods import Release
 from dpsense.noise.rng import RandomSource, SeededRandom
@@ -25,7 +26,7 @@ from dpsense.query.bounding import UnitBounding
 from dpsense.query.methods import DISPATCH
 from dpsense.query.plan import Entry, QueryPlan
 from dpsense.query.result import QueryResult
-from dpsense.statistics import BoundedStatistic, Statistic
+from dpsense.statistics import BoundedStatistic, Count, Statistic
 from dpsense.tables.grouped import GroupedRelease, _normalise_keys, opened_table, release_opened
 
 __all__ = [
@@ -38,6 +39,7 @@ __all__ = [
     "statistic_sources",
     "unit_bounding",
     "with_private_bounds",
+    "with_value_column",
 ]
 
 
@@ -248,3 +250,24 @@ def unit_bounding(
     salt = (int(source.words(1)[0] >> np.uint64(1)), int(source.words(1)[0] >> np.uint64(1)))
     groups = plan.max_groups if plan.by else 1
     return UnitBounding(values, plan.by, plan.unit, plan.max_rows, groups, public, salt)
+
+
+def with_value_column(plan: QueryPlan, x: Any) -> QueryPlan:
+    """``plan`` with the table's one value column given to the statistics that name none
+    (data of one column, such as an array); an InputError when the table has several."""
+    missing = [e for e in plan.entries if e.column is None and not isinstance(e.statistic, Count)]
+    if not missing:
+        return plan
+    if any(e.column is not None for e in plan.entries):
+        raise InputError(
+            "Each statistic of a query reads a column: write it as a (column, statistic) "
+            'pair, e.g. ("wage", ds.Median(-1, 4)), or pass column=... for all of them '
+            "(ds.Count() needs none)."
+        )
+    with (
+        readable_twice(x) as data,
+        opened_table(data, (), plan.by, plan.unit, resolve_value=True) as (_, (column,)),
+    ):
+        pass
+    entries = tuple(e if e not in missing else replace(e, column=column) for e in plan.entries)
+    return replace(plan, entries=entries)
