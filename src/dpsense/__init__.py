@@ -38,10 +38,10 @@ from dpsense.neighbours import NEIGHBOURS
 from dpsense.noise import SeededRandomnessWarning
 from dpsense.params import smooth_beta
 from dpsense.query import QueryResult
-from dpsense.query.sql_release import sql
 from dpsense.release import release
 from dpsense.report import report
 from dpsense.sensitivity import empirical_sensitivity
+from dpsense.sql_release import sql
 from dpsense.statistics import (
     INFINITE_DISTANCE,
     Count,

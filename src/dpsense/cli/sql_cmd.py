@@ -27,7 +27,7 @@ from dpsense.cli.tables_io import _fit, _jsonable, check_output, keys_option, wr
 from dpsense.errors import InputError
 from dpsense.methods._release import format_value
 from dpsense.noise import SeededRandomnessWarning
-from dpsense.query.sql_release import sql
+from dpsense.sql_release import sql
 from dpsense.tables import GroupedRelease
 from dpsense.tables.schema import parse_schema_items
 
