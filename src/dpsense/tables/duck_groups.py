@@ -226,6 +226,8 @@ class DuckGroups:
 
     def _from_cache(self, gid: int, lo: int, hi: int) -> Any:
         for below, inside in self._brackets.get(gid, ()):
+            if not below < lo < hi < below + inside.shape[0] - 1:
+                continue  # the window and its neighbours reach past this bracket
             got = window_of(self.sizes[gid], below, inside.shape[0], 0, inside, lo, hi)
             if got is not None:
                 return got
