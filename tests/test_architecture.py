@@ -27,6 +27,7 @@ LAYERS = {
     "datasets": 4,
     "tables": 5,
     "release": 6,
+    "sql_release": 6,
     "bounds": 6,
     "bounds_in_release": 6,
     "accountant": 6,
