@@ -18,6 +18,7 @@ same records, for the same seed.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from typing import Any, Final
 
 import numpy as np
@@ -81,7 +82,7 @@ def quanta_k(sf: Any, lower: float, upper: float, quanta: int) -> tuple[tuple[An
     return ("quanta", lower, upper, quanta), _rint(sf, unit * sf.lit(float(quanta)))
 
 
-class SparkHeld:
+class SparkHeld(ABC):
     """What the groups a Spark release holds share: their sizes, the release's DuckDB
     cursor (which receives the groups if they are read whole), the answers already
     computed and the counters tests and benchmarks read."""
@@ -95,6 +96,20 @@ class SparkHeld:
         """Spark jobs run for the windows, counts, sums and histograms."""
         self.rows_collected = 0
         """Values (or histogram rows) that reached the driver."""
+
+    def window(self, gid: int, num: int, den: int, w: int) -> tuple[F64, I64, int, int] | None:
+        """The window of :func:`window_ranks` of group ``gid``; one Spark job
+        (``_all_windows``) computes it for every held group at once (same level and
+        width, each with its own n)."""
+        key = (num, den, w)
+        if key not in self._windows:
+            self._windows[key] = self._all_windows(num, den, w)
+        return self._windows[key].get(gid)
+
+    @abstractmethod
+    def _all_windows(self, num: int, den: int, w: int) -> dict[int, Any]:
+        """Every held group's window for one level and width (each kind of held group
+        reads them its own way)."""
 
 
 class SparkGroups(SparkHeld):
@@ -122,14 +137,6 @@ class SparkGroups(SparkHeld):
         self.jobs += 1
         self.rows_collected += len(rows)
         return list(rows)
-
-    def window(self, gid: int, num: int, den: int, w: int) -> tuple[F64, I64, int, int] | None:
-        """The window of :func:`window_ranks` of group ``gid``; one Spark job computes it
-        for every large group at once (same level and width, each with its own n)."""
-        key = (num, den, w)
-        if key not in self._windows:
-            self._windows[key] = self._all_windows(num, den, w)
-        return self._windows[key].get(gid)
 
     def _all_windows(self, num: int, den: int, w: int) -> dict[int, Any]:
         from pyspark.sql import Window

@@ -130,14 +130,6 @@ class SparkRowGroups(SparkHeld):
         self.jobs += 1
         return list(rows)
 
-    def window(self, gid: int, num: int, den: int, w: int) -> tuple[F64, I64, int, int] | None:
-        """The window of :func:`window_ranks` of group ``gid``; one Spark job computes it
-        for every held group at once (same level and width, each with its own n)."""
-        key = (num, den, w)
-        if key not in self._windows:
-            self._windows[key] = self._all_windows(num, den, w)
-        return self._windows[key].get(gid)
-
     def _all_windows(self, num: int, den: int, w: int) -> dict[int, Any]:
         sf = _functions()
         ranks = {
