@@ -181,6 +181,20 @@ MUTANTS = (
         ("tests/accounting/test_zcdp_budget.py", "tests/tables/test_zcdp.py"),
     ),
     Mutant(
+        "zcdp-split-over-selected-groups",
+        "a query's statistic split over the min(g, s) selected groups, priced over g",
+        "src/dpsense/tables/grouped.py",
+        (
+            (
+                "    public = _normalise_keys(keys, by) if (by and keys is not None) else None\n",
+                "    public = _normalise_keys(keys, by) if (by and keys is not None) else None\n"
+                "    split = budget_split(epsilon, delta, by=by, groups=g,\n"
+                "        public_keys=None if public is None else len(public))\n",
+            ),
+        ),
+        ("tests/accounting/test_zcdp_charged_what_runs.py",),
+    ),
+    Mutant(
         "float-quotient-scale",
         "discrete-Laplace scale as a float quotient (a count at epsilon = 1/3 gets scale 3.0)",
         "src/dpsense/mechanisms/additive.py",

@@ -152,9 +152,7 @@ class Accountant(Budget):
             lambda: run_release(
                 x, statistic, args, epsilon=epsilon, delta=delta, rng=rng, options=options
             ),
-            lambda: plan_zcdp_cost(
-                plan, args.max_groups_per_unit if args.privacy_unit is not None else 1
-            ),
+            lambda: plan_zcdp_cost(plan),
             {
                 "statistic": (
                     plan.entries[0].statistic

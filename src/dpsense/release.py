@@ -20,7 +20,7 @@ from dpsense.methods.zcdp import pure_rho
 from dpsense.noise.rng import resolve_rng
 from dpsense.query import QueryResult
 from dpsense.query.methods import METHODS
-from dpsense.query.plan import QueryPlan, ReleaseArgs, plan_query
+from dpsense.query.plan import QueryPlan, ReleaseArgs, plan_query, statistic_split
 from dpsense.query.run import run_plan
 from dpsense.statistics import Statistic
 from dpsense.tables.grouped import GroupedRelease
@@ -236,26 +236,25 @@ def zcdp_cost(
         weights=weights,
     )
     plan = plan_query(statistic, args, epsilon=epsilon, delta=delta, options=options)
-    return plan_zcdp_cost(plan, max_groups_per_unit if privacy_unit is not None else 1)
+    return plan_zcdp_cost(plan)
 
 
-def plan_zcdp_cost(plan: QueryPlan, groups: int) -> ZcdpCharge:
+def plan_zcdp_cost(plan: QueryPlan) -> ZcdpCharge:
     """The zCDP cost of a checked plan (:func:`zcdp_cost`): zCDP composes by adding rhos
-    (Bun & Steinke 2016, Lemma 2.3) and approximate deltas."""
-    g = groups if plan.by else 1
-    shared = plan.selection is not None
+    (Bun & Steinke 2016, Lemma 2.3) and approximate deltas.
+
+    Each statistic is priced at :func:`~dpsense.query.plan.statistic_split`, the split its
+    release runs with (after a shared selection: over g groups, never over the number
+    selected, which is data), so the rho charged is the rho of the per-group releases that
+    run, from public parameters only."""
+    g = plan.groups_per_unit
     rho, approx = Fraction(0), Fraction(0)
     for entry in plan.entries:
         part = release_zcdp_cost(
             entry.statistic,
             method=entry.chosen,
-            epsilon=entry.epsilon,
-            delta=entry.delta,
+            split=statistic_split(plan, entry),
             neighbours=plan.neighbours,
-            by=plan.by,
-            # after the shared selection a statistic's groups are public to it, and a
-            # unit is in at most g of them
-            public_keys=g if shared else plan.public_keys,
             groups=g,
             options=dict(entry.options),
         )

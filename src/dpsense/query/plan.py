@@ -27,12 +27,20 @@ from dpsense.neighbours import Neighbours, validate_neighbours
 from dpsense.params import check_delta, check_epsilon, check_int
 from dpsense.query.methods import checked_method
 from dpsense.statistics import BoundedStatistic, Count, Statistic
-from dpsense.tables.grouped import SELECTION_SHARE, budget_split
+from dpsense.tables.grouped import SELECTION_SHARE, BudgetSplit, budget_split
 from dpsense.tables.row_filter import RowFilter, parse_row_filter
 from dpsense.tables.schema import Cast, parse_schema
 from dpsense.tables.zcdp import public_key_count
 
-__all__ = ["Entry", "QueryPlan", "ReleaseArgs", "by_columns", "plan_query", "release_arguments"]
+__all__ = [
+    "Entry",
+    "QueryPlan",
+    "ReleaseArgs",
+    "by_columns",
+    "plan_query",
+    "release_arguments",
+    "statistic_split",
+]
 
 
 @dataclass(frozen=True)
@@ -91,6 +99,39 @@ class QueryPlan:
     def release_epsilon(self) -> float:
         """Epsilon left after the bounds."""
         return self.epsilon if self.bounds is None else self.bounds.rest
+
+    @property
+    def groups_per_unit(self) -> int:
+        """g: the most groups one unit is in after contribution bounding (1 without a
+        privacy unit, where a unit is a row, or without groups)."""
+        return self.max_groups if (self.unit is not None and self.by) else 1
+
+
+def statistic_split(plan: QueryPlan, entry: Entry) -> BudgetSplit:
+    """How one statistic of ``plan`` spends its (epsilon, delta) over its groups: THE split,
+    the one the release runs (``query.steps.engine_arguments`` hands it to the engine's
+    ``tables.grouped.release_opened``) and the one the zCDP charge prices
+    (``release.plan_zcdp_cost``), so that the charge is what runs.
+
+    With public keys, or with a statistic's own private partition selection, it is
+    :func:`~dpsense.tables.grouped.budget_split` of the statistic's share: each of the
+    ``touched = min(g, public keys)`` groups (``g`` without keys) a unit can change gets
+    ``epsilon / touched``.
+
+    After a query's *shared* selection, the statistic releases the s selected groups.
+    Their number s is an output of the selection, so it is data: a unit is in at most
+    min(g, s) of them. Splitting over min(g, s) would be (epsilon, delta)-DP by adaptive
+    composition, but its zCDP cost, ``min(g, s) (eps / min(g, s))^2 / 2 = eps^2 / (2
+    min(g, s))``, would depend on s, which the charge, fixed before anything is read,
+    cannot (priced at ``eps^2 / (2 g)`` it was up to g times too small). So the split
+    never reads s: each selected group gets ``epsilon / g``, a unit changes at most
+    min(g, s) <= g of them, and the release costs at most ``g (eps / g)^2 / 2 = eps^2 /
+    (2 g)`` rho (and at most epsilon, delta under pure and approximate DP) whatever s is
+    (docs/accounting.md §3, docs/queries.md §2)."""
+    g = plan.groups_per_unit
+    # after the shared selection, its g groups per unit are the statistic's "keys"
+    public = g if plan.selection is not None else plan.public_keys
+    return budget_split(entry.epsilon, entry.delta, by=plan.by, public_keys=public, groups=g)
 
 
 def by_columns(by: str | Sequence[str] | None) -> tuple[str, ...]:

@@ -24,7 +24,7 @@ from dpsense.methods import Release
 from dpsense.noise.rng import RandomSource, SeededRandom
 from dpsense.query.bounding import UnitBounding
 from dpsense.query.methods import DISPATCH
-from dpsense.query.plan import Entry, QueryPlan
+from dpsense.query.plan import Entry, QueryPlan, statistic_split
 from dpsense.query.result import QueryResult
 from dpsense.statistics import BoundedStatistic, Count, Statistic
 from dpsense.tables.grouped import GroupedRelease, _normalise_keys, opened_table, release_opened
@@ -62,7 +62,7 @@ def _release_one(entry: Entry, plan: QueryPlan, rng: RandomSource) -> Any:
 
 def engine_arguments(plan: QueryPlan, entry: Entry, rng: RandomSource) -> dict[str, Any]:
     """The arguments of the engine's grouped release that a statistic of ``plan`` takes
-    whatever its share of the budget and its groups."""
+    whatever its groups: among them its budget split over its groups."""
     return {
         "method": entry.chosen,
         "column": entry.column,
@@ -73,6 +73,8 @@ def engine_arguments(plan: QueryPlan, entry: Entry, rng: RandomSource) -> dict[s
         "nulls": plan.nulls,
         "rng": rng,
         "release_one": _release_one(entry, plan, rng),
+        # the split the charge prices (query.plan.statistic_split)
+        "split": statistic_split(plan, entry),
         "schema": plan.casts,
     }
 
@@ -210,7 +212,7 @@ def as_query(
         **extra,
     }
     if plan.row_filter is not None:
-        params["where"] = plan.row_filter.sql
+        params["where"] = plan.row_filter.text
     if len(results) == 1 and plan.bounds is not None:
         only = next(iter(results.values()))
         if "bounds" in only.parameters:

@@ -172,6 +172,7 @@ def release_opened(
     nulls: str,
     rng: RandomSource,
     release_one: Callable[[np.ndarray, Statistic, float, float], Release],
+    split: BudgetSplit,
     schema: Mapping[str, Cast] | None = None,
     prebounded: bool = False,
 ) -> Release | GroupedRelease:
@@ -180,14 +181,15 @@ def release_opened(
     one bounded table through this, one at a time, with ``prebounded``: each unit of
     ``source`` already has at most ``max_groups_per_unit`` groups and
     ``max_rows_per_unit`` rows in each, so the engine skips its own bounding (which would
-    keep every row) and reads the rows as they are; the budget split and the group
-    privacy still count ``m`` rows and ``g`` groups per unit."""
+    keep every row) and reads the rows as they are; the group privacy still counts ``m``
+    rows and ``g`` groups per unit.
+
+    ``split`` is how ``(epsilon, delta)`` is spent (``query.plan.statistic_split``, the
+    split the zCDP charge prices): it is never recomputed here from ``keys``, which after
+    a query's shared selection are the selected groups, whose number is data."""
     m = max_rows_per_unit if privacy_unit is not None else 1
     g = max_groups_per_unit if (privacy_unit is not None and by) else 1
     public = _normalise_keys(keys, by) if (by and keys is not None) else None
-    split = budget_split(
-        epsilon, delta, by=by, public_keys=None if public is None else len(public), groups=g
-    )
     salt = (int(rng.words(1)[0] >> np.uint64(1)), int(rng.words(1)[0] >> np.uint64(1)))
     spark = is_spark_frame(data)
     plan, unit_stat, resolution = table_plan(

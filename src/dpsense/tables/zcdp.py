@@ -1,9 +1,9 @@
 r"""What a release — grouped or not — costs under a zCDP (rho) budget.
 
 The cost is a pair :math:`(\rho, \delta)`: the release is :math:`\delta`-approximately
-:math:`\rho`-zCDP (Bun & Steinke 2016, Def. 8.1). It follows the release's own budget split
-(:func:`~dpsense.tables.grouped.budget_split`) and is computed from public parameters only,
-before anything is drawn:
+:math:`\rho`-zCDP (Bun & Steinke 2016, Def. 8.1). It prices the release's own budget split
+(:func:`~dpsense.query.plan.statistic_split`, the split the release runs with) and is
+computed from public parameters only, before anything is drawn:
 
 * **Private partition selection** (groups without public keys): each of the at most g noisy
   counts a unit changes moves by one under discrete Laplace noise of scale b, so it is
@@ -31,7 +31,7 @@ from dpsense.mechanisms.partition_selection import SelectionRule
 from dpsense.methods.zcdp import amount, method_rho
 from dpsense.neighbours import Neighbours
 from dpsense.statistics import Statistic
-from dpsense.tables.grouped import _normalise_keys, budget_split
+from dpsense.tables.grouped import BudgetSplit, _normalise_keys
 
 __all__ = ["public_key_count", "release_zcdp_cost", "selection_rho"]
 
@@ -40,18 +40,15 @@ def release_zcdp_cost(
     statistic: Statistic,
     *,
     method: str,
-    epsilon: float,
-    delta: float,
+    split: BudgetSplit,
     neighbours: Neighbours,
-    by: tuple[str, ...],
-    public_keys: int | None,
     groups: int,
     options: dict[str, Any],
 ) -> ZcdpCharge:
-    """The (rho, approximate delta) of one release by ``method`` (resolved, not "auto"),
-    grouped by ``by`` with ``public_keys`` keys (None: private selection) and at most
-    ``groups`` groups per unit; an InputError when it has no zCDP guarantee."""
-    split = budget_split(epsilon, delta, by=by, public_keys=public_keys, groups=groups)
+    """The (rho, approximate delta) of one release by ``method`` (resolved, not "auto")
+    that runs with the budget ``split`` (the very split its release uses,
+    ``query.plan.statistic_split``) when a unit is in at most ``groups`` groups; an
+    InputError when it has no zCDP guarantee."""
     eps_g, dlt_g = split.per_group
     one = method_rho(
         method, statistic, epsilon=eps_g, delta=dlt_g, neighbours=neighbours, options=options
@@ -61,6 +58,7 @@ def release_zcdp_cost(
         if method == "smooth" and not noise:
             noise = " with Laplace noise, its default when delta > 0"
         raise InputError(NOT_ZCDP.format(what=f"This release (method={method!r}{noise})"))
+    # a unit changes at most ``touched`` of the released groups, each rho_g-zCDP
     rho = split.touched * one
     approx = Fraction(0)
     if split.selection is not None:
