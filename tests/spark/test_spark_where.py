@@ -34,3 +34,38 @@ def test_where_on_spark_matches_duckdb(spark: Any, frame: Any) -> None:
     assert _values(got) == _values(expected)
     unfiltered = ds.release(frame, ds.Mean(0, 80), rng=3, **{**kwargs, "where": None})
     assert _values(unfiltered) != _values(expected)  # the filter changed the rows
+
+
+# a predicate that would raise on one person's row under Spark's default ANSI mode: it must
+# drop that row (NULL keeps no row) instead of deciding whether the person is present
+_PARTIAL = (
+    "CASE WHEN person = {p} THEN hours % 0 = 1 ELSE TRUE END",
+    "CASE WHEN person = {p} THEN hours // 0 = 1 ELSE TRUE END",
+    "CASE WHEN person = {p} THEN hours / 0 > 1 ELSE TRUE END",
+    "CASE WHEN person = {p} THEN CAST(region AS INT) > 0 ELSE TRUE END",
+    "CASE WHEN person = {p} THEN CAST(hours AS BIGINT) * 9223372036854775807 > 0 ELSE TRUE END",
+)
+
+
+def test_where_cannot_raise_on_a_value_under_ansi(spark: Any, frame: Any) -> None:
+    assert spark.conf.get("spark.sql.ansi.enabled") == "true"  # Spark 4's default
+    person = int(frame["person"].iloc[0])
+    plain = frame[frame["person"] != person]
+    kwargs: dict[str, Any] = {
+        "column": "hours",
+        "by": "year",
+        "keys": [2019, 2020, 2021, 2022],
+        "privacy_unit": "person",
+        "epsilon": 1.0,
+    }
+    for text in _PARTIAL:
+        where = text.format(p=person)
+        with_person = ds.release(
+            to_spark(spark, frame), ds.Mean(0, 80), rng=1, where=where, **kwargs
+        )
+        without = ds.release(to_spark(spark, plain), ds.Mean(0, 80), rng=1, where=where, **kwargs)
+        # the person's rows are dropped by the NULL predicate: the same release on both
+        assert _values(with_person) == _values(without), where
+        expected = ds.release(plain, ds.Mean(0, 80), rng=1, where=where, **kwargs)
+        assert _values(without) == _values(expected), where
+    assert spark.conf.get("spark.sql.ansi.enabled") == "true"  # restored

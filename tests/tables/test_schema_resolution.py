@@ -273,7 +273,7 @@ def test_schema_on_one_column_names_it_value() -> None:
     ("schema", "message"),
     [
         (["age"], "must be a mapping of column names to types"),
-        ({"age": "int8"}, "must be 'int', 'float' or 'decimal\\(p,s\\)'"),
+        ({"age": "int8"}, "must be 'int', 'float', 'decimal\\(p,s\\)'"),
         ({"age": 3}, "Got an object of type int instead"),
         ({"age": "decimal(40,2)"}, "1 <= p <= 38"),
         ({"age": "decimal(4,5)"}, "1 <= p <= 38"),

@@ -8,6 +8,7 @@ from typing import Any, Final
 from sqlglot import expressions as exp
 
 from dpsense.errors import InputError
+from dpsense.tables.row_filter import ALLOWED_SUMMARY, refused_reason
 
 __all__ = [
     "AGGREGATES",
@@ -59,58 +60,6 @@ _MIN_MAX: Final = (
     "MIN/MAX reveal one person's value; use QUANTILE_CONT(col, 0.01) or "
     "QUANTILE_CONT(col, 0.99) instead, or find bounds with ds.private_bounds "
     "('dpsense bounds')."
-)
-
-# Scalar syntax allowed inside WHERE: a row-level predicate reads one row at a time.
-_WHERE_NODES: Final = (
-    exp.Column,
-    exp.Identifier,
-    exp.Literal,
-    exp.Boolean,
-    exp.Null,
-    exp.Paren,
-    exp.Tuple,
-    exp.And,
-    exp.Or,
-    exp.Not,
-    exp.EQ,
-    exp.NEQ,
-    exp.NullSafeEQ,
-    exp.NullSafeNEQ,
-    exp.GT,
-    exp.GTE,
-    exp.LT,
-    exp.LTE,
-    exp.Is,
-    exp.In,
-    exp.Between,
-    exp.Like,
-    exp.ILike,
-    exp.Add,
-    exp.Sub,
-    exp.Mul,
-    exp.Div,
-    exp.Mod,
-    exp.Neg,
-    exp.Abs,
-    exp.Lower,
-    exp.Upper,
-    exp.Length,
-    exp.Coalesce,
-    exp.Round,
-    exp.Floor,
-    exp.Ceil,
-    exp.Case,
-    exp.If,
-    exp.Cast,
-    exp.TryCast,
-    exp.DataType,
-    exp.DataTypeParam,
-    exp.Var,
-    exp.Extract,
-    exp.Year,
-    exp.Month,
-    exp.Day,
 )
 
 
@@ -301,33 +250,31 @@ def _levels(node: exp.Expression | None) -> tuple[float, ...]:
 
 
 def where_text(tree: exp.Select, qualifiers: frozenset[str]) -> str | None:
-    """The WHERE predicate as DuckDB text (qualifiers dropped, CAST made TRY_CAST), after
-    checking that it reads one row: only the syntax of ``_WHERE_NODES``."""
+    """The WHERE predicate as DuckDB text (qualifiers dropped), after checking that it
+    reads one row with the allow-list of total operations shared with ``where=``
+    (:func:`dpsense.tables.row_filter.refused_reason`); the release makes it total."""
     clause = tree.args.get("where")
     if clause is None:
         return None
     predicate = clause.this.copy()
     for node in predicate.walk():
-        if isinstance(node, exp.Subquery | exp.Select | exp.Exists) or node.args.get("query"):
+        if isinstance(node, exp.AggFunc) and isinstance(node, exp.Min | exp.Max):
+            raise refuse(f"uses {node.key.upper()} in WHERE: " + _MIN_MAX)
+        reason = refused_reason(node)
+        if reason is not None:
+            if reason.startswith("a subquery"):
+                raise refuse(
+                    "uses a subquery in WHERE (a subquery over private data); WHERE takes "
+                    "row-level predicates: write the values out, col IN (1, 2, 3)."
+                )
+            if reason.startswith("the aggregate"):
+                raise refuse(
+                    f"uses {reason} in WHERE; WHERE takes row-level predicates (HAVING on "
+                    "private values is not supported either)."
+                )
             raise refuse(
-                "uses a subquery in WHERE (a subquery over private data); WHERE takes "
-                "row-level predicates: write the values out, col IN (1, 2, 3)."
-            )
-        if isinstance(node, exp.Window):
-            raise refuse("uses a window function in WHERE; WHERE takes row-level predicates.")
-        if isinstance(node, exp.AggFunc):
-            if isinstance(node, exp.Min | exp.Max):
-                raise refuse(f"uses {node.key.upper()} in WHERE: " + _MIN_MAX)
-            raise refuse(
-                f"uses the aggregate {node.key.upper()} in WHERE; WHERE takes row-level "
-                "predicates (HAVING on private values is not supported either)."
-            )
-        if not isinstance(node, _WHERE_NODES):
-            what = _function_name(node) or node.key.upper()
-            raise refuse(
-                f"uses {what} in WHERE, which is not supported: WHERE takes row-level "
-                "comparisons (=, <, IN, BETWEEN, LIKE, IS NULL) joined by AND, OR, NOT, with "
-                "arithmetic, CASE, CAST and ABS/LOWER/UPPER/LENGTH/COALESCE/ROUND/FLOOR/CEIL."
+                f"uses {reason} in WHERE, which is not supported: WHERE takes row-level "
+                f"{ALLOWED_SUMMARY}."
             )
         if isinstance(node, exp.Column):
             column_name(node, qualifiers, "WHERE")
@@ -337,17 +284,7 @@ def where_text(tree: exp.Select, qualifiers: frozenset[str]) -> str | None:
             return exp.column(node.this.copy())
         return node
 
-    plain = predicate.transform(unqualify)
-    for cast in list(plain.find_all(exp.Cast)):
-        if not isinstance(cast, exp.TryCast):
-            # a value that does not convert must not raise: the error would depend on data
-            # (children moved, not copied, so that a CAST inside a CAST is replaced too)
-            swapped = exp.TryCast(this=cast.this, to=cast.args["to"])
-            if cast is plain:
-                plain = swapped
-            else:
-                cast.replace(swapped)
-    return str(plain.sql(dialect="duckdb"))
+    return str(predicate.transform(unqualify).sql(dialect="duckdb"))
 
 
 def order_by(

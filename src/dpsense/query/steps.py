@@ -213,6 +213,9 @@ def as_query(
     }
     if plan.row_filter is not None:
         params["where"] = plan.row_filter.text
+    if plan.casts:
+        params["schema"] = {name: cast.text for name, cast in plan.casts.items()}
+        params["schema_rule"] = "a row whose value does not fit its declared type is dropped"
     if len(results) == 1 and plan.bounds is not None:
         only = next(iter(results.values()))
         if "bounds" in only.parameters:

@@ -330,6 +330,8 @@ def opened_table(
             source.require(b, "by")
         if unit is not None:
             source.require(unit, "privacy_unit")
+        if row_filter is not None and not spark:
+            _require_declared(source, row_filter, schema or {})
         apply_schema(source, schema or {})
         if row_filter is None or spark:
             yield source, tuple(columns)
@@ -341,6 +343,24 @@ def opened_table(
             # a predicate can fail on a row (a cast of a text value): DuckDB's message
             # would quote the value, so it is left out
             raise row_filter.failed(type(exc).__name__) from None
+
+
+def _require_declared(source: Any, row_filter: RowFilter, schema: Mapping[str, Cast]) -> None:
+    """On a CSV file (types inferred from the values, so not public), every column a row
+    filter reads must have a declared type: otherwise whether the filter binds would depend
+    on the values. Decided from the source's kind, the filter's text and ``schema``."""
+    if getattr(source, "declared_types", True):
+        return
+    undeclared = [c for c in row_filter.columns if c not in schema]
+    if undeclared:
+        example = ", ".join(f"{c!r}: 'int'" for c in undeclared[:2])
+        raise InputError(
+            f"The 'where' filter reads {', '.join(repr(c) for c in undeclared)} from "
+            f"{source.label}, whose column types are inferred from its values and so are not "
+            "public: declare the type of each column the filter reads, e.g. "
+            f"schema={{{example}}} ('int', 'float', 'decimal(p,s)' or 'text'; in the CLI "
+            "--schema COL=TYPE)."
+        )
 
 
 def _duckdb_errors() -> type[Exception]:

@@ -1,23 +1,219 @@
-"""A row predicate applied in the engine before contribution bounding (``where=``).
+"""A row predicate applied in the engine before contribution bounding (``where=``, SQL WHERE).
 
 A predicate that reads one row only is a stable transformation: adding or removing a
 unit's rows adds or removes at most those rows of the filtered table, so every guarantee
 of the release holds for the filtered table's neighbours as for the original's
-(docs/queries.md §3). Hence only row-level SQL is accepted: no aggregate, window
-function, subquery or reference to another table. The text is parsed with sqlglot in
-DuckDB's dialect, checked, and run by the data's engine: DuckDB as written, Spark after
-``sqlglot.transpile(..., read="duckdb", write="spark")``. Error messages name the
-argument and the construct, never a value of the data.
+(docs/queries.md §3). That holds only if the predicate is **total**: if evaluating it on
+one row could raise, the error would end the release exactly when that row is present,
+and whether a release happens would itself reveal a person (docs/entry_points.md).
+
+So one allow-list of syntax serves ``where=`` and SQL's WHERE (:func:`refused_reason`):
+column references, literals, comparisons, boolean connectives, IN, BETWEEN, LIKE/ILIKE
+with a literal pattern, IS NULL, arithmetic, CASE/IF/COALESCE, ABS, LOWER/UPPER/LENGTH,
+ROUND/FLOOR/CEIL, CAST and the date parts. Each is either total, or evaluated so that an
+error becomes NULL:
+
+* DuckDB: every operation that can raise on a value (arithmetic, which overflows or divides
+  by zero; ABS, ROUND, FLOOR, CEIL, which overflow) is wrapped in ``TRY(...)``, every CAST
+  is a ``TRY_CAST``, and the whole predicate is wrapped in ``TRY(...)`` as well (an implicit
+  cast is covered too);
+* Spark: arithmetic becomes ``try_add``/``try_subtract``/``try_multiply``/``try_divide``/
+  ``try_mod``, and the filter is parsed and analysed with ANSI mode off, under which a
+  failed cast (explicit or implicit), an integer division by zero and an overflow of ABS,
+  ROUND, FLOOR or CEIL give NULL or a value instead of raising.
+
+A NULL predicate keeps no row. Anything outside the list is refused from the text alone.
+Binding errors (a column compared with a value of another type) depend only on the text and
+the declared types, never on values; they are checked before any row is read. Error
+messages name the argument and the construct, never a value of the data.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from functools import cache
+from typing import TYPE_CHECKING, Any, Final
 
 from dpsense.errors import InputError
 
-__all__ = ["RowFilter", "parse_row_filter"]
+if TYPE_CHECKING:
+    from sqlglot import expressions as exp
+
+__all__ = ["ALLOWED_SUMMARY", "RowFilter", "parse_row_filter", "refused_reason", "total_sql"]
+
+ALLOWED_SUMMARY: Final = (
+    "comparisons (=, <, IN, BETWEEN, LIKE with a quoted pattern, IS NULL) joined by AND, "
+    "OR, NOT, with arithmetic (+ - * / // %), CASE, IF, COALESCE, CAST, ABS, LOWER, UPPER, "
+    "LENGTH, ROUND, FLOOR, CEIL, EXTRACT, YEAR, MONTH, DAY"
+)
+"""The allowed syntax, in words, for messages and docs."""
+
+
+@cache
+def _nodes() -> tuple[tuple[type[Any], ...], tuple[type[Any], ...], dict[type[Any], str]]:
+    """(allowed structure, partial operations made total, Spark's try_ forms): built on
+    first use so that ``import dpsense`` does not import sqlglot."""
+    from sqlglot import expressions as exp
+
+    # Scalar syntax a row predicate may use: a row-level predicate reads one row at a time.
+    structure = (
+        exp.Column,
+        exp.Identifier,
+        exp.Literal,
+        exp.Boolean,
+        exp.Null,
+        exp.Paren,
+        exp.Tuple,
+        exp.And,
+        exp.Or,
+        exp.Not,
+        exp.EQ,
+        exp.NEQ,
+        exp.NullSafeEQ,
+        exp.NullSafeNEQ,
+        exp.GT,
+        exp.GTE,
+        exp.LT,
+        exp.LTE,
+        exp.Is,
+        exp.In,
+        exp.Between,
+        exp.Like,
+        exp.ILike,
+        exp.Escape,
+        exp.Lower,
+        exp.Upper,
+        exp.Length,
+        exp.Coalesce,
+        exp.Case,
+        exp.If,
+        exp.Cast,
+        exp.TryCast,
+        exp.DataType,
+        exp.DataTypeParam,
+        exp.Var,
+        exp.Extract,
+        exp.Year,
+        exp.Month,
+        exp.Day,
+    )
+    # operations that can raise on some value (overflow, division by zero): made total
+    partial = (
+        exp.Add,
+        exp.Sub,
+        exp.Mul,
+        exp.Div,
+        exp.IntDiv,
+        exp.Mod,
+        exp.Neg,
+        exp.Abs,
+        exp.Round,
+        exp.Floor,
+        exp.Ceil,
+    )
+
+    # Spark's error-free forms of the partial binary operations
+    spark = {
+        exp.Add: "try_add",
+        exp.Sub: "try_subtract",
+        exp.Mul: "try_multiply",
+        exp.Div: "try_divide",
+        exp.Mod: "try_mod",
+    }
+    return structure, partial, spark
+
+
+def function_name(node: exp.Expression) -> str:
+    """The SQL name of a node for a message (a function's name, else its kind)."""
+    from sqlglot import expressions as exp
+
+    if isinstance(node, exp.Anonymous):
+        return str(node.name).upper()
+    if isinstance(node, exp.Func):
+        return str(node.sql_name())
+    return str(node.key).upper()
+
+
+def refused_reason(node: Any) -> str | None:
+    """Why ``node`` may not appear in a row predicate (a phrase after "uses"), or None.
+
+    Subqueries, aggregates and window functions read other rows; other functions and
+    syntax are outside the allow-list of total row-level operations."""
+    from sqlglot import expressions as exp
+
+    structure, partial, _ = _nodes()
+    if isinstance(node, exp.Subquery | exp.Select | exp.Exists) or (
+        not isinstance(node, exp.Column | exp.Identifier) and node.args.get("query")
+    ):
+        return "a subquery (a subquery over private data)"
+    if isinstance(node, exp.Window):
+        return "a window function"
+    if isinstance(node, exp.AggFunc):
+        return f"the aggregate {node.key.upper()}"
+    if isinstance(node, exp.Star):
+        return "'*'"
+    if isinstance(node, exp.Placeholder):
+        return "a parameter placeholder"
+    if isinstance(node, exp.Like | exp.ILike) and not _is_text_literal(node.expression):
+        return "LIKE with a pattern that is not a quoted text"
+    if isinstance(node, exp.Escape) and not _is_text_literal(node.expression):
+        return "an ESCAPE that is not a quoted text"
+    if not isinstance(node, structure + partial):
+        return function_name(node)
+    return None
+
+
+def _is_text_literal(node: exp.Expression | None) -> bool:
+    from sqlglot import expressions as exp
+
+    return isinstance(node, exp.Literal) and node.is_string
+
+
+def total_sql(tree: Any, dialect: str) -> str:
+    """``tree`` (an allowed predicate) as SQL of ``dialect`` ("duckdb" or "spark") that
+    cannot raise on any row: see the module docstring."""
+    from sqlglot import expressions as exp
+
+    _, partial, spark_try = _nodes()
+
+    def duck(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Cast) and not isinstance(node, exp.TryCast):
+            return exp.TryCast(this=node.this, to=node.args["to"])
+        if isinstance(node, partial):
+            return exp.Try(this=node)
+        return node
+
+    def spark(node: exp.Expression) -> exp.Expression:
+        name = spark_try.get(type(node))
+        if name is not None and isinstance(node, exp.Binary):
+            return exp.Anonymous(this=name, expressions=[node.this, node.expression])
+        if isinstance(node, exp.Neg):
+            zero = exp.Literal.number(0)
+            return exp.Anonymous(this="try_subtract", expressions=[zero, node.this])
+        return node
+
+    if dialect == "duckdb":
+        inner = _bottom_up(tree.copy(), duck)
+        return str(exp.Try(this=exp.Paren(this=inner)).sql(dialect="duckdb"))
+    return str(_bottom_up(tree.copy(), spark).sql(dialect="spark"))
+
+
+def _bottom_up(tree: Any, rewrite: Any) -> Any:
+    """``tree`` with ``rewrite`` applied to every node, children before their parents (so
+    an operation inside another is rewritten too)."""
+    from sqlglot import expressions as exp
+
+    root = tree
+    for node in reversed(list(tree.walk(bfs=True))):
+        if node is root:
+            root = rewrite(node)
+            continue
+        placeholder = exp.Null()
+        node.replace(placeholder)
+        placeholder.replace(rewrite(node))
+    return root
 
 
 @dataclass(frozen=True)
@@ -25,11 +221,13 @@ class RowFilter:
     """A parsed, checked row predicate."""
 
     sql: str
-    """The predicate in DuckDB's dialect (as sqlglot prints it back)."""
+    """The predicate in DuckDB's dialect, made total (see the module docstring)."""
     spark_sql: str
-    """The same predicate in Spark SQL."""
+    """The same predicate in Spark SQL, made total."""
     columns: tuple[str, ...]
     """The columns it reads (each must be a column of the table)."""
+    text: str = ""
+    """The predicate as the user wrote it (DuckDB dialect, printed back by sqlglot)."""
 
     def require(self, source: Any) -> None:
         """An InputError naming the column when ``source`` lacks one it reads."""
@@ -41,7 +239,7 @@ class RowFilter:
 
         The view is checked by binding it (no row is read): an unknown function or a
         type error is an InputError here, with DuckDB's message left out (it may quote a
-        value)."""
+        value). Binding depends on the text and the columns' declared types only."""
         import duckdb
 
         self.require(source)
@@ -56,11 +254,14 @@ class RowFilter:
         source.view = view
 
     def failed(self, kind: str) -> InputError:
-        """The error for a predicate that failed while the engine ran it."""
+        """The error for a predicate that failed while the engine ran it. A total
+        predicate cannot fail on a value, so this is reached only on an engine fault; its
+        text names no value."""
         return _not_evaluated(kind)
 
     def spark_frame(self, frame: Any) -> Any:
-        """``frame`` (a PySpark DataFrame) with the rows that pass."""
+        """``frame`` (a PySpark DataFrame) with the rows that pass, analysed with ANSI
+        mode off so that no value can make it raise."""
         for name in self.columns:
             if name not in frame.columns:
                 raise InputError(
@@ -68,27 +269,34 @@ class RowFilter:
                     "Spark DataFrame. Name one of its columns."
                 )
         try:
-            return frame.filter(self.spark_sql)
+            with _ansi_off(frame.sparkSession):
+                return frame.filter(self.spark_sql)
         except Exception as exc:  # Spark's analysis errors may quote the expression only
             raise _not_evaluated(type(exc).__name__) from None
+
+
+@contextmanager
+def _ansi_off(session: Any) -> Iterator[None]:
+    """Spark's ANSI mode off while an expression is parsed and analysed (each operation
+    records the mode it was built under), restored afterwards."""
+    key = "spark.sql.ansi.enabled"
+    before = session.conf.get(key, None)
+    session.conf.set(key, "false")
+    try:
+        yield
+    finally:
+        if before is None:
+            session.conf.unset(key)
+        else:
+            session.conf.set(key, before)
 
 
 def _not_evaluated(kind: str) -> InputError:
     return InputError(
         f"The 'where' parameter could not be evaluated on the table ({kind}): check that "
-        "it compares columns with values of their types and uses DuckDB SQL functions."
+        "it compares columns with values of their declared types and uses only "
+        f"{ALLOWED_SUMMARY}."
     )
-
-
-_REFUSED = {
-    "AggFunc": "an aggregate function",
-    "Window": "a window function",
-    "Subquery": "a subquery",
-    "Select": "a subquery",
-    "Exists": "a subquery",
-    "Star": "'*'",
-    "Placeholder": "a parameter placeholder",
-}
 
 
 def parse_row_filter(text: object, *, where: str = "release") -> RowFilter:
@@ -97,11 +305,12 @@ def parse_row_filter(text: object, *, where: str = "release") -> RowFilter:
     Raises
     ------
     InputError
-        When it is not a string, does not parse as one expression, or uses an aggregate,
-        a window function, a subquery or a column of another table.
+        When it is not a string, does not parse as one expression, or uses anything
+        outside the allow-list (an aggregate, a window function, a subquery, a column of
+        another table, a function that is not total).
     """
     import sqlglot
-    from sqlglot import exp
+    from sqlglot import expressions as exp
 
     if not isinstance(text, str) or not text.strip():
         raise InputError(
@@ -120,19 +329,21 @@ def parse_row_filter(text: object, *, where: str = "release") -> RowFilter:
             "parse as one. Check its quotes and parentheses."
         )
     for node in tree.walk():
-        for kind, what in _REFUSED.items():
-            if isinstance(node, getattr(exp, kind)):
-                raise InputError(
-                    f"The 'where' parameter of {where} uses {what}: it must read one row "
-                    "at a time (a row-level predicate). Filter with column comparisons "
-                    "and row functions only."
-                )
+        reason = refused_reason(node)
+        if reason is not None:
+            raise InputError(
+                f"The 'where' parameter of {where} uses {reason}, which is not supported: "
+                f"it must read one row at a time with {ALLOWED_SUMMARY}."
+            )
         if isinstance(node, exp.Column) and node.table:
             raise InputError(
                 f"The 'where' parameter of {where} names the column {node.name!r} of "
                 f"another table ({node.table!r}): use the table's own column names."
             )
     columns = tuple(dict.fromkeys(c.name for c in tree.find_all(exp.Column)))
-    duck = tree.sql(dialect="duckdb")
-    spark = sqlglot.transpile(duck, read="duckdb", write="spark")[0]
-    return RowFilter(duck, spark, columns)
+    return RowFilter(
+        total_sql(tree, "duckdb"),
+        total_sql(tree, "spark"),
+        columns,
+        text=str(tree.sql(dialect="duckdb")),
+    )

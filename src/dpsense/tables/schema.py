@@ -25,8 +25,13 @@ A typed container whose type was itself inferred from values (``pd.read_csv`` wi
 explicitly, or ``schema={"col": "float"}`` to release the column as continuous.
 
 Nothing here reads a value: types come from the objects' schemas and DuckDB's
-``DESCRIBE``; the casts run in the engine, and what does not fit becomes a null for the
-release's ``nulls=`` policy (whose messages name columns, never values or counts).
+``DESCRIBE``; the casts run in the engine and cannot fail. A value that does not fit its
+declared type (a fraction for ``int``, 101 for ``decimal(2,0)``, text for a number) drops
+its row, as a WHERE drops rows: a fixed, data-independent rule, never an error and never a
+null that ``nulls="error"`` would turn into one (so whether any value reaches 100 is not a
+bit an analyst can read off the outcome; docs/entry_points.md). Raw nulls stay nulls, for
+the ``nulls=`` policy. On a CSV file the declared columns are read as the file's text and
+cast from it, so the outcome does not depend on the types DuckDB would infer.
 """
 
 from __future__ import annotations
@@ -75,7 +80,7 @@ _SQL_INTEGERS: Final = frozenset(
 )
 _SQL_DECIMAL: Final = re.compile(r"DECIMAL\((\d+),\s*(-?\d+)\)")
 _SCHEMA_DECIMAL: Final = re.compile(r"decimal\(\s*(\d+)\s*,\s*(\d+)\s*\)")
-_VOCABULARY: Final = "'int', 'float' or 'decimal(p,s)' (e.g. 'decimal(10,2)')"
+_VOCABULARY: Final = "'int', 'float', 'decimal(p,s)' (e.g. 'decimal(10,2)') or 'text'"
 _INT64_LIMIT: Final = "9223372036854775808.0"  # 2^63, exact as a double
 
 
@@ -117,7 +122,7 @@ class Cast:
     """One entry of the ``schema=`` argument: the type a column is cast to."""
 
     kind: str
-    """"int", "float" or "decimal"."""
+    """"int", "float", "decimal" or "text"."""
     precision: int = 0
     scale: int = 0
 
@@ -131,7 +136,7 @@ class Cast:
     @property
     def declared(self) -> ColumnType:
         """The column's type once cast."""
-        scale = {"int": 0, "float": None}.get(self.kind, self.scale)
+        scale = {"int": 0, "float": None, "text": None}.get(self.kind, self.scale)
         return ColumnType(self.text, scale, argument=True)
 
 
@@ -146,6 +151,8 @@ def _parse_type(column: str, text: object, where: str) -> Cast:
             return Cast("int")
         if word in ("float", "double"):
             return Cast("float")
+        if word in ("text", "string", "varchar"):
+            return Cast("text")
         match = _SCHEMA_DECIMAL.fullmatch(word)
         if match:
             precision, scale = int(match.group(1)), int(match.group(2))
@@ -167,7 +174,8 @@ def parse_schema(schema: object, where: str = "release") -> dict[str, Cast]:
 
     The vocabulary: ``"int"`` (alias ``"integer"``): whole numbers, resolution 1;
     ``"float"`` (alias ``"double"``): continuous, no resolution; ``"decimal(p,s)"``:
-    at most p digits, s after the point, resolution ``10**-s``. Case is ignored.
+    at most p digits, s after the point, resolution ``10**-s``; ``"text"`` (aliases
+    ``"string"``, ``"varchar"``): text, for grouping and filtering. Case is ignored.
     """
     if schema is None:
         return {}
@@ -216,6 +224,8 @@ def _duckdb_cast(column: str, sql_type: str, cast: Cast) -> str:
     whole number, and the release reads doubles). Text is trimmed first: besides being
     harmless (DuckDB's casts ignore surrounding spaces), it stops DuckDB from pushing a bare
     ``TRY_CAST`` into its CSV reader, which then fails on text instead of giving NULL."""
+    if cast.kind == "text":
+        return f"CAST({quote(column)} AS VARCHAR)"
     v = f"trim({quote(column)})" if sql_type == "VARCHAR" else quote(column)
     d = f"TRY_CAST({v} AS DOUBLE)"
     if cast.kind == "float":
@@ -235,6 +245,8 @@ def _spark_cast(column: str, type_name: str, cast: Cast) -> str:
     """The Spark SQL counterpart of :func:`_duckdb_cast` (Spark's casts truncate or round
     too)."""
     v = "`" + column.replace("`", "``") + "`"
+    if cast.kind == "text":
+        return f"CAST({v} AS STRING)"
     d = f"try_cast({v} AS DOUBLE)"
     if cast.kind == "float":
         return d
@@ -251,7 +263,8 @@ def _spark_cast(column: str, type_name: str, cast: Cast) -> str:
 
 def apply_schema(source: Any, casts: Mapping[str, Cast]) -> None:
     """Cast the columns of an opened table (a DuckDB ``TableSource`` or a ``SparkSource``)
-    as ``casts`` says, in its engine; each column must exist."""
+    as ``casts`` says, in its engine; each column must exist. A row with a value that is
+    not null but does not fit its declared type is dropped (module docstring)."""
     if not casts:
         return
     for name in casts:
@@ -261,22 +274,38 @@ def apply_schema(source: Any, casts: Mapping[str, Cast]) -> None:
         from pyspark.sql import functions as sf
 
         exprs = {
-            name: sf.expr(_spark_cast(name, type(source.types[name]).__name__, cast))
+            name: _spark_cast(name, type(source.types[name]).__name__, cast)
             for name, cast in casts.items()
         }
-        source.frame = frame.withColumns(exprs)
+        fits = " AND ".join(
+            f"(`{n.replace('`', '``')}` IS NULL OR ({e}) IS NOT NULL)" for n, e in exprs.items()
+        )
+        kept = frame.filter(sf.expr(fits))
+        source.frame = kept.withColumns({n: sf.expr(e) for n, e in exprs.items()})
         source.types = {f.name: f.dataType for f in source.frame.schema.fields}
         return
     con = source.con
+    reader = getattr(source, "csv_reader", None)
+    if reader is not None and source.view == "src":
+        # read the declared columns as the file's own text, whatever DuckDB would infer
+        text = ", ".join(f"{_sql_text(n)}: 'VARCHAR'" for n in casts)
+        con.execute(f"CREATE OR REPLACE TEMP VIEW src AS SELECT * FROM {reader(text)}")
     described = con.execute(f"DESCRIBE SELECT * FROM {source.view}").fetchall()
     types = {str(r[0]): str(r[1]) for r in described}
-    exprs_sql = ", ".join(
-        f"{_duckdb_cast(name, types[name], cast)} AS {quote(name)}" for name, cast in casts.items()
+    cast_sql = {name: _duckdb_cast(name, types[name], cast) for name, cast in casts.items()}
+    exprs_sql = ", ".join(f"{e} AS {quote(n)}" for n, e in cast_sql.items())
+    fits_sql = " AND ".join(
+        f"({quote(n)} IS NULL OR ({e}) IS NOT NULL)" for n, e in cast_sql.items()
     )
     con.execute(
-        f"CREATE TEMP VIEW dpsense_schema AS SELECT * REPLACE ({exprs_sql}) FROM {source.view}"
+        f"CREATE TEMP VIEW dpsense_schema AS SELECT * REPLACE ({exprs_sql}) "
+        f"FROM {source.view} WHERE {fits_sql}"
     )
     source.view = "dpsense_schema"
+
+
+def _sql_text(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
 
 
 # -- declared types ------------------------------------------------------------------------

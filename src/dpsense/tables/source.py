@@ -13,7 +13,7 @@ import shutil
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -46,6 +46,9 @@ class TableSource:
         self.declared_types = declared_types
         """False when DuckDB inferred the column types from the values (CSV): such types
         are not public (docs/tables.md §7)."""
+        self.csv_reader: Callable[[str], str] | None = None
+        """For a CSV file: the ``read_csv(...)`` call with a ``types`` override (DuckDB
+        struct text) inserted, so declared columns can be read as the file's own text."""
         self.scan_needs: tuple[Any, ...] = ()
         """What a query's statistics read from the engine's first pass
         (``held_scan.announce``); empty for a release of one statistic."""
@@ -110,11 +113,21 @@ def _path_source(con: Any, path: str, label: str) -> bool:
     if lowered.endswith(_PARQUET_SUFFIXES) or (is_glob and ".parquet" in lowered):
         con.execute(f"CREATE TEMP VIEW src AS SELECT * FROM read_parquet({_literal(path)})")
         return True
-    con.execute(
-        "CREATE TEMP VIEW src AS SELECT * FROM read_csv("
-        f"{_literal(path)}, header = true, auto_detect = true, sample_size = -1)"
-    )
+    con.execute(f"CREATE TEMP VIEW src AS SELECT * FROM {_csv_reader(path)('')}")
     return False
+
+
+def _csv_reader(path: str) -> Callable[[str], str]:
+    """``read_csv`` of ``path`` with a ``types`` override (DuckDB struct fields, or '')."""
+
+    def reader(types: str) -> str:
+        extra = f", types = {{{types}}}" if types else ""
+        return (
+            f"read_csv({_literal(path)}, header = true, auto_detect = true, "
+            f"sample_size = -1{extra})"
+        )
+
+    return reader
 
 
 def _literal(text: str) -> str:
@@ -220,7 +233,10 @@ def open_table(data: Any, needed: Sequence[str] | None = None) -> Iterator[Table
             con.register("src_obj", scan)
             con.execute("CREATE TEMP VIEW src AS SELECT * FROM src_obj")
             columns = [d[0] for d in con.execute("SELECT * FROM src LIMIT 0").description]
-        yield TableSource(con, "src", columns, label, declared_types=declared)
+        source = TableSource(con, "src", columns, label, declared_types=declared)
+        if not declared and isinstance(data, str | os.PathLike):
+            source.csv_reader = _csv_reader(os.fspath(data))
+        yield source
     finally:
         con.close()
         if stdin_copy:
