@@ -45,7 +45,7 @@ def bounds_command(
     schema: Annotated[
         list[str] | None,
         typer.Option(
-            help="Declared column types, COL=TYPE (int, float, decimal(p,s)); repeatable or "
+            help="Declared column types, COL=TYPE (int, float, decimal(p,s), text); repeatable or "
             "comma-separated. Casts the column as release --schema does (values that do not "
             "fit become missing, see --nulls)."
         ),

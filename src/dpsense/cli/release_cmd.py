@@ -344,7 +344,7 @@ def release_command(
     schema: Annotated[
         list[str] | None,
         typer.Option(
-            help="Declared column types, COL=TYPE (int, float, decimal(p,s)); repeatable or "
+            help="Declared column types, COL=TYPE (int, float, decimal(p,s), text); repeatable or "
             "comma-separated. Casts the column (values that do not fit become missing, see "
             "--nulls); median/quantiles of an int column use resolution 1. A CSV's own types "
             "are never used."

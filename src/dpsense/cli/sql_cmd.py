@@ -201,7 +201,7 @@ def sql_command(
     nulls: NullsOpt = "error",
     schema: Annotated[
         list[str] | None,
-        typer.Option(help="Declared column types, COL=TYPE (int, float, decimal(p,s))."),
+        typer.Option(help="Declared column types, COL=TYPE (int, float, decimal(p,s), text)."),
     ] = None,
     output: Annotated[
         Path | None,
