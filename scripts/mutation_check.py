@@ -308,6 +308,27 @@ MUTANTS = (
         (("alpha=level if catastrophe is None else level / 2,", "alpha=level,"),),
         ("tests/audit/test_mechanism_audit.py",),
     ),
+    Mutant(
+        "where-mod-without-try",
+        "a row filter's % is allowed but evaluated as written (no TRY): it raises on a zero",
+        "src/dpsense/tables/row_filter.py",
+        (
+            ("        exp.Mod,\n        exp.Neg,\n", "        exp.Neg,\n"),
+            ("        exp.Day,\n    )\n", "        exp.Day,\n        exp.Mod,\n    )\n"),
+            (
+                '        return str(exp.Try(this=exp.Paren(this=inner)).sql(dialect="duckdb"))\n',
+                '        return str(inner.sql(dialect="duckdb"))\n',
+            ),
+        ),
+        ("tests/tables/test_total_where.py", "tests/neighbours"),
+    ),
+    Mutant(
+        "schema-cast-failure-becomes-null",
+        "a value that does not fit its declared type becomes a null (nulls='error' raises)",
+        "src/dpsense/tables/schema.py",
+        (('        f"FROM {source.view} WHERE {fits_sql}"\n', '        f"FROM {source.view}"\n'),),
+        ("tests/tables/test_total_where.py", "tests/neighbours"),
+    ),
 )
 
 
