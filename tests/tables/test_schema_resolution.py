@@ -224,11 +224,13 @@ def messy_csv(tmp_path: Path) -> Path:
     return path
 
 
-def test_schema_casts_and_what_does_not_fit_is_missing(messy_csv: Path) -> None:
+def test_schema_casts_drop_what_does_not_fit_and_raw_nulls_stay(messy_csv: Path) -> None:
+    # the empty cell is a raw null: an error under nulls="error" (the data owner's
+    # precondition); 3.5 does not fit int and its row is dropped, never an error
     with pytest.raises(InputError, match="contain missing values") as info:
         ds.release(messy_csv, ds.Median(0, 10), column="age", schema={"age": "int"}, epsilon=1.0)
     assert "3.5" not in str(info.value)
-    # kept: 3, 4, 5, 6, 7 (3.5 and the empty cell are missing): the median is 5
+    # kept: 3, 4, 5, 6, 7 (3.5 dropped, the empty cell dropped by nulls): the median is 5
     rel = ds.release(
         messy_csv,
         ds.Median(0, 10),
