@@ -195,6 +195,38 @@ MUTANTS = (
         ("tests/accounting/test_zcdp_charged_what_runs.py",),
     ),
     Mutant(
+        "charge-before-table-check",
+        "Accountant.release charges before the table's columns are checked (the release checks)",
+        "src/dpsense/accountant.py",
+        (("                plan = checked_table(plan, data)\n", "                plan = plan\n"),),
+        ("tests/accounting/test_validate_then_charge.py",),
+    ),
+    Mutant(
+        "charge-before-method-check",
+        "the plan leaves a method's checks of its parameters to the release, after the charge",
+        "src/dpsense/query/plan.py",
+        (
+            (
+                "        check_parameters(stat, entry.chosen, dict(entry.options), eps_g, dlt_g, "
+                "neighbours)\n",
+                "        pass\n",
+            ),
+        ),
+        ("tests/accounting/test_validate_then_charge.py",),
+    ),
+    Mutant(
+        "bounds-column-left-unnamed",
+        "a query's private bounds step keeps the column None when the input's one column is used",
+        "src/dpsense/query/steps.py",
+        (
+            (
+                "    bounds = tuple(column if c is None else c for c in plan.bounds_columns)\n",
+                "    bounds = plan.bounds_columns\n",
+            ),
+        ),
+        ("tests/accounting/test_validate_then_charge.py",),
+    ),
+    Mutant(
         "float-quotient-scale",
         "discrete-Laplace scale as a float quotient (a count at epsilon = 1/3 gets scale 3.0)",
         "src/dpsense/mechanisms/additive.py",

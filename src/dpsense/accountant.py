@@ -25,15 +25,19 @@ from dpsense.accounting.budget import NOT_ZCDP, Budget
 from dpsense.accounting.composition import ZcdpCharge
 from dpsense.accounting.release_log import outputs_of
 from dpsense.bounds import check_bounds_delta, private_bounds
+from dpsense.bounds_in_release import readable_twice
 from dpsense.errors import InputError
 from dpsense.methods import Release
 from dpsense.methods.ratio import private_ratio
 from dpsense.methods.sample_aggregate import sample_and_aggregate
 from dpsense.methods.zcdp import aggregate_rho, pure_rho, ratio_rho
+from dpsense.noise.rng import resolve_rng
 from dpsense.params import check_delta, check_epsilon
 from dpsense.query import QueryResult
-from dpsense.query.plan import plan_query, release_arguments
-from dpsense.release import plan_zcdp_cost, run_release
+from dpsense.query.plan import release_arguments
+from dpsense.query.run import run_plan
+from dpsense.query.steps import checked_table
+from dpsense.release import plan_zcdp_cost, prepare_release
 from dpsense.statistics import Statistic
 from dpsense.tables import GroupedRelease
 
@@ -136,38 +140,43 @@ class Accountant(Budget):
         """
         where = "Accountant.release"
         args, options = release_arguments(kwargs)
-        plan = plan_query(
-            statistic, args, epsilon=epsilon, delta=delta, options=options, where=where
+        # validate, then charge, then release: everything refused from the arguments and
+        # the table's columns is refused here, before the charge (docs/accounting.md)
+        plan, tabular = prepare_release(
+            x, statistic, args, epsilon=epsilon, delta=delta, options=options, where=where
         )
+        source = resolve_rng(rng, where=where)
         name = (
             getattr(statistic, "name", "")
             if isinstance(statistic, Statistic)
             else "query(" + ", ".join(e.name for e in plan.entries) + ")"
         )
         labels = {"dataset": dataset, "statistic": name, "method": args.method}
-        return self._run(
-            plan.epsilon,
-            plan.delta,
-            labels,
-            lambda: run_release(
-                x, statistic, args, epsilon=epsilon, delta=delta, rng=rng, options=options
-            ),
-            lambda: plan_zcdp_cost(plan),
-            {
-                "statistic": (
-                    plan.entries[0].statistic
+        with readable_twice(x) as data:
+            if tabular:
+                plan = checked_table(plan, data)
+            checked = plan
+            return self._run(
+                plan.epsilon,
+                plan.delta,
+                labels,
+                lambda: run_plan(checked, data, source, tabular=tabular),
+                lambda: plan_zcdp_cost(checked),
+                {
+                    "statistic": (
+                        plan.entries[0].statistic
+                        if plan.single
+                        else {e.name: e.statistic for e in plan.entries}
+                    ),
+                    "column": plan.entries[0].column
                     if plan.single
-                    else {e.name: e.statistic for e in plan.entries}
-                ),
-                "column": plan.entries[0].column
-                if plan.single
-                else {e.name: e.column for e in plan.entries},
-                "privacy_unit": args.privacy_unit,
-                "max_rows_per_unit": args.max_rows_per_unit,
-                "max_groups_per_unit": args.max_groups_per_unit,
-                "where": args.where,
-            },
-        )
+                    else {e.name: e.column for e in plan.entries},
+                    "privacy_unit": args.privacy_unit,
+                    "max_rows_per_unit": args.max_rows_per_unit,
+                    "max_groups_per_unit": args.max_groups_per_unit,
+                    "where": args.where,
+                },
+            )
 
     def sample_and_aggregate(
         self,

@@ -30,6 +30,7 @@ from dpsense.tables.zcdp import release_zcdp_cost, selection_rho
 __all__ = [
     "METHODS",
     "plan_zcdp_cost",
+    "prepare_release",
     "release",
     "run_release",
     "zcdp_cost",
@@ -165,20 +166,19 @@ def release(
     return run_release(x, statistic, args, epsilon=epsilon, delta=delta, rng=rng, options=options)
 
 
-def run_release(
+def prepare_release(
     x: Any,
     statistic: Any,
     args: ReleaseArgs,
     *,
     epsilon: float,
     delta: float,
-    rng: object,
     options: dict[str, Any],
     where: str = "release",
-) -> Release | GroupedRelease | QueryResult:
-    """:func:`release` with its data-independent arguments gathered in ``args``."""
+) -> tuple[QueryPlan, bool]:
+    """The checked plan of :func:`release` and whether it runs on a table (an InputError
+    for anything refused from the arguments alone, before any data is read)."""
     plan = plan_query(statistic, args, epsilon=epsilon, delta=delta, options=options, where=where)
-    source = resolve_rng(rng, where=where)
     tabular = (
         bool(plan.by)
         or plan.unit is not None
@@ -193,6 +193,25 @@ def run_release(
             "Tables, groups and privacy units use add-remove neighbours (the number of "
             "rows of a unit is private): pass neighbours='add-remove'."
         )
+    return plan, tabular
+
+
+def run_release(
+    x: Any,
+    statistic: Any,
+    args: ReleaseArgs,
+    *,
+    epsilon: float,
+    delta: float,
+    rng: object,
+    options: dict[str, Any],
+    where: str = "release",
+) -> Release | GroupedRelease | QueryResult:
+    """:func:`release` with its data-independent arguments gathered in ``args``."""
+    plan, tabular = prepare_release(
+        x, statistic, args, epsilon=epsilon, delta=delta, options=options, where=where
+    )
+    source = resolve_rng(rng, where=where)
     return run_plan(plan, x, source, tabular=tabular)
 
 

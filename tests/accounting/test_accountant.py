@@ -84,7 +84,7 @@ def test_a_crash_after_the_charge_loses_the_answer_not_the_budget(
     def crash(*args: object, **kwargs: object) -> None:
         raise RuntimeError("killed while computing")
 
-    monkeypatch.setattr(accountant_module, "run_release", crash)
+    monkeypatch.setattr(accountant_module, "run_plan", crash)
     with pytest.raises(RuntimeError):
         acct.release(X, MEDIAN, epsilon=0.3)
     (entry,) = Ledger.open(path).entries()

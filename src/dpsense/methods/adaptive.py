@@ -47,12 +47,28 @@ from dpsense.noise.rng import RandomSource
 from dpsense.params import check_finite, rest_of_budget
 from dpsense.statistics import INFINITE_DISTANCE, Quantile, Statistic
 
-__all__ = ["release_adaptive"]
+__all__ = ["checked_adaptive", "release_adaptive"]
 
 _BOUND_BITS = 20
 _BREAK_EVEN = 5.0
 _CONFIDENCE = 3.9
 _SMOOTH_NOISE = "student-t"
+
+
+def checked_adaptive(statistic: Statistic, test_fraction: object = 0.15) -> float:
+    """The test's share of epsilon, with the statistic and the option checked from the
+    parameters alone (``query.methods.check_parameters`` runs it before any charge)."""
+    if not isinstance(statistic, Quantile):
+        raise InputError(
+            f"method='adaptive' releases quantiles (Quantile or Median); got {statistic.name}."
+        )
+    frac = check_finite(test_fraction, "test_fraction", where="adaptive")
+    if not 0.0 < frac < 1.0:
+        raise InputError(
+            "The 'test_fraction' option of adaptive must be in (0, 1). "
+            f"Got {test_fraction!r} instead."
+        )
+    return frac
 
 
 def release_adaptive(
@@ -67,16 +83,8 @@ def release_adaptive(
 ) -> Release:
     """Release a quantile with smooth sensitivity or the exponential mechanism, chosen by a
     private stability test."""
-    if not isinstance(statistic, Quantile):
-        raise InputError(
-            f"method='adaptive' releases quantiles (Quantile or Median); got {statistic.name}."
-        )
-    frac = check_finite(test_fraction, "test_fraction", where="adaptive")
-    if not 0.0 < frac < 1.0:
-        raise InputError(
-            "The 'test_fraction' option of adaptive must be in (0, 1). "
-            f"Got {test_fraction!r} instead."
-        )
+    frac = checked_adaptive(statistic, test_fraction)
+    assert isinstance(statistic, Quantile)
     eps_test = frac * epsilon
     eps_main = rest_of_budget(epsilon, eps_test)
     plan = plan_smooth(eps_main, 0.0, _SMOOTH_NOISE)

@@ -17,13 +17,23 @@ from dpsense.statistics import Quantile, Quantiles, Statistic
 from dpsense.statistics._grid import PowerOfTwoGrid
 from dpsense.statistics.units import group_privacy_budget, rows_per_unit
 
-__all__ = ["release_exponential"]
+__all__ = ["check_exponential", "release_exponential"]
 
 
 def _grid_parameters(statistic: Quantile | Quantiles, spacing: float) -> dict[str, object]:
     if statistic.resolution is None:
         return {"grid": spacing}
     return {"grid": spacing, "resolution": statistic.resolution}
+
+
+def check_exponential(statistic: Statistic) -> None:
+    """The exponential mechanism releases quantiles: refused otherwise, from the statistic
+    alone (``query.methods.check_parameters`` runs it before any charge)."""
+    if not isinstance(statistic, Quantile | Quantiles):
+        raise InputError(
+            "method='exponential' releases quantiles (Quantile or Median); "
+            f"got {statistic.name}. Use 'global', 'smooth' or 'ptr'."
+        )
 
 
 def release_exponential(
@@ -40,13 +50,10 @@ def release_exponential(
     ``xc`` (clipped records) is reordered in place: callers pass a buffer they own.
     Several quantiles (:class:`Quantiles`) are released by recursive halving.
     """
+    check_exponential(statistic)
     if isinstance(statistic, Quantiles):
         return _release_several(xc, statistic, epsilon=epsilon, neighbours=neighbours, rng=rng)
-    if not isinstance(statistic, Quantile):
-        raise InputError(
-            "method='exponential' releases quantiles (Quantile or Median); "
-            f"got {statistic.name}. Use 'global', 'smooth' or 'ptr'."
-        )
+    assert isinstance(statistic, Quantile)
     # a unit moves every score by at most m times a row's change (m = 1 without a unit)
     mech = ExponentialQuantile(
         statistic.p,

@@ -43,7 +43,7 @@ from dpsense.statistics._exact import RecordGrid
 from dpsense.statistics._records import grid_sum, record_count
 from dpsense.statistics.units import rows_per_unit
 
-__all__ = ["inflated_sensitivity", "output_range", "release_global"]
+__all__ = ["checked_global_noise", "inflated_sensitivity", "output_range", "release_global"]
 
 
 def inflated_sensitivity(sensitivity: float | Fraction, statistic: Statistic) -> float:
@@ -83,6 +83,20 @@ def _clip(value: float, statistic: Statistic, n: int | None) -> float:
     return on_resolution(statistic, float(min(max(value, lo), hi)))
 
 
+def checked_global_noise(noise: str | None, delta: float) -> str:
+    """The global method's ``noise`` option ("laplace" by default), checked from the
+    parameters alone (``query.methods.check_parameters`` runs it before any charge)."""
+    noise = noise or "laplace"
+    if noise not in ("laplace", "gaussian"):
+        raise InputError(
+            f"The 'noise' option of the global method must be 'laplace' or 'gaussian'. "
+            f"Got {noise!r} instead."
+        )
+    if noise == "gaussian" and delta == 0.0:
+        raise InputError("Gaussian noise needs delta > 0: pass delta=... or noise='laplace'.")
+    return noise
+
+
 def release_global(
     xc: FloatArray,
     statistic: Statistic,
@@ -95,16 +109,9 @@ def release_global(
 ) -> Release:
     """Release ``statistic`` on clipped data with global-sensitivity noise (``xc`` may be
     records held by an engine for a count, a sum or a mean: the same exact sums)."""
+    noise = checked_global_noise(noise, delta)
     n = record_count(xc)
     public_n = n if neighbours == "substitute" else None
-    noise = noise or "laplace"
-    if noise not in ("laplace", "gaussian"):
-        raise InputError(
-            f"The 'noise' option of the global method must be 'laplace' or 'gaussian'. "
-            f"Got {noise!r} instead."
-        )
-    if noise == "gaussian" and delta == 0.0:
-        raise InputError("Gaussian noise needs delta > 0: pass delta=... or noise='laplace'.")
 
     def receipt(
         value: float,

@@ -45,7 +45,7 @@ from dpsense.noise.rng import RandomSource
 from dpsense.params import check_finite, rest_of_budget
 from dpsense.statistics import INFINITE_DISTANCE, Statistic
 
-__all__ = ["ptr_threshold", "release_ptr"]
+__all__ = ["checked_ptr_options", "ptr_threshold", "release_ptr"]
 
 _SCALE_DENOMINATOR = 2**20
 
@@ -91,18 +91,11 @@ def _test_bound(bound: float, error: float) -> float | None:
     return max(down, 0.0)
 
 
-def release_ptr(
-    xc: FloatArray,
-    statistic: Statistic,
-    *,
-    epsilon: float,
-    delta: float,
-    neighbours: Neighbours,
-    rng: RandomSource,
-    bound: object = None,
-    test_fraction: object = 0.5,
-) -> Release:
-    """Propose-test-release with the statistic's distance to instability."""
+def checked_ptr_options(
+    delta: float, bound: object = None, test_fraction: object = 0.5
+) -> tuple[float, float]:
+    """(bound, test_fraction) of propose-test-release, checked from the parameters alone
+    (``query.methods.check_parameters`` runs it before any charge)."""
     if bound is None:
         raise InputError(
             "Propose-test-release needs a proposed bound on the local sensitivity: pass "
@@ -118,6 +111,22 @@ def release_ptr(
         )
     if delta == 0.0:
         raise InputError("Propose-test-release is (epsilon, delta)-DP: pass delta > 0.")
+    return b, frac
+
+
+def release_ptr(
+    xc: FloatArray,
+    statistic: Statistic,
+    *,
+    epsilon: float,
+    delta: float,
+    neighbours: Neighbours,
+    rng: RandomSource,
+    bound: object = None,
+    test_fraction: object = 0.5,
+) -> Release:
+    """Propose-test-release with the statistic's distance to instability."""
+    b, frac = checked_ptr_options(delta, bound, test_fraction)
     eps_test = frac * epsilon
     eps_release = rest_of_budget(epsilon, eps_test)
     threshold = ptr_threshold(eps_test, delta)

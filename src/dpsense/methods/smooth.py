@@ -62,6 +62,7 @@ __all__ = [
     "LATTICE_NOTE",
     "SMOOTH_NOISES",
     "SmoothPlan",
+    "check_smooth",
     "plan_smooth",
     "release_smooth",
     "smooth_scale",
@@ -269,6 +270,29 @@ def profile_value(profile: object, statistic: Statistic, xc: FloatArray) -> Frac
     return statistic._value_exact(xc)
 
 
+def _check_smooth_statistic(statistic: Statistic) -> None:
+    if isinstance(statistic, Count | Sum):
+        raise InputError(
+            f"The {statistic.name} has the same local and global sensitivity: use "
+            "method='global' (smooth sensitivity cannot help it)."
+        )
+
+
+def check_smooth(
+    statistic: Statistic,
+    *,
+    epsilon: float,
+    delta: float,
+    noise: str | None = None,
+    **noise_options: object,
+) -> None:
+    """What :func:`release_smooth` refuses from its parameters alone (the statistic, the
+    noise and its options at this budget), without data (``query.methods.check_parameters``
+    runs it before any charge)."""
+    _check_smooth_statistic(statistic)
+    plan_smooth(epsilon, delta, noise, **noise_options)
+
+
 def release_smooth(
     xc: FloatArray,
     statistic: Statistic,
@@ -281,11 +305,7 @@ def release_smooth(
     **noise_options: object,
 ) -> Release:
     """Release ``statistic`` on clipped data with smooth-sensitivity noise."""
-    if isinstance(statistic, Count | Sum):
-        raise InputError(
-            f"The {statistic.name} has the same local and global sensitivity: use "
-            "method='global' (smooth sensitivity cannot help it)."
-        )
+    _check_smooth_statistic(statistic)
     assert isinstance(statistic, BoundedStatistic)
     plan = plan_smooth(epsilon, delta, noise, **noise_options)
     lo, hi = output_range(statistic, xc.shape[0] if neighbours == "substitute" else None)

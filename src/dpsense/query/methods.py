@@ -2,7 +2,9 @@
 
 ``METHODS`` names the frameworks of :mod:`dpsense.methods`; ``checked_method`` resolves
 "auto" from public information only; ``DISPATCH`` runs a method on clipped values;
-``release_column`` is the path of one column of numbers (not a table).
+``release_column`` is the path of one column of numbers (not a table);
+``check_parameters`` runs the checks a method makes of its parameters (before reading
+data), so that what it refuses from them alone is refused before any charge.
 """
 
 from __future__ import annotations
@@ -14,21 +16,22 @@ from typing import Any, Final
 from dpsense._arrays import FloatArray, as_data
 from dpsense.errors import InputError
 from dpsense.methods import Release
-from dpsense.methods.adaptive import release_adaptive
+from dpsense.methods.adaptive import checked_adaptive, release_adaptive
 from dpsense.methods.auto import choose_method
-from dpsense.methods.bounded_ls import bounded_ls_mean
-from dpsense.methods.exponential import release_exponential
-from dpsense.methods.global_sensitivity import release_global
+from dpsense.methods.bounded_ls import bounded_ls_mean, check_bound_fraction
+from dpsense.methods.exponential import check_exponential, release_exponential
+from dpsense.methods.global_sensitivity import checked_global_noise, release_global
 from dpsense.methods.ksw import ksw_mean
-from dpsense.methods.ptr import release_ptr
-from dpsense.methods.smooth import release_smooth
+from dpsense.methods.ptr import checked_ptr_options, release_ptr
+from dpsense.methods.smooth import check_smooth, release_smooth
 from dpsense.neighbours import Neighbours
 from dpsense.noise.rng import RandomSource
+from dpsense.params import check_delta
 from dpsense.statistics import BoundedStatistic, Count, Mean, Quantiles, Statistic
 from dpsense.statistics.units import group_privacy_budget, rows_per_unit
 from dpsense.tables.schema import array_type, schema_resolution
 
-__all__ = ["DISPATCH", "METHODS", "checked_method", "release_column"]
+__all__ = ["DISPATCH", "METHODS", "check_parameters", "checked_method", "release_column"]
 
 METHODS: Final = (
     "auto",
@@ -51,6 +54,11 @@ _OPTIONS: Final[dict[str, tuple[str, ...]]] = {
 }
 
 
+def _check_mean(method: str, statistic: Statistic) -> None:
+    if not isinstance(statistic, Mean):
+        raise InputError(f"method={method!r} releases means; got {statistic.name}.")
+
+
 def _for_means(
     method: str, fn: Callable[..., Release], *, takes_delta: bool
 ) -> Callable[..., Release]:
@@ -66,8 +74,8 @@ def _for_means(
         rng: RandomSource,
         **options: Any,
     ) -> Release:
-        if not isinstance(statistic, Mean):
-            raise InputError(f"method={method!r} releases means; got {statistic.name}.")
+        _check_mean(method, statistic)
+        assert isinstance(statistic, Mean)
         # per unit of m rows: group privacy (docs/tables.md §3); m = 1 without a unit
         m = rows_per_unit(statistic)
         eps, dlt = group_privacy_budget(epsilon, delta, m)
@@ -182,3 +190,35 @@ def checked_method(
             f"Unknown option(s) {', '.join(unknown)} for method={chosen!r}; allowed: {hint}."
         )
     return chosen, options
+
+
+def check_parameters(
+    statistic: Statistic,
+    chosen: str,
+    options: dict[str, Any],
+    eps: float,
+    dlt: float,
+    nb: Neighbours,
+) -> None:
+    """What ``chosen`` refuses from its parameters alone, at the (per-group) ``(eps, dlt)``
+    a release gives it: whether it fits the statistic (``method='ksw'`` releases means), its
+    options (``noise``, ``bound``, ``test_fraction``, ...) and what they need
+    (``delta > 0``). The methods run the same functions as they start; run here too, from
+    the plan, they refuse a request before any charge and before any data is read."""
+    if chosen == "global":
+        checked_global_noise(options.get("noise"), dlt)
+    elif chosen == "smooth":
+        check_smooth(statistic, epsilon=eps, delta=dlt, **options)
+    elif chosen == "ptr":
+        checked_ptr_options(dlt, **options)
+    elif chosen == "exponential":
+        check_exponential(statistic)
+    elif chosen == "adaptive":
+        checked_adaptive(statistic, **options)
+    elif chosen in ("ksw", "bounded-ls"):
+        _check_mean(chosen, statistic)
+        if chosen == "bounded-ls":
+            where = "bounded_ls_mean"
+            check_delta(dlt, where=where, positive=nb == "add-remove")
+            if "bound_fraction" in options:
+                check_bound_fraction(options["bound_fraction"], where=where)

@@ -25,8 +25,9 @@ from dpsense.bounds_in_release import BoundsPlan, plan_bounds
 from dpsense.errors import InputError
 from dpsense.neighbours import Neighbours, validate_neighbours
 from dpsense.params import check_delta, check_epsilon, check_int
-from dpsense.query.methods import checked_method
+from dpsense.query.methods import check_parameters, checked_method
 from dpsense.statistics import BoundedStatistic, Count, Statistic
+from dpsense.statistics.units import per_unit
 from dpsense.tables.grouped import SELECTION_SHARE, BudgetSplit, budget_split
 from dpsense.tables.row_filter import RowFilter, parse_row_filter
 from dpsense.tables.schema import Cast, parse_schema
@@ -132,6 +133,13 @@ def statistic_split(plan: QueryPlan, entry: Entry) -> BudgetSplit:
     # after the shared selection, its g groups per unit are the statistic's "keys"
     public = g if plan.selection is not None else plan.public_keys
     return budget_split(entry.epsilon, entry.delta, by=plan.by, public_keys=public, groups=g)
+
+
+MIXED_COLUMNS = (
+    "Each statistic of a query reads a column: write it as a (column, statistic) "
+    'pair, e.g. ("wage", ds.Median(-1, 4)), or pass column=... for all of them '
+    "(ds.Count() needs none)."
+)
 
 
 def by_columns(by: str | Sequence[str] | None) -> tuple[str, ...]:
@@ -241,7 +249,11 @@ def plan_query(
     options: dict[str, Any],
     where: str = "release",
 ) -> QueryPlan:
-    """The checked plan of a release or query (an InputError before any data is read)."""
+    """The checked plan of a release or query (an InputError before any data is read):
+    its parameters, each statistic's column (all named, or none), method and options, the
+    budget split, and each method's checks of its parameters at its per-group budget
+    (:func:`~dpsense.query.methods.check_parameters`), so that nothing a release refuses
+    from its parameters alone is refused after a charge."""
     epsilon = check_epsilon(epsilon, where=where)
     delta = check_delta(delta, where=where)
     neighbours = validate_neighbours(args.neighbours, where=where)
@@ -258,6 +270,9 @@ def plan_query(
     if column is not None and not isinstance(column, str):
         raise InputError("The 'column' parameter must be a column name (str).")
     items = _entries(statistics, column, where)
+    named = [col for _, stat, col in items if not isinstance(stat, Count)]
+    if None in named and any(col is not None for col in named):
+        raise InputError(MIXED_COLUMNS)
     names = [name for name, _, _ in items]
     w = _weights(weights, names, where)
     by_cols = by_columns(by)
@@ -326,7 +341,7 @@ def plan_query(
         },
         "selection_share": SELECTION_SHARE if selection is not None else None,
     }
-    return QueryPlan(
+    plan = QueryPlan(
         entries=tuple(entries),
         single=single,
         epsilon=epsilon,
@@ -347,3 +362,10 @@ def plan_query(
         selection=selection,
         parameters=parameters,
     )
+    # what the methods refuse from their parameters alone, at the budget they run with
+    m = m_rows if privacy_unit is not None else 1
+    for entry in plan.entries:
+        eps_g, dlt_g = statistic_split(plan, entry).per_group
+        stat = per_unit(entry.statistic, m)
+        check_parameters(stat, entry.chosen, dict(entry.options), eps_g, dlt_g, neighbours)
+    return plan

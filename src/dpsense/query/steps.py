@@ -18,7 +18,6 @@ import numpy as np
 
 from dpsense._exact_budget import float_up
 from dpsense.bounds_in_release import BoundsPlan, _bounded, find_bounds, readable_twice
-from dpsense.errors import InputError
 from dpsense.mechanisms.partition_selection import SelectionRule, select_groups
 from dpsense.methods import Release
 from dpsense.noise.rng import RandomSource, SeededRandom
@@ -32,6 +31,7 @@ from dpsense.tables.grouped import GroupedRelease, _normalise_keys, opened_table
 __all__ = [
     "as_query",
     "bounds_step",
+    "checked_table",
     "engine_arguments",
     "opened_query",
     "release_entries",
@@ -259,20 +259,55 @@ def unit_bounding(
 
 def with_value_column(plan: QueryPlan, x: Any) -> QueryPlan:
     """``plan`` with the table's one value column given to the statistics that name none
-    (data of one column, such as an array); an InputError when the table has several."""
-    missing = [e for e in plan.entries if e.column is None and not isinstance(e.statistic, Count)]
-    if not missing:
+    (data of one column, such as an array); an InputError when the table has several.
+    (A query whose statistics name columns for some and not others is refused by its
+    plan, ``query.plan.MIXED_COLUMNS``.)"""
+    if not _missing_column(plan):
         return plan
-    if any(e.column is not None for e in plan.entries):
-        raise InputError(
-            "Each statistic of a query reads a column: write it as a (column, statistic) "
-            'pair, e.g. ("wage", ds.Median(-1, 4)), or pass column=... for all of them '
-            "(ds.Count() needs none)."
-        )
     with (
         readable_twice(x) as data,
         opened_table(data, (), plan.by, plan.unit, resolve_value=True) as (_, (column,)),
     ):
         pass
-    entries = tuple(e if e not in missing else replace(e, column=column) for e in plan.entries)
-    return replace(plan, entries=entries)
+    return _with_column(plan, column)
+
+
+def checked_table(plan: QueryPlan, data: Any) -> QueryPlan:
+    """Open ``data`` as the release opens it, read no value, and return ``plan`` with the
+    table's one value column given to the statistics that name none.
+
+    Opening checks what a release refuses from the table's columns and the request alone:
+    each named column (value columns, ``by``, ``privacy_unit``, ``schema``, the ``where``
+    filter's) exists, the value column is the only other one when none is named, the
+    schema casts and the filter bind. ``Accountant.release`` runs this before its
+    charge (validate, then charge, then release: docs/accounting.md). ``data`` must be
+    readable twice (``bounds_in_release.readable_twice``)."""
+    missing = _missing_column(plan)
+    values = tuple(dict.fromkeys(e.column for e in plan.entries if e.column is not None))
+    with opened_table(
+        data,
+        values,
+        plan.by,
+        plan.unit,
+        resolve_value=bool(missing),
+        schema=plan.casts,
+        row_filter=plan.row_filter,
+    ) as (_, columns):
+        pass
+    return _with_column(plan, columns[0]) if missing else plan
+
+
+def _missing_column(plan: QueryPlan) -> list[Entry]:
+    """The statistics that read a value and name no column."""
+    return [e for e in plan.entries if e.column is None and not isinstance(e.statistic, Count)]
+
+
+def _with_column(plan: QueryPlan, column: str) -> QueryPlan:
+    """``plan`` with ``column`` for every statistic that names none, and for their
+    private bounds step (its column was None too)."""
+    entries = tuple(
+        replace(e, column=column) if e.column is None and not isinstance(e.statistic, Count) else e
+        for e in plan.entries
+    )
+    bounds = tuple(column if c is None else c for c in plan.bounds_columns)
+    return replace(plan, entries=entries, bounds_columns=bounds)
