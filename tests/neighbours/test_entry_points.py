@@ -98,5 +98,5 @@ def test_python_entry_point_many(entry: str, tmp_path: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("entry", CLI)
-def test_command_line_many(entry: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    check_cases(entry, FILES, SLOW // 2, _seed(entry, "slow"), tmp_path, capsys)
+def test_command_line_many(entry: str, tmp_path: Path) -> None:
+    check_cases(entry, FILES, SLOW // 2, _seed(entry, "slow"), tmp_path)
