@@ -227,6 +227,18 @@ MUTANTS = (
         ("tests/accounting/test_validate_then_charge.py",),
     ),
     Mutant(
+        "count-col-ignores-col",
+        "SQL COUNT(col) (a dict's (col, ds.Count()) pair) counts every row, col ignored",
+        "src/dpsense/query/plan.py",
+        (
+            (
+                "None if count else col, col if count and paired else None))",
+                "None if count else col, None))",
+            ),
+        ),
+        ("tests/query/test_sql_count_col.py",),
+    ),
+    Mutant(
         "float-quotient-scale",
         "discrete-Laplace scale as a float quotient (a count at epsilon = 1/3 gets scale 3.0)",
         "src/dpsense/mechanisms/additive.py",
@@ -352,14 +364,14 @@ MUTANTS = (
                 '        return str(inner.sql(dialect="duckdb"))\n',
             ),
         ),
-        ("tests/tables/test_total_where.py", "tests/neighbours"),
+        ("tests/tables/test_total_where.py", "tests/neighbours/test_entry_points.py"),
     ),
     Mutant(
         "schema-cast-failure-becomes-null",
         "a value that does not fit its declared type becomes a null (nulls='error' raises)",
         "src/dpsense/tables/schema.py",
         (('        f"FROM {source.view} WHERE {fits_sql}"\n', '        f"FROM {source.view}"\n'),),
-        ("tests/tables/test_total_where.py", "tests/neighbours"),
+        ("tests/tables/test_total_where.py", "tests/neighbours/test_entry_points.py"),
     ),
 )
 

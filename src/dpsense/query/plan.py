@@ -59,6 +59,9 @@ class Entry:
     weight: Fraction
     epsilon: float
     delta: float
+    present: str | None = None
+    """For a count: the column whose rows with a value it counts (SQL ``COUNT(col)``, a
+    dict's ``(column, ds.Count())`` pair; ``tables.presence``); None counts every row."""
 
 
 @dataclass(frozen=True)
@@ -154,10 +157,14 @@ def by_columns(by: str | Sequence[str] | None) -> tuple[str, ...]:
     return cols
 
 
-def _entries(statistics: Any, column: str | None, where: str) -> list[tuple[str, Any, Any]]:
-    """(name, statistic, column) for each statistic of ``statistics`` (one, or a dict)."""
+def _entries(
+    statistics: Any, column: str | None, where: str
+) -> list[tuple[str, Any, Any, str | None]]:
+    """(name, statistic, column, present) for each statistic of ``statistics`` (one, or a
+    dict): ``present`` is the column of a dict's ``(column, ds.Count())`` pair, whose rows
+    with a value the count counts (None: every row)."""
     if isinstance(statistics, Statistic):
-        return [("value", statistics, column)]
+        return [("value", statistics, column, None)]
     if not isinstance(statistics, Mapping):
         raise InputError(
             f"The 'statistic' parameter of {where} must be a dpsense statistic such as "
@@ -170,7 +177,8 @@ def _entries(statistics: Any, column: str | None, where: str) -> list[tuple[str,
     for name, entry in statistics.items():
         if not isinstance(name, str) or not name:
             raise InputError(f"The names of a dict of statistics must be strings; got {name!r}.")
-        col, stat = entry if isinstance(entry, tuple) and len(entry) == 2 else (column, entry)
+        paired = isinstance(entry, tuple) and len(entry) == 2
+        col, stat = entry if paired else (column, entry)
         if not isinstance(stat, Statistic):
             raise InputError(
                 f"The dict entry {name!r} must be a statistic, e.g. ds.Count(), or a "
@@ -179,7 +187,8 @@ def _entries(statistics: Any, column: str | None, where: str) -> list[tuple[str,
             )
         if col is not None and not isinstance(col, str):
             raise InputError(f"The column of the dict entry {name!r} must be a column name.")
-        out.append((name, stat, None if isinstance(stat, Count) else col))
+        count = isinstance(stat, Count)
+        out.append((name, stat, None if count else col, col if count and paired else None))
     return out
 
 
@@ -270,10 +279,10 @@ def plan_query(
     if column is not None and not isinstance(column, str):
         raise InputError("The 'column' parameter must be a column name (str).")
     items = _entries(statistics, column, where)
-    named = [col for _, stat, col in items if not isinstance(stat, Count)]
+    named = [col for _, stat, col, _ in items if not isinstance(stat, Count)]
     if None in named and any(col is not None for col in named):
         raise InputError(MIXED_COLUMNS)
-    names = [name for name, _, _ in items]
+    names = [name for name, _, _, _ in items]
     w = _weights(weights, names, where)
     by_cols = by_columns(by)
     m_rows = check_int(max_rows_per_unit, "max_rows_per_unit", where=where, minimum=1)
@@ -298,11 +307,11 @@ def plan_query(
     bounds_plan: BoundsPlan | None = None
     bounds_cols: list[str | None] = []
     if single or bounds is None:
-        for _, stat, _ in items:
+        for _, stat, _, _ in items:
             bounds_plan = plan_bounds(stat, bounds, bounds_share, epsilon, neighbours, where=where)
         bounds_cols = [items[0][2]] if bounds_plan is not None else []
     else:
-        for _, stat, col in items:
+        for _, stat, col, _ in items:
             if isinstance(stat, BoundedStatistic) and not stat.has_bounds:
                 bounds_plan = plan_bounds(
                     stat, bounds, bounds_share, epsilon, neighbours, where=where
@@ -325,7 +334,7 @@ def plan_query(
         budget_split(rest, delta, by=by_cols, public_keys=public, groups=groups)
     total_w = sum(w.values())
     entries = []
-    for name, stat, col in items:
+    for name, stat, col, present in items:
         share = w[name] / total_w
         eps_i = eps_stats if len(items) == 1 else product_down(share, eps_stats)
         dlt_i = dlt_stats if len(items) == 1 else product_down(share, dlt_stats)
@@ -333,7 +342,7 @@ def plan_query(
         # always), at the statistic's share in a query
         eps_m, dlt_m = (epsilon, delta) if single else (eps_i, dlt_i)
         chosen, opts = checked_method(stat, method, dict(options), eps_m, dlt_m, neighbours)
-        entries.append(Entry(name, stat, col, method, chosen, opts, w[name], eps_i, dlt_i))
+        entries.append(Entry(name, stat, col, method, chosen, opts, w[name], eps_i, dlt_i, present))
     parameters: dict[str, Any] = {
         "split": {
             e.name: {"epsilon": e.epsilon, "delta": e.delta, "weight": float(e.weight)}

@@ -27,6 +27,7 @@ from dpsense.query.result import QueryResult
 from dpsense.query.steps import (
     as_query,
     bounds_step,
+    counted_columns,
     engine_arguments,
     opened_query,
     release_entries,
@@ -43,6 +44,7 @@ from dpsense.tables.grouped import (
     table_plan,
 )
 from dpsense.tables.held_scan import ScanNeed, announce
+from dpsense.tables.presence import add_presence
 from dpsense.tables.source import TableSource, quote
 from dpsense.tables.spark import is_spark_frame
 
@@ -134,6 +136,8 @@ def _run_several(plan: QueryPlan, x: Any, source: RandomSource) -> QueryResult:
     with readable_twice(x) as data:
         stats, receipts = with_private_bounds(plan, data, source)
         with opened_query(plan, data) as (opened, values, public):
+            # each COUNT(col)'s 0/1 column, hashed and carried by the bounding
+            flags = tuple(add_presence(opened, counted_columns(plan)).values())
             # with every row a unit and missing values an error, each statistic's first
             # pass checks its columns (one pass shared by all, tables.held_scan): the
             # same errors, without a pass of their own
@@ -141,7 +145,8 @@ def _run_several(plan: QueryPlan, x: Any, source: RandomSource) -> QueryResult:
             keep = "TRUE" if skip else checked_rows(opened, values, plan.by, plan.unit, plan.nulls)
             con = opened.con
             if plan.unit is not None:
-                bound_rows(opened, unit_bounding(plan, values, public, source), keep=keep)
+                bounding = unit_bounding(plan, (*values, *flags), public, source)
+                bound_rows(opened, bounding, keep=keep)
             else:
                 con.execute(
                     f"CREATE TEMP VIEW {BOUNDED} AS SELECT * FROM {opened.view} WHERE {keep}"
@@ -169,6 +174,8 @@ def _announce(plan: QueryPlan, data: Any, rows: TableSource, stats: dict[str, St
     g = plan.max_groups if (plan.unit is not None and plan.by) else 1
     needs = []
     for entry in plan.entries:
+        if entry.present is not None:
+            continue  # a COUNT(col) reads its own rows (tables.presence)
         table, unit_stat, _ = table_plan(
             data,
             rows,

@@ -21,6 +21,7 @@ from dpsense.query.plan import QueryPlan
 from dpsense.query.result import QueryResult
 from dpsense.query.spark_bounding import spark_bound_rows, spark_checked_rows
 from dpsense.query.steps import (
+    counted_columns,
     opened_query,
     release_entries,
     select_shared,
@@ -29,6 +30,7 @@ from dpsense.query.steps import (
     with_private_bounds,
     with_value_column,
 )
+from dpsense.tables.presence import add_presence
 from dpsense.tables.spark import open_spark
 from dpsense.tables.spark_workers import worker_errors
 
@@ -44,9 +46,11 @@ def run_several_spark(plan: QueryPlan, x: Any, source: RandomSource) -> QueryRes
     with readable_twice(x) as data:
         stats, receipts = with_private_bounds(plan, data, source)
         with opened_query(plan, data) as (opened, values, public):
+            # each COUNT(col)'s 0/1 column, hashed and carried by the bounding
+            flags = tuple(add_presence(opened, counted_columns(plan)).values())
             checked = spark_checked_rows(opened, values, plan.by, plan.unit, plan.nulls)
             if plan.unit is not None:
-                bounding = unit_bounding(plan, values, public, source)
+                bounding = unit_bounding(plan, (*values, *flags), public, source)
                 bounded = spark_bound_rows(opened, checked, bounding)
             else:
                 bounded = checked

@@ -27,11 +27,13 @@ from dpsense.query.plan import Entry, QueryPlan, statistic_split
 from dpsense.query.result import QueryResult
 from dpsense.statistics import BoundedStatistic, Count, Statistic
 from dpsense.tables.grouped import GroupedRelease, _normalise_keys, opened_table, release_opened
+from dpsense.tables.presence import presence_names
 
 __all__ = [
     "as_query",
     "bounds_step",
     "checked_table",
+    "counted_columns",
     "engine_arguments",
     "opened_query",
     "release_entries",
@@ -72,6 +74,7 @@ def engine_arguments(plan: QueryPlan, entry: Entry, rng: RandomSource) -> dict[s
         "max_groups_per_unit": plan.max_groups,
         "nulls": plan.nulls,
         "rng": rng,
+        "present": entry.present,
         "release_one": _release_one(entry, plan, rng),
         # the split the charge prices (query.plan.statistic_split)
         "split": statistic_split(plan, entry),
@@ -172,7 +175,11 @@ def release_entries(
     """Each statistic's grouped release on the bounded rows (``rows()`` opens them for
     one statistic) at its share, with the shared groups as its keys; the query's result."""
     results: dict[str, Release | GroupedRelease] = {}
+    flags = presence_names(counted_columns(plan))
     for entry, rng in zip(plan.entries, rngs, strict=True):
+        arguments = engine_arguments(plan, entry, rng)
+        # a COUNT(col) reads the 0/1 column the query derived before bounding
+        arguments["present"] = flags[entry.present] if entry.present is not None else None
         with rows() as source:
             got = release_opened(
                 data,
@@ -182,13 +189,13 @@ def release_entries(
                 delta=entry.delta,
                 keys=keys,
                 prebounded=True,
-                **engine_arguments(plan, entry, rng),
+                **arguments,
             )
         if isinstance(got, GroupedRelease) and selection is not None:
             got = replace(
                 got, selection="private", parameters={**got.parameters, "selection": selection}
             )
-        if entry.column in receipts:
+        if entry.column in receipts and not isinstance(entry.statistic, Count):
             # the statistic's receipt names the bounds it used (the bounds step's cost is
             # the query's, in QueryResult.parameters["bounds"])
             got = replace(got, parameters={**got.parameters, "bounds": receipts[entry.column]})
@@ -228,12 +235,20 @@ def opened_query(
     plan: QueryPlan, data: Any
 ) -> Iterator[tuple[Any, tuple[str, ...], list[tuple[Any, ...]] | None]]:
     """The table opened in its engine for the query (its schema casts and ``where``
-    applied), with the query's value columns and its public keys (or None)."""
-    values = tuple(dict.fromkeys(e.column for e in plan.entries if e.column is not None))
+    applied), with the query's value columns and its public keys (or None). The columns
+    of its ``COUNT(col)`` statistics are checked to exist, not as value columns (a
+    missing value in them is what the count counts around)."""
+    values = tuple(
+        dict.fromkeys(
+            e.column
+            for e in plan.entries
+            if e.column is not None and not isinstance(e.statistic, Count)
+        )
+    )
     public = _normalise_keys(plan.keys, plan.by) if plan.keys is not None else None
     with opened_table(
         data,
-        values,
+        tuple(dict.fromkeys((*values, *counted_columns(plan)))),
         plan.by,
         plan.unit,
         resolve_value=False,
@@ -283,7 +298,8 @@ def checked_table(plan: QueryPlan, data: Any) -> QueryPlan:
     charge (validate, then charge, then release: docs/accounting.md). ``data`` must be
     readable twice (``bounds_in_release.readable_twice``)."""
     missing = _missing_column(plan)
-    values = tuple(dict.fromkeys(e.column for e in plan.entries if e.column is not None))
+    named = (*(e.column for e in plan.entries), *counted_columns(plan))
+    values = tuple(dict.fromkeys(c for c in named if c is not None))
     with opened_table(
         data,
         values,
@@ -295,6 +311,11 @@ def checked_table(plan: QueryPlan, data: Any) -> QueryPlan:
     ) as (_, columns):
         pass
     return _with_column(plan, columns[0]) if missing else plan
+
+
+def counted_columns(plan: QueryPlan) -> tuple[str, ...]:
+    """The columns whose rows with a value a ``COUNT(col)`` of ``plan`` counts."""
+    return tuple(dict.fromkeys(e.present for e in plan.entries if e.present is not None))
 
 
 def _missing_column(plan: QueryPlan) -> list[Entry]:

@@ -26,6 +26,7 @@ from dpsense.statistics import (
 from dpsense.statistics.units import per_unit
 from dpsense.tables.engine import TablePlan, bound_table
 from dpsense.tables.grouped_result import GroupedRelease, rows_frame
+from dpsense.tables.presence import add_presence, present_rows
 from dpsense.tables.row_filter import RowFilter
 from dpsense.tables.schema import Cast, apply_schema, declared_type, schema_resolution
 from dpsense.tables.source import open_table
@@ -124,6 +125,7 @@ def release_table(
     privacy_unit: str | None,
     schema: Mapping[str, Cast] | None = None,
     row_filter: RowFilter | None = None,
+    present: str | None = None,
     **release: Any,
 ) -> Release | GroupedRelease:
     """Bound, group and release (the engine work in DuckDB, the noise in Python).
@@ -131,18 +133,22 @@ def release_table(
     ``schema`` (parsed by :func:`~dpsense.tables.schema.parse_schema`) casts columns in the
     engine; a quantile without a resolution takes one from the value column's declared
     type (docs/tables.md §7). ``row_filter`` keeps the rows that pass it, in the engine,
-    before anything else (contribution bounding included). ``release`` holds the other
-    arguments of :func:`release_opened`."""
+    before anything else (contribution bounding included). A count with ``present``
+    counts the rows that hold a value in that column (``tables.presence``: SQL
+    ``COUNT(col)``), kept after ``row_filter``. ``release`` holds the other arguments of
+    :func:`release_opened`."""
     needs_value = not isinstance(statistic, Count)
+    named = tuple(c for c in (column, present) if c is not None)
     with opened_table(
         data,
-        (column,) if column is not None else (),
+        named,
         by,
         privacy_unit,
         resolve_value=needs_value,
         schema=schema,
         row_filter=row_filter,
     ) as (source, columns):
+        flag = add_presence(source, (present,))[present] if present is not None else None
         return release_opened(
             data,
             source,
@@ -151,6 +157,7 @@ def release_table(
             by=by,
             privacy_unit=privacy_unit,
             schema=schema,
+            present=flag,
             **release,
         )
 
@@ -175,6 +182,7 @@ def release_opened(
     split: BudgetSplit,
     schema: Mapping[str, Cast] | None = None,
     prebounded: bool = False,
+    present: str | None = None,
 ) -> Release | GroupedRelease:
     """:func:`release_table` on a table already opened as ``source`` (``data`` is the
     user's object, for its declared types). The query layer runs several statistics over
@@ -186,7 +194,12 @@ def release_opened(
 
     ``split`` is how ``(epsilon, delta)`` is spent (``query.plan.statistic_split``, the
     split the zCDP charge prices): it is never recomputed here from ``keys``, which after
-    a query's shared selection are the selected groups, whose number is data."""
+    a query's shared selection are the selected groups, whose number is data.
+
+    ``present`` names a 0/1 column of ``source`` (``tables.presence.add_presence``): a
+    count then counts only the rows where it is 1 (SQL ``COUNT(col)``)."""
+    if present is not None:
+        source = present_rows(source, present)
     m = max_rows_per_unit if privacy_unit is not None else 1
     g = max_groups_per_unit if (privacy_unit is not None and by) else 1
     public = _normalise_keys(keys, by) if (by and keys is not None) else None
