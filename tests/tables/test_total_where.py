@@ -207,3 +207,27 @@ def test_a_filter_on_a_csv_reads_declared_types_only(tmp_path: Path) -> None:
         for p in paths
     ]
     assert texts[1] == texts[0] + 1  # the same count noise (same seed), one more row
+
+
+def test_a_csv_value_column_is_read_as_numbers_whatever_its_rows(tmp_path: Path) -> None:
+    # DuckDB's sniffer reads a lone "-inf" as a DATE (the infinite date); a finite row
+    # beside it makes the column DOUBLE: the outcome must not depend on that
+    empty = tmp_path / "empty.csv"
+    empty.write_text("x\n")
+    lone = tmp_path / "lone.csv"
+    lone.write_text("x\n-inf\n")
+    query = "SELECT SUM(x) AS s FROM t"
+    kinds = {
+        _outcome(
+            lambda p=p: ds.sql(query, tables={"t": str(p)}, bounds={"x": (-10, 10)}, epsilon=2)
+        )[0]
+        for p in (empty, lone)
+    }
+    assert kinds == {"release"}
+
+
+def test_variance_bounds_whose_squares_overflow_are_refused_from_the_bounds() -> None:
+    for statistic in (ds.Variance, ds.Std):
+        with pytest.raises(ds.InputError, match="within ±"):
+            statistic(-1e300, 1e300)
+        statistic(-(2.0**400), 2.0**400)  # squares stay finite doubles

@@ -208,6 +208,9 @@ class BoundedStatistic(Statistic):
 
     lower: float
     upper: float
+    max_magnitude: ClassVar[float | None] = None
+    """The largest |bound| the statistic computes with in doubles (None: any finite
+    bound); checked with the bounds, from them alone, before anything is read."""
 
     def __post_init__(self) -> None:
         if self.lower is None and self.upper is None:
@@ -221,6 +224,13 @@ class BoundedStatistic(Statistic):
                 "ds.private_bounds)."
             )
         bounds = validate_bounds(self.lower, self.upper, where=type(self).__name__)
+        limit = self.max_magnitude
+        if limit is not None and max(abs(bounds.lower), abs(bounds.upper)) > limit:
+            raise InputError(
+                f"The bounds of {type(self).__name__} must lie within ±{limit:.3g} (2^400): "
+                "its sensitivities square the bounds, which must stay finite doubles. "
+                "Rescale the column (e.g. to thousands) or choose narrower bounds."
+            )
         object.__setattr__(self, "lower", bounds.lower)
         object.__setattr__(self, "upper", bounds.upper)
 

@@ -122,9 +122,12 @@ def _csv_reader(path: str) -> Callable[[str], str]:
 
     def reader(types: str) -> str:
         extra = f", types = {{{types}}}" if types else ""
+        # numbers, booleans and text only: DuckDB would read a lone "-inf" as a DATE (the
+        # infinite date), which no longer converts to a number once a finite row is gone
         return (
             f"read_csv({_literal(path)}, header = true, auto_detect = true, "
-            f"sample_size = -1{extra})"
+            "sample_size = -1, auto_type_candidates = ['BOOLEAN', 'BIGINT', 'DOUBLE', "
+            f"'VARCHAR']{extra})"
         )
 
     return reader
