@@ -13,50 +13,134 @@ and smoothed — and release answers through mechanisms that use that knowledge 
 
 from __future__ import annotations
 
-from dpsense.accountant import Accountant
-from dpsense.accounting import LedgerError
-from dpsense.bounds import private_bounds
+import sys
+import types
+from typing import TYPE_CHECKING, Any
+
 from dpsense.errors import BudgetExceededError, DPSenseError, InputError
-from dpsense.lab import lab
-from dpsense.mechanisms import (
-    DiscreteGaussianMechanism,
-    DiscreteLaplaceMechanism,
-    ExponentialMechanism,
-    GaussianMechanism,
-    LaplaceMechanism,
-    discrete_gaussian,
-    discrete_laplace,
-    exponential,
-    gaussian,
-    laplace,
-    report_noisy_max,
-)
-from dpsense.methods import Release
-from dpsense.methods.ratio import private_ratio
-from dpsense.methods.sample_aggregate import sample_and_aggregate
-from dpsense.neighbours import NEIGHBOURS
-from dpsense.noise import SeededRandomnessWarning
-from dpsense.params import smooth_beta
-from dpsense.query import QueryResult
-from dpsense.release import release
-from dpsense.report import report
-from dpsense.sensitivity import empirical_sensitivity
-from dpsense.sql_release import sql
-from dpsense.statistics import (
-    INFINITE_DISTANCE,
-    Count,
-    Mean,
-    Median,
-    Quantile,
-    Quantiles,
-    Statistic,
-    Std,
-    Sum,
-    TrimmedMean,
-    Variance,
-    make_statistic,
-)
-from dpsense.tables import GroupedRelease
+
+if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers
+    from dpsense.accountant import Accountant
+    from dpsense.accounting import LedgerError
+    from dpsense.bounds import private_bounds
+    from dpsense.lab import lab
+    from dpsense.mechanisms import (
+        DiscreteGaussianMechanism,
+        DiscreteLaplaceMechanism,
+        ExponentialMechanism,
+        GaussianMechanism,
+        LaplaceMechanism,
+        discrete_gaussian,
+        discrete_laplace,
+        exponential,
+        gaussian,
+        laplace,
+        report_noisy_max,
+    )
+    from dpsense.methods import Release
+    from dpsense.methods.ratio import private_ratio
+    from dpsense.methods.sample_aggregate import sample_and_aggregate
+    from dpsense.neighbours import NEIGHBOURS
+    from dpsense.noise import SeededRandomnessWarning
+    from dpsense.params import smooth_beta
+    from dpsense.query import QueryResult
+    from dpsense.release import release
+    from dpsense.report import report
+    from dpsense.sensitivity import empirical_sensitivity
+    from dpsense.sql_release import sql
+    from dpsense.statistics import (
+        INFINITE_DISTANCE,
+        Count,
+        Mean,
+        Median,
+        Quantile,
+        Quantiles,
+        Statistic,
+        Std,
+        Sum,
+        TrimmedMean,
+        Variance,
+        make_statistic,
+    )
+    from dpsense.tables import GroupedRelease
+
+# Subpackages load on first use (PEP 562): `import dpsense` costs little more than numpy,
+# and `dpsense --version` does not import DuckDB, SciPy or the engines.
+_LAZY: dict[str, str] = {
+    "Accountant": "dpsense.accountant",
+    "BudgetExceededError": "dpsense.errors",
+    "Count": "dpsense.statistics",
+    "DPSenseError": "dpsense.errors",
+    "DiscreteGaussianMechanism": "dpsense.mechanisms",
+    "DiscreteLaplaceMechanism": "dpsense.mechanisms",
+    "ExponentialMechanism": "dpsense.mechanisms",
+    "GaussianMechanism": "dpsense.mechanisms",
+    "GroupedRelease": "dpsense.tables",
+    "INFINITE_DISTANCE": "dpsense.statistics",
+    "InputError": "dpsense.errors",
+    "LaplaceMechanism": "dpsense.mechanisms",
+    "LedgerError": "dpsense.accounting",
+    "Mean": "dpsense.statistics",
+    "Median": "dpsense.statistics",
+    "NEIGHBOURS": "dpsense.neighbours",
+    "Quantile": "dpsense.statistics",
+    "Quantiles": "dpsense.statistics",
+    "QueryResult": "dpsense.query",
+    "Release": "dpsense.methods",
+    "SeededRandomnessWarning": "dpsense.noise",
+    "Statistic": "dpsense.statistics",
+    "Std": "dpsense.statistics",
+    "Sum": "dpsense.statistics",
+    "TrimmedMean": "dpsense.statistics",
+    "Variance": "dpsense.statistics",
+    "discrete_gaussian": "dpsense.mechanisms",
+    "discrete_laplace": "dpsense.mechanisms",
+    "empirical_sensitivity": "dpsense.sensitivity",
+    "exponential": "dpsense.mechanisms",
+    "gaussian": "dpsense.mechanisms",
+    "lab": "dpsense.lab",
+    "laplace": "dpsense.mechanisms",
+    "make_statistic": "dpsense.statistics",
+    "private_bounds": "dpsense.bounds",
+    "private_ratio": "dpsense.methods.ratio",
+    "release": "dpsense.release",
+    "report": "dpsense.report",
+    "report_noisy_max": "dpsense.mechanisms",
+    "sample_and_aggregate": "dpsense.methods.sample_aggregate",
+    "smooth_beta": "dpsense.params",
+    "sql": "dpsense.sql_release",
+}
+
+
+# names that are both a public function and the submodule that defines it: the package
+# attribute stays the function (as it always was), the submodule is in sys.modules
+_SHADOWED = frozenset({"release", "lab", "report"})
+
+
+class _Package(types.ModuleType):
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _SHADOWED and isinstance(value, types.ModuleType):
+            return  # the import system binding the submodule: keep the function
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'dpsense' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __version__ = "0.1.0"
 
