@@ -198,7 +198,12 @@ MUTANTS = (
         "charge-before-table-check",
         "Accountant.release charges before the table's columns are checked (the release checks)",
         "src/dpsense/accountant.py",
-        (("                plan = checked_table(plan, data)\n", "                plan = plan\n"),),
+        (
+            (
+                "                plan = checked_table(with_key_casts(plan, data), data)\n",
+                "                plan = with_key_casts(plan, data)\n",
+            ),
+        ),
         ("tests/accounting/test_validate_then_charge.py",),
     ),
     Mutant(
@@ -237,6 +242,13 @@ MUTANTS = (
             ),
         ),
         ("tests/query/test_sql_count_col.py",),
+    ),
+    Mutant(
+        "keys-by-inferred-type",
+        "public keys cast to a CSV by-column's type as DuckDB infers it from the values",
+        "src/dpsense/tables/key_types.py",
+        (("    return {**casts, **implied}\n", "    return dict(casts)\n"),),
+        ("tests/tables/test_key_types.py",),
     ),
     Mutant(
         "float-quotient-scale",

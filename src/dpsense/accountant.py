@@ -36,7 +36,7 @@ from dpsense.params import check_delta, check_epsilon
 from dpsense.query import QueryResult
 from dpsense.query.plan import release_arguments
 from dpsense.query.run import run_plan
-from dpsense.query.steps import checked_table
+from dpsense.query.steps import checked_table, with_key_casts
 from dpsense.release import plan_zcdp_cost, prepare_release
 from dpsense.statistics import Statistic
 from dpsense.tables import GroupedRelease
@@ -154,7 +154,7 @@ class Accountant(Budget):
         labels = {"dataset": dataset, "statistic": name, "method": args.method}
         with readable_twice(x) as data:
             if tabular:
-                plan = checked_table(plan, data)
+                plan = checked_table(with_key_casts(plan, data), data)
             checked = plan
             return self._run(
                 plan.epsilon,

@@ -6,7 +6,8 @@ request that fails leaves ``spent`` as it was, on an epsilon budget, a rho budge
 ledger. The requests below each used to fail after the charge: an IndexError (a dict of
 two statistics without bounds on a one-column input with ``bounds="private"``), a bad
 ``rng``, substitute neighbours on a table, a column the table lacks, a dict mixing named
-and unnamed columns, a method that does not fit its statistic, an option out of range.
+and unnamed columns, a method that does not fit its statistic, an option out of range, a
+public key that does not fit the by-column's declared type.
 """
 
 from __future__ import annotations
@@ -42,6 +43,16 @@ REFUSED: dict[str, tuple[Any, Any, dict[str, Any]]] = {
     "missing schema column": (TABLE, A, {"column": "x", "schema": {"nope": "int"}}),
     "missing where column": (TABLE, A, {"column": "x", "where": "nope > 1"}),
     "by on an array": (X, ds.Count(), {"by": "g", "keys": ["a"]}),
+    "a key off the by-column's declared type": (
+        TABLE,
+        ds.Count(),
+        {"by": "id", "keys": [1, "unknown"]},
+    ),
+    "a key off the declared type, dict": (
+        TABLE,
+        {"n": ds.Count(), "m": ("x", M)},
+        {"by": "id", "keys": [1, "unknown"]},
+    ),
     "ksw for a median": (X, M, {"method": "ksw"}),
     "exponential for a mean": (X, A, {"method": "exponential"}),
     "smooth for a count": (X, ds.Count(), {"method": "smooth"}),
@@ -129,6 +140,10 @@ SQL_REFUSED: dict[str, tuple[str, dict[str, Any]]] = {
         {},
     ),
     "a bad rng": ("SELECT COUNT(*) AS n FROM t", {"rng": "seed"}),
+    "a key off the declared type": (
+        "SELECT id, COUNT(*) AS n FROM t GROUP BY id",
+        {"keys": {"id": [1, "unknown"]}},
+    ),
 }
 
 

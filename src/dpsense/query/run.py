@@ -34,6 +34,7 @@ from dpsense.query.steps import (
     select_shared,
     statistic_sources,
     unit_bounding,
+    with_key_casts,
     with_private_bounds,
     with_value_column,
 )
@@ -55,6 +56,7 @@ def run_plan(
     plan: QueryPlan, x: Any, source: RandomSource, *, tabular: bool
 ) -> Release | GroupedRelease | QueryResult:
     """Run ``plan`` on the data ``x`` with the random source ``source``."""
+    plan = with_key_casts(plan, x)
     if len(plan.entries) == 1:
         result = _run_one(plan, x, source, tabular=tabular)
         if plan.single:

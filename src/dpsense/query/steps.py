@@ -27,6 +27,7 @@ from dpsense.query.plan import Entry, QueryPlan, statistic_split
 from dpsense.query.result import QueryResult
 from dpsense.statistics import BoundedStatistic, Count, Statistic
 from dpsense.tables.grouped import GroupedRelease, _normalise_keys, opened_table, release_opened
+from dpsense.tables.key_types import check_keys, key_casts
 from dpsense.tables.presence import presence_names
 
 __all__ = [
@@ -40,6 +41,7 @@ __all__ = [
     "select_shared",
     "statistic_sources",
     "unit_bounding",
+    "with_key_casts",
     "with_private_bounds",
     "with_value_column",
 ]
@@ -294,12 +296,14 @@ def checked_table(plan: QueryPlan, data: Any) -> QueryPlan:
     Opening checks what a release refuses from the table's columns and the request alone:
     each named column (value columns, ``by``, ``privacy_unit``, ``schema``, the ``where``
     filter's) exists, the value column is the only other one when none is named, the
-    schema casts and the filter bind. ``Accountant.release`` runs this before its
+    schema casts and the filter bind, the public keys read as values of the by-columns'
+    (public) types. ``Accountant.release`` runs this before its
     charge (validate, then charge, then release: docs/accounting.md). ``data`` must be
     readable twice (``bounds_in_release.readable_twice``)."""
     missing = _missing_column(plan)
     named = (*(e.column for e in plan.entries), *counted_columns(plan))
     values = tuple(dict.fromkeys(c for c in named if c is not None))
+    public = _normalise_keys(plan.keys, plan.by) if (plan.by and plan.keys is not None) else None
     with opened_table(
         data,
         values,
@@ -308,9 +312,27 @@ def checked_table(plan: QueryPlan, data: Any) -> QueryPlan:
         resolve_value=bool(missing),
         schema=plan.casts,
         row_filter=plan.row_filter,
-    ) as (_, columns):
-        pass
+    ) as (source, columns):
+        if public is not None:
+            check_keys(source, plan.by, public)
     return _with_column(plan, columns[0]) if missing else plan
+
+
+def with_key_casts(plan: QueryPlan, x: Any) -> QueryPlan:
+    """``plan`` with its public keys matched by a public type: each by-column whose type
+    would be inferred from the values of ``x`` (a CSV file, lists, a pandas object column)
+    read as text (``tables.key_types``). Decided from ``x``'s kind and declared types and
+    the plan, before anything is opened."""
+    if not plan.by or plan.keys is None:
+        return plan
+    keep = [
+        *(e.column for e in plan.entries if e.column is not None),
+        *counted_columns(plan),
+        *([plan.unit] if plan.unit is not None else []),
+        *(plan.row_filter.columns if plan.row_filter is not None else ()),
+    ]
+    casts = key_casts(x, plan.by, plan.casts, keep=keep)
+    return plan if casts == dict(plan.casts) else replace(plan, casts=casts)
 
 
 def counted_columns(plan: QueryPlan) -> tuple[str, ...]:

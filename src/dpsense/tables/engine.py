@@ -126,12 +126,16 @@ def bound_table(
 def _load_keys(
     source: TableSource, plan: TablePlan, keys: list[tuple[Any, ...]], types: dict[str, str]
 ) -> None:
-    """The public keys as a table typed like the by-columns (matched by value, not text)."""
+    """The public keys as a table typed like the by-columns (matched by value, not text;
+    on a text column, a key is its text ``str(key)``: ``tables.key_types``)."""
     con = source.con
     columns: dict[str, np.ndarray] = {}
-    for i in range(len(plan.by)):
+    for i, b in enumerate(plan.by):
         raw = [key[i] for key in keys]
-        if all(isinstance(v, int | float | np.number) and not isinstance(v, bool) for v in raw):
+        numbers = all(
+            isinstance(v, int | float | np.number) and not isinstance(v, bool) for v in raw
+        )
+        if numbers and types[b] != "VARCHAR":
             columns[f"k{i}"] = np.asarray(
                 raw,
                 dtype=np.float64

@@ -1,0 +1,101 @@
+"""Public keys are matched by a public type, never by one inferred from the values.
+
+Public keys (``keys=[2015, 2016, "unknown"]``) are compared with a by-column's values in
+the engine, in the column's type. That type must be public (docs/entry_points.md): a
+by-column is matched
+
+* by the ``schema=`` argument's type when it names the column;
+* else by the input's declared type (a typed container: numpy, pandas other than
+  ``object`` columns, Polars, Arrow, DuckDB relations, Parquet, Spark): a key that cannot
+  be read in that type is an :class:`~dpsense.errors.InputError` decided from the keys and
+  the declared type alone;
+* else, when the type would be inferred from the values (a CSV file or standard input, a
+  Python list or a mapping of lists, a pandas ``object`` column), as **text**: the column
+  is read as if ``schema={col: "text"}`` had been passed (on a CSV file, the file's own
+  text), and a key matches the rows whose text is ``str(key)``. A key that matches no row
+  is a group without rows, released like any other; nothing is an error and no message
+  names a type. Declare the column (``schema={"year": "int"}``) to match numbers as
+  numbers.
+
+Otherwise one person's value would decide the others' outcome: a CSV column of years is
+read as BIGINT, and ``keys=[2015, 2016, "unknown"]`` is an error naming BIGINT; add one
+row "n/a" and the column is read as text, and the same keys release.
+
+A by-column that the ``where`` filter reads is left as it is: on a CSV file the filter
+requires the analyst to declare it (``tables.grouped.opened_table``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from dpsense.tables.engine import TablePlan, _load_keys
+from dpsense.tables.schema import Cast, column_type
+from dpsense.tables.source import _PARQUET_SUFFIXES
+from dpsense.tables.spark import _keys_frame, is_spark_frame
+
+__all__ = ["check_keys", "key_casts", "undeclared_column"]
+
+
+def _inferred_file(path: str) -> bool:
+    """True for a path DuckDB reads as CSV (column types inferred from the values): the
+    rule of ``tables.source._path_source``, from the path alone."""
+    if path == "-":
+        return True
+    lowered = path.lower()
+    is_glob = any(ch in path for ch in "*?[")
+    if os.path.isdir(path):
+        return False
+    return not (lowered.endswith(_PARQUET_SUFFIXES) or (is_glob and ".parquet" in lowered))
+
+
+def undeclared_column(data: Any, column: str) -> bool:
+    """True when the engine would infer ``column``'s type from the values of ``data``
+    (decided from the object and its declared types, before anything is opened)."""
+    if is_spark_frame(data):
+        return False
+    if isinstance(data, str | os.PathLike):
+        return _inferred_file(os.fspath(data))
+    if type(data).__module__.split(".")[0] == "duckdb":
+        return False
+    declared = column_type(data, None, column)
+    return declared is None or declared.name == "object"
+
+
+def key_casts(
+    data: Any,
+    by: Iterable[str],
+    casts: Mapping[str, Cast],
+    *,
+    keep: Iterable[str] = (),
+) -> dict[str, Cast]:
+    """The casts of a release with public keys: ``casts`` (the ``schema=`` argument) and
+    a text cast of each by-column whose type would be inferred from the values (module
+    docstring), except those in ``keep`` (the value columns, the privacy unit and the
+    ``where`` filter's columns)."""
+    kept = set(keep)
+    implied = {
+        b: Cast("text")
+        for b in by
+        if b not in casts and b not in kept and undeclared_column(data, b)
+    }
+    return {**casts, **implied}
+
+
+def check_keys(source: Any, by: tuple[str, ...], keys: list[tuple[Any, ...]]) -> None:
+    """Read ``keys`` as values of the by-columns' types of the opened table ``source``,
+    as the release will, and discard them: the InputError of a key that does not fit a
+    declared type (or of two keys that read as one group), from the keys and the types
+    alone, before an accountant's charge (``query.steps.checked_table``)."""
+    plan = TablePlan(None, by, None, 1, 1, "error", None, None, (0, 0))
+    if getattr(source, "frame", None) is not None:  # Spark
+        _keys_frame(source, plan, keys)
+        return
+    types = {
+        str(r[0]): str(r[1])
+        for r in source.con.execute(f"DESCRIBE SELECT * FROM {source.view}").fetchall()
+    }
+    _load_keys(source, plan, keys, types)
+    source.con.execute("DROP TABLE IF EXISTS dpsense_keys")
