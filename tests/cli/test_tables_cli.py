@@ -48,6 +48,9 @@ def test_grouped_json_contract(capsys: pytest.CaptureFixture[str], panel: Path) 
         "1e-6",
         "--by",
         "year",
+        # a CSV's undeclared by-column is grouped as text (its inferred type is not public)
+        "--schema",
+        "year=int",
         "--seed",
         "3",
         "--json",
@@ -57,6 +60,24 @@ def test_grouped_json_contract(capsys: pytest.CaptureFixture[str], panel: Path) 
     assert {"epsilon", "delta", "by", "groups"} <= set(payload)
     assert payload["by"] == ["year"]
     assert [g["year"] for g in payload["groups"]] == [2020, 2021, 2022]
+    code, out, err = run(
+        capsys,
+        "release",
+        str(panel),
+        *MEDIAN,
+        *PERSON,
+        "--epsilon",
+        "1",
+        "--delta",
+        "1e-6",
+        "--by",
+        "year",
+        "--seed",
+        "3",
+        "--json",
+    )
+    assert code == 0, err
+    assert [g["year"] for g in json.loads(out)["groups"]] == ["2020", "2021", "2022"]
     for group in payload["groups"]:
         assert set(group) >= GROUP_KEYS
         assert 0 <= group["value"] <= 80
@@ -110,6 +131,8 @@ def test_output_file_written_whole(
         "1e-6",
         "--by",
         "year",
+        "--schema",
+        "year=int",
         "--seed",
         "5",
         "--output",

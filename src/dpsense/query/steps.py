@@ -319,11 +319,13 @@ def checked_table(plan: QueryPlan, data: Any) -> QueryPlan:
 
 
 def with_key_casts(plan: QueryPlan, x: Any) -> QueryPlan:
-    """``plan`` with its public keys matched by a public type: each by-column whose type
-    would be inferred from the values of ``x`` (a CSV file, lists, a pandas object column)
-    read as text (``tables.key_types``). Decided from ``x``'s kind and declared types and
-    the plan, before anything is opened."""
-    if not plan.by or plan.keys is None:
+    """``plan`` with its groups formed by a public type: each by-column whose type would be
+    inferred from the values of ``x`` (a CSV file, lists, a pandas object column) read as
+    text (``tables.key_types``), with public keys or without (else one person's "n/a"
+    would turn a column of numbers into text, and split "2015" from "2015.0" for everyone
+    else). Decided from ``x``'s kind and declared types and the plan, before anything is
+    opened."""
+    if not plan.by:
         return plan
     keep = [
         *(e.column for e in plan.entries if e.column is not None),

@@ -1,4 +1,10 @@
-"""Public keys are matched by a public type, never by one inferred from the values.
+"""Groups are formed, and public keys matched, by a public type, never by one inferred
+from the values.
+
+The rule below holds for every grouping, with public keys or with private partition
+selection: a by-column whose type would be inferred is grouped as text, or one person's
+"n/a" would turn a column of numbers into text and split "2015" from "2015.0" for everyone
+else (the grouping would not be a stable transformation).
 
 Public keys (``keys=[2015, 2016, "unknown"]``) are compared with a by-column's values in
 the engine, in the column's type. That type must be public (docs/entry_points.md): a
