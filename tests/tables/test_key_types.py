@@ -194,3 +194,19 @@ def test_a_typed_by_column_still_matches_numbers_as_numbers() -> None:
         got = ds.release(frame, ds.Count(), by="year", keys=[2015, 2016.0], epsilon=100.0, rng=1)
     assert isinstance(got, ds.GroupedRelease)
     assert {key: round(r.value) for key, r in got} == {2015: 50, 2016.0: 50}
+
+
+def test_private_selection_groups_a_csv_column_as_text(tmp_path: Path) -> None:
+    # "2015" and "2015.0" are one group if DuckDB infers DOUBLE, two if one person's "n/a"
+    # makes the column text: the grouping must not depend on that person
+    rows = ["2015"] * 40 + ["2015.0"] * 40
+    groups = []
+    for extra in ([], ["n/a"]):
+        path = tmp_path / f"years{len(extra)}.csv"
+        path.write_text("year\n" + "\n".join(rows + extra) + "\n")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            released = ds.release(str(path), ds.Count(), by="year", epsilon=50.0, delta=1e-3, rng=2)
+        groups.append({key for key, _ in released})
+    assert groups[0] == {"2015", "2015.0"}
+    assert groups[1] - {"n/a"} == groups[0]
