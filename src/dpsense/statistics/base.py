@@ -227,7 +227,7 @@ class BoundedStatistic(Statistic):
         limit = self.max_magnitude
         if limit is not None and max(abs(bounds.lower), abs(bounds.upper)) > limit:
             raise InputError(
-                f"The bounds of {type(self).__name__} must lie within ±{limit:.3g} (2^400): "
+                f"The bounds of {type(self).__name__} must lie within ±{limit:.3g} (2^500): "
                 "its sensitivities square the bounds, which must stay finite doubles. "
                 "Rescale the column (e.g. to thousands) or choose narrower bounds."
             )

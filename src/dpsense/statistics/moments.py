@@ -342,7 +342,7 @@ class Variance(BoundedStatistic):
     upper: float = NO_BOUND
     kind: ClassVar[str] = "variance"
     _sqrt: ClassVar[bool] = False
-    max_magnitude: ClassVar[float | None] = 2.0**400
+    max_magnitude: ClassVar[float | None] = 2.0**500
 
     def _transform(self, v: FloatArray) -> FloatArray:
         return np.sqrt(np.maximum(v, 0.0)) if self._sqrt else v
