@@ -27,11 +27,12 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from fractions import Fraction
-from typing import Any, Final, cast
+from typing import Any, cast
 
 from dpsense._exact_budget import difference_down, float_up, product_down
 from dpsense.accounting.composition import ZcdpCharge
 from dpsense.bounds import private_bounds
+from dpsense.defaults import BOUNDS_SHARE
 from dpsense.errors import InputError
 from dpsense.methods import Release
 from dpsense.methods.zcdp import pure_rho
@@ -52,12 +53,6 @@ __all__ = [
     "with_bounds_receipt",
     "with_bounds_rho",
 ]
-
-BOUNDS_SHARE: Final = 0.3
-"""The default share of epsilon spent on the bounds, measured (docs/bounds_in_release.md §4):
-its median and mean errors are within 2 times the best share's in every cell of the study
-(the smallest worst case of the shares tried; 0.15 is better in the typical cell, 2.4 times
-worse in its worst)."""
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,6 @@ from typing import Final
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import stats
 
 from dpsense.errors import InputError
 from dpsense.params import check_int, check_probability
@@ -85,6 +84,8 @@ def clopper_pearson(
     # Evaluate the Beta quantiles only where they are defined (shape parameters > 0).
     safe_lo = np.maximum(kf, 1.0)
     safe_hi = np.minimum(kf, trials - 1.0)
+    from scipy import stats  # loaded on first use: it costs most of a CLI start
+
     lower = np.where(k > 0, stats.beta.ppf(level / 2, safe_lo, trials - safe_lo + 1.0), 0.0)
     upper = np.where(k < trials, stats.beta.isf(level / 2, safe_hi + 1.0, trials - safe_hi), 1.0)
     return np.asarray(lower, dtype=np.float64), np.asarray(upper, dtype=np.float64)

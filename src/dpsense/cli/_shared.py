@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import math
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 from rich.console import Console
 
 from dpsense.errors import InputError
-from dpsense.statistics import Statistic, make_statistic
+
+if TYPE_CHECKING:
+    from dpsense.statistics import Statistic
 
 __all__ = [
     "_console",
@@ -48,6 +49,8 @@ def _short(value: float, digits: int = 3) -> str:
         return "0"
     if not math.isfinite(value) or not 1e-4 <= abs(value) < 1e7:
         return _fmt(value) if not math.isfinite(value) else f"{value:.{digits}g}"
+    import numpy as np
+
     return np.format_float_positional(
         value, precision=digits, unique=False, fractional=False, trim="-"
     )
@@ -119,6 +122,8 @@ def _statistic(
 ) -> Statistic:
     """The statistic of the options; without ``bounds_optional`` a missing bound is an
     error here (commands other than ``release`` have no --bounds private)."""
+    from dpsense.statistics import make_statistic
+
     key = name.strip().lower()
     if p is not None and key not in ("quantile", "quantiles"):
         raise InputError("--p applies only to --statistic quantile and quantiles.")

@@ -11,25 +11,14 @@ published. ``lab`` shows them for the bundled example data only, to teach.
 
 from __future__ import annotations
 
+import importlib
 import sys
-from collections.abc import Callable, Sequence
-from typing import Annotated
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Annotated, Any
 
 import typer
 
-from dpsense.cli.analyze_cmd import ANALYZE_EXAMPLES, analyze
-from dpsense.cli.audit_cmd import AUDIT_EXAMPLES, audit_command
-from dpsense.cli.audit_cmd import EXIT_VIOLATION as AUDIT_VIOLATION
-from dpsense.cli.bounds_cmd import BOUNDS_EXAMPLES, bounds_command
-from dpsense.cli.budget_cmd import budget_app
-from dpsense.cli.demo_cmd import DEMO_EXAMPLES, demo
-from dpsense.cli.explore_cmd import EXPLORE_EXAMPLES, explore
-from dpsense.cli.lab_cmd import LAB_EXAMPLES, lab_command
 from dpsense.cli.messages import cli_speak, option_names, repeated_option
-from dpsense.cli.ratio_cmd import RATIO_EXAMPLES, ratio_command
-from dpsense.cli.release_cmd import RELEASE_EXAMPLES, release_command
-from dpsense.cli.report_cmd import REPORT_EXAMPLES, report_command
-from dpsense.cli.sql_cmd import SQL_EXAMPLES, sql_command
 from dpsense.errors import BudgetExceededError, DPSenseError
 
 __all__ = ["app", "main"]
@@ -38,7 +27,7 @@ EXIT_OK = 0
 EXIT_INTERNAL = 1
 EXIT_INPUT = 2
 EXIT_BUDGET = 3
-EXIT_VIOLATION = AUDIT_VIOLATION  # dpsense audit found a violation (4)
+EXIT_VIOLATION = 4  # dpsense audit found a violation (audit_cmd.EXIT_VIOLATION)
 
 app = typer.Typer(
     name="dpsense",
@@ -89,17 +78,69 @@ def _root(
     """
 
 
-app.command(no_args_is_help=True, epilog=ANALYZE_EXAMPLES)(analyze)
-app.command(epilog=DEMO_EXAMPLES)(demo)
-app.command(no_args_is_help=True, epilog=EXPLORE_EXAMPLES)(explore)
-app.command(name="release", no_args_is_help=True, epilog=RELEASE_EXAMPLES)(release_command)
-app.command(name="ratio", no_args_is_help=True, epilog=RATIO_EXAMPLES)(ratio_command)
-app.command(name="bounds", no_args_is_help=True, epilog=BOUNDS_EXAMPLES)(bounds_command)
-app.command(name="sql", no_args_is_help=True, epilog=SQL_EXAMPLES)(sql_command)
-app.command(name="audit", no_args_is_help=True, epilog=AUDIT_EXAMPLES)(audit_command)
-app.add_typer(budget_app, name="budget")
-app.command(name="report", no_args_is_help=True, epilog=REPORT_EXAMPLES)(report_command)
-app.command(name="lab", no_args_is_help=True, epilog=LAB_EXAMPLES)(lab_command)
+# Each command's module loads when the command runs (or its help is shown), so that
+# `dpsense --version` and `dpsense release --help` do not import every engine and method:
+# name -> (module, function, its examples, options of app.command)
+_COMMANDS: dict[str, tuple[str, str, str, dict[str, Any]]] = {
+    "analyze": ("analyze_cmd", "analyze", "ANALYZE_EXAMPLES", {"no_args_is_help": True}),
+    "demo": ("demo_cmd", "demo", "DEMO_EXAMPLES", {}),
+    "explore": ("explore_cmd", "explore", "EXPLORE_EXAMPLES", {"no_args_is_help": True}),
+    "release": ("release_cmd", "release_command", "RELEASE_EXAMPLES", {"no_args_is_help": True}),
+    "ratio": ("ratio_cmd", "ratio_command", "RATIO_EXAMPLES", {"no_args_is_help": True}),
+    "bounds": ("bounds_cmd", "bounds_command", "BOUNDS_EXAMPLES", {"no_args_is_help": True}),
+    "sql": ("sql_cmd", "sql_command", "SQL_EXAMPLES", {"no_args_is_help": True}),
+    "audit": ("audit_cmd", "audit_command", "AUDIT_EXAMPLES", {"no_args_is_help": True}),
+    "budget": ("budget_cmd", "budget_app", "", {}),
+    "report": ("report_cmd", "report_command", "REPORT_EXAMPLES", {"no_args_is_help": True}),
+    "lab": ("lab_cmd", "lab_command", "LAB_EXAMPLES", {"no_args_is_help": True}),
+}
+
+
+def _load(name: str) -> Any:
+    """The click command ``name``, built by typer from its module (imported now)."""
+    module_name, attribute, examples, options = _COMMANDS[name]
+    module = importlib.import_module(f"dpsense.cli.{module_name}")
+    target = getattr(module, attribute)
+    if isinstance(target, typer.Typer):  # a group of its own (budget)
+        group = typer.main.get_command(target)
+        group.name = name
+        return group
+    single = typer.Typer(
+        add_completion=False,
+        rich_markup_mode=None,
+        pretty_exceptions_enable=False,
+        context_settings={"help_option_names": ["-h", "--help"]},
+    )
+    single.command(name=name, epilog=getattr(module, examples), **options)(target)
+    return typer.main.get_command(single)
+
+
+class _LazyCommands(Mapping[str, Any]):
+    """The root group's subcommands, each built on first access (``click.Group`` reads
+    ``commands`` as a mapping: a name test, a lookup, the names in order)."""
+
+    def __init__(self) -> None:
+        self._built: dict[str, Any] = {}
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in _COMMANDS:
+            raise KeyError(name)
+        if name not in self._built:
+            self._built[name] = _load(name)
+        return self._built[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_COMMANDS)
+
+    def __len__(self) -> int:
+        return len(_COMMANDS)
+
+
+def root_command() -> Any:
+    """The click command of ``dpsense``, its subcommands loaded on first use."""
+    command = typer.main.get_command(app)
+    command.commands = _LazyCommands()  # type: ignore[attr-defined]
+    return command
 
 
 # ------------------------------------------------------------------------ entry point
@@ -146,7 +187,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     int
         The exit code.
     """
-    command = typer.main.get_command(app)
+    command = root_command()
     args = list(argv) if argv is not None else sys.argv[1:]
     twice = repeated_option(command, args)
     if twice is not None:

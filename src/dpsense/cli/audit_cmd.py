@@ -15,18 +15,19 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, Final
+from typing import TYPE_CHECKING, Annotated, Any, Final
 
 import typer
 from rich import box
 from rich.table import Table
 
-from dpsense.audit import MechanismAudit, audit_mechanism
-from dpsense.audit.mechanism import DEFAULT_DRAWS, check_draws
+from dpsense.audit.mechanism import DEFAULT_DRAWS
 from dpsense.cli._shared import _console, _json_number, _print_json
-from dpsense.data import load_column
 from dpsense.errors import InputError
 from dpsense.params import check_delta, check_epsilon, check_int, check_probability
+
+if TYPE_CHECKING:
+    from dpsense.audit import MechanismAudit
 
 __all__ = ["AUDIT_EXAMPLES", "EXIT_VIOLATION", "audit_command", "load_mechanism"]
 
@@ -275,6 +276,10 @@ def audit_command(
     Prints the verdict and the measured privacy loss, a lower confidence bound on epsilon.
     A violation found is a proof (up to --alpha); no violation detected proves nothing.
     """
+    from dpsense.audit import audit_mechanism
+    from dpsense.audit.mechanism import check_draws
+    from dpsense.data import load_column
+
     check_epsilon(epsilon, where=_WHERE)
     check_delta(delta, where=_WHERE)
     check_draws(draws)

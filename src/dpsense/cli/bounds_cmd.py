@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import functools
 import warnings
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich import box
 from rich.table import Table
 
-from dpsense.bounds import private_bounds
 from dpsense.cli._shared import _console, _fmt, _print_json
 from dpsense.cli.release_cmd import DatasetOpt, EpsilonOpt, JsonOpt, LedgerOpt, SeedOpt, _accountant
-from dpsense.noise import SeededRandomnessWarning
-from dpsense.tables.schema import parse_schema_items
+
+if TYPE_CHECKING:
+    pass
 
 __all__ = ["bounds_command"]
 
@@ -61,6 +61,10 @@ def bounds_command(
     One exponential mechanism over pairs of grid points (docs/bounds.md). Pass them as
     --lower/--upper of a later release; charge both to one ledger to spend one budget.
     """
+    from dpsense.bounds import private_bounds
+    from dpsense.noise import SeededRandomnessWarning
+    from dpsense.tables.schema import parse_schema_items
+
     accountant = _accountant(ledger)
     run: Any = private_bounds
     if accountant is not None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import warnings
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -19,9 +19,9 @@ from dpsense.cli.release_cmd import (
     _accountant,
     _emit,
 )
-from dpsense.data import load_indicator
-from dpsense.methods.ratio import private_ratio
-from dpsense.noise import SeededRandomnessWarning
+
+if TYPE_CHECKING:
+    pass
 
 __all__ = ["RATIO_EXAMPLES", "ratio_command"]
 
@@ -59,6 +59,10 @@ def ratio_command(
 
     The columns hold 0/1 (or yes/no, true/false) per user.
     """
+    from dpsense.data import load_indicator
+    from dpsense.methods.ratio import private_ratio
+    from dpsense.noise import SeededRandomnessWarning
+
     a = load_indicator(data, numerator)
     b = load_indicator(data, denominator) if denominator is not None else None
     options: dict[str, Any] = {}

@@ -7,34 +7,21 @@ import math
 import warnings
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich import box
 from rich.table import Table
 
-from dpsense.accountant import Accountant
-from dpsense.bounds_in_release import BOUNDS_SHARE
 from dpsense.cli._shared import _console, _fmt, _print_json, _statistic
-from dpsense.cli.tables_io import (
-    check_output,
-    emit_grouped,
-    keys_option,
-    shown_accuracy,
-    shown_value,
-    write_output,
-)
-from dpsense.data import load_column
+from dpsense.defaults import ACCURACY_ALPHA, BOUNDS_SHARE, METHODS, STATISTIC_NAMES
 from dpsense.errors import InputError
-from dpsense.methods import Release
-from dpsense.methods.global_sensitivity import output_range
-from dpsense.methods.sample_aggregate import sample_and_aggregate
-from dpsense.noise import SeededRandomnessWarning
-from dpsense.release import METHODS, release
-from dpsense.statistics import STATISTIC_NAMES, BoundedStatistic, Count, Statistic, Sum
-from dpsense.tables import GroupedRelease
-from dpsense.tables.grouped_result import ACCURACY_ALPHA
-from dpsense.tables.schema import parquet_column_type, parse_schema_items, schema_resolution
+
+if TYPE_CHECKING:
+    from dpsense.accountant import Accountant
+    from dpsense.methods import Release
+    from dpsense.statistics import Statistic
+    from dpsense.tables import GroupedRelease
 
 __all__ = ["CLI_METHODS", "release_command"]
 
@@ -108,6 +95,10 @@ def _sample_aggregate(
     accountant: Accountant | None = None,
     label: str = "",
 ) -> Release:
+    from dpsense.methods.global_sensitivity import output_range
+    from dpsense.methods.sample_aggregate import sample_and_aggregate
+    from dpsense.statistics import BoundedStatistic, Count, Sum
+
     if blocks is None:
         raise InputError("--method sample-aggregate needs --blocks K (the number of blocks).")
     if isinstance(stat, Count | Sum) or not isinstance(stat, BoundedStatistic):
@@ -176,6 +167,8 @@ def _bounds_option(
 
 def _accountant(ledger: Path | None) -> Accountant | None:
     """The ledger-backed accountant for --ledger (the ledger must already exist)."""
+    from dpsense.accountant import Accountant
+
     if ledger is None:
         return None
     if not ledger.exists():
@@ -208,6 +201,8 @@ def receipt_json(result: Release) -> dict[str, Any]:
 
 def print_receipt(result: Release, column: str | None) -> None:
     """A readable receipt: the answer and how it was made."""
+    from dpsense.cli.tables_io import shown_accuracy, shown_value
+
     console = _console()
     title = f"Private {result.statistic}" + (f" of {column}" if column else "")
     table = Table(title=title, box=box.SIMPLE_HEAVY, show_header=False)
@@ -378,6 +373,14 @@ def release_command(
     blocks and the block answers are aggregated privately (Nissim, Raskhodnikova and
     Smith 2007, Section 4); the receipt names the aggregator, the statistic and k.
     """
+    from dpsense.cli.tables_io import check_output, emit_grouped, keys_option, write_output
+    from dpsense.data import load_column
+    from dpsense.methods import Release
+    from dpsense.noise import SeededRandomnessWarning
+    from dpsense.release import release
+    from dpsense.tables import GroupedRelease
+    from dpsense.tables.schema import parquet_column_type, parse_schema_items, schema_resolution
+
     if method not in CLI_METHODS:
         raise InputError(f"--method must be one of {', '.join(CLI_METHODS)}. Got {method!r}.")
     bounds_options = _bounds_option(statistic, lower, upper, bounds, bounds_share, method)

@@ -11,7 +11,6 @@ import typer
 from rich import box
 from rich.table import Table
 
-from dpsense.bounds_in_release import BOUNDS_SHARE
 from dpsense.cli._shared import _console, _print_json
 from dpsense.cli.release_cmd import (
     JsonOpt,
@@ -23,16 +22,15 @@ from dpsense.cli.release_cmd import (
     SeedOpt,
     _accountant,
 )
-from dpsense.cli.tables_io import _fit, _jsonable, check_output, keys_option, write_output
+from dpsense.defaults import BOUNDS_SHARE
 from dpsense.errors import InputError
-from dpsense.methods._release import format_value
-from dpsense.noise import SeededRandomnessWarning
-from dpsense.sql_release import sql
-from dpsense.tables import GroupedRelease
-from dpsense.tables.schema import parse_schema_items
 
 if TYPE_CHECKING:  # sqlglot is imported when the command runs, not at every start
     from dpsense.query.sql import SqlQuery
+
+
+if TYPE_CHECKING:
+    pass
 
 __all__ = ["SQL_EXAMPLES", "parse_bounds_items", "sql_command"]
 
@@ -105,6 +103,8 @@ def _table_of(spec: SqlQuery) -> str:
 def _cell(value: Any, statistic: bool) -> str:
     """A released cell: a refused value (None) shows "refused"; an accuracy that is not
     public (None) shows nothing."""
+    from dpsense.methods._release import format_value
+
     if value is None:
         return "refused" if statistic else ""
     if isinstance(value, bool) or not isinstance(value, int | float | list):
@@ -130,6 +130,8 @@ def _columns(spec: SqlQuery, rows: list[dict[str, Any]], *, all_accuracy: bool) 
 
 
 def _seeded(result: Any) -> bool:
+    from dpsense.tables import GroupedRelease
+
     for name in result:
         released = result[name]
         parts = [rel for _, rel in released] if isinstance(released, GroupedRelease) else [released]
@@ -139,6 +141,8 @@ def _seeded(result: Any) -> bool:
 
 
 def _emit(spec: SqlQuery, result: Any, json_output: bool) -> None:
+    from dpsense.cli.tables_io import _fit, _jsonable
+
     rows = [dict(r) for r in result.to_dicts()]
     columns = _columns(spec, rows, all_accuracy=json_output)
     if json_output:
@@ -222,7 +226,11 @@ def sql_command(
     GROUP BY; ORDER BY and LIMIT on the released rows. JOIN, subqueries, DISTINCT,
     HAVING, window functions and MIN/MAX are refused with what to do instead.
     """
+    from dpsense.cli.tables_io import check_output, keys_option, write_output
+    from dpsense.noise import SeededRandomnessWarning
     from dpsense.query.sql import parse_sql
+    from dpsense.sql_release import sql
+    from dpsense.tables.schema import parse_schema_items
 
     spec = parse_sql(query)
     path = _table_of(spec)

@@ -14,6 +14,7 @@ from dataclasses import replace
 from typing import Any, Final
 
 from dpsense._arrays import FloatArray, as_data
+from dpsense.defaults import METHODS
 from dpsense.errors import InputError
 from dpsense.methods import Release
 from dpsense.methods.adaptive import checked_adaptive, release_adaptive
@@ -33,16 +34,6 @@ from dpsense.tables.schema import array_type, schema_resolution
 
 __all__ = ["DISPATCH", "METHODS", "check_parameters", "checked_method", "release_column"]
 
-METHODS: Final = (
-    "auto",
-    "global",
-    "smooth",
-    "ptr",
-    "exponential",
-    "adaptive",
-    "ksw",
-    "bounded-ls",
-)
 _OPTIONS: Final[dict[str, tuple[str, ...]]] = {
     "global": ("noise",),
     "smooth": ("noise", "dof", "t", "sigma"),

@@ -9,8 +9,9 @@ from typing import Any
 
 import numpy as np
 
+from dpsense.defaults import ACCURACY_ALPHA
 from dpsense.methods import Release
-from dpsense.tables.grouped_result import ACCURACY_ALPHA, GroupedRelease, _shown, rows_frame
+from dpsense.tables.grouped_result import GroupedRelease, _shown, rows_frame
 
 __all__ = ["QueryResult"]
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from dpsense.defaults import STATISTIC_NAMES
 from dpsense.errors import InputError
 from dpsense.statistics._profile import INFINITE_DISTANCE, Profile
 from dpsense.statistics.base import NO_BOUND, BoundedStatistic, Statistic
@@ -29,18 +30,6 @@ __all__ = [
     "Variance",
     "make_statistic",
 ]
-
-STATISTIC_NAMES = (
-    "count",
-    "sum",
-    "mean",
-    "variance",
-    "std",
-    "median",
-    "quantile",
-    "quantiles",
-    "trimmed-mean",
-)
 
 
 def make_statistic(

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from dpsense.defaults import ACCURACY_ALPHA
 from dpsense.errors import InputError
 from dpsense.methods import Release
 from dpsense.methods._release import format_value
@@ -110,8 +111,6 @@ def rows_frame(rows: list[dict[str, Any]], columns: list[str], kind: str, owner:
 
 
 _RESULT_COLUMNS = ("value", "refused", "method", "noise", "scale", "accuracy", "rank_accuracy")
-ACCURACY_ALPHA = 0.05
-"""The accuracy column is the half-width at 95%."""
 
 
 def _shown(rel: Release) -> str:

@@ -1,0 +1,46 @@
+"""Public names and defaults, in a module that imports nothing else of dpsense.
+
+The command line builds its options and help from these (``dpsense release --help`` does
+not load the engines, the methods or the ledger to print them); the modules that use them
+import them from here, so each has one definition.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+__all__ = ["ACCURACY_ALPHA", "BOUNDS_SHARE", "METHODS", "STATISTIC_NAMES"]
+
+METHODS: Final = (
+    "auto",
+    "global",
+    "smooth",
+    "ptr",
+    "exponential",
+    "adaptive",
+    "ksw",
+    "bounded-ls",
+)
+"""The ``method=`` values of ``ds.release``."""
+
+STATISTIC_NAMES: Final = (
+    "count",
+    "sum",
+    "mean",
+    "variance",
+    "std",
+    "median",
+    "quantile",
+    "quantiles",
+    "trimmed-mean",
+)
+"""The statistics by name (``make_statistic``, ``--statistic``)."""
+
+BOUNDS_SHARE: Final = 0.3
+"""The default share of epsilon spent on the bounds, measured (docs/bounds_in_release.md §4):
+its median and mean errors are within 2 times the best share's in every cell of the study
+(the smallest worst case of the shares tried; 0.15 is better in the typical cell, 2.4 times
+worse in its worst)."""
+
+ACCURACY_ALPHA: Final = 0.05
+"""Accuracy columns and receipts give the half-width at 95%."""
