@@ -17,6 +17,7 @@ LAYERS = {
     "_arrays": 1,
     "_progress": 1,
     "_exact_budget": 1,
+    "defaults": 1,
     "noise": 2,
     "statistics": 2,
     "sensitivity": 3,
