@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test test-all lint typecheck unit slow bench clean
+.PHONY: demo test test-engines test-all lint typecheck unit slow bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -13,8 +13,9 @@ demo: $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ".[plot]"
 	$(BIN)/dpsense demo
 
+# the quick tier: lint, types and every test that needs no JVM, no browser and no long audit
 test: $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e ".[dev,spark]"
+	$(BIN)/python -m pip install --quiet -e ".[dev]"
 	$(MAKE) --no-print-directory lint typecheck unit
 
 lint:
@@ -25,14 +26,19 @@ typecheck:
 	$(BIN)/mypy
 
 unit:
-	$(BIN)/python -m pytest -n 2 -m "not slow" --durations=10
+	$(BIN)/python -m pytest -n 2 -m "not slow and not engines" --durations=25
 
-# the long statistical audits (marked slow); CI runs them after `make test`
+# the engines tier: Spark (a JVM; Java 17+) and the pages in headless Chromium
+test-engines: $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e ".[dev,spark]"
+	$(BIN)/python -m pytest -n 2 -m "engines and not slow" --durations=25
+
+# the long statistical audits and brute-force checks (marked slow)
 slow:
-	$(BIN)/python -m pytest -n 2 -m slow --durations=10
+	$(BIN)/python -m pytest -n 2 -m slow --durations=25
 
 test-all: test
-	$(MAKE) --no-print-directory slow
+	$(MAKE) --no-print-directory test-engines slow
 
 bench: $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ".[dev]"

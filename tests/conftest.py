@@ -27,6 +27,14 @@ settings.register_profile(
 settings.load_profile(os.environ.get("DPSENSE_HYPOTHESIS_PROFILE", "dpsense"))
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Spark and browser tests form the engines tier (``make test-engines``): each starts
+    a JVM or a browser, so the quick tier (``make test``) leaves them out."""
+    for item in items:
+        if item.get_closest_marker("spark") or item.get_closest_marker("browser"):
+            item.add_marker(pytest.mark.engines)
+
+
 class FakeTerminal(io.StringIO):
     """A text stream that says it is a terminal, and keeps what was written to it."""
 

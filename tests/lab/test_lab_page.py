@@ -12,6 +12,8 @@ import dpsense as ds
 from dpsense.lab import LabResults
 from tests.pages.browser import OpenedPage, open_page
 
+pytestmark = pytest.mark.browser
+
 pytest.importorskip("jinja2")
 pytest.importorskip("matplotlib")
 

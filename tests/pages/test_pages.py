@@ -44,6 +44,7 @@ def test_write_page_refuses_a_missing_folder(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.browser
 def test_page_loads_offline_in_chromium(tmp_path: Path) -> None:
     out = _page(tmp_path, "toolkit")
     with open_page(out, screenshot=tmp_path / "shot.png") as opened:

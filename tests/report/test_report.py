@@ -84,6 +84,7 @@ def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+@pytest.mark.browser
 def test_the_report_of_a_ledger_in_a_browser(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
