@@ -39,7 +39,8 @@ Randomness: dpsense draws from ``SeededRandom`` streams (one per cell, method an
 seeded from a CRC32 of their names), diffprivlib from a seeded ``RandomState``; OpenDP
 cannot be seeded, so its rows vary from run to run within their Monte Carlo error.
 
-The study itself lives in ``dpsense.lab`` (``study_*`` modules, shared with ``dpsense lab``);
+The study lives in ``benchmarks/utility_study`` (its data and releases in
+``dpsense.lab.study_setup``, shared with ``dpsense lab``);
 this script adds the peers and writes the files.
 
 Run: ``.venv/bin/python benchmarks/utility.py`` (about 10-30 minutes on 2 cores), or
@@ -58,9 +59,6 @@ from typing import Any, Final
 
 import numpy as np
 
-from dpsense.lab.study_markdown import render_markdown, summary_markdown
-from dpsense.lab.study_plots import plot_error_histograms, plot_mae_vs_epsilon
-from dpsense.lab.study_run import StudyConfig, run_study
 from dpsense.lab.study_setup import (
     NS,
     OPENDP_CANDIDATES,
@@ -70,8 +68,11 @@ from dpsense.lab.study_setup import (
     Draw,
     FloatArray,
 )
-from dpsense.lab.study_targets import evaluate_targets
 from dpsense.statistics import BoundedStatistic
+from utility_study.markdown import render_markdown, summary_markdown
+from utility_study.plots import plot_error_histograms, plot_mae_vs_epsilon
+from utility_study.run import StudyConfig, run_study
+from utility_study.targets import evaluate_targets
 
 DEFAULT_OUT: Final = Path(__file__).resolve().parent / "results"
 

@@ -1,4 +1,4 @@
-"""Smoke test of the utility study (dpsense.lab.study_*, run by benchmarks/utility.py).
+"""Smoke test of the utility study (benchmarks/utility_study, run by benchmarks/utility.py).
 
 n = 200, 20 trials, one epsilon, one worker; the peers take part only if importable.
 Checks the structure of the results and of the written files, never timings or MAEs.
@@ -15,11 +15,14 @@ from typing import Any
 
 import pytest
 
-from dpsense.lab.study_run import StudyConfig, run_study
 from dpsense.lab.study_setup import METHODS, T3_FACTOR, peer_available
-from dpsense.lab.study_targets import evaluate_targets
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "utility.py"
+# the study's modules live beside the script, which imports them as utility_study.*
+sys.path.insert(0, str(SCRIPT.parent))
+
+from utility_study.run import StudyConfig, run_study  # noqa: E402
+from utility_study.targets import evaluate_targets  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -9,8 +9,10 @@ self-contained HTML page, each figure with the finding measured in that run:
 3. private ratios (naive, local-bound, Kulesza-Suresh-Wang) against the group size;
 4. the noise of the Laplace, Gaussian and exponential mechanisms against their laws.
 
-The ``study_*`` modules hold the utility study that ``benchmarks/utility.py`` runs (dpsense's
-methods against peer libraries); the lab's method comparison releases through them.
+``study_setup`` holds the data sets and releases of the utility study that
+``benchmarks/utility.py`` runs (dpsense's methods against peer libraries; the rest of the
+study lives in ``benchmarks/utility_study``); the lab's method comparison releases through
+them.
 docs/lab.md explains each experiment and cites its papers.
 """
 

@@ -11,9 +11,10 @@ from typing import Any, Final
 
 import numpy as np
 
-from dpsense.lab.study_markdown import fmt
 from dpsense.lab.study_setup import DATASETS, DELTA, RESOLUTION
-from dpsense.lab.study_targets import resolution
+
+from .markdown import fmt
+from .targets import resolution
 
 PLOT_CELLS: Final = (
     "median/ages/n1000",

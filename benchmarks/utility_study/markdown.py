@@ -14,7 +14,8 @@ from dpsense.lab.study_setup import (
     T1_FACTOR,
     T3_FACTOR,
 )
-from dpsense.lab.study_targets import _best
+
+from .targets import _best
 
 
 def fmt(v: float | None) -> str:
