@@ -14,8 +14,9 @@ demo: $(BIN)/python
 	$(BIN)/dpsense demo
 
 # the quick tier: lint, types and every test that needs no JVM, no browser and no long audit
+# (PySpark is installed all the same: mypy checks the Spark engine against its types)
 test: $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	$(BIN)/python -m pip install --quiet -e ".[dev,spark]"
 	$(MAKE) --no-print-directory lint typecheck unit
 
 lint:
