@@ -1038,16 +1038,21 @@ def run_cli(request: Request, data: Path, folder: Path) -> Outcome:
 # ---------------------------------------------------------------------------------------
 
 
+# D (``which="D"``) or D' of the tables as the entry point reads it
+Source = Callable[[Tables, str, Path], Any]
+
+
 @dataclass
 class Case:
     index: int
     tables: Tables
     request: Request
+    source: Source = materialise  # another container plugs in here (tests/spark)
 
     def run(self, folder: Path) -> tuple[Outcome, Outcome]:
         outcomes = []
         for which in ("D", "D'"):
-            data = materialise(self.tables, which, folder)
+            data = self.source(self.tables, which, folder)
             if self.request.entry.startswith("cli-"):
                 outcomes.append(run_cli(self.request, data, folder))
             else:
@@ -1064,7 +1069,7 @@ class Case:
     def report(self, a: Outcome, b: Outcome, diffs: list[str], tried: int) -> str:
         t = self.tables
         data = {"pandas": "df", "parquet": "'people.parquet'", "csv": "'people.csv'",
-                "duckdb": "duckdb.from_df(df)"}[t.container]  # fmt: skip
+                "duckdb": "duckdb.from_df(df)", "spark": "spark_df"}[t.container]  # fmt: skip
         lines = [
             f"case #{self.index} (found after {self.index + 1} random requests) on "
             f"{t.container}, shrunk in {tried} evaluations:",
@@ -1193,6 +1198,7 @@ def check_cases(
     seed: int,
     folder: Path,
     make: Callable[[np.random.Generator, str, Tables, int], Request] = draw_request,
+    source: Source = materialise,
 ) -> None:
     """Draw ``count`` cases for ``entry`` (the container rotates), run each on D and D',
     and fail on the first that differs (all of them with DPSENSE_NEIGHBOURS_ALL=1)."""
@@ -1203,7 +1209,7 @@ def check_cases(
         container = containers[index % len(containers)]
         tables = draw_tables(rs, container)
         request = make(rs, entry, tables, index)
-        case = Case(index, tables, request)
+        case = Case(index, tables, request, source)
         if precondition_text(request, tables):
             continue
         findings.cases += 1
