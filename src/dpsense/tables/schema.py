@@ -254,8 +254,10 @@ def _spark_cast(column: str, type_name: str, cast: Cast) -> str:
         if type_name in _SPARK_NAMES:
             return f"try_cast({v} AS BIGINT)"
         return (
-            f"CASE WHEN NOT isnan({d}) AND {d} = floor({d}) AND {d} >= -{_INT64_LIMIT} "
-            f"AND {d} < {_INT64_LIMIT} THEN CAST({d} AS BIGINT) END"
+            # the range test comes first, in its own CASE: Spark's floor() of a double is
+            # a BIGINT and overflows (an error under ANSI) for +-inf or |x| >= 2^63
+            f"CASE WHEN {d} >= -{_INT64_LIMIT} AND {d} < {_INT64_LIMIT} THEN "
+            f"CASE WHEN {d} = floor({d}) THEN CAST({d} AS BIGINT) END END"
         )
     q = f"try_cast({v} AS DECIMAL({cast.precision},{cast.scale}))"
     return f"CASE WHEN CAST({q} AS DOUBLE) = {d} THEN {q} END"
