@@ -272,7 +272,7 @@ MUTANTS = (
     Mutant(
         "inf-is-an-error-in-tables",
         "an infinite value in a table column is an error instead of being clipped",
-        "src/dpsense/tables/checks.py",
+        "src/dpsense/tables/rows/checks.py",
         (
             (
                 '        nan = "" if exact_numeric(sql_type) else f" OR {is_nan(num)}"\n',
@@ -284,7 +284,7 @@ MUTANTS = (
     Mutant(
         "histogram-window-one-rank-wide",
         "a tied group read as its histogram answers a window one rank wider than asked",
-        "src/dpsense/tables/windows.py",
+        "src/dpsense/tables/rows/windows.py",
         (
             (
                 "cut_window(self.values, self.counts, *ranks, self._n)",
@@ -296,7 +296,7 @@ MUTANTS = (
     Mutant(
         "histogram-count-below-inclusive",
         "a tied group read as its histogram counts the records at v as below v (tail step)",
-        "src/dpsense/tables/windows.py",
+        "src/dpsense/tables/rows/windows.py",
         (
             (
                 'self.counts[: np.searchsorted(self.values, v, "left")]',
@@ -381,7 +381,7 @@ MUTANTS = (
     Mutant(
         "schema-cast-failure-becomes-null",
         "a value that does not fit its declared type becomes a null (nulls='error' raises)",
-        "src/dpsense/tables/schema.py",
+        "src/dpsense/tables/engines/duckdb/casts.py",
         (('        f"FROM {source.view} WHERE {fits_sql}"\n', '        f"FROM {source.view}"\n'),),
         ("tests/tables/test_total_where.py", "tests/neighbours/test_entry_points.py"),
     ),

@@ -73,3 +73,68 @@ def test_no_upward_imports(path: Path) -> None:
             continue
         target = LAYERS[parts[1]]
         assert target <= here, f"{path.relative_to(SRC)} (layer {here}) imports {name} ({target})"
+
+
+# inside tables: the engine-neutral rows (plans, summaries, the embedded store) at the
+# bottom, one room per engine above them, the engine interface above the engines, and the
+# orchestration (tables/*.py) on top. The two engines never import each other.
+TABLE_FLOORS = {
+    ("rows",): 1,
+    ("engines", "duckdb"): 2,
+    ("engines", "spark"): 2,
+    ("engines",): 3,
+    (): 4,
+}
+TABLES = SRC / "tables"
+
+
+def _table_room(parts: tuple[str, ...]) -> tuple[str, ...]:
+    """The room of a module of dpsense.tables by its path parts below tables/."""
+    folders = parts[:-1] if parts and parts[-1].endswith(".py") else parts
+    for size in (2, 1, 0):
+        if folders[:size] in TABLE_FLOORS and len(folders) >= size:
+            return tuple(folders[:size])
+    return ()
+
+
+def _room_of_module(name: str) -> tuple[str, ...] | None:
+    parts = name.split(".")
+    if parts[:2] != ["dpsense", "tables"]:
+        return None
+    below = tuple(parts[2:])
+    path = TABLES.joinpath(*below)
+    if path.with_suffix(".py").exists():
+        return _table_room((*below[:-1], below[-1] + ".py"))
+    return _table_room(below)
+
+
+@pytest.mark.parametrize(
+    "path", sorted(TABLES.rglob("*.py")), ids=lambda p: str(p.relative_to(TABLES))
+)
+def test_tables_floors_point_down(path: Path) -> None:
+    here = _table_room(path.relative_to(TABLES).parts)
+    for name in _dpsense_imports(path):
+        there = _room_of_module(name)
+        if there is None or there == here:
+            continue
+        assert TABLE_FLOORS[there] < TABLE_FLOORS[here], (
+            f"tables/{path.relative_to(TABLES)} ({'/'.join(here) or 'tables'}) imports "
+            f"{name} ({'/'.join(there) or 'tables'}): rooms of tables point down only"
+        )
+
+
+ENGINE_ROOMS = (SRC / "tables" / "engines" / "duckdb", SRC / "tables" / "engines" / "spark")
+
+
+@pytest.mark.parametrize("path", sorted(SRC.rglob("*.py")), ids=lambda p: str(p.relative_to(SRC)))
+def test_only_the_engines_choose_an_engine(path: Path) -> None:
+    """Outside tables/engines, no module imports an engine's own modules or PySpark's
+    DataFrame machinery: the query layer is written once, against ``tables.engines``."""
+    if any(room in path.parents for room in ENGINE_ROOMS):
+        return
+    for name in _dpsense_imports(path):
+        assert not name.startswith(
+            ("dpsense.tables.engines.duckdb", "dpsense.tables.engines.spark")
+        ) or (path.parent == SRC / "tables" / "engines"), (
+            f"{path.relative_to(SRC)} imports {name}: go through dpsense.tables.engines"
+        )

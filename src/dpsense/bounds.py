@@ -51,8 +51,8 @@ from dpsense.noise.rng import RandomSource, resolve_rng
 from dpsense.params import check_epsilon
 from dpsense.tables.grouped import bounded_values
 from dpsense.tables.row_filter import RowFilter
+from dpsense.tables.rows.source import is_table
 from dpsense.tables.schema import Cast, parse_schema
-from dpsense.tables.source import is_table
 
 __all__ = [
     "bound_scores",

@@ -240,7 +240,7 @@ def readable_twice(x: Any) -> Iterator[Any]:
     if not (isinstance(x, str) and x == "-"):
         yield x
         return
-    from dpsense.tables.source import _copy_stdin
+    from dpsense.tables.rows.source import _copy_stdin
 
     path = _copy_stdin()
     try:

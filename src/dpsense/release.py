@@ -24,7 +24,7 @@ from dpsense.query.plan import QueryPlan, ReleaseArgs, plan_query, statistic_spl
 from dpsense.query.run import run_plan
 from dpsense.statistics import Statistic
 from dpsense.tables.grouped import GroupedRelease
-from dpsense.tables.source import is_table
+from dpsense.tables.rows.source import is_table
 from dpsense.tables.zcdp import release_zcdp_cost, selection_rho
 
 __all__ = [

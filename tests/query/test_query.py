@@ -15,8 +15,9 @@ import dpsense as ds
 from dpsense.accounting.ledger import Ledger
 from dpsense.mechanisms.partition_selection import SelectionRule, select_groups
 from dpsense.noise.rng import SeededRandom
-from dpsense.query.bounding import BOUNDED, UnitBounding, bound_rows, checked_rows
-from dpsense.tables.source import open_table
+from dpsense.tables.engines.duckdb.query_rows import BOUNDED, bound_rows, checked_rows
+from dpsense.tables.rows.source import open_table
+from dpsense.tables.rows.unit_bounding import UnitBounding
 
 pytestmark = pytest.mark.filterwarnings("ignore::dpsense.SeededRandomnessWarning")
 

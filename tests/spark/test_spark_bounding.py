@@ -11,9 +11,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from dpsense.tables import spark as spark_engine
-from dpsense.tables import spark_hash
-from dpsense.tables.engine import TablePlan
+from dpsense.tables.engines.duckdb.bound import TablePlan
+from dpsense.tables.engines.spark import frame as spark_engine
+from dpsense.tables.engines.spark import long_hash as spark_hash
 from tests.spark.conftest import to_spark
 from tests.tables.test_bounding_definition import SALT, _brute_force, people_frame
 from tests.tables.test_hard_table_parity import GROUPS, _release

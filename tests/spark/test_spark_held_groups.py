@@ -19,9 +19,9 @@ from dpsense.methods.ksw import _QUANTA
 from dpsense.noise.rng import SeededRandom
 from dpsense.statistics._exact import RecordGrid
 from dpsense.statistics._grid import PowerOfTwoGrid
-from dpsense.tables import spark_groups
-from dpsense.tables.source import connection
-from dpsense.tables.spark_held import PAD, SparkRowGroups
+from dpsense.tables.engines.spark import groups as spark_groups
+from dpsense.tables.engines.spark.held import PAD, SparkRowGroups
+from dpsense.tables.rows.source import connection
 from tests.tables.windows_check import assert_windows_equal_the_arrays
 
 pytestmark = pytest.mark.spark

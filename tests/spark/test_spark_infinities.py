@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import dpsense as ds
-from dpsense.tables import spark_groups
-from dpsense.tables.spark_held import SparkRowGroups
+from dpsense.tables.engines.spark import groups as spark_groups
+from dpsense.tables.engines.spark.held import SparkRowGroups
 from tests.spark.conftest import to_spark
 
 pytestmark = pytest.mark.spark

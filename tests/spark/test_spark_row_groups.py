@@ -16,8 +16,9 @@ import pytest
 
 import dpsense as ds
 from dpsense.mechanisms.quantile import quantile_score
-from dpsense.tables import spark_groups, spark_held
-from dpsense.tables.spark_held import PAD, SparkRowGroups
+from dpsense.tables.engines.spark import groups as spark_groups
+from dpsense.tables.engines.spark import held as spark_held
+from dpsense.tables.engines.spark.held import PAD, SparkRowGroups
 from tests.tables.test_hard_table_parity import GROUPS, hard_table
 from tests.tables.test_hard_table_parity import hard as hard
 

@@ -13,8 +13,8 @@ import pyarrow as pa
 import pytest
 
 from dpsense.errors import InputError
-from dpsense.tables import spark_workers
-from dpsense.tables.engine import keyed_hash
+from dpsense.tables.engines.duckdb.bound import keyed_hash
+from dpsense.tables.engines.spark import workers as spark_workers
 
 pytestmark = pytest.mark.spark
 

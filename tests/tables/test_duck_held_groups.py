@@ -20,8 +20,9 @@ from dpsense.methods.ksw import _QUANTA
 from dpsense.noise.rng import SeededRandom
 from dpsense.statistics._exact import RecordGrid
 from dpsense.statistics._grid import PowerOfTwoGrid
-from dpsense.tables import duck_groups, held_scan
-from dpsense.tables.duck_groups import DuckGroups, rint_sql
+from dpsense.tables.engines.duckdb import groups as duck_groups
+from dpsense.tables.engines.duckdb import held_scan
+from dpsense.tables.engines.duckdb.groups import DuckGroups, rint_sql
 from tests.tables.windows_check import assert_windows_equal_the_arrays
 
 pd = pytest.importorskip("pandas")
@@ -348,7 +349,7 @@ def test_windows_read_from_raw_values_equal_the_clipped_arrays(
 
 
 def test_values_split_by_group_whatever_the_order_of_their_runs() -> None:
-    from dpsense.tables.windows import split_by_group
+    from dpsense.tables.rows.windows import split_by_group
 
     x = np.arange(10, dtype=np.float64)
     runs = split_by_group(np.array([3, 3, 1, 1, 1, 7, 2, 2, 2, 2]), x)  # one run each

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 import dpsense as ds
-from dpsense.tables import duck_groups, held_scan
+from dpsense.tables.engines.duckdb import groups as duck_groups
+from dpsense.tables.engines.duckdb import held_scan
 
 pd = pytest.importorskip("pandas")
 duckdb = pytest.importorskip("duckdb")

@@ -19,8 +19,9 @@ from dpsense.methods.ksw import _QUANTA
 from dpsense.noise.rng import SeededRandom
 from dpsense.statistics._exact import RecordGrid
 from dpsense.statistics._grid import PowerOfTwoGrid, ResolutionGrid
-from dpsense.tables import grouped, held_scan
-from dpsense.tables.windows import HistogramRecords
+from dpsense.tables import grouped
+from dpsense.tables.engines.duckdb import held_scan
+from dpsense.tables.rows.windows import HistogramRecords
 from tests.tables.windows_check import assert_windows_equal_the_arrays
 
 pd = pytest.importorskip("pandas")

@@ -321,7 +321,7 @@ def test_groups_held_in_duckdb_clip_infinities(
     """Every row a unit, every group held in DuckDB (its first pass and window pass read
     the raw values): the release equals the one with the infinities replaced by the
     bounds."""
-    from dpsense.tables import held_scan
+    from dpsense.tables.engines.duckdb import held_scan
 
     monkeypatch.setattr(held_scan, "HOLD_ROWS", 10)
     monkeypatch.setattr(held_scan, "HOLD_DISTINCT", 0)

@@ -1,7 +1,7 @@
 """One first pass and one window pass for a query's statistics with every row a unit.
 
-``tables.held_scan`` runs the engine's first pass (counts, value-hash samples, exact sums,
-checks) once for every statistic a query announces, and the median and the 90th
+``tables.engines.duckdb.held_scan`` runs the engine's first pass (counts, value-hash
+samples, exact sums, checks) once for every statistic a query announces, and the median and the 90th
 percentile of one column share their window pass. Both are speed only: each statistic's
 release equals the release of that statistic alone, at its share and with its seed.
 """
@@ -17,7 +17,8 @@ import pytest
 import dpsense as ds
 from dpsense.noise.rng import SeededRandom
 from dpsense.query.run import statistic_sources
-from dpsense.tables import duck_groups, held_scan
+from dpsense.tables.engines.duckdb import groups as duck_groups
+from dpsense.tables.engines.duckdb import held_scan
 
 pytestmark = pytest.mark.filterwarnings("ignore::dpsense.SeededRandomnessWarning")
 

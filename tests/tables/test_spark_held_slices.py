@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from dpsense.mechanisms._quantile_sampler import ArrayRecords, window_ranks
-from dpsense.tables.spark_held import _slice_histogram, _window
-from dpsense.tables.windows import window_rows
+from dpsense.tables.engines.spark.held import _slice_histogram, _window
+from dpsense.tables.rows.windows import window_rows
 
 
 def test_windows_from_slices_equal_the_arrays_or_miss() -> None:

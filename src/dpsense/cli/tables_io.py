@@ -23,7 +23,7 @@ from dpsense.methods import Release
 from dpsense.methods._release import format_value
 from dpsense.query import QueryResult
 from dpsense.tables import GroupedRelease
-from dpsense.tables.source import open_table, quote
+from dpsense.tables.rows.source import open_table, quote
 
 __all__ = [
     "check_output",

@@ -88,10 +88,10 @@ class RecordSource(Protocol):
     """The clipped records of one release, as the sampler reads them.
 
     The sampler needs the records' order statistics around the target rank, two counts
-    for the rare tail step, and (rarely) all of them sorted. :class:`ArrayRecords` answers
-    from a numpy array; an engine answers from where the records live
-    (``dpsense.tables.spark``), so that only the window reaches Python. Every answer is
-    exact: the sampler's output distribution does not depend on who answers.
+    for the rare tail step, and (rarely) all of them sorted. :class:`ArrayRecords` answers from
+    a numpy array; an engine answers from where the records live
+    (``dpsense.tables.engines.spark.frame``), so that only the window reaches Python. Every
+    answer is exact: the sampler's output distribution does not depend on who answers.
     """
 
     @property

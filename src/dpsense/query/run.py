@@ -2,16 +2,17 @@
 
 A bare statistic (or a dict of one) runs the engine's grouped path as it always has. A
 query of several statistics opens the table once, applies ``where`` and checks every
-column once, bounds each unit once over all the query's columns
-(:mod:`dpsense.query.bounding`), selects the groups once from the bounded table's unit
-counts, then runs each statistic's release on the bounded rows at its share of the
-budget, with the selected groups as its keys. docs/queries.md derives the total.
+column once, bounds each unit once over all the query's columns, selects the groups once
+from the bounded table's unit counts, then runs each statistic's release on the bounded
+rows at its share of the budget, with the selected groups as its keys. It is written once
+against the engine interface (``tables.engines``): the engine checks and bounds the rows
+(``duckdb/query_rows.py``, ``spark/query_rows.py``) and counts units per group; the draws
+are the same, in the same order, whichever engine runs. docs/queries.md derives the
+total.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from dpsense.bounds_in_release import (
@@ -20,7 +21,6 @@ from dpsense.bounds_in_release import (
 )
 from dpsense.methods import Release
 from dpsense.noise.rng import RandomSource
-from dpsense.query.bounding import BOUNDED, bound_rows, checked_rows
 from dpsense.query.methods import release_column
 from dpsense.query.plan import QueryPlan
 from dpsense.query.result import QueryResult
@@ -39,15 +39,14 @@ from dpsense.query.steps import (
     with_value_column,
 )
 from dpsense.statistics import BoundedStatistic, Statistic
+from dpsense.tables.engines import KeptRows, engine_for
 from dpsense.tables.grouped import (
     GroupedRelease,
     release_table,
     table_plan,
 )
-from dpsense.tables.held_scan import ScanNeed, announce
 from dpsense.tables.presence import add_presence
-from dpsense.tables.source import TableSource, quote
-from dpsense.tables.spark import is_spark_frame
+from dpsense.tables.rows.plan import TablePlan
 
 __all__ = ["run_plan", "statistic_sources"]
 
@@ -62,10 +61,6 @@ def run_plan(
         if plan.single:
             return result
         return as_query(plan, {plan.entries[0].name: result}, {})
-    if is_spark_frame(x):
-        from dpsense.query.spark_run import run_several_spark  # imports this module
-
-        return run_several_spark(plan, x, source)
     return _run_several(plan, x, source)
 
 
@@ -111,66 +106,36 @@ def _run_one(
     )
 
 
-def _new_temp_objects(con: Any, before: set[str]) -> list[tuple[str, str]]:
-    rows = con.execute(
-        "SELECT table_name, 'TABLE' FROM duckdb_tables() WHERE temporary "
-        "UNION ALL SELECT view_name, 'VIEW' FROM duckdb_views() WHERE temporary AND NOT internal"
-    ).fetchall()
-    return [(str(n), str(k)) for n, k in rows if str(n) not in before]
-
-
-@contextmanager
-def _scratch(con: Any) -> Iterator[None]:
-    """Drop the temporary tables and views a statistic's engine pass creates, so the next
-    statistic runs in the same connection on the same bounded rows."""
-    before = {n for n, _ in _new_temp_objects(con, set())}
-    try:
-        yield
-    finally:
-        for name, kind in _new_temp_objects(con, before):
-            con.execute(f"DROP {kind} IF EXISTS {quote(name)}")
-
-
 def _run_several(plan: QueryPlan, x: Any, source: RandomSource) -> QueryResult:
-    """Several statistics over one bounded table (module docstring)."""
+    """Several statistics over one bounded table, in whichever engine reads ``x``
+    (module docstring)."""
     plan = with_value_column(plan, x)
+    engine = engine_for(x)
     rngs = statistic_sources(source, len(plan.entries))
     with readable_twice(x) as data:
         stats, receipts = with_private_bounds(plan, data, source)
         with opened_query(plan, data) as (opened, values, public):
             # each COUNT(col)'s 0/1 column, hashed and carried by the bounding
             flags = tuple(add_presence(opened, counted_columns(plan)).values())
-            # with every row a unit and missing values an error, each statistic's first
-            # pass checks its columns (one pass shared by all, tables.held_scan): the
-            # same errors, without a pass of their own
-            skip = plan.unit is None and plan.nulls == "error"
-            keep = "TRUE" if skip else checked_rows(opened, values, plan.by, plan.unit, plan.nulls)
-            con = opened.con
-            if plan.unit is not None:
-                bounding = unit_bounding(plan, (*values, *flags), public, source)
-                bound_rows(opened, bounding, keep=keep)
-            else:
-                con.execute(
-                    f"CREATE TEMP VIEW {BOUNDED} AS SELECT * FROM {opened.view} WHERE {keep}"
-                )
-            keys, selection = _shared_groups(plan, con, public, source)
-            rows = TableSource(
-                con, BOUNDED, opened.columns, opened.label, declared_types=opened.declared_types
+            bounding = (
+                unit_bounding(plan, (*values, *flags), public, source)
+                if plan.unit is not None
+                else None
             )
-            rows.columns = [c for c in opened.columns]
-            _announce(plan, data, rows, stats)
-
-            @contextmanager
-            def bounded() -> Iterator[TableSource]:
-                with _scratch(con):
-                    yield rows
-
-            return release_entries(plan, data, stats, receipts, keys, selection, rngs, bounded)
+            with engine.kept(opened, values, plan.by, plan.unit, plan.nulls, bounding) as kept:
+                keys, selection = _shared_groups(plan, kept, source)
+                if kept.shares_first_pass:
+                    kept.announce(_needs(plan, data, kept.source, stats))
+                return release_entries(
+                    plan, data, stats, receipts, keys, selection, rngs, kept.opened
+                )
 
 
-def _announce(plan: QueryPlan, data: Any, rows: TableSource, stats: dict[str, Statistic]) -> None:
-    """Tell the engine what every statistic reads from its first pass over the bounded
-    rows, so that one pass serves them all (``tables.held_scan``; speed only: each
+def _needs(
+    plan: QueryPlan, data: Any, rows: Any, stats: dict[str, Statistic]
+) -> list[tuple[TablePlan, float | None]]:
+    """What every statistic reads from its first pass over the kept rows, so that one
+    pass serves them all (``tables.engines.duckdb.held_scan``; speed only: each
     statistic's release is what it would be alone on these rows)."""
     m = plan.max_rows if plan.unit is not None else 1
     g = plan.max_groups if (plan.unit is not None and plan.by) else 1
@@ -193,21 +158,17 @@ def _announce(plan: QueryPlan, data: Any, rows: TableSource, stats: dict[str, St
             schema=plan.casts,
         )
         if table.hold:
-            needs.append(ScanNeed.of(table, getattr(unit_stat, "p", None)))
-    announce(rows, needs)
+            needs.append((table, getattr(unit_stat, "p", None)))
+    return needs
 
 
 def _shared_groups(
-    plan: QueryPlan, con: Any, public: list[tuple[Any, ...]] | None, source: RandomSource
+    plan: QueryPlan, kept: KeptRows, source: RandomSource
 ) -> tuple[Any, dict[str, Any] | None]:
     """The groups every statistic releases: the public keys, or those private partition
-    selection keeps from the bounded table's unit counts (one selection for all)."""
+    selection keeps from the kept rows' unit counts (one selection for all)."""
     if not plan.by or plan.selection is None:
         return (plan.keys if plan.by else None), None
-    by = ", ".join(quote(b) for b in plan.by)
-    units = "count(DISTINCT (" + quote(plan.unit) + "))" if plan.unit is not None else "count(*)"
-    got = con.execute(
-        f"SELECT {by}, {units}::BIGINT FROM {BOUNDED} GROUP BY ALL ORDER BY {by}"
-    ).fetchall()
+    got = kept.unit_counts(plan.by, plan.unit)
     groups = [tuple(r[:-1]) for r in got]
     return select_shared(plan, groups, [int(r[-1]) for r in got], source)

@@ -1,10 +1,10 @@
 """The steps of a query of several statistics that do not depend on the engine.
 
-:mod:`dpsense.query.run` (DuckDB) and :mod:`dpsense.query.spark_run` (Spark) run the same
-plan in the same order with the same draws: one seed per statistic, the private bounds
-steps, the engine's checks and bounding, one partition selection from the bounded rows'
-unit counts, then each statistic's grouped release on the bounded rows. The engines
-differ only in how they read rows; these are the shared parts.
+:mod:`dpsense.query.run` runs a plan on any engine (``tables.engines``) in one order with
+the same draws: one seed per statistic, the private bounds steps, the engine's checks and
+bounding, one partition selection from the bounded rows' unit counts, then each
+statistic's grouped release on the bounded rows. The engines differ only in how they read
+rows; these are the steps around them.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from dpsense.bounds_in_release import BoundsPlan, _bounded, find_bounds, readabl
 from dpsense.mechanisms.partition_selection import SelectionRule, select_groups
 from dpsense.methods import Release
 from dpsense.noise.rng import RandomSource, SeededRandom
-from dpsense.query.bounding import UnitBounding
 from dpsense.query.methods import DISPATCH
 from dpsense.query.plan import Entry, QueryPlan, statistic_split
 from dpsense.query.result import QueryResult
@@ -29,6 +28,7 @@ from dpsense.statistics import BoundedStatistic, Count, Statistic
 from dpsense.tables.grouped import GroupedRelease, _normalise_keys, opened_table, release_opened
 from dpsense.tables.key_types import check_keys, key_casts
 from dpsense.tables.presence import presence_names
+from dpsense.tables.rows.unit_bounding import UnitBounding
 
 __all__ = [
     "as_query",

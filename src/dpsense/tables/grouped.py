@@ -24,13 +24,12 @@ from dpsense.statistics import (
     Sum,
 )
 from dpsense.statistics.units import per_unit
-from dpsense.tables.engine import TablePlan, bound_table
+from dpsense.tables.engines import engine_for
 from dpsense.tables.grouped_result import GroupedRelease, rows_frame
 from dpsense.tables.presence import add_presence, present_rows
 from dpsense.tables.row_filter import RowFilter
-from dpsense.tables.schema import Cast, apply_schema, declared_type, schema_resolution
-from dpsense.tables.source import open_table
-from dpsense.tables.spark import bound_spark_table, is_spark_frame, open_spark
+from dpsense.tables.rows.plan import TablePlan
+from dpsense.tables.schema import Cast, declared_type, schema_resolution
 
 __all__ = [
     "BudgetSplit",
@@ -204,7 +203,6 @@ def release_opened(
     g = max_groups_per_unit if (privacy_unit is not None and by) else 1
     public = _normalise_keys(keys, by) if (by and keys is not None) else None
     salt = (int(rng.words(1)[0] >> np.uint64(1)), int(rng.words(1)[0] >> np.uint64(1)))
-    spark = is_spark_frame(data)
     plan, unit_stat, resolution = table_plan(
         data,
         source,
@@ -219,7 +217,7 @@ def release_opened(
         salt=salt,
         schema=schema,
     )
-    table = _bound(source, plan, public, spark)
+    table = engine_for(source).bound(source, plan, public)
     params: dict[str, Any] = {
         "privacy_unit": privacy_unit,
         "max_rows_per_unit": m,
@@ -320,15 +318,9 @@ def opened_table(
     the ``schema`` casts applied, then ``row_filter``'s rows kept."""
     filter_cols = row_filter.columns if row_filter is not None else ()
     needed = [c for c in (*columns, *by, unit, *filter_cols) if c is not None]
-    spark = is_spark_frame(data)
-    if spark and row_filter is not None:
-        data = row_filter.spark_frame(data)
-    opened = (
-        open_spark(data)
-        if spark
-        else open_table(data, needed if columns or not resolve_value else None)
-    )
-    with opened as source:
+    engine = engine_for(data)
+    needed_or_all = needed if columns or not resolve_value else None
+    with engine.open(data, needed_or_all, row_filter) as source:
         if not columns and resolve_value:
             candidates = [c for c in source.columns if c not in (*by, unit)]
             if len(candidates) != 1:
@@ -343,47 +335,14 @@ def opened_table(
             source.require(b, "by")
         if unit is not None:
             source.require(unit, "privacy_unit")
-        if row_filter is not None and not spark:
-            _require_declared(source, row_filter, schema or {})
-        apply_schema(source, schema or {})
-        if row_filter is None or spark:
+        if row_filter is not None:
+            engine.check_filter(source, row_filter, schema or {})
+        engine.apply_schema(source, schema or {})
+        if row_filter is None:
             yield source, tuple(columns)
             return
-        row_filter.duckdb_view(source)
-        try:
+        with engine.filtered(source, row_filter):
             yield source, tuple(columns)
-        except _duckdb_errors() as exc:
-            # a predicate can fail on a row (a cast of a text value): DuckDB's message
-            # would quote the value, so it is left out
-            raise row_filter.failed(type(exc).__name__) from None
-
-
-def _require_declared(source: Any, row_filter: RowFilter, schema: Mapping[str, Cast]) -> None:
-    """On a CSV file (types inferred from the values, so not public), every column a row
-    filter reads must have a declared type: otherwise whether the filter binds would depend
-    on the values. Decided from the source's kind, the filter's text and ``schema``."""
-    if getattr(source, "declared_types", True):
-        return
-    undeclared = [c for c in row_filter.columns if c not in schema]
-    if undeclared:
-        example = ", ".join(f"{c!r}: 'int'" for c in undeclared[:2])
-        raise InputError(
-            f"The 'where' filter reads {', '.join(repr(c) for c in undeclared)} from "
-            f"{source.label}, whose column types are inferred from its values and so are not "
-            "public: declare the type of each column the filter reads, e.g. "
-            f"schema={{{example}}} ('int', 'float', 'decimal(p,s)' or 'text'; in the CLI "
-            "--schema COL=TYPE)."
-        )
-
-
-def _duckdb_errors() -> type[Exception]:
-    import duckdb
-
-    return duckdb.Error
-
-
-def _bound(source: Any, plan: TablePlan, keys: list[tuple[Any, ...]] | None, spark: bool) -> Any:
-    return bound_spark_table(source, plan, keys) if spark else bound_table(source, plan, keys)
 
 
 def bounded_values(
@@ -412,7 +371,7 @@ def bounded_values(
         row_filter=row_filter,
     ) as (source, (column,)):
         plan = TablePlan(column, (), privacy_unit, m, 1, nulls, None, None, salt)
-        table = _bound(source, plan, None, is_spark_frame(data))
+        table = engine_for(source).bound(source, plan, None)
         values = next(values for _, values in table.values([0]))
         return values if isinstance(values, np.ndarray) else values.sorted_values()
 

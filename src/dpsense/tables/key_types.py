@@ -37,17 +37,17 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from dpsense.tables.engine import TablePlan, _load_keys
+from dpsense.tables.engines import engine_for
+from dpsense.tables.rows.plan import TablePlan
+from dpsense.tables.rows.source import _PARQUET_SUFFIXES
 from dpsense.tables.schema import Cast, column_type
-from dpsense.tables.source import _PARQUET_SUFFIXES
-from dpsense.tables.spark import _keys_frame, is_spark_frame
 
 __all__ = ["check_keys", "key_casts", "undeclared_column"]
 
 
 def _inferred_file(path: str) -> bool:
     """True for a path DuckDB reads as CSV (column types inferred from the values): the
-    rule of ``tables.source._path_source``, from the path alone."""
+    rule of ``tables.rows.source._path_source``, from the path alone."""
     if path == "-":
         return True
     lowered = path.lower()
@@ -60,7 +60,7 @@ def _inferred_file(path: str) -> bool:
 def undeclared_column(data: Any, column: str) -> bool:
     """True when the engine would infer ``column``'s type from the values of ``data``
     (decided from the object and its declared types, before anything is opened)."""
-    if is_spark_frame(data):
+    if engine_for(data).declares_every_type:
         return False
     if isinstance(data, str | os.PathLike):
         return _inferred_file(os.fspath(data))
@@ -96,12 +96,4 @@ def check_keys(source: Any, by: tuple[str, ...], keys: list[tuple[Any, ...]]) ->
     declared type (or of two keys that read as one group), from the keys and the types
     alone, before an accountant's charge (``query.steps.checked_table``)."""
     plan = TablePlan(None, by, None, 1, 1, "error", None, None, (0, 0))
-    if getattr(source, "frame", None) is not None:  # Spark
-        _keys_frame(source, plan, keys)
-        return
-    types = {
-        str(r[0]): str(r[1])
-        for r in source.con.execute(f"DESCRIBE SELECT * FROM {source.view}").fetchall()
-    }
-    _load_keys(source, plan, keys, types)
-    source.con.execute("DROP TABLE IF EXISTS dpsense_keys")
+    engine_for(source).check_keys(source, plan, keys)

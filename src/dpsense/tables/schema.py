@@ -40,7 +40,7 @@ import math
 import os
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from fractions import Fraction
 from typing import Any, Final
 
@@ -48,12 +48,13 @@ import numpy as np
 
 from dpsense.errors import InputError
 from dpsense.statistics import Quantile, Quantiles, Statistic
-from dpsense.tables.source import _PARQUET_SUFFIXES, open_table, quote
+from dpsense.tables.rows.casts import Cast, ColumnType
+from dpsense.tables.rows.checks import SQL_INTEGERS as _SQL_INTEGERS
+from dpsense.tables.rows.source import _PARQUET_SUFFIXES, open_table, quote
 
 __all__ = [
     "Cast",
     "ColumnType",
-    "apply_schema",
     "array_type",
     "column_type",
     "declared_type",
@@ -63,81 +64,9 @@ __all__ = [
     "schema_resolution",
 ]
 
-_SQL_INTEGERS: Final = frozenset(
-    {
-        "TINYINT",
-        "SMALLINT",
-        "INTEGER",
-        "BIGINT",
-        "HUGEINT",
-        "UTINYINT",
-        "USMALLINT",
-        "UINTEGER",
-        "UBIGINT",
-        "UHUGEINT",
-        "BOOLEAN",
-    }
-)
 _SQL_DECIMAL: Final = re.compile(r"DECIMAL\((\d+),\s*(-?\d+)\)")
 _SCHEMA_DECIMAL: Final = re.compile(r"decimal\(\s*(\d+)\s*,\s*(\d+)\s*\)")
 _VOCABULARY: Final = "'int', 'float', 'decimal(p,s)' (e.g. 'decimal(10,2)') or 'text'"
-_INT64_LIMIT: Final = "9223372036854775808.0"  # 2^63, exact as a double
-
-
-@dataclass(frozen=True)
-class ColumnType:
-    """What a release learns from a column's type.
-
-    Attributes
-    ----------
-    name : str
-        The type by its SQL name, whatever the input ("BIGINT" for numpy's and pandas'
-        int64, Polars' Int64, Arrow's int64, Parquet's INT64 and Spark's LongType;
-        "DECIMAL(10,2)"), so that receipts agree across formats; for the ``schema=``
-        argument, its normalised text ("int", "decimal(10,2)").
-    scale : int or None
-        0 for integers and booleans, s for ``DECIMAL(p, s)``, None for every other type
-        (no resolution).
-    argument : bool
-        True when the type comes from the ``schema=`` argument rather than the input.
-    """
-
-    name: str
-    scale: int | None
-    argument: bool = False
-
-    @property
-    def step(self) -> Fraction | None:
-        """The spacing ``10**-scale`` as an exact fraction (None without a scale)."""
-        return None if self.scale is None else Fraction(10) ** -self.scale
-
-    @property
-    def source(self) -> str:
-        """The receipt's ``resolution_source``: "schema: BIGINT" or "schema argument: int"."""
-        return f"schema argument: {self.name}" if self.argument else f"schema: {self.name}"
-
-
-@dataclass(frozen=True)
-class Cast:
-    """One entry of the ``schema=`` argument: the type a column is cast to."""
-
-    kind: str
-    """"int", "float", "decimal" or "text"."""
-    precision: int = 0
-    scale: int = 0
-
-    @property
-    def text(self) -> str:
-        """The normalised type ("int", "float", "decimal(10,2)")."""
-        if self.kind == "decimal":
-            return f"decimal({self.precision},{self.scale})"
-        return self.kind
-
-    @property
-    def declared(self) -> ColumnType:
-        """The column's type once cast."""
-        scale = {"int": 0, "float": None, "text": None}.get(self.kind, self.scale)
-        return ColumnType(self.text, scale, argument=True)
 
 
 # -- the schema= argument ------------------------------------------------------------------
@@ -213,101 +142,6 @@ def parse_schema_items(items: Sequence[str], option: str = "--schema") -> dict[s
                 raise InputError(f"{option} names the column {name.strip()!r} more than once.")
             out[name.strip()] = text.strip()
     return out
-
-
-def _duckdb_cast(column: str, sql_type: str, cast: Cast) -> str:
-    """SQL for ``column`` cast to ``cast``: NULL where a value does not fit (a fraction
-    for an integer, more digits than the decimal holds, text that is not a number).
-
-    DuckDB's own casts round (``TRY_CAST('3.5' AS BIGINT)`` is 4), so a value fits only
-    when it survives the cast unchanged: compared as doubles (every double beyond 2^53 is a
-    whole number, and the release reads doubles). Text is trimmed first: besides being
-    harmless (DuckDB's casts ignore surrounding spaces), it stops DuckDB from pushing a bare
-    ``TRY_CAST`` into its CSV reader, which then fails on text instead of giving NULL."""
-    if cast.kind == "text":
-        return f"CAST({quote(column)} AS VARCHAR)"
-    v = f"trim({quote(column)})" if sql_type == "VARCHAR" else quote(column)
-    d = f"TRY_CAST({v} AS DOUBLE)"
-    if cast.kind == "float":
-        return d
-    if cast.kind == "int":
-        if sql_type in _SQL_INTEGERS:
-            return f"TRY_CAST({v} AS BIGINT)"
-        return (
-            f"CASE WHEN isfinite({d}) AND {d} = trunc({d}) AND {d} >= -{_INT64_LIMIT} "
-            f"AND {d} < {_INT64_LIMIT} THEN CAST({d} AS BIGINT) END"
-        )
-    q = f"TRY_CAST({v} AS DECIMAL({cast.precision},{cast.scale}))"
-    return f"CASE WHEN CAST({q} AS DOUBLE) = {d} THEN {q} END"
-
-
-def _spark_cast(column: str, type_name: str, cast: Cast) -> str:
-    """The Spark SQL counterpart of :func:`_duckdb_cast` (Spark's casts truncate or round
-    too)."""
-    v = "`" + column.replace("`", "``") + "`"
-    if cast.kind == "text":
-        return f"CAST({v} AS STRING)"
-    d = f"try_cast({v} AS DOUBLE)"
-    if cast.kind == "float":
-        return d
-    if cast.kind == "int":
-        if type_name in _SPARK_NAMES:
-            return f"try_cast({v} AS BIGINT)"
-        return (
-            # the range test comes first, in its own CASE: Spark's floor() of a double is
-            # a BIGINT and overflows (an error under ANSI) for +-inf or |x| >= 2^63
-            f"CASE WHEN {d} >= -{_INT64_LIMIT} AND {d} < {_INT64_LIMIT} THEN "
-            f"CASE WHEN {d} = floor({d}) THEN CAST({d} AS BIGINT) END END"
-        )
-    q = f"try_cast({v} AS DECIMAL({cast.precision},{cast.scale}))"
-    return f"CASE WHEN CAST({q} AS DOUBLE) = {d} THEN {q} END"
-
-
-def apply_schema(source: Any, casts: Mapping[str, Cast]) -> None:
-    """Cast the columns of an opened table (a DuckDB ``TableSource`` or a ``SparkSource``)
-    as ``casts`` says, in its engine; each column must exist. A row with a value that is
-    not null but does not fit its declared type is dropped (module docstring)."""
-    if not casts:
-        return
-    for name in casts:
-        source.require(name, "schema")
-    frame = getattr(source, "frame", None)
-    if frame is not None:  # Spark
-        from pyspark.sql import functions as sf
-
-        exprs = {
-            name: _spark_cast(name, type(source.types[name]).__name__, cast)
-            for name, cast in casts.items()
-        }
-        fits = " AND ".join(
-            f"(`{n.replace('`', '``')}` IS NULL OR ({e}) IS NOT NULL)" for n, e in exprs.items()
-        )
-        kept = frame.filter(sf.expr(fits))
-        source.frame = kept.withColumns({n: sf.expr(e) for n, e in exprs.items()})
-        source.types = {f.name: f.dataType for f in source.frame.schema.fields}
-        return
-    con = source.con
-    reader = getattr(source, "csv_reader", None)
-    if reader is not None and source.view == "src":
-        # read the declared columns as the file's own text, whatever DuckDB would infer
-        text = ", ".join(f"{_sql_text(n)}: 'VARCHAR'" for n in casts)
-        con.execute(f"CREATE OR REPLACE TEMP VIEW src AS SELECT * FROM {reader(text)}")
-    described = con.execute(f"DESCRIBE SELECT * FROM {source.view}").fetchall()
-    types = {str(r[0]): str(r[1]) for r in described}
-    cast_sql = {name: _duckdb_cast(name, types[name], cast) for name, cast in casts.items()}
-    exprs_sql = ", ".join(f"{e} AS {quote(n)}" for n, e in cast_sql.items())
-    fits_sql = " AND ".join(
-        f"({quote(n)} IS NULL OR ({e}) IS NOT NULL)" for n, e in cast_sql.items()
-    )
-    con.execute(
-        f"CREATE TEMP VIEW dpsense_schema AS SELECT * REPLACE ({exprs_sql}) "
-        f"FROM {source.view} WHERE {fits_sql}"
-    )
-    source.view = "dpsense_schema"
-
-
-def _sql_text(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
 
 
 # -- declared types ------------------------------------------------------------------------

@@ -20,11 +20,11 @@ from typing import Any
 import numpy as np
 
 from dpsense.errors import InputError
-from dpsense.tables.bounded import BoundedTable, TablePlan, stage_sql, summarise
-from dpsense.tables.checks import check_table, raise_on_flags
-from dpsense.tables.held_scan import held_table
-from dpsense.tables.source import TableSource
-from dpsense.tables.unit_bounding import bound_units, canonical, keyed_hash
+from dpsense.tables.engines.duckdb.held_scan import held_table
+from dpsense.tables.rows.bounded import BoundedTable, TablePlan, stage_sql, summarise
+from dpsense.tables.rows.checks import check_table, raise_on_flags
+from dpsense.tables.rows.source import TableSource
+from dpsense.tables.rows.unit_bounding import bound_units, canonical, keyed_hash
 
 __all__ = [
     "BoundedTable",
@@ -61,7 +61,7 @@ def bound_table(
     public = keys is not None and bool(by)
     if public:
         assert keys is not None
-        _load_keys(source, plan, keys, types)
+        load_keys(source, plan, keys, types)
     if (
         plan.unit is None
         and plan.hold
@@ -123,7 +123,7 @@ def bound_table(
     return summarise(source, group_keys, units, plan.column is not None)
 
 
-def _load_keys(
+def load_keys(
     source: TableSource, plan: TablePlan, keys: list[tuple[Any, ...]], types: dict[str, str]
 ) -> None:
     """The public keys as a table typed like the by-columns (matched by value, not text;

@@ -26,7 +26,7 @@ from numpy.typing import NDArray
 
 from dpsense.mechanisms._quantile_sampler import window_ranks
 from dpsense.statistics._exact import RecordGrid
-from dpsense.tables.windows import HeldGroup
+from dpsense.tables.rows.windows import HeldGroup
 
 __all__ = [
     "STREAM_DISTINCT",

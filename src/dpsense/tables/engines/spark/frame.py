@@ -28,19 +28,18 @@ from typing import Any
 import numpy as np
 
 from dpsense.errors import InputError
-from dpsense.tables import spark_groups, spark_hash, spark_held
-from dpsense.tables.engine import BoundedTable, TablePlan, keyed_hash, raise_on_flags
-from dpsense.tables.source import TableSource, connection
-from dpsense.tables.spark_groups import load_histogram
-from dpsense.tables.spark_workers import _with_keyed_hash, worker_errors
+from dpsense.tables.engines.spark import groups as spark_groups
+from dpsense.tables.engines.spark import held as spark_held
+from dpsense.tables.engines.spark import long_hash as spark_hash
+from dpsense.tables.engines.spark.groups import load_histogram
+from dpsense.tables.engines.spark.workers import _with_keyed_hash, worker_errors
+from dpsense.tables.rows.bounded import BoundedTable
+from dpsense.tables.rows.checks import raise_on_flags
+from dpsense.tables.rows.plan import TablePlan
+from dpsense.tables.rows.source import TableSource, connection
+from dpsense.tables.rows.unit_bounding import keyed_hash
 
-__all__ = ["SparkSource", "bound_spark_table", "is_spark_frame", "open_spark"]
-
-
-def is_spark_frame(data: Any) -> bool:
-    """True for a PySpark DataFrame (classic or Spark Connect), without importing pyspark."""
-    module = type(data).__module__
-    return module.startswith("pyspark.sql") and type(data).__name__ == "DataFrame"
+__all__ = ["SparkSource", "bound_spark_table", "open_spark"]
 
 
 class SparkSource:

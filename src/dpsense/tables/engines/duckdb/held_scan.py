@@ -11,7 +11,7 @@ and, for the exponential-mechanism quantile, a value-hash sample of each group
 * grouped by the by-columns' own values, then joined to the public keys (a join of one row
   per group instead of one per row of the table);
 * once for every statistic a query announces (:func:`announce`): the rows, samples and
-  sums of all of them in one pass, and one :class:`~dpsense.tables.duck_groups.DuckGroups`
+  sums of all of them in one pass, and one :class:`~dpsense.tables.engines.duckdb.groups.DuckGroups`
   per column, bounds and need, so that the median and the 90th percentile of one column
   also share their window pass.
 
@@ -30,9 +30,7 @@ import numpy as np
 
 from dpsense.methods.ksw import _QUANTA
 from dpsense.statistics._exact import RecordGrid
-from dpsense.tables.bounded import BoundedTable, TablePlan, stage_sql, summarise
-from dpsense.tables.checks import FLOAT_TYPES, check_exprs, exact_numeric, raise_on_flags
-from dpsense.tables.duck_groups import (
+from dpsense.tables.engines.duckdb.groups import (
     SAMPLE_MOD,
     DuckGroups,
     RawRows,
@@ -40,8 +38,10 @@ from dpsense.tables.duck_groups import (
     quanta_sum_sql,
     sample_test,
 )
-from dpsense.tables.source import TableSource, quote
-from dpsense.tables.windows import split_by_group
+from dpsense.tables.rows.bounded import BoundedTable, TablePlan, stage_sql, summarise
+from dpsense.tables.rows.checks import FLOAT_TYPES, check_exprs, exact_numeric, raise_on_flags
+from dpsense.tables.rows.source import TableSource, quote
+from dpsense.tables.rows.windows import split_by_group
 
 __all__ = ["HOLD_DISTINCT", "HOLD_ROWS", "HOLD_SUM_ROWS", "ScanNeed", "announce", "held_table"]
 

@@ -39,8 +39,9 @@ from numpy.typing import NDArray
 
 from dpsense.mechanisms._quantile_sampler import window_ranks
 from dpsense.statistics._exact import RecordGrid
-from dpsense.tables.windows import (
+from dpsense.tables.rows.windows import (
     BATCH_ROWS,
+    SAMPLE_MOD,
     HeldGroup,
     cut_window,
     split_by_group,
@@ -57,9 +58,6 @@ __all__ = [
     "rint_sql",
     "sample_test",
 ]
-
-SAMPLE_MOD: Final = 32
-"""The sample keeps the values whose hash is 0 modulo this (about one row in 32)."""
 
 _PAD: Final = 256
 """Ranks beyond the window each side that leave DuckDB (room for the neighbours' ties)."""

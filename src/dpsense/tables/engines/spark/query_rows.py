@@ -1,14 +1,15 @@
 """One contribution bounding for every statistic of a query, in Spark.
 
-The same definition as :mod:`dpsense.query.bounding` (DuckDB), computed with the
-DataFrame API: a unit keeps the ``g`` groups of smallest ``hash(key_g, unit, group)`` and,
-in each, the ``m`` rows of smallest ``hash(key_r, unit, row)``, the row being the tuple of
-every value column the query reads, each column in its canonical type (integers as
-BIGINT, floats and decimals as DOUBLE, the rest as text). The hash is DuckDB's: Spark's
-own long arithmetic (:mod:`dpsense.tables.spark_hash`) when every hashed column is a
-number and the unit an integer, else DuckDB on the executors' Arrow batches
-(:func:`dpsense.tables.spark_workers._with_keyed_hash`). So for the same keys Spark keeps
-exactly the rows DuckDB keeps, and a query on a Spark DataFrame releases what it
+The same definition as the DuckDB engine's
+(:mod:`dpsense.tables.engines.duckdb.query_rows`), computed with the DataFrame API: a unit
+keeps the ``g`` groups of smallest ``hash(key_g, unit, group)`` and, in each, the ``m`` rows
+of smallest ``hash(key_r, unit, row)``, the row being the tuple of every value column the
+query reads, each column in its canonical type (integers as BIGINT, floats and decimals as
+DOUBLE, the rest as text). The hash is DuckDB's: Spark's own long arithmetic
+(:mod:`dpsense.tables.engines.spark.long_hash`) when every hashed column is a number and the
+unit an integer, else DuckDB on the executors' Arrow batches
+(:func:`dpsense.tables.engines.spark.workers._with_keyed_hash`). So for the same keys Spark
+keeps exactly the rows DuckDB keeps, and a query on a Spark DataFrame releases what it
 releases on the same data in DuckDB for a seed.
 """
 
@@ -16,11 +17,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from dpsense.query.bounding import UnitBounding, raise_on_query_flags
-from dpsense.tables import spark_hash
-from dpsense.tables.engine import TablePlan, keyed_hash
-from dpsense.tables.spark import SparkSource, _canonical, _escape, _keys_frame
-from dpsense.tables.spark_workers import _with_keyed_hash
+from dpsense.tables.engines.spark import long_hash as spark_hash
+from dpsense.tables.engines.spark.frame import SparkSource, _canonical, _escape, _keys_frame
+from dpsense.tables.engines.spark.workers import _with_keyed_hash
+from dpsense.tables.rows.plan import TablePlan
+from dpsense.tables.rows.unit_bounding import UnitBounding, keyed_hash, raise_on_query_flags
 
 __all__ = ["spark_bound_rows", "spark_checked_rows"]
 
@@ -35,8 +36,8 @@ def spark_checked_rows(
     source: SparkSource, values: tuple[str, ...], by: tuple[str, ...], unit: str | None, nulls: str
 ) -> Any:
     """``source``'s frame with the rows every statistic uses, after one check of all the
-    query's columns (as :func:`dpsense.query.bounding.checked_rows`: non-numeric entries
-    of a value column, missing values in any used column: an InputError, or dropped with
+    query's columns (as the DuckDB engine's ``checked_rows``: non-numeric entries of a
+    value column, missing values in any used column: an InputError, or dropped with
     ``nulls="drop"``). One Spark job; messages name columns, never values or counts."""
     from pyspark.sql import types as st
 

@@ -15,45 +15,24 @@ each), so a statistic's release equals a one-statistic release on the bounded ro
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
-from dpsense.tables.checks import is_nan, raise_on_flags
-from dpsense.tables.engine import TablePlan, _load_keys
-from dpsense.tables.source import quote
-from dpsense.tables.unit_bounding import canonical, keyed_hash
+from dpsense.tables.engines.duckdb.bound import TablePlan, load_keys
+from dpsense.tables.rows.checks import is_nan
+from dpsense.tables.rows.source import quote
+from dpsense.tables.rows.unit_bounding import (
+    UnitBounding,
+    canonical,
+    keyed_hash,
+    raise_on_query_flags,
+)
 
-__all__ = ["BOUNDED", "UnitBounding", "bound_rows", "checked_rows", "raise_on_query_flags"]
+__all__ = ["BOUNDED", "bound_rows", "checked_rows"]
 
 BOUNDED = "dpsense_query_rows"
 """The temporary table (or view, without a privacy unit) of the query's kept rows."""
 
 _FLOATS = frozenset({"FLOAT", "DOUBLE"})
-
-
-@dataclass(frozen=True)
-class UnitBounding:
-    """The one contribution bounding of a query: its value, group and unit columns, the
-    limits, the public keys (or None) and the secret keys of the two hashes."""
-
-    values: tuple[str, ...]
-    by: tuple[str, ...]
-    unit: str
-    max_rows: int
-    max_groups: int
-    keys: list[tuple[Any, ...]] | None
-    salt: tuple[int, int]
-
-    def parts(self) -> tuple[Any, ...]:
-        return (
-            self.values,
-            self.by,
-            self.unit,
-            self.max_rows,
-            self.max_groups,
-            self.keys,
-            self.salt,
-        )
 
 
 def _types(source: Any) -> dict[str, str]:
@@ -92,33 +71,6 @@ def checked_rows(
     return f"NOT ({' OR '.join(missing)})" if drop else "TRUE"
 
 
-def raise_on_query_flags(
-    values: tuple[str, ...],
-    by: tuple[str, ...],
-    unit: str | None,
-    nulls: str,
-    nonnumeric: list[bool],
-    value_missing: list[bool],
-    key_missing: bool,
-) -> bool:
-    """The InputError of a query's checks, naming the column that has non-numeric entries
-    (first) or missing values, with the by and unit columns; True when rows with missing
-    values are to be dropped (``nulls="drop"``)."""
-    for i, v in enumerate(values):
-        raise_on_flags(
-            TablePlan(v, by, unit, 1, 1, nulls, None, None, (0, 0)), [nonnumeric[i], False]
-        )
-    drop = False
-    for i, v in enumerate(values):
-        plan = TablePlan(v, by, unit, 1, 1, nulls, None, None, (0, 0))
-        drop = raise_on_flags(plan, [False, value_missing[i] or key_missing]) or drop
-    if not values:
-        drop = raise_on_flags(
-            TablePlan(None, by, unit, 1, 1, nulls, None, None, (0, 0)), [key_missing]
-        )
-    return drop
-
-
 def bound_rows(source: Any, bounding: UnitBounding, *, keep: str) -> None:
     """Create the temporary table :data:`BOUNDED` of the rows a unit keeps (see the
     module's docstring) in ``source``'s connection: the ``values``, ``by`` and ``unit``
@@ -134,9 +86,7 @@ def bound_rows(source: Any, bounding: UnitBounding, *, keep: str) -> None:
     stage = f"SELECT {cols}, {canon_u} AS u FROM {source.view} WHERE {keep}"
     group = [alias[b] for b in by]
     if keys is not None and by:
-        _load_keys(
-            source, TablePlan(None, by, unit, 1, 1, "error", None, None, (0, 0)), keys, types
-        )
+        load_keys(source, TablePlan(None, by, unit, 1, 1, "error", None, None, (0, 0)), keys, types)
         on = " AND ".join(f"s.{alias[b]} = k.g{i}" for i, b in enumerate(by))
         stage = f"SELECT s.* FROM ({stage}) s SEMI JOIN dpsense_keys k ON {on}"
     salt_g, salt_r = salt

@@ -14,10 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from dpsense.tables.plan import TablePlan
-from dpsense.tables.source import TableSource, quote
-from dpsense.tables.unit_bounding import canonical
-from dpsense.tables.windows import BATCH_ROWS, HistogramRecords
+from dpsense.tables.rows.plan import TablePlan
+from dpsense.tables.rows.source import TableSource, quote
+from dpsense.tables.rows.unit_bounding import canonical
+from dpsense.tables.rows.windows import BATCH_ROWS, HistogramRecords
 
 __all__ = ["BoundedTable", "TablePlan", "stage_sql", "summarise"]
 
@@ -43,7 +43,7 @@ class BoundedTable:
     def values(self, gids: Sequence[int], *, histograms: bool = False) -> Iterator[tuple[int, Any]]:
         """(gid, sorted clipped values) for each gid in increasing order; for a group in
         ``held``, the object that answers for its records. With ``histograms``, the other
-        groups come as their histogram (:class:`~dpsense.tables.windows.HistogramRecords`,
+        groups come as their histogram (:class:`~dpsense.tables.rows.windows.HistogramRecords`,
         whose ``sorted_values`` rebuilds the array when a method needs every record).
 
         DuckDB hands over each group as a histogram (distinct values and their counts, in

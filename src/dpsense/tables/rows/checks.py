@@ -12,11 +12,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Final
 
 from dpsense.errors import InputError
-from dpsense.tables.schema import _SQL_INTEGERS
-from dpsense.tables.source import TableSource, quote
+from dpsense.tables.rows.source import TableSource, quote
 
 if TYPE_CHECKING:
-    from dpsense.tables.plan import TablePlan
+    from dpsense.tables.rows.plan import TablePlan
 
 __all__ = [
     "FLOAT_TYPES",
@@ -28,7 +27,24 @@ __all__ = [
 ]
 
 FLOAT_TYPES: Final = frozenset({"FLOAT", "DOUBLE"})
-_INTEGERS: Final = _SQL_INTEGERS - {"BOOLEAN"}
+SQL_INTEGERS: Final = frozenset(
+    {
+        "TINYINT",
+        "SMALLINT",
+        "INTEGER",
+        "BIGINT",
+        "HUGEINT",
+        "UTINYINT",
+        "USMALLINT",
+        "UINTEGER",
+        "UBIGINT",
+        "UHUGEINT",
+        "BOOLEAN",
+    }
+)
+"""DuckDB's integer types (and BOOLEAN), which a declared integer reads exactly."""
+
+_INTEGERS: Final = SQL_INTEGERS - {"BOOLEAN"}
 
 
 def is_nan(expr: str) -> str:

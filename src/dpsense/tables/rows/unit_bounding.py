@@ -20,14 +20,20 @@ seconds, against a few for the arg-min and the semi-join.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final
+from dataclasses import dataclass
+from typing import Any, Final
 
-from dpsense.tables.checks import FLOAT_TYPES
+from dpsense.tables.rows.checks import FLOAT_TYPES, raise_on_flags
+from dpsense.tables.rows.plan import TablePlan
 
-if TYPE_CHECKING:
-    from dpsense.tables.plan import TablePlan
-
-__all__ = ["SCALAR_ROWS", "bound_units", "canonical", "keyed_hash"]
+__all__ = [
+    "SCALAR_ROWS",
+    "UnitBounding",
+    "bound_units",
+    "canonical",
+    "keyed_hash",
+    "raise_on_query_flags",
+]
 
 SCALAR_ROWS: Final = 16
 """Up to this many rows per unit, a unit's kept values are stored as scalar columns."""
@@ -128,3 +134,55 @@ def _chosen_rows(plan: TablePlan, stage: str, group_cols: list[str], canon: str)
             top = f"unnest(min_by({{{struct}}}, hg, {G}), recursive := true)"
         chosen = f"SELECT u, {top} FROM ({distinct}) GROUP BY u"
     return f"SELECT s.* FROM ({stage}) s SEMI JOIN ({chosen}) c USING (u, {keyed})"
+
+
+@dataclass(frozen=True)
+class UnitBounding:
+    """The one contribution bounding of a query: its value, group and unit columns, the
+    limits, the public keys (or None) and the secret keys of the two hashes."""
+
+    values: tuple[str, ...]
+    by: tuple[str, ...]
+    unit: str
+    max_rows: int
+    max_groups: int
+    keys: list[tuple[Any, ...]] | None
+    salt: tuple[int, int]
+
+    def parts(self) -> tuple[Any, ...]:
+        return (
+            self.values,
+            self.by,
+            self.unit,
+            self.max_rows,
+            self.max_groups,
+            self.keys,
+            self.salt,
+        )
+
+
+def raise_on_query_flags(
+    values: tuple[str, ...],
+    by: tuple[str, ...],
+    unit: str | None,
+    nulls: str,
+    nonnumeric: list[bool],
+    value_missing: list[bool],
+    key_missing: bool,
+) -> bool:
+    """The InputError of a query's checks, naming the column that has non-numeric entries
+    (first) or missing values, with the by and unit columns; True when rows with missing
+    values are to be dropped (``nulls="drop"``)."""
+    for i, v in enumerate(values):
+        raise_on_flags(
+            TablePlan(v, by, unit, 1, 1, nulls, None, None, (0, 0)), [nonnumeric[i], False]
+        )
+    drop = False
+    for i, v in enumerate(values):
+        plan = TablePlan(v, by, unit, 1, 1, nulls, None, None, (0, 0))
+        drop = raise_on_flags(plan, [False, value_missing[i] or key_missing]) or drop
+    if not values:
+        drop = raise_on_flags(
+            TablePlan(None, by, unit, 1, 1, nulls, None, None, (0, 0)), [key_missing]
+        )
+    return drop

@@ -39,6 +39,10 @@ BATCH_ROWS: Final = 4_000_000
 """Largest number of histogram rows fetched into Python at once (32 MB of doubles)."""
 
 
+SAMPLE_MOD: Final = 32
+"""The sample keeps the values whose hash is 0 modulo this (about one row in 32)."""
+
+
 class GroupAnswers(Protocol):
     """What a :class:`HeldGroup` asks of the groups an engine holds (``DuckGroups``,
     ``spark_groups.SparkGroups``, ``spark_held.SparkRowGroups``)."""

@@ -35,11 +35,8 @@ import numpy as np
 from dpsense.mechanisms._quantile_sampler import window_ranks
 from dpsense.methods.ksw import _QUANTA
 from dpsense.statistics._exact import RecordGrid
-from dpsense.tables import spark_groups
-from dpsense.tables.bounded import BoundedTable, TablePlan, summarise
-from dpsense.tables.duck_groups import SAMPLE_MOD
-from dpsense.tables.source import TableSource
-from dpsense.tables.spark_groups import (
+from dpsense.tables.engines.spark import groups as spark_groups
+from dpsense.tables.engines.spark.groups import (
     F64,
     I64,
     SparkGroup,
@@ -49,7 +46,9 @@ from dpsense.tables.spark_groups import (
     load_histogram,
     quanta_k,
 )
-from dpsense.tables.windows import _distinct, window_rows
+from dpsense.tables.rows.bounded import BoundedTable, TablePlan, summarise
+from dpsense.tables.rows.source import TableSource
+from dpsense.tables.rows.windows import SAMPLE_MOD, _distinct, window_rows
 
 __all__ = ["PAD", "SparkRowGroups", "bracket", "held_spark_table", "margin"]
 

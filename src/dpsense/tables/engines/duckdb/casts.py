@@ -1,0 +1,72 @@
+"""Casting a DuckDB source to the declared ``schema=`` types: a row whose non-null value
+does not fit its declared type is dropped (docs/tables.md, "Declared types")."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from dpsense.tables.rows.casts import INT64_LIMIT as _INT64_LIMIT
+from dpsense.tables.rows.casts import Cast
+from dpsense.tables.rows.checks import SQL_INTEGERS as _SQL_INTEGERS
+from dpsense.tables.rows.source import quote
+
+__all__ = ["apply_duckdb_schema"]
+
+
+def _duckdb_cast(column: str, sql_type: str, cast: Cast) -> str:
+    """SQL for ``column`` cast to ``cast``: NULL where a value does not fit (a fraction
+    for an integer, more digits than the decimal holds, text that is not a number).
+
+    DuckDB's own casts round (``TRY_CAST('3.5' AS BIGINT)`` is 4), so a value fits only
+    when it survives the cast unchanged: compared as doubles (every double beyond 2^53 is a
+    whole number, and the release reads doubles). Text is trimmed first: besides being
+    harmless (DuckDB's casts ignore surrounding spaces), it stops DuckDB from pushing a bare
+    ``TRY_CAST`` into its CSV reader, which then fails on text instead of giving NULL."""
+    if cast.kind == "text":
+        return f"CAST({quote(column)} AS VARCHAR)"
+    v = f"trim({quote(column)})" if sql_type == "VARCHAR" else quote(column)
+    d = f"TRY_CAST({v} AS DOUBLE)"
+    if cast.kind == "float":
+        return d
+    if cast.kind == "int":
+        if sql_type in _SQL_INTEGERS:
+            return f"TRY_CAST({v} AS BIGINT)"
+        return (
+            f"CASE WHEN isfinite({d}) AND {d} = trunc({d}) AND {d} >= -{_INT64_LIMIT} "
+            f"AND {d} < {_INT64_LIMIT} THEN CAST({d} AS BIGINT) END"
+        )
+    q = f"TRY_CAST({v} AS DECIMAL({cast.precision},{cast.scale}))"
+    return f"CASE WHEN CAST({q} AS DOUBLE) = {d} THEN {q} END"
+
+
+def apply_duckdb_schema(source: Any, casts: Mapping[str, Cast]) -> None:
+    """Cast the columns of an opened table (a DuckDB ``TableSource`` or a ``SparkSource``)
+    as ``casts`` says, in its engine; each column must exist. A row with a value that is
+    not null but does not fit its declared type is dropped (module docstring)."""
+    if not casts:
+        return
+    for name in casts:
+        source.require(name, "schema")
+    con = source.con
+    reader = getattr(source, "csv_reader", None)
+    if reader is not None and source.view == "src":
+        # read the declared columns as the file's own text, whatever DuckDB would infer
+        text = ", ".join(f"{_sql_text(n)}: 'VARCHAR'" for n in casts)
+        con.execute(f"CREATE OR REPLACE TEMP VIEW src AS SELECT * FROM {reader(text)}")
+    described = con.execute(f"DESCRIBE SELECT * FROM {source.view}").fetchall()
+    types = {str(r[0]): str(r[1]) for r in described}
+    cast_sql = {name: _duckdb_cast(name, types[name], cast) for name, cast in casts.items()}
+    exprs_sql = ", ".join(f"{e} AS {quote(n)}" for n, e in cast_sql.items())
+    fits_sql = " AND ".join(
+        f"({quote(n)} IS NULL OR ({e}) IS NOT NULL)" for n, e in cast_sql.items()
+    )
+    con.execute(
+        f"CREATE TEMP VIEW dpsense_schema AS SELECT * REPLACE ({exprs_sql}) "
+        f"FROM {source.view} WHERE {fits_sql}"
+    )
+    source.view = "dpsense_schema"
+
+
+def _sql_text(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"

@@ -1,0 +1,60 @@
+"""Casting a Spark source to the declared ``schema=`` types, as the DuckDB engine does
+(``tables.engines.duckdb.casts``): a row whose non-null value does not fit is dropped."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from dpsense.tables.rows.casts import INT64_LIMIT as _INT64_LIMIT
+from dpsense.tables.rows.casts import Cast
+
+__all__ = ["apply_spark_schema"]
+
+_INTEGER_TYPES: Final = frozenset(
+    {"ByteType", "ShortType", "IntegerType", "LongType", "BooleanType"}
+)
+
+
+def _spark_cast(column: str, type_name: str, cast: Cast) -> str:
+    """The Spark SQL counterpart of :func:`_duckdb_cast` (Spark's casts truncate or round
+    too)."""
+    v = "`" + column.replace("`", "``") + "`"
+    if cast.kind == "text":
+        return f"CAST({v} AS STRING)"
+    d = f"try_cast({v} AS DOUBLE)"
+    if cast.kind == "float":
+        return d
+    if cast.kind == "int":
+        if type_name in _INTEGER_TYPES:
+            return f"try_cast({v} AS BIGINT)"
+        return (
+            # the range test comes first, in its own CASE: Spark's floor() of a double is
+            # a BIGINT and overflows (an error under ANSI) for +-inf or |x| >= 2^63
+            f"CASE WHEN {d} >= -{_INT64_LIMIT} AND {d} < {_INT64_LIMIT} THEN "
+            f"CASE WHEN {d} = floor({d}) THEN CAST({d} AS BIGINT) END END"
+        )
+    q = f"try_cast({v} AS DECIMAL({cast.precision},{cast.scale}))"
+    return f"CASE WHEN CAST({q} AS DOUBLE) = {d} THEN {q} END"
+
+
+def apply_spark_schema(source: Any, casts: Mapping[str, Cast]) -> None:
+    """Cast the columns of a ``SparkSource`` as ``casts`` says; a row with a value that is
+    not null but does not fit its declared type is dropped."""
+    if not casts:
+        return
+    for name in casts:
+        source.require(name, "schema")
+    frame = source.frame
+    from pyspark.sql import functions as sf
+
+    exprs = {
+        name: _spark_cast(name, type(source.types[name]).__name__, cast)
+        for name, cast in casts.items()
+    }
+    fits = " AND ".join(
+        f"(`{n.replace('`', '``')}` IS NULL OR ({e}) IS NOT NULL)" for n, e in exprs.items()
+    )
+    kept = frame.filter(sf.expr(fits))
+    source.frame = kept.withColumns({n: sf.expr(e) for n, e in exprs.items()})
+    source.types = {f.name: f.dataType for f in source.frame.schema.fields}
