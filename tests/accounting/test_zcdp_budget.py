@@ -23,7 +23,7 @@ import dpsense as ds
 from dpsense.accounting import Ledger
 from dpsense.mechanisms.partition_selection import SelectionRule, select_groups
 from dpsense.noise.rng import SeededRandom
-from dpsense.tables.grouped import budget_split
+from dpsense.tables.request import budget_split
 
 # x' : two large groups, and one extra person who makes a third group alone
 TABLE = {"g": ["a"] * 60 + ["b"] * 60 + ["new"], "x": list(np.linspace(0.0, 100.0, 121))}

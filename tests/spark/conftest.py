@@ -4,9 +4,7 @@ out); each xdist worker that runs one starts its own local session."""
 
 from __future__ import annotations
 
-import os
 import shutil
-import sys
 import warnings
 from collections.abc import Iterator
 from typing import Any
@@ -14,6 +12,7 @@ from typing import Any
 import pytest
 
 from dpsense.datasets import make_panel
+from tests.spark_session import local_session
 
 pd = pytest.importorskip("pandas")
 with warnings.catch_warnings():
@@ -35,21 +34,7 @@ def _quiet_seeds() -> None:
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
-    # the executors' Python workers (contribution bounding hashes Arrow batches with
-    # DuckDB) must run this interpreter, which has dpsense's dependencies
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        session = (
-            pyspark_sql.SparkSession.builder.master("local[2]")
-            .appName("dpsense-tests")
-            .config("spark.ui.enabled", "false")
-            .config("spark.sql.shuffle.partitions", "4")
-            .config("spark.driver.memory", "1g")
-            .config("spark.ui.showConsoleProgress", "false")
-            .getOrCreate()
-        )
-    session.sparkContext.setLogLevel("ERROR")
+    session = local_session()
     yield session
     session.stop()
 

@@ -12,7 +12,7 @@ import pytest
 import dpsense as ds
 from dpsense.mechanisms.partition_selection import SelectionRule
 from dpsense.release import release, zcdp_cost
-from dpsense.tables.grouped import SELECTION_SHARE, budget_split
+from dpsense.tables.request import SELECTION_SHARE, budget_split
 
 # people in years; person p is in up to three years
 TABLE = {

@@ -8,7 +8,7 @@ The split of a query of several statistics (docs/queries.md §2), all rounded do
 * ``bounds="private"``: ``bounds_share`` x epsilon for the bounds, shared equally by the
   columns that need them (one :func:`dpsense.private_bounds` step per column);
 * private partition selection (``by`` without ``keys``): half of the epsilon left and half
-  of delta, as for one statistic (``tables.grouped.SELECTION_SHARE``);
+  of delta, as for one statistic (``tables.request.SELECTION_SHARE``);
 * the rest to the statistics in proportion to ``weights`` (equal by default).
 """
 
@@ -28,7 +28,7 @@ from dpsense.params import check_delta, check_epsilon, check_int
 from dpsense.query.methods import check_parameters, checked_method
 from dpsense.statistics import BoundedStatistic, Count, Statistic
 from dpsense.statistics.units import per_unit
-from dpsense.tables.grouped import SELECTION_SHARE, BudgetSplit, budget_split
+from dpsense.tables.request import SELECTION_SHARE, BudgetSplit, budget_split
 from dpsense.tables.row_filter import RowFilter, parse_row_filter
 from dpsense.tables.schema import Cast, parse_schema
 from dpsense.tables.zcdp import public_key_count
@@ -118,7 +118,7 @@ def statistic_split(plan: QueryPlan, entry: Entry) -> BudgetSplit:
     (``release.plan_zcdp_cost``), so that the charge is what runs.
 
     With public keys, or with a statistic's own private partition selection, it is
-    :func:`~dpsense.tables.grouped.budget_split` of the statistic's share: each of the
+    :func:`~dpsense.tables.request.budget_split` of the statistic's share: each of the
     ``touched = min(g, public keys)`` groups (``g`` without keys) a unit can change gets
     ``epsilon / touched``.
 

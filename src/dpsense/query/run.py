@@ -28,10 +28,10 @@ from dpsense.query.steps import (
     as_query,
     bounds_step,
     counted_columns,
-    engine_arguments,
     opened_query,
     release_entries,
     select_shared,
+    statistic_release,
     statistic_sources,
     unit_bounding,
     with_key_casts,
@@ -46,7 +46,9 @@ from dpsense.tables.grouped import (
     table_plan,
 )
 from dpsense.tables.presence import add_presence
+from dpsense.tables.request import Budget
 from dpsense.tables.rows.plan import TablePlan
+from dpsense.tables.rows.unit_bounding import QueryRows
 
 __all__ = ["run_plan", "statistic_sources"]
 
@@ -83,15 +85,10 @@ def _run_one(
                 plan.nulls,
                 source,
             )
-        return release_table(
-            data,
-            stat,
-            epsilon=eps,
-            delta=plan.delta,
-            keys=plan.keys,
-            row_filter=plan.row_filter,
-            **engine_arguments(plan, entry, source),
+        request = statistic_release(
+            plan, entry, source, budget=Budget(epsilon=eps, delta=plan.delta), keys=plan.keys
         )
+        return release_table(data, stat, request, source, row_filter=plan.row_filter)
 
     if plan.bounds is None:
         return run(x, entry.statistic, plan.epsilon)
@@ -117,45 +114,41 @@ def _run_several(plan: QueryPlan, x: Any, source: RandomSource) -> QueryResult:
         with opened_query(plan, data) as (opened, values, public):
             # each COUNT(col)'s 0/1 column, hashed and carried by the bounding
             flags = tuple(add_presence(opened, counted_columns(plan)).values())
-            bounding = (
-                unit_bounding(plan, (*values, *flags), public, source)
-                if plan.unit is not None
-                else None
+            rows = QueryRows(
+                values=values,
+                by=plan.by,
+                unit=plan.unit,
+                nulls=plan.nulls,
+                bounding=(
+                    unit_bounding(plan, (*values, *flags), public, source)
+                    if plan.unit is not None
+                    else None
+                ),
             )
-            with engine.kept(opened, values, plan.by, plan.unit, plan.nulls, bounding) as kept:
+            with engine.kept(opened, rows) as kept:
                 keys, selection = _shared_groups(plan, kept, source)
                 if kept.shares_first_pass:
-                    kept.announce(_needs(plan, data, kept.source, stats))
+                    kept.announce(_needs(plan, data, kept.source, stats, source))
                 return release_entries(
                     plan, data, stats, receipts, keys, selection, rngs, kept.opened
                 )
 
 
 def _needs(
-    plan: QueryPlan, data: Any, rows: Any, stats: dict[str, Statistic]
+    plan: QueryPlan, data: Any, rows: Any, stats: dict[str, Statistic], rng: RandomSource
 ) -> list[tuple[TablePlan, float | None]]:
     """What every statistic reads from its first pass over the kept rows, so that one
     pass serves them all (``tables.engines.duckdb.held_scan``; speed only: each
     statistic's release is what it would be alone on these rows)."""
-    m = plan.max_rows if plan.unit is not None else 1
-    g = plan.max_groups if (plan.unit is not None and plan.by) else 1
     needs = []
     for entry in plan.entries:
         if entry.present is not None:
             continue  # a COUNT(col) reads its own rows (tables.presence)
+        request = statistic_release(
+            plan, entry, rng, budget=Budget(epsilon=entry.epsilon, delta=entry.delta), keys=None
+        )
         table, unit_stat, _ = table_plan(
-            data,
-            rows,
-            stats[entry.name],
-            method=entry.chosen,
-            column=entry.column,
-            by=plan.by,
-            unit=None,
-            m=m,
-            g=g,
-            nulls=plan.nulls,
-            salt=(0, 0),
-            schema=plan.casts,
+            data, rows, stats[entry.name], request, salt=(0, 0), bound_units=False
         )
         if table.hold:
             needs.append((table, getattr(unit_stat, "p", None)))

@@ -28,6 +28,7 @@ from dpsense.statistics import BoundedStatistic, Count, Statistic
 from dpsense.tables.grouped import GroupedRelease, _normalise_keys, opened_table, release_opened
 from dpsense.tables.key_types import check_keys, key_casts
 from dpsense.tables.presence import presence_names
+from dpsense.tables.request import Budget, Grouping, PrivacyUnit, StatisticRelease
 from dpsense.tables.rows.unit_bounding import UnitBounding
 
 __all__ = [
@@ -35,10 +36,10 @@ __all__ = [
     "bounds_step",
     "checked_table",
     "counted_columns",
-    "engine_arguments",
     "opened_query",
     "release_entries",
     "select_shared",
+    "statistic_release",
     "statistic_sources",
     "unit_bounding",
     "with_key_casts",
@@ -64,24 +65,24 @@ def _release_one(entry: Entry, plan: QueryPlan, rng: RandomSource) -> Any:
     return one
 
 
-def engine_arguments(plan: QueryPlan, entry: Entry, rng: RandomSource) -> dict[str, Any]:
-    """The arguments of the engine's grouped release that a statistic of ``plan`` takes
-    whatever its groups: among them its budget split over its groups."""
-    return {
-        "method": entry.chosen,
-        "column": entry.column,
-        "by": plan.by,
-        "privacy_unit": plan.unit,
-        "max_rows_per_unit": plan.max_rows,
-        "max_groups_per_unit": plan.max_groups,
-        "nulls": plan.nulls,
-        "rng": rng,
-        "present": entry.present,
-        "release_one": _release_one(entry, plan, rng),
-        # the split the charge prices (query.plan.statistic_split)
-        "split": statistic_split(plan, entry),
-        "schema": plan.casts,
-    }
+def statistic_release(
+    plan: QueryPlan, entry: Entry, rng: RandomSource, *, budget: Budget, keys: Any
+) -> StatisticRelease:
+    """The engine's request for one statistic of ``plan`` at ``budget`` with the groups
+    ``keys`` (the public keys, or a query's shared selection): among them its budget split
+    over its groups, the split the charge prices (``query.plan.statistic_split``)."""
+    return StatisticRelease(
+        method=entry.chosen,
+        column=entry.column,
+        budget=budget,
+        split=statistic_split(plan, entry),
+        grouping=Grouping(by=plan.by, keys=keys),
+        unit=PrivacyUnit(column=plan.unit, max_rows=plan.max_rows, max_groups=plan.max_groups),
+        nulls=plan.nulls,
+        release_one=_release_one(entry, plan, rng),
+        schema=plan.casts,
+        present=entry.present,
+    )
 
 
 def statistic_sources(source: RandomSource, count: int) -> list[RandomSource]:
@@ -179,20 +180,15 @@ def release_entries(
     results: dict[str, Release | GroupedRelease] = {}
     flags = presence_names(counted_columns(plan))
     for entry, rng in zip(plan.entries, rngs, strict=True):
-        arguments = engine_arguments(plan, entry, rng)
+        request = statistic_release(
+            plan, entry, rng, budget=Budget(epsilon=entry.epsilon, delta=entry.delta), keys=keys
+        )
         # a COUNT(col) reads the 0/1 column the query derived before bounding
-        arguments["present"] = flags[entry.present] if entry.present is not None else None
+        request = replace(
+            request, present=flags[entry.present] if entry.present is not None else None
+        )
         with rows() as source:
-            got = release_opened(
-                data,
-                source,
-                stats[entry.name],
-                epsilon=entry.epsilon,
-                delta=entry.delta,
-                keys=keys,
-                prebounded=True,
-                **arguments,
-            )
+            got = release_opened(data, source, stats[entry.name], request, rng, prebounded=True)
         if isinstance(got, GroupedRelease) and selection is not None:
             got = replace(
                 got, selection="private", parameters={**got.parameters, "selection": selection}

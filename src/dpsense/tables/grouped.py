@@ -3,14 +3,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
-from dpsense._exact_budget import difference_down, float_up, product_down, quotient_down
+from dpsense._exact_budget import float_up
 from dpsense.errors import InputError
 from dpsense.mechanisms.partition_selection import SelectionRule, select_groups
 from dpsense.methods import Release
@@ -27,15 +27,16 @@ from dpsense.statistics.units import per_unit
 from dpsense.tables.engines import engine_for
 from dpsense.tables.grouped_result import GroupedRelease, rows_frame
 from dpsense.tables.presence import add_presence, present_rows
+from dpsense.tables.request import (
+    StatisticRelease,
+)
 from dpsense.tables.row_filter import RowFilter
 from dpsense.tables.rows.plan import TablePlan
 from dpsense.tables.schema import Cast, declared_type, schema_resolution
 
 __all__ = [
-    "BudgetSplit",
     "GroupedRelease",
     "bounded_values",
-    "budget_split",
     "held_or_values",
     "opened_table",
     "reads_held",
@@ -44,9 +45,6 @@ __all__ = [
     "rows_frame",
     "table_plan",
 ]
-
-SELECTION_SHARE = 0.5
-"""Share of epsilon (and of delta) spent on private partition selection."""
 
 
 def _normalise_keys(keys: Any, by: tuple[str, ...]) -> list[tuple[Any, ...]]:
@@ -78,152 +76,82 @@ def _normalise_keys(keys: Any, by: tuple[str, ...]) -> list[tuple[Any, ...]]:
     return out
 
 
-@dataclass(frozen=True)
-class BudgetSplit:
-    """How a table release spends its (epsilon, delta) (docs/tables.md §4), from public
-    parameters only: the accountant prices a release with it before anything is drawn."""
-
-    selection: tuple[float, float] | None
-    """(epsilon, delta) of private partition selection; None with public keys or no groups."""
-    per_group: tuple[float, float]
-    """(epsilon, delta) of each group's release."""
-    touched: int
-    """The number of released groups one unit can change."""
-
-
-def budget_split(
-    epsilon: float, delta: float, *, by: tuple[str, ...], public_keys: int | None, groups: int
-) -> BudgetSplit:
-    """The split of a release by ``by`` with ``public_keys`` keys (None: private selection)
-    when a unit is in at most ``groups`` groups."""
-    selection = None
-    eps_rest, dlt_rest = epsilon, delta
-    if by and public_keys is None:
-        if delta == 0.0:
-            raise InputError(
-                "Releasing groups without public keys needs private partition selection, "
-                "which needs delta > 0: pass keys=[...] (--keys FILE) or delta=... (e.g. 1e-6)."
-            )
-        # shares rounded down, the rests exact differences rounded down (docs/noise.md §8)
-        selection = (product_down(SELECTION_SHARE, epsilon), product_down(SELECTION_SHARE, delta))
-        eps_rest = difference_down(epsilon, selection[0])
-        dlt_rest = difference_down(delta, selection[1])
-    # a unit touches at most g groups, and never more than the public keys
-    touched = min(groups, public_keys) if public_keys else groups
-    eps_g = quotient_down(eps_rest, touched)
-    dlt_g = quotient_down(dlt_rest, touched)
-    return BudgetSplit(selection, (eps_g, dlt_g), touched)
-
-
 def release_table(
     data: Any,
     statistic: Statistic,
+    request: StatisticRelease,
+    rng: RandomSource,
     *,
-    column: str | None,
-    by: tuple[str, ...],
-    privacy_unit: str | None,
-    schema: Mapping[str, Cast] | None = None,
     row_filter: RowFilter | None = None,
-    present: str | None = None,
-    **release: Any,
 ) -> Release | GroupedRelease:
-    """Bound, group and release (the engine work in DuckDB, the noise in Python).
+    """Bound, group and release (the engine work in its engine, the noise in Python).
 
-    ``schema`` (parsed by :func:`~dpsense.tables.schema.parse_schema`) casts columns in the
-    engine; a quantile without a resolution takes one from the value column's declared
-    type (docs/tables.md §7). ``row_filter`` keeps the rows that pass it, in the engine,
-    before anything else (contribution bounding included). A count with ``present``
-    counts the rows that hold a value in that column (``tables.presence``: SQL
-    ``COUNT(col)``), kept after ``row_filter``. ``release`` holds the other arguments of
-    :func:`release_opened`."""
+    ``request.schema`` (parsed by :func:`~dpsense.tables.schema.parse_schema`) casts
+    columns in the engine; a quantile without a resolution takes one from the value
+    column's declared type (docs/tables.md §7). ``row_filter`` keeps the rows that pass it,
+    in the engine, before anything else (contribution bounding included). A count with
+    ``request.present`` counts the rows that hold a value in that column
+    (``tables.presence``: SQL ``COUNT(col)``), kept after ``row_filter``."""
     needs_value = not isinstance(statistic, Count)
-    named = tuple(c for c in (column, present) if c is not None)
+    present = request.present
+    named = tuple(c for c in (request.column, present) if c is not None)
     with opened_table(
         data,
         named,
-        by,
-        privacy_unit,
+        request.grouping.by,
+        request.unit.column,
         resolve_value=needs_value,
-        schema=schema,
+        schema=request.schema,
         row_filter=row_filter,
     ) as (source, columns):
         flag = add_presence(source, (present,))[present] if present is not None else None
-        return release_opened(
-            data,
-            source,
-            statistic,
-            column=columns[0] if columns and needs_value else None,
-            by=by,
-            privacy_unit=privacy_unit,
-            schema=schema,
-            present=flag,
-            **release,
+        opened = replace(
+            request, column=columns[0] if columns and needs_value else None, present=flag
         )
+        return release_opened(data, source, statistic, opened, rng)
 
 
 def release_opened(
     data: Any,
     source: Any,
     statistic: Statistic,
-    *,
-    epsilon: float,
-    delta: float,
-    method: str,
-    column: str | None,
-    by: tuple[str, ...],
-    keys: Any,
-    privacy_unit: str | None,
-    max_rows_per_unit: int,
-    max_groups_per_unit: int,
-    nulls: str,
+    request: StatisticRelease,
     rng: RandomSource,
-    release_one: Callable[[np.ndarray, Statistic, float, float], Release],
-    split: BudgetSplit,
-    schema: Mapping[str, Cast] | None = None,
+    *,
     prebounded: bool = False,
-    present: str | None = None,
 ) -> Release | GroupedRelease:
     """:func:`release_table` on a table already opened as ``source`` (``data`` is the
     user's object, for its declared types). The query layer runs several statistics over
     one bounded table through this, one at a time, with ``prebounded``: each unit of
-    ``source`` already has at most ``max_groups_per_unit`` groups and
-    ``max_rows_per_unit`` rows in each, so the engine skips its own bounding (which would
+    ``source`` already has at most ``request.unit.max_groups`` groups and
+    ``request.unit.max_rows`` rows in each, so the engine skips its own bounding (which would
     keep every row) and reads the rows as they are; the group privacy still counts ``m``
     rows and ``g`` groups per unit.
 
-    ``split`` is how ``(epsilon, delta)`` is spent (``query.plan.statistic_split``, the
+    ``request.split`` is how ``request.budget`` is spent (``query.plan.statistic_split``, the
     split the zCDP charge prices): it is never recomputed here from ``keys``, which after
     a query's shared selection are the selected groups, whose number is data.
 
-    ``present`` names a 0/1 column of ``source`` (``tables.presence.add_presence``): a
+    ``request.present`` names a 0/1 column of ``source`` (``tables.presence.add_presence``): a
     count then counts only the rows where it is 1 (SQL ``COUNT(col)``)."""
-    if present is not None:
-        source = present_rows(source, present)
-    m = max_rows_per_unit if privacy_unit is not None else 1
-    g = max_groups_per_unit if (privacy_unit is not None and by) else 1
+    if request.present is not None:
+        source = present_rows(source, request.present)
+    by, unit = request.grouping.by, request.unit
+    m, g = unit.rows_bound, unit.groups_bound(bool(by))
+    keys = request.grouping.keys
     public = _normalise_keys(keys, by) if (by and keys is not None) else None
     salt = (int(rng.words(1)[0] >> np.uint64(1)), int(rng.words(1)[0] >> np.uint64(1)))
     plan, unit_stat, resolution = table_plan(
-        data,
-        source,
-        statistic,
-        method=method,
-        column=column,
-        by=by,
-        unit=None if prebounded else privacy_unit,
-        m=m,
-        g=g,
-        nulls=nulls,
-        salt=salt,
-        schema=schema,
+        data, source, statistic, request, salt=salt, bound_units=not prebounded
     )
     table = engine_for(source).bound(source, plan, public)
     params: dict[str, Any] = {
-        "privacy_unit": privacy_unit,
+        "privacy_unit": unit.column,
         "max_rows_per_unit": m,
         "max_groups_per_unit": g,
         **resolution,
     }
+    split = request.split
     if split.selection is not None:
         eps_sel, dlt_sel = split.selection
         rule = SelectionRule.for_budget(eps_sel, dlt_sel, g)
@@ -241,9 +169,10 @@ def release_opened(
     out: dict[Any, Release] = {}
     for gid, values in table.values([int(i) for i in chosen], histograms=True):
         key = table.keys[gid]
-        rel = release_one(held_or_values(values, unit_stat, method), unit_stat, eps_g, dlt_g)
+        records = held_or_values(values, unit_stat, request.method)
+        rel = request.release_one(records, unit_stat, eps_g, dlt_g)
         if m > 1:
-            rel = _with_unit_note(rel, privacy_unit, m)
+            rel = _with_unit_note(rel, unit.column, m)
         if "resolution_source" in resolution:
             rel = _with_resolution_source(rel, resolution["resolution_source"])
         out[key if len(by) > 1 else (key[0] if by else None)] = rel
@@ -254,8 +183,8 @@ def release_opened(
         out if public is not None else dict(sorted(out.items(), key=lambda kv: _sort_key(kv[0])))
     )
     return GroupedRelease(
-        epsilon,
-        delta,
+        request.budget.epsilon,
+        request.budget.delta,
         by,
         "public keys" if public is not None else "private",
         ordered,
@@ -267,21 +196,18 @@ def table_plan(
     data: Any,
     source: Any,
     statistic: Statistic,
+    request: StatisticRelease,
     *,
-    method: str,
-    column: str | None,
-    by: tuple[str, ...],
-    unit: str | None,
-    m: int,
-    g: int,
-    nulls: str,
     salt: tuple[int, int],
-    schema: Mapping[str, Cast] | None,
+    bound_units: bool = True,
 ) -> tuple[TablePlan, Statistic, dict[str, Any]]:
     """The engine's plan of a release of ``statistic`` (with the resolution the column's
     declared type gives a quantile), the statistic per unit that the method releases, and
-    the resolution's receipt."""
-    declared = declared_type(data, source, column, schema or {}) if column else None
+    the resolution's receipt. Without ``bound_units`` (rows a query bounded already) the
+    engine keeps every row of a unit."""
+    column, by, unit = request.column, request.grouping.by, request.unit
+    m = unit.rows_bound
+    declared = declared_type(data, source, column, request.schema or {}) if column else None
     statistic, resolution = schema_resolution(statistic, declared)
     lower = statistic.lower if isinstance(statistic, BoundedStatistic) else None
     upper = statistic.upper if isinstance(statistic, BoundedStatistic) else None
@@ -289,14 +215,14 @@ def table_plan(
     plan = TablePlan(
         column if not isinstance(statistic, Count) else None,
         by,
-        unit,
+        unit.column if bound_units else None,
         m,
-        g,
-        nulls,
+        unit.groups_bound(bool(by)),
+        request.nulls,
         lower,
         upper,
         salt,
-        hold=_hold(unit_stat, method),
+        hold=_hold(unit_stat, request.method),
     )
     return plan, unit_stat, resolution
 

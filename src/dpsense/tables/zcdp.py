@@ -31,7 +31,8 @@ from dpsense.mechanisms.partition_selection import SelectionRule
 from dpsense.methods.zcdp import amount, method_rho
 from dpsense.neighbours import Neighbours
 from dpsense.statistics import Statistic
-from dpsense.tables.grouped import BudgetSplit, _normalise_keys
+from dpsense.tables.grouped import _normalise_keys
+from dpsense.tables.request import BudgetSplit
 
 __all__ = ["public_key_count", "release_zcdp_cost", "selection_rho"]
 

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from dpsense.tables.rows.bounded import BoundedTable
     from dpsense.tables.rows.casts import Cast
     from dpsense.tables.rows.plan import TablePlan
-    from dpsense.tables.rows.unit_bounding import UnitBounding
+    from dpsense.tables.rows.unit_bounding import QueryRows
 
 __all__ = ["Engine", "KeptRows", "engine_for", "is_spark_frame"]
 
@@ -105,18 +105,10 @@ class Engine(Protocol):
         """The rows whose 0/1 column ``name`` is 1."""
         ...
 
-    def kept(
-        self,
-        source: Any,
-        values: tuple[str, ...],
-        by: tuple[str, ...],
-        unit: str | None,
-        nulls: str,
-        bounding: UnitBounding | None,
-    ) -> AbstractContextManager[KeptRows]:
-        """A query's rows: one check of every column it reads (missing and non-numeric
+    def kept(self, source: Any, rows: QueryRows) -> AbstractContextManager[KeptRows]:
+        """A query's ``rows``: one check of every column it reads (missing and non-numeric
         values: an InputError naming the column, or dropped with ``nulls="drop"``), then
-        with a privacy unit the one contribution ``bounding``; kept while the block runs."""
+        with a privacy unit its one contribution bounding; kept while the block runs."""
         ...
 
 

@@ -28,6 +28,7 @@ from dpsense.tables.rows.plan import TablePlan
 
 __all__ = [
     "SCALAR_ROWS",
+    "QueryRows",
     "UnitBounding",
     "bound_units",
     "canonical",
@@ -159,6 +160,19 @@ class UnitBounding:
             self.keys,
             self.salt,
         )
+
+
+@dataclass(frozen=True, kw_only=True)
+class QueryRows:
+    """The rows a query reads, as an engine keeps them (``Engine.kept``): the value
+    columns, the by-columns, the privacy unit, the rule for missing values and, with a
+    privacy unit, the query's one contribution bounding."""
+
+    values: tuple[str, ...]
+    by: tuple[str, ...]
+    unit: str | None
+    nulls: str
+    bounding: UnitBounding | None = None
 
 
 def raise_on_query_flags(

@@ -17,7 +17,7 @@ from dpsense.tables.rows.casts import Cast
 from dpsense.tables.rows.checks import is_nan
 from dpsense.tables.rows.plan import TablePlan
 from dpsense.tables.rows.source import TableSource, open_table, quote
-from dpsense.tables.rows.unit_bounding import UnitBounding
+from dpsense.tables.rows.unit_bounding import QueryRows
 
 __all__ = ["DUCKDB", "DuckDBEngine"]
 
@@ -108,34 +108,27 @@ class DuckDBEngine:
         )
 
     @contextmanager
-    def kept(
-        self,
-        source: Any,
-        values: tuple[str, ...],
-        by: tuple[str, ...],
-        unit: str | None,
-        nulls: str,
-        bounding: UnitBounding | None,
-    ) -> Iterator[_Kept]:
+    def kept(self, source: Any, rows: QueryRows) -> Iterator[_Kept]:
         # with every row a unit and missing values an error, each statistic's first pass
         # checks its columns (one pass shared by all, held_scan): the same errors, without
         # a pass of their own
-        skip = unit is None and nulls == "error"
-        keep = "TRUE" if skip else checked_rows(source, values, by, unit, nulls)
-        if bounding is not None:
-            bound_rows(source, bounding, keep=keep)
+        skip = rows.unit is None and rows.nulls == "error"
+        keep = "TRUE" if skip else checked_rows(source, rows.values, rows.by, rows.unit, rows.nulls)
+        if rows.bounding is not None:
+            bound_rows(source, rows.bounding, keep=keep)
         else:
             source.con.execute(
                 f"CREATE TEMP VIEW {BOUNDED} AS SELECT * FROM {source.view} WHERE {keep}"
             )
-        rows = TableSource(
-            source.con,
-            BOUNDED,
-            list(source.columns),
-            source.label,
-            declared_types=source.declared_types,
+        yield _Kept(
+            TableSource(
+                source.con,
+                BOUNDED,
+                list(source.columns),
+                source.label,
+                declared_types=source.declared_types,
+            )
         )
-        yield _Kept(rows)
 
 
 class _Kept:

@@ -20,7 +20,7 @@ from dpsense.tables.engines.spark.workers import worker_errors
 from dpsense.tables.rows.bounded import BoundedTable
 from dpsense.tables.rows.casts import Cast
 from dpsense.tables.rows.plan import TablePlan
-from dpsense.tables.rows.unit_bounding import UnitBounding
+from dpsense.tables.rows.unit_bounding import QueryRows
 
 __all__ = ["SPARK", "SparkEngine"]
 
@@ -79,27 +79,19 @@ class SparkEngine:
         return source
 
     @contextmanager
-    def kept(
-        self,
-        source: Any,
-        values: tuple[str, ...],
-        by: tuple[str, ...],
-        unit: str | None,
-        nulls: str,
-        bounding: UnitBounding | None,
-    ) -> Iterator[_Kept]:
+    def kept(self, source: Any, rows: QueryRows) -> Iterator[_Kept]:
         from pyspark import StorageLevel
 
-        rows = spark_checked_rows(source, values, by, unit, nulls)
-        if bounding is not None:
-            rows = spark_bound_rows(source, rows, bounding)
+        frame = spark_checked_rows(source, rows.values, rows.by, rows.unit, rows.nulls)
+        if rows.bounding is not None:
+            frame = spark_bound_rows(source, frame, rows.bounding)
         # every statistic reads the bounded rows: hashed and ranked once
-        rows = rows.persist(StorageLevel.MEMORY_AND_DISK)
+        frame = frame.persist(StorageLevel.MEMORY_AND_DISK)
         try:
-            with worker_errors(unit is not None):
-                yield _Kept(rows)
+            with worker_errors(rows.unit is not None):
+                yield _Kept(frame)
         finally:
-            rows.unpersist()
+            frame.unpersist()
 
 
 class _Kept:

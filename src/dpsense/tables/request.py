@@ -1,0 +1,124 @@
+"""The value objects of a table release: who a person is (:class:`PrivacyUnit`), how rows
+are grouped (:class:`Grouping`), what is spent (:class:`Budget`, :class:`BudgetSplit`) and
+one statistic's whole request (:class:`StatisticRelease`). Each is validated where the
+public call is parsed (``query.plan``) and passed down whole, never as a chain of loose
+arguments."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from dpsense._exact_budget import difference_down, product_down, quotient_down
+from dpsense.errors import InputError
+from dpsense.methods import Release
+from dpsense.statistics import Statistic
+from dpsense.tables.rows.casts import Cast
+
+__all__ = [
+    "SELECTION_SHARE",
+    "Budget",
+    "BudgetSplit",
+    "Grouping",
+    "PrivacyUnit",
+    "StatisticRelease",
+    "budget_split",
+]
+
+SELECTION_SHARE = 0.5
+"""Share of epsilon (and of delta) spent on private partition selection."""
+
+
+@dataclass(frozen=True)
+class BudgetSplit:
+    """How a table release spends its (epsilon, delta) (docs/tables.md §4), from public
+    parameters only: the accountant prices a release with it before anything is drawn."""
+
+    selection: tuple[float, float] | None
+    """(epsilon, delta) of private partition selection; None with public keys or no groups."""
+    per_group: tuple[float, float]
+    """(epsilon, delta) of each group's release."""
+    touched: int
+    """The number of released groups one unit can change."""
+
+
+def budget_split(
+    epsilon: float, delta: float, *, by: tuple[str, ...], public_keys: int | None, groups: int
+) -> BudgetSplit:
+    """The split of a release by ``by`` with ``public_keys`` keys (None: private selection)
+    when a unit is in at most ``groups`` groups."""
+    selection = None
+    eps_rest, dlt_rest = epsilon, delta
+    if by and public_keys is None:
+        if delta == 0.0:
+            raise InputError(
+                "Releasing groups without public keys needs private partition selection, "
+                "which needs delta > 0: pass keys=[...] (--keys FILE) or delta=... (e.g. 1e-6)."
+            )
+        # shares rounded down, the rests exact differences rounded down (docs/noise.md §8)
+        selection = (product_down(SELECTION_SHARE, epsilon), product_down(SELECTION_SHARE, delta))
+        eps_rest = difference_down(epsilon, selection[0])
+        dlt_rest = difference_down(delta, selection[1])
+    # a unit touches at most g groups, and never more than the public keys
+    touched = min(groups, public_keys) if public_keys else groups
+    eps_g = quotient_down(eps_rest, touched)
+    dlt_g = quotient_down(dlt_rest, touched)
+    return BudgetSplit(selection, (eps_g, dlt_g), touched)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PrivacyUnit:
+    """All the rows of one person: the column that names them (None: every row is its
+    own unit), and how many rows (``max_rows``) and groups (``max_groups``) of one person
+    a release keeps."""
+
+    column: str | None = None
+    max_rows: int = 1
+    max_groups: int = 1
+
+    @property
+    def rows_bound(self) -> int:
+        """The rows of one unit a release can change (m): 1 when every row is a unit."""
+        return self.max_rows if self.column is not None else 1
+
+    def groups_bound(self, grouped: bool) -> int:
+        """The groups of one unit a release can change (g): 1 without a unit or groups."""
+        return self.max_groups if (self.column is not None and grouped) else 1
+
+
+@dataclass(frozen=True, kw_only=True)
+class Grouping:
+    """The by-columns and the public keys as the caller gave them (None: the groups are
+    chosen by private partition selection)."""
+
+    by: tuple[str, ...] = ()
+    keys: Any = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Budget:
+    """The (epsilon, delta) a release is given."""
+
+    epsilon: float
+    delta: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class StatisticRelease:
+    """One statistic's grouped release, everything but the data and its random source:
+    the method, the value column, the budget and how it is split (``split``, the split the
+    charge prices), the grouping, the privacy unit, the rule for missing values, the
+    declared schema, the 0/1 column a ``COUNT(col)`` counts, and the method's release of
+    one group's clipped records at ``(epsilon, delta)`` (``release_one``)."""
+
+    method: str
+    column: str | None
+    budget: Budget
+    split: BudgetSplit
+    grouping: Grouping
+    unit: PrivacyUnit
+    nulls: str
+    release_one: Callable[[Any, Statistic, float, float], Release]
+    schema: Mapping[str, Cast] | None = None
+    present: str | None = None
