@@ -335,14 +335,14 @@ MUTANTS = (
     Mutant(
         "private-bounds-step-not-subtracted",
         "bounds='private': the release spends the whole epsilon after the bounds step",
-        "src/dpsense/bounds_in_release.py",
+        "src/dpsense/query/bounds_step.py",
         (
             (
                 "    return BoundsPlan(float(share), eps_b, rest)\n",
                 "    return BoundsPlan(float(share), eps_b, epsilon)\n",
             ),
         ),
-        ("tests/test_bounds_in_release.py",),
+        ("tests/query/test_bounds_step.py",),
     ),
     Mutant(
         "audit-never-flags",

@@ -30,7 +30,6 @@ LAYERS = {
     "release": 6,
     "sql_release": 6,
     "bounds": 6,
-    "bounds_in_release": 6,
     "accountant": 6,
     "cli": 6,
     "plots": 6,
@@ -138,3 +137,29 @@ def test_only_the_engines_choose_an_engine(path: Path) -> None:
         ) or (path.parent == SRC / "tables" / "engines"), (
             f"{path.relative_to(SRC)} imports {name}: go through dpsense.tables.engines"
         )
+
+
+def _private_names_from_other_packages(path: Path) -> list[str]:
+    """``from dpsense.<other package>... import _name``: a private name taken across a
+    package's wall."""
+    here = path.relative_to(SRC).parts[0].removesuffix(".py")
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if not (isinstance(node, ast.ImportFrom) and node.module and node.level == 0):
+            continue
+        parts = node.module.split(".")
+        if parts[0] != "dpsense" or len(parts) < 2 or parts[1] == here:
+            continue
+        found += [
+            f"{node.module}.{a.name}"
+            for a in node.names
+            if a.name.startswith("_") and not a.name.startswith("__")
+        ]
+    return found
+
+
+@pytest.mark.parametrize("path", sorted(SRC.rglob("*.py")), ids=lambda p: str(p.relative_to(SRC)))
+def test_no_private_name_crosses_a_package(path: Path) -> None:
+    """A package uses another through its public names: a private name (``_x``) is for its
+    own package only."""
+    assert _private_names_from_other_packages(path) == []

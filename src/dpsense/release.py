@@ -128,7 +128,7 @@ def release(
         (docs/bounds_in_release.md).
     bounds_share : float, optional
         The share of epsilon spent on the bounds, in (0, 1); 0.3 by default
-        (:data:`dpsense.bounds_in_release.BOUNDS_SHARE`). In a query the share is split
+        (:data:`dpsense.query.bounds_step.BOUNDS_SHARE`). In a query the share is split
         equally between the columns whose statistics have no bounds (one step each).
     weights : dict of str to float, optional
         For a dict of statistics: each one's share of the epsilon and delta left after

@@ -15,10 +15,10 @@ from rich.console import Console
 import dpsense as ds
 import dpsense.cli.tables_io as tables_io
 from dpsense._exact_budget import difference_down, product_down
-from dpsense.bounds_in_release import BOUNDS_SHARE
 from dpsense.cli import main
 from dpsense.cli.tables_io import _key_value, keys_option
 from dpsense.datasets import make_panel
+from dpsense.query.bounds_step import BOUNDS_SHARE
 
 pd = pytest.importorskip("pandas")
 

@@ -56,8 +56,8 @@ from dpsense.mechanisms._quantile_sampler import (
     _full_blocks,
     _window_blocks,
 )
-from dpsense.noise.choice import _interval_context
-from dpsense.noise.exact import _bernoulli_exp_py, bernoulli_exp, uniform_below
+from dpsense.noise.choice import interval_context
+from dpsense.noise.exact import bernoulli_exp, bernoulli_exp_py, uniform_below
 from dpsense.noise.rng import RandomSource
 from dpsense.statistics._grid import CandidateGrid
 
@@ -91,7 +91,7 @@ def _coins(rng: RandomSource, eta: Fraction, excess: I64) -> NDArray[np.bool_]:
             np.full(idx.size, den, dtype=np.uint64),
         )
     for i in np.flatnonzero(~small).tolist():
-        out[i] = _bernoulli_exp_py(rng, num * int(excess[i]), den)
+        out[i] = bernoulli_exp_py(rng, num * int(excess[i]), den)
     return out
 
 
@@ -118,7 +118,7 @@ def _certified_bernoulli(
             return False
 
     while True:
-        lo, hi = enclose(_interval_context(precision))._mpi_
+        lo, hi = enclose(interval_context(precision))._mpi_
         v_lo = libmp.from_man_exp(bits, -nbits)
         v_hi = libmp.from_man_exp(bits + 1, -nbits)
         if libmp.mpf_le(v_hi, lo):
@@ -196,7 +196,7 @@ def _tail_actives(
         below, above = x.count_below(float(v)), x.count_above(float(v))
         s = int(score.scores(np.array([below]), np.array([above]), x.size)[0])
         excess = eta * (s - blocks.tail_score)
-        if _bernoulli_exp_py(rng, excess.numerator, excess.denominator):
+        if bernoulli_exp_py(rng, excess.numerator, excess.denominator):
             active.append(g)
     return active
 

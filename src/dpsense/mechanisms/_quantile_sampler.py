@@ -51,7 +51,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpsense.noise.choice import ExponentialChoice
-from dpsense.noise.exact import _bernoulli_exp_py, uniform_below
+from dpsense.noise.exact import bernoulli_exp_py, uniform_below
 from dpsense.noise.rng import RandomSource
 from dpsense.statistics._grid import CandidateGrid
 from dpsense.statistics._order import select_sorted
@@ -402,6 +402,6 @@ def sample_quantile_indices(
             a, b = src.count_below(float(v)), src.count_above(float(v))
             s_g = int(score.scores(np.array([a]), np.array([b]), n)[0])
             excess = eta * (s_g - blocks.tail_score)
-            if _bernoulli_exp_py(rng, excess.numerator, excess.denominator):
+            if bernoulli_exp_py(rng, excess.numerator, excess.denominator):
                 out.append(g)
     return np.asarray(out, dtype=np.int64)

@@ -79,7 +79,7 @@ def eta_at_most(numerator: float, denominator: float) -> float:
 _CONTEXTS = threading.local()
 
 
-def _interval_context(precision: int) -> Any:
+def interval_context(precision: int) -> Any:
     """This thread's private mpmath interval context (building one costs ~4 ms), set to
     ``precision`` bits; private so that no other code's precision setting is touched."""
     ctx = getattr(_CONTEXTS, "ctx", None)
@@ -232,7 +232,7 @@ class ExponentialChoice:
         Computed in mpmath's interval context (outward rounding) at ``precision`` bits:
         :math:`\ln w_i - \eta (s_i - c) - M`, then ``exp``, times :math:`2^K / Q_i`.
         """
-        ctx = _interval_context(precision)
+        ctx = interval_context(precision)
         weight = Fraction(float(self.weights[i]))
         score = self._exact_score(i) - Fraction(self._shift_score)
         log_ratio = (

@@ -193,7 +193,7 @@ def _discrete_laplace_py(rng: RandomSource, t: int, s: int) -> int:
     """One draw of CKS Algorithm 2 in Python integers."""
     while True:
         u = rng.randbelow(t)
-        if not _bernoulli_exp_py(rng, u, t):
+        if not bernoulli_exp_py(rng, u, t):
             continue
         v = 0
         while _bernoulli_exp_fraction_py(rng, 1, 1, 1):
@@ -245,7 +245,7 @@ def discrete_gaussian(rng: RandomSource, sigma2: Fraction, size: int) -> I64:
         draws: list[int] = []
         while len(draws) < size:
             proposal = _discrete_laplace_py(rng, t, 1)
-            if _bernoulli_exp_py(rng, *_gauss_exponent(abs(proposal), t, a, b)):
+            if bernoulli_exp_py(rng, *_gauss_exponent(abs(proposal), t, a, b)):
                 draws.append(proposal)
         return np.array(draws, dtype=np.int64)
     out = np.empty(size, dtype=np.int64)
@@ -273,7 +273,7 @@ def discrete_gaussian(rng: RandomSource, sigma2: Fraction, size: int) -> I64:
             accept = bernoulli_exp(rng, num, den)
         else:
             accept = np.array(
-                [_bernoulli_exp_py(rng, *_gauss_exponent(int(v), t, a, b)) for v in ay.tolist()],
+                [bernoulli_exp_py(rng, *_gauss_exponent(int(v), t, a, b)) for v in ay.tolist()],
                 dtype=bool,
             )
         batch = y[accept]
@@ -288,7 +288,7 @@ def _gauss_exponent(abs_y: int, t: int, a: int, b: int) -> tuple[int, int]:
     return (abs_y * t * b - a) ** 2, 2 * a * b * t * t
 
 
-def _bernoulli_exp_py(rng: RandomSource, num: int, den: int) -> bool:
+def bernoulli_exp_py(rng: RandomSource, num: int, den: int) -> bool:
     """Bernoulli(exp(-num/den)) in Python integers (the rare oversized case)."""
     q, r = divmod(num, den)
     for _ in range(q):

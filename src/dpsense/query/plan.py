@@ -21,10 +21,10 @@ from fractions import Fraction
 from typing import Any
 
 from dpsense._exact_budget import difference_down, product_down, quotient_down
-from dpsense.bounds_in_release import BoundsPlan, plan_bounds
 from dpsense.errors import InputError
 from dpsense.neighbours import Neighbours, validate_neighbours
 from dpsense.params import check_delta, check_epsilon, check_int
+from dpsense.query.bounds_step import BoundsPlan, plan_bounds
 from dpsense.query.methods import check_parameters, checked_method
 from dpsense.statistics import BoundedStatistic, Count, Statistic
 from dpsense.statistics.units import per_unit

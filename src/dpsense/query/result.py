@@ -11,7 +11,7 @@ import numpy as np
 
 from dpsense.defaults import ACCURACY_ALPHA
 from dpsense.methods import Release
-from dpsense.tables.grouped_result import GroupedRelease, _shown, rows_frame
+from dpsense.tables.grouped_result import GroupedRelease, rows_frame, shown_value
 
 __all__ = ["QueryResult"]
 
@@ -115,7 +115,7 @@ class QueryResult:
             shown = []
             for name, result in self.results.items():
                 rel = result[key] if isinstance(result, GroupedRelease) else result
-                shown.append(f"{name}={_shown(rel)}")
+                shown.append(f"{name}={shown_value(rel)}")
             prefix = f"  {key!r}: " if self.by else "  "
             lines.append(prefix + "; ".join(shown))
         return "\n".join(lines)

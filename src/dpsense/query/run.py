@@ -15,12 +15,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from dpsense.bounds_in_release import (
-    readable_twice,
-    with_bounds_receipt,
-)
 from dpsense.methods import Release
 from dpsense.noise.rng import RandomSource
+from dpsense.query.bounds_step import with_bounds_receipt
 from dpsense.query.methods import release_column
 from dpsense.query.plan import QueryPlan
 from dpsense.query.result import QueryResult
@@ -48,6 +45,7 @@ from dpsense.tables.grouped import (
 from dpsense.tables.presence import add_presence
 from dpsense.tables.request import Budget
 from dpsense.tables.rows.plan import TablePlan
+from dpsense.tables.rows.source import readable_twice
 from dpsense.tables.rows.unit_bounding import QueryRows
 
 __all__ = ["run_plan", "statistic_sources"]

@@ -17,18 +17,25 @@ from typing import Any
 import numpy as np
 
 from dpsense._exact_budget import float_up
-from dpsense.bounds_in_release import BoundsPlan, _bounded, find_bounds, readable_twice
 from dpsense.mechanisms.partition_selection import SelectionRule, select_groups
 from dpsense.methods import Release
 from dpsense.noise.rng import RandomSource, SeededRandom
+from dpsense.query.bounds_step import BoundsPlan, bounded_statistic, find_bounds
 from dpsense.query.methods import DISPATCH
 from dpsense.query.plan import Entry, QueryPlan, statistic_split
 from dpsense.query.result import QueryResult
 from dpsense.statistics import BoundedStatistic, Count, Statistic
-from dpsense.tables.grouped import GroupedRelease, _normalise_keys, opened_table, release_opened
+from dpsense.tables.grouped import GroupedRelease, opened_table, release_opened
 from dpsense.tables.key_types import check_keys, key_casts
 from dpsense.tables.presence import presence_names
-from dpsense.tables.request import Budget, Grouping, PrivacyUnit, StatisticRelease
+from dpsense.tables.request import (
+    Budget,
+    Grouping,
+    PrivacyUnit,
+    StatisticRelease,
+    normalise_keys,
+)
+from dpsense.tables.rows.source import readable_twice
 from dpsense.tables.rows.unit_bounding import UnitBounding
 
 __all__ = [
@@ -142,7 +149,7 @@ def with_private_bounds(
         receipts[str(col)] = receipt
         for e in todo:
             assert isinstance(e.statistic, BoundedStatistic)
-            stats[e.name] = _bounded(e.statistic, receipt["lower"], receipt["upper"])[0]
+            stats[e.name] = bounded_statistic(e.statistic, receipt["lower"], receipt["upper"])[0]
     return stats, receipts
 
 
@@ -243,7 +250,7 @@ def opened_query(
             if e.column is not None and not isinstance(e.statistic, Count)
         )
     )
-    public = _normalise_keys(plan.keys, plan.by) if plan.keys is not None else None
+    public = normalise_keys(plan.keys, plan.by) if plan.keys is not None else None
     with opened_table(
         data,
         tuple(dict.fromkeys((*values, *counted_columns(plan)))),
@@ -295,11 +302,11 @@ def checked_table(plan: QueryPlan, data: Any) -> QueryPlan:
     schema casts and the filter bind, the public keys read as values of the by-columns'
     (public) types. ``Accountant.release`` runs this before its
     charge (validate, then charge, then release: docs/accounting.md). ``data`` must be
-    readable twice (``bounds_in_release.readable_twice``)."""
+    readable twice (``tables.rows.source.readable_twice``)."""
     missing = _missing_column(plan)
     named = (*(e.column for e in plan.entries), *counted_columns(plan))
     values = tuple(dict.fromkeys(c for c in named if c is not None))
-    public = _normalise_keys(plan.keys, plan.by) if (plan.by and plan.keys is not None) else None
+    public = normalise_keys(plan.keys, plan.by) if (plan.by and plan.keys is not None) else None
     with opened_table(
         data,
         values,

@@ -29,6 +29,7 @@ from dpsense.tables.grouped_result import GroupedRelease, rows_frame
 from dpsense.tables.presence import add_presence, present_rows
 from dpsense.tables.request import (
     StatisticRelease,
+    normalise_keys,
 )
 from dpsense.tables.row_filter import RowFilter
 from dpsense.tables.rows.plan import TablePlan
@@ -45,35 +46,6 @@ __all__ = [
     "rows_frame",
     "table_plan",
 ]
-
-
-def _normalise_keys(keys: Any, by: tuple[str, ...]) -> list[tuple[Any, ...]]:
-    """Public keys as a list of tuples of by-values (a DataFrame, values or tuples)."""
-    if hasattr(keys, "columns") and not isinstance(keys, list | tuple):
-        columns = [str(c) for c in keys.columns]
-        missing = [b for b in by if b not in columns]
-        if missing:
-            raise InputError(
-                f"The keys table must have the by-columns {list(by)}; it lacks {missing}."
-            )
-        native = keys.to_dict("list") if hasattr(keys, "to_dict") else keys.to_dict(as_series=False)
-        return list(zip(*(native[b] for b in by), strict=True))
-    if isinstance(keys, str | bytes) or not isinstance(keys, Sequence | np.ndarray | set):
-        raise InputError(
-            "The 'keys' parameter must be a list of group values (tuples for several "
-            "by-columns) or a DataFrame of the by-columns."
-        )
-    out: list[tuple[Any, ...]] = []
-    for key in keys:
-        tup = tuple(key) if isinstance(key, tuple | list) else (key,)
-        if len(tup) != len(by):
-            raise InputError(
-                f"Each key must have one value per by-column ({len(by)}); got {key!r}."
-            )
-        out.append(tuple(v.item() if isinstance(v, np.generic) else v for v in tup))
-    if len(set(out)) != len(out):
-        raise InputError("The 'keys' parameter lists a group more than once.")
-    return out
 
 
 def release_table(
@@ -139,7 +111,7 @@ def release_opened(
     by, unit = request.grouping.by, request.unit
     m, g = unit.rows_bound, unit.groups_bound(bool(by))
     keys = request.grouping.keys
-    public = _normalise_keys(keys, by) if (by and keys is not None) else None
+    public = normalise_keys(keys, by) if (by and keys is not None) else None
     salt = (int(rng.words(1)[0] >> np.uint64(1)), int(rng.words(1)[0] >> np.uint64(1)))
     plan, unit_stat, resolution = table_plan(
         data, source, statistic, request, salt=salt, bound_units=not prebounded

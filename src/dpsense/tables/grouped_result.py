@@ -92,7 +92,7 @@ class GroupedRelease:
         )
         lines = [head]
         for key, rel in self.groups.items():
-            lines.append(f"  {key!r}: {_shown(rel)}")
+            lines.append(f"  {key!r}: {shown_value(rel)}")
         return "\n".join(lines)
 
 
@@ -113,7 +113,7 @@ def rows_frame(rows: list[dict[str, Any]], columns: list[str], kind: str, owner:
 _RESULT_COLUMNS = ("value", "refused", "method", "noise", "scale", "accuracy", "rank_accuracy")
 
 
-def _shown(rel: Release) -> str:
+def shown_value(rel: Release) -> str:
     if rel.refused:
         return "refused"
     a = rel.accuracy(ACCURACY_ALPHA)

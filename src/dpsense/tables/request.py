@@ -6,9 +6,11 @@ arguments."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from dpsense._exact_budget import difference_down, product_down, quotient_down
 from dpsense.errors import InputError
@@ -24,6 +26,7 @@ __all__ = [
     "PrivacyUnit",
     "StatisticRelease",
     "budget_split",
+    "normalise_keys",
 ]
 
 SELECTION_SHARE = 0.5
@@ -122,3 +125,32 @@ class StatisticRelease:
     release_one: Callable[[Any, Statistic, float, float], Release]
     schema: Mapping[str, Cast] | None = None
     present: str | None = None
+
+
+def normalise_keys(keys: Any, by: tuple[str, ...]) -> list[tuple[Any, ...]]:
+    """Public keys as a list of tuples of by-values (a DataFrame, values or tuples)."""
+    if hasattr(keys, "columns") and not isinstance(keys, list | tuple):
+        columns = [str(c) for c in keys.columns]
+        missing = [b for b in by if b not in columns]
+        if missing:
+            raise InputError(
+                f"The keys table must have the by-columns {list(by)}; it lacks {missing}."
+            )
+        native = keys.to_dict("list") if hasattr(keys, "to_dict") else keys.to_dict(as_series=False)
+        return list(zip(*(native[b] for b in by), strict=True))
+    if isinstance(keys, str | bytes) or not isinstance(keys, Sequence | np.ndarray | set):
+        raise InputError(
+            "The 'keys' parameter must be a list of group values (tuples for several "
+            "by-columns) or a DataFrame of the by-columns."
+        )
+    out: list[tuple[Any, ...]] = []
+    for key in keys:
+        tup = tuple(key) if isinstance(key, tuple | list) else (key,)
+        if len(tup) != len(by):
+            raise InputError(
+                f"Each key must have one value per by-column ({len(by)}); got {key!r}."
+            )
+        out.append(tuple(v.item() if isinstance(v, np.generic) else v for v in tup))
+    if len(set(out)) != len(out):
+        raise InputError("The 'keys' parameter lists a group more than once.")
+    return out

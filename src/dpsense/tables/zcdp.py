@@ -31,8 +31,7 @@ from dpsense.mechanisms.partition_selection import SelectionRule
 from dpsense.methods.zcdp import amount, method_rho
 from dpsense.neighbours import Neighbours
 from dpsense.statistics import Statistic
-from dpsense.tables.grouped import _normalise_keys
-from dpsense.tables.request import BudgetSplit
+from dpsense.tables.request import BudgetSplit, normalise_keys
 
 __all__ = ["public_key_count", "release_zcdp_cost", "selection_rho"]
 
@@ -78,4 +77,4 @@ def selection_rho(selection: tuple[float, float], groups: int) -> tuple[Fraction
 
 def public_key_count(keys: Any, by: tuple[str, ...]) -> int | None:
     """The number of public keys a release gets (None: private selection, or no groups)."""
-    return len(_normalise_keys(keys, by)) if (by and keys is not None) else None
+    return len(normalise_keys(keys, by)) if (by and keys is not None) else None

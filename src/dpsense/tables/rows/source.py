@@ -209,7 +209,7 @@ def open_table(data: Any, needed: Sequence[str] | None = None) -> Iterator[Table
     duckdb = _duckdb()
     stdin_copy: str | None = None
     if isinstance(data, str) and data == "-":
-        stdin_copy = _copy_stdin()
+        stdin_copy = copy_stdin()
         data = stdin_copy
     con = _connection()
     declared = True
@@ -254,7 +254,7 @@ def _relation_to_scan(relation: Any) -> Any:
         return relation.fetchnumpy()
 
 
-def _copy_stdin() -> str:
+def copy_stdin() -> str:
     folder = tempfile.mkdtemp(prefix="dpsense-stdin-")
     path = os.path.join(folder, "stdin.csv")
     with open(path, "wb") as out:
@@ -280,3 +280,17 @@ def is_table(x: Any) -> bool:
     if module in ("duckdb", "pyspark"):
         return True
     return isinstance(x, Mapping)
+
+
+@contextmanager
+def readable_twice(x: Any) -> Iterator[Any]:
+    """``x``, or for ``"-"`` (CSV on standard input) a copy of standard input that both
+    steps can read (standard input can be read once)."""
+    if not (isinstance(x, str) and x == "-"):
+        yield x
+        return
+    path = copy_stdin()
+    try:
+        yield path
+    finally:
+        shutil.rmtree(os.path.dirname(path), ignore_errors=True)

@@ -21,14 +21,14 @@ import numpy as np
 import pytest
 
 import dpsense as ds
-import dpsense.bounds_in_release as bir
+import dpsense.query.bounds_step as bir
 from dpsense._exact_budget import difference_down, float_up, product_down, quotient_down
 from dpsense.accounting.composition import decimal_up
 from dpsense.accounting.ledger import Ledger
-from dpsense.bounds_in_release import BOUNDS_SHARE
 from dpsense.datasets import make_panel
 from dpsense.methods.zcdp import pure_rho
 from dpsense.noise.rng import SeededRandom
+from dpsense.query.bounds_step import BOUNDS_SHARE
 from dpsense.release import zcdp_cost
 from dpsense.tables.grouped import bounded_values
 

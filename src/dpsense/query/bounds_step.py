@@ -21,10 +21,7 @@ docs/bounds_in_release.md gives the derivation and the measured default share.
 
 from __future__ import annotations
 
-import os
-import shutil
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any, cast
@@ -49,7 +46,6 @@ __all__ = [
     "find_bounds",
     "missing_bounds",
     "plan_bounds",
-    "readable_twice",
     "with_bounds_receipt",
     "with_bounds_rho",
 ]
@@ -174,7 +170,7 @@ def find_bounds(
         row_filter=row_filter,
     )
     lower, upper = (float(v) for v in found.value)
-    bounded, dropped = _bounded(statistic, lower, upper)
+    bounded, dropped = bounded_statistic(statistic, lower, upper)
     receipt = {
         "source": "private",
         "epsilon": found.epsilon,
@@ -190,7 +186,7 @@ def find_bounds(
     return bounded, receipt
 
 
-def _bounded(statistic: BoundedStatistic, lower: float, upper: float) -> tuple[Any, bool]:
+def bounded_statistic(statistic: BoundedStatistic, lower: float, upper: float) -> tuple[Any, bool]:
     """``statistic`` with the private bounds, and whether its declared resolution had to be
     dropped: bounds too wide for its grid (2^50 steps or more, e.g. the ends of the bounds
     grid on too little data) give a continuous release instead of an error after the
@@ -231,19 +227,3 @@ def with_bounds_rho(part: ZcdpCharge, plan: BoundsPlan) -> ZcdpCharge:
     release's own cost (zCDP composes by adding rhos, Lemma 2.3)."""
     rho = pure_rho(plan.epsilon) + Fraction(part.rho)
     return ZcdpCharge.exact(rho, Fraction(part.delta))
-
-
-@contextmanager
-def readable_twice(x: Any) -> Iterator[Any]:
-    """``x``, or for ``"-"`` (CSV on standard input) a copy of standard input that both
-    steps can read (standard input can be read once)."""
-    if not (isinstance(x, str) and x == "-"):
-        yield x
-        return
-    from dpsense.tables.rows.source import _copy_stdin
-
-    path = _copy_stdin()
-    try:
-        yield path
-    finally:
-        shutil.rmtree(os.path.dirname(path), ignore_errors=True)
