@@ -1,18 +1,23 @@
 """Evaluation of f for the brute-force sensitivity explorer.
 
 Package-private: :class:`_Evaluator` calls ``f`` on 2-D arrays of datasets in the fastest
-way that reproduces row-by-row calls.
+way that reproduces row-by-row calls; :func:`_evaluate_table` calls it on every dataset of
+a table.
 """
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, Final, Protocol
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from dpsense._arrays import FloatArray
+from dpsense._progress import ProgressBar
 from dpsense.errors import InputError
+from dpsense.sensitivity._enumeration import _CHUNK_CELLS, _datasets, _Table
+from dpsense.sensitivity._request import _Request
 
 _DETECTION_TOL: Final = {"rtol": 1e-9, "atol": 1e-12}
 
@@ -102,3 +107,44 @@ class _Evaluator:
                 "call f on one dataset at a time."
             )
         return out
+
+
+# ----------------------------------------------------------------- the whole table
+
+
+def _evaluate_sized(evaluate: _Evaluator, X: FloatArray, m: int, where: str) -> FloatArray:
+    """``f`` on a batch of datasets of size ``m``; it must be finite everywhere."""
+    try:
+        out = evaluate(X)
+    except InputError:
+        raise
+    except Exception as exc:
+        exc.add_note(f"(raised by f on a dataset of size {m} in {where})")
+        raise
+    if not np.all(np.isfinite(out)):
+        raise InputError(
+            f"f returned NaN or infinity on a dataset of size {m} in {where}. If f "
+            "is undefined on small datasets (for example the variance of one "
+            f"record), exclude them with min_size={m + 1}; otherwise make f return "
+            "a finite number on every dataset."
+        )
+    return out
+
+
+def _evaluate_table(req: _Request, table: _Table, progress: ProgressBar, where: str) -> FloatArray:
+    """``f`` on every dataset of the table, in batches of one size (warnings silenced)."""
+    K = int(req.values.shape[0])
+    fvals = np.empty(table.rows, dtype=np.float64)
+    evaluate = _Evaluator(req.f, req.vectorized)
+    with progress.running(), warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        progress.task("Evaluating f", table.rows)
+        for m in np.unique(table.sizes).tolist():
+            rows_m = np.flatnonzero(table.sizes == m)
+            chunk = max(1, _CHUNK_CELLS // max(m, K, 1))
+            for start in range(0, rows_m.shape[0], chunk):
+                sel = rows_m[start : start + chunk]
+                X = _datasets(req.values, table.dense(sel), m)
+                fvals[sel] = _evaluate_sized(evaluate, X, m, where)
+                progress.advance(int(sel.shape[0]))
+    return fvals

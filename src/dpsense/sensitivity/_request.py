@@ -1,8 +1,8 @@
 """Validated arguments of one exploration of the brute-force sensitivity explorer.
 
 Package-private: :func:`_validate` checks the arguments of ``empirical_sensitivity`` and
-``empirical_sensitivity_profile`` and turns the data and universe into count vectors over
-the sorted distinct values (a :class:`_Request`).
+``empirical_sensitivity_profile`` (an :class:`_Arguments`) and turns the data and universe
+into count vectors over the sorted distinct values (a :class:`_Request`).
 """
 
 from __future__ import annotations
@@ -69,73 +69,84 @@ class _Request:
         return np.full(self.values.shape[0], _NO_LIMIT, dtype=np.int64)
 
 
-def _validate(
-    where: str,
-    f: object,
-    data: object,
-    universe: object,
-    *,
-    hamming: object,
-    neighbours: object,
-    scope: object,
-    model: object,
-    distance: object,
-    min_size: object,
-    max_evaluations: object,
-    progress: object,
-    vectorized: object,
-) -> _Request:
+@dataclass(frozen=True, kw_only=True)
+class _Arguments:
+    """The arguments of one exploration as the caller passed them (not yet checked)."""
+
+    where: str
+    f: object
+    data: object
+    universe: object
+    hamming: object
+    neighbours: object
+    scope: object
+    model: object
+    distance: object
+    min_size: object
+    max_evaluations: object
+    progress: object
+    vectorized: object
+
+
+@dataclass(frozen=True)
+class _Counts:
+    """The data (and, for the population model, the population) as counts over V."""
+
+    values: FloatArray  # V: sorted distinct values (not yet cast to float64)
+    x: IntArray
+    addable: BoolArray
+    pop: IntArray | None
+
+
+def _check_f(f: object, where: str) -> None:
     if not callable(f) and not hasattr(f, "evaluate_batch"):
         raise InputError(
             f"The 'f' parameter of {where} must be a callable that maps a 1-D array of "
             f"records to a number (or a dpsense statistic). Got an object of type "
             f"{type(f).__name__} instead."
         )
-    h = check_int(hamming, "hamming", where=where, minimum=1)
-    relation = validate_neighbours(neighbours, where=where)
-    scope_ = _choice(scope, "scope", where, ("local", "global"))
-    model_ = _choice(model, "model", where, ("domain", "population"))
+
+
+def _check_distance(distance: object, scope: str, where: str) -> int:
     k = check_int(distance, "distance", where=where, minimum=0)
-    if k > 0 and scope_ == "global":
+    if k > 0 and scope == "global":
         raise InputError(
             f"The 'distance' parameter of {where} must be 0 with scope='global' (global "
             f"sensitivity already maximises over every dataset). Got {k!r} instead."
         )
+    return k
+
+
+def _check_min_size(min_size: object, f: object, where: str) -> int:
     if min_size is None:
-        min_size_ = 0 if hasattr(f, "evaluate_batch") else 1
-    else:
-        min_size_ = check_int(min_size, "min_size", where=where, minimum=0)
-    limit = check_int(max_evaluations, "max_evaluations", where=where, minimum=1)
-    progress_ = _optional_bool(progress, "progress", where)
-    vectorized_ = _optional_bool(vectorized, "vectorized", where)
+        return 0 if hasattr(f, "evaluate_batch") else 1
+    return check_int(min_size, "min_size", where=where, minimum=0)
 
-    xs = as_data(data, name="data", where=where, allow_empty=min_size_ == 0)
-    us = as_data(universe, name="universe", where=where, infinite=False)
+
+def _population_counts(xs: FloatArray, us: FloatArray, where: str) -> _Counts:
     n = int(xs.shape[0])
-    if min_size_ > n:
+    values, pop_counts = np.unique(us, return_counts=True)
+    pop = pop_counts.astype(np.int64)
+    pos = np.searchsorted(values, xs)
+    pos_c = np.minimum(pos, values.shape[0] - 1)
+    present = values[pos_c] == xs
+    x = np.bincount(pos_c[present], minlength=values.shape[0]).astype(np.int64)
+    missing = int(n - np.count_nonzero(present)) + int(np.maximum(x - pop, 0).sum())
+    if missing:
         raise InputError(
-            f"The 'min_size' parameter of {where} must be at most the number of records in "
-            f"the data ({n}). Got {min_size_!r} instead."
+            f"With model='population' the 'data' of {where} must be a sub-multiset of "
+            f"the population ('universe'), but {missing} of its {n} records are not in "
+            "the population (counting repeated values). Pass the full population as "
+            "'universe', or use model='domain'."
         )
+    addable = pop > 0
+    return _Counts(values=values, x=x, addable=addable, pop=pop)
 
-    pop: IntArray | None = None
-    if model_ == "population":
-        values, pop_counts = np.unique(us, return_counts=True)
-        pop = pop_counts.astype(np.int64)
-        pos = np.searchsorted(values, xs)
-        pos_c = np.minimum(pos, values.shape[0] - 1)
-        present = values[pos_c] == xs
-        x = np.bincount(pos_c[present], minlength=values.shape[0]).astype(np.int64)
-        missing = int(n - np.count_nonzero(present)) + int(np.maximum(x - pop, 0).sum())
-        if missing:
-            raise InputError(
-                f"With model='population' the 'data' of {where} must be a sub-multiset of "
-                f"the population ('universe'), but {missing} of its {n} records are not in "
-                "the population (counting repeated values). Pass the full population as "
-                "'universe', or use model='domain'."
-            )
-        addable = pop > 0
-    elif scope_ == "global":
+
+def _counts(xs: FloatArray, us: FloatArray, model: str, scope: str, where: str) -> _Counts:
+    if model == "population":
+        return _population_counts(xs, us, where)
+    if scope == "global":
         # Only the size of the data matters: every dataset is built from the universe.
         values = np.unique(us)
         x = np.zeros(values.shape[0], dtype=np.int64)
@@ -144,13 +155,38 @@ def _validate(
         values = np.unique(np.concatenate([us, xs]))
         x = np.bincount(np.searchsorted(values, xs), minlength=values.shape[0]).astype(np.int64)
         addable = np.isin(values, us)
+    return _Counts(values=values, x=x, addable=addable, pop=None)
+
+
+def _validate(args: _Arguments) -> _Request:
+    where = args.where
+    _check_f(args.f, where)
+    h = check_int(args.hamming, "hamming", where=where, minimum=1)
+    relation = validate_neighbours(args.neighbours, where=where)
+    scope_ = _choice(args.scope, "scope", where, ("local", "global"))
+    model_ = _choice(args.model, "model", where, ("domain", "population"))
+    k = _check_distance(args.distance, scope_, where)
+    min_size_ = _check_min_size(args.min_size, args.f, where)
+    limit = check_int(args.max_evaluations, "max_evaluations", where=where, minimum=1)
+    progress_ = _optional_bool(args.progress, "progress", where)
+    vectorized_ = _optional_bool(args.vectorized, "vectorized", where)
+
+    xs = as_data(args.data, name="data", where=where, allow_empty=min_size_ == 0)
+    us = as_data(args.universe, name="universe", where=where, infinite=False)
+    n = int(xs.shape[0])
+    if min_size_ > n:
+        raise InputError(
+            f"The 'min_size' parameter of {where} must be at most the number of records in "
+            f"the data ({n}). Got {min_size_!r} instead."
+        )
+    counts = _counts(xs, us, model_, scope_, where)
     return _Request(
-        f=f,
-        values=values.astype(np.float64),
-        x=x,
+        f=args.f,
+        values=counts.values.astype(np.float64),
+        x=counts.x,
         n=n,
-        addable=addable,
-        pop=pop,
+        addable=counts.addable,
+        pop=counts.pop,
         hamming=h,
         relation=relation,
         scope=scope_,

@@ -27,9 +27,7 @@ does.
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 import numpy as np
@@ -37,28 +35,13 @@ from numpy.typing import ArrayLike
 
 from dpsense._arrays import FloatArray
 from dpsense._progress import ProgressBar, show_progress
-from dpsense.errors import EvaluationLimitError, InputError
-from dpsense.neighbours import ADD_REMOVE, Neighbours
+from dpsense.errors import EvaluationLimitError
+from dpsense.neighbours import Neighbours
 from dpsense.params import check_int
-from dpsense.sensitivity._enumeration import (
-    _CHUNK_CELLS,
-    IntArray,
-    _allowed_steps,
-    _count_deltas,
-    _count_multisets,
-    _count_vectors,
-    _datasets,
-    _distance,
-    _multisets,
-    _net_changes,
-    _signed_keys,
-    _smallest_uint,
-    _stack,
-    _Table,
-    _weights,
-)
-from dpsense.sensitivity._evaluate import _Evaluator, _SupportsEvaluateBatch
-from dpsense.sensitivity._request import _Request, _validate
+from dpsense.sensitivity._compare import _local_sensitivities, _Result
+from dpsense.sensitivity._evaluate import _evaluate_table, _SupportsEvaluateBatch
+from dpsense.sensitivity._plan import _neighbour_steps, _plan_table, _sorted_keys
+from dpsense.sensitivity._request import _Arguments, _Request, _validate
 
 __all__ = ["empirical_sensitivity", "empirical_sensitivity_profile"]
 
@@ -74,62 +57,12 @@ _PAIR_FACTOR: Final = 20
 # -------------------------------------------------------------------------- the core
 
 
-@dataclass(frozen=True)
-class _Result:
-    ls: FloatArray  # local sensitivity of every base dataset
-    dist: IntArray  # distance of every base dataset from the data (local scope)
-
-
 def _format_count(v: float) -> str:
     return f"{int(v):,}" if v < 2**53 else f"about {v:.3g}"
 
 
-def _explore(req: _Request, where: str) -> _Result:
-    h, k, relation = req.hamming, req.distance, req.relation
-    n, min_size = req.n, req.min_size
-    K = int(req.values.shape[0])
-    upper = req.upper
-
-    # The neighbour changes applied to every base: distance 1..h, generic per-value caps.
-    if req.pop is not None:
-        nb_rc = np.minimum(req.pop, h)
-        nb_ac = np.minimum(req.pop, h)
-    else:
-        nb_rc = np.full(K, h, dtype=np.int64)
-        nb_ac = np.where(req.addable, h, 0).astype(np.int64)
-    nb_steps = _allowed_steps(relation, h, include_zero=False)
-    counts_nb = _count_deltas(nb_rc, nb_ac, h)
-    n_deltas = float(sum(counts_nb[p, q] for p, q in nb_steps))
-
-    # The table: every multiset f is needed on, and which of them are bases.
-    if req.scope == "local":
-        r = k + h
-        tab_rc = req.x
-        if req.pop is not None:
-            tab_ac = req.pop - req.x
-        else:
-            tab_ac = np.where(req.addable, r, 0).astype(np.int64)
-        steps = [
-            (p, q)
-            for p, q in _allowed_steps(relation, r, include_zero=True)
-            if n - p + q >= min_size
-        ]
-        counts = _count_deltas(tab_rc, tab_ac, r)
-        n_eval = float(sum(counts[p, q] for p, q in steps))
-        n_base = float(
-            sum(counts[p, q] for p, q in steps if (p + q if relation == ADD_REMOVE else p) <= k)
-        )
-        colmax = req.x + np.minimum(tab_ac, r)
-    else:
-        top = n + h if relation == ADD_REMOVE else n
-        caps = req.pop if req.pop is not None else np.full(K, top, dtype=np.int64)
-        sizes = list(range(max(n - h, min_size), n + h + 1)) if relation == ADD_REMOVE else [n]
-        counts_m = _count_multisets(caps, top)
-        n_eval = float(sum(counts_m[m] for m in sizes))
-        n_base = float(counts_m[n])
-        colmax = np.minimum(caps, top)
-
-    limit = req.max_evaluations
+def _check_work(where: str, limit: int, n_eval: float, n_pairs: float) -> None:
+    """Refuse, before any work starts, more evaluations or comparisons than allowed."""
     if n_eval > limit:
         raise EvaluationLimitError(
             f"{where} would evaluate f on {_format_count(n_eval)} distinct datasets, more "
@@ -137,7 +70,6 @@ def _explore(req: _Request, where: str) -> _Result:
             f"or raise the limit, e.g. max_evaluations={_suggest(n_eval)}.",
             n_eval,
         )
-    n_pairs = n_base * n_deltas
     if n_pairs > _PAIR_FACTOR * limit:
         raise EvaluationLimitError(
             f"{where} would compare {_format_count(n_pairs)} (dataset, neighbour) pairs, "
@@ -147,124 +79,17 @@ def _explore(req: _Request, where: str) -> _Result:
             n_pairs / _PAIR_FACTOR,
         )
 
-    # Enumerate the table.
-    if req.scope == "local":
-        changes = _net_changes(tab_rc, tab_ac, steps)
-        dist = _distance(relation, changes.removed, changes.added)
-        table = _Table(
-            ref=req.x,
-            sparse=changes,
-            counts=None,
-            sizes=n - changes.removed + changes.added,
-            dist=dist,
-            is_base=dist <= k,
-        )
-    elif max(sizes) >= K:  # few values, large datasets: dense count vectors
-        counts_tab = _count_vectors(caps, min(sizes), max(sizes))
-        sizes_tab = counts_tab.sum(axis=1)
-        table = _Table(
-            ref=np.zeros(K, dtype=np.int64),
-            sparse=None,
-            counts=counts_tab.astype(_smallest_uint(max(sizes))),
-            sizes=sizes_tab,
-            dist=np.zeros(sizes_tab.shape[0], dtype=np.int64),
-            is_base=sizes_tab == n,
-        )
-    else:  # many values, small datasets: sorted value sequences
-        by_size = _multisets(np.flatnonzero(caps > 0), caps, max(sizes), lo=min(sizes))
-        seqs = _stack([(*by_size[m], 0, m) for m in sizes], max(sizes))
-        table = _Table(
-            ref=np.zeros(K, dtype=np.int64),
-            sparse=seqs,
-            counts=None,
-            sizes=seqs.added,
-            dist=np.zeros(seqs.rows, dtype=np.int64),
-            is_base=seqs.added == n,
-        )
-    deltas = _net_changes(nb_rc, nb_ac, nb_steps)
 
-    # Keys of the table, sorted (mixed radix, or random weights with a collision check).
-    for attempt in range(8):
-        w, exact = _weights(colmax, attempt)
-        tkeys = table.keys(w)
-        order = np.argsort(tkeys, kind="stable")
-        skeys = tkeys[order]
-        if not np.any(skeys[1:] == skeys[:-1]):
-            break
-        if exact:  # pragma: no cover - mixed-radix keys are unique by construction
-            raise RuntimeError("empirical_sensitivity: duplicate multisets in the table")
-    else:  # pragma: no cover - probability about 2**-60 per attempt
-        raise RuntimeError("empirical_sensitivity: could not find collision-free keys")
-
-    progress = ProgressBar(show_progress(req.progress, large=n_eval > _PROGRESS_THRESHOLD))
-    fvals = np.empty(table.rows, dtype=np.float64)
-    evaluate = _Evaluator(req.f, req.vectorized)
-    with progress.running(), warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore", RuntimeWarning)
-        progress.task("Evaluating f", table.rows)
-        for m in np.unique(table.sizes).tolist():
-            rows_m = np.flatnonzero(table.sizes == m)
-            chunk = max(1, _CHUNK_CELLS // max(m, K, 1))
-            for start in range(0, rows_m.shape[0], chunk):
-                sel = rows_m[start : start + chunk]
-                X = _datasets(req.values, table.dense(sel), m)
-                try:
-                    out = evaluate(X)
-                except InputError:
-                    raise
-                except Exception as exc:
-                    exc.add_note(f"(raised by f on a dataset of size {m} in {where})")
-                    raise
-                if not np.all(np.isfinite(out)):
-                    raise InputError(
-                        f"f returned NaN or infinity on a dataset of size {m} in {where}. If f "
-                        "is undefined on small datasets (for example the variance of one "
-                        f"record), exclude them with min_size={m + 1}; otherwise make f return "
-                        "a finite number on every dataset."
-                    )
-                fvals[sel] = out
-                progress.advance(int(sel.shape[0]))
-    sf = fvals[order]
-
-    # Local sensitivity of every base, by key lookup of all its neighbours at once. The
-    # bases are taken in key order and the lookups made delta by delta, so every run of
-    # queries is sorted (exact keys add without wrapping), which keeps the binary
-    # searches cache-friendly.
-    base_pos = np.flatnonzero(table.is_base[order])
-    n_bases = int(base_pos.shape[0])
-    kd = _signed_keys(w, deltas.idx, deltas.run)
-    dsize = deltas.added - deltas.removed
-    nd = deltas.rows
-    ls = np.zeros(n_bases, dtype=np.float64)
-    if nd and n_bases:
-        b_chunk = max(1, min(n_bases, 1 << 16, _CHUNK_CELLS // K))
-        d_chunk = max(1, _CHUNK_CELLS // b_chunk)
-        upper_d = upper[deltas.idx]
-        with progress.running():
-            progress.task("Comparing neighbours", n_bases)
-            for b0 in range(0, n_bases, b_chunk):
-                pos_b = base_pos[b0 : b0 + b_chunk]
-                rows_b = order[pos_b]
-                BT = table.dense(rows_b).T.copy()  # (K, bases)
-                kb, fb, size_b = skeys[pos_b], sf[pos_b], table.sizes[rows_b]
-                best = np.zeros(pos_b.shape[0], dtype=np.float64)
-                for d0 in range(0, nd, d_chunk):
-                    dsl = slice(d0, d0 + d_chunk)
-                    valid = (dsize[dsl, None] + size_b[None, :]) >= min_size  # (deltas, bases)
-                    for slot in range(deltas.idx.shape[1]):
-                        v = BT[deltas.idx[dsl, slot]] + deltas.run[dsl, slot, None]
-                        valid &= (v >= 0) & (v <= upper_d[dsl, slot, None])
-                    di, bi = np.nonzero(valid)
-                    keys = kd[dsl][di] + kb[bi]
-                    pos = np.minimum(np.searchsorted(skeys, keys), skeys.shape[0] - 1)
-                    if not np.array_equal(skeys[pos], keys):  # pragma: no cover - invariant
-                        raise RuntimeError("empirical_sensitivity: a neighbour is missing")
-                    diff = np.zeros(valid.shape, dtype=np.float64)
-                    diff[di, bi] = np.abs(sf[pos] - fb[bi])
-                    np.maximum(best, diff.max(axis=0), out=best)
-                ls[b0 : b0 + pos_b.shape[0]] = best
-                progress.advance(int(pos_b.shape[0]))
-    return _Result(ls=ls, dist=table.dist[order[base_pos]])
+def _explore(req: _Request, where: str) -> _Result:
+    neighbours = _neighbour_steps(req)
+    plan = _plan_table(req)
+    _check_work(where, req.max_evaluations, plan.n_eval, plan.n_base * neighbours.count)
+    table = plan.build(req)
+    deltas = neighbours.changes()
+    keys = _sorted_keys(table, plan.colmax)
+    progress = ProgressBar(show_progress(req.progress, large=plan.n_eval > _PROGRESS_THRESHOLD))
+    fvals = _evaluate_table(req, table, progress, where)
+    return _local_sensitivities(req, table, keys, fvals[keys.order], deltas, progress)
 
 
 def _suggest(count: float) -> str:
@@ -410,11 +235,11 @@ def empirical_sensitivity(
     8.0
     """
     where = "empirical_sensitivity"
-    req = _validate(
-        where,
-        f,
-        data,
-        universe,
+    args = _Arguments(
+        where=where,
+        f=f,
+        data=data,
+        universe=universe,
         hamming=hamming,
         neighbours=neighbours,
         scope=scope,
@@ -425,7 +250,7 @@ def empirical_sensitivity(
         progress=progress,
         vectorized=vectorized,
     )
-    result = _explore(req, where)
+    result = _explore(_validate(args), where)
     return float(result.ls.max()) if result.ls.size else 0.0
 
 
@@ -474,11 +299,11 @@ vectorized
     """
     where = "empirical_sensitivity_profile"
     k_max = check_int(max_distance, "max_distance", where=where, minimum=0)
-    req = _validate(
-        where,
-        f,
-        data,
-        universe,
+    args = _Arguments(
+        where=where,
+        f=f,
+        data=data,
+        universe=universe,
         hamming=hamming,
         neighbours=neighbours,
         scope="local",
@@ -489,7 +314,7 @@ vectorized
         progress=progress,
         vectorized=vectorized,
     )
-    result = _explore(req, where)
+    result = _explore(_validate(args), where)
     out = np.zeros(k_max + 1, dtype=np.float64)
     for k in range(k_max + 1):
         sel = result.ls[result.dist <= k]
