@@ -186,8 +186,8 @@ def private_bounds(
     bounds of a later release, whose budget is separate (an :class:`dpsense.Accountant`
     adds both). ``delta`` must be 0: this is pure epsilon-DP. It always answers: on data
     too small for the noise, the bounds are wide or clip more.
-    ``schema`` casts columns in the engine as in :func:`dpsense.release` (a value that
-    does not fit becomes a null, for ``nulls``), so that ``release(..., schema=...,
+    ``schema`` casts columns in the engine as in :func:`dpsense.release` (a row whose
+    value does not fit its declared type is dropped), so that ``release(..., schema=...,
     bounds="private")`` reads the same column in both steps; ``row_filter`` (internal: the
     parsed ``where=`` of :func:`dpsense.release`) keeps the rows that pass it, first.
     """

@@ -107,14 +107,15 @@ def release(
         the data owner's cleaning step, before the mechanism (the guarantee is about the
         cleaned data).
     schema : mapping of str to str, optional
-        Declared types of columns, ``{"age": "int"}``: "int", "float" or "decimal(p,s)".
-        The column is cast in the engine (a value that does not fit becomes a null,
-        handled by ``nulls``) and its type is public. A quantile without a resolution
-        takes one from the value column's declared type: 1 for integer types (numpy,
-        pandas, Polars, Arrow, Parquet, DuckDB, Spark), ``10**-s`` for DECIMAL(p, s); a
-        CSV's or a list's types are inferred from the values and never used
-        (docs/tables.md §7). The receipt's ``resolution_source`` says where the
-        resolution came from. For one column of numbers the key is its name ("value"
+        Declared types of columns, ``{"age": "int"}``: "int", "float", "decimal(p,s)" or
+        "text". The column is cast in the engine and its type is public; a row whose
+        value is not null but does not fit its declared type is dropped, as a ``where``
+        drops rows (never turned into a null: ``nulls`` applies to the data's own nulls).
+        A quantile without a resolution takes one from the value column's declared type:
+        1 for integer types (numpy, pandas, Polars, Arrow, Parquet, DuckDB, Spark),
+        ``10**-s`` for DECIMAL(p, s); a CSV's or a list's types are inferred from the
+        values and never used (docs/tables.md §7). The receipt's ``resolution_source``
+        says where the resolution came from. For one column of numbers the key is its name ("value"
         for arrays and lists).
     rng : None, int or RandomSource
         None uses the OS CSPRNG; an int seed is for tests and demos (it warns and the

@@ -99,6 +99,7 @@ def test_removing_a_person_moves_every_score_by_at_most_m(m: int) -> None:
             assert max(abs(a - b) for a, b in zip(highs, highs2, strict=True)) <= m
 
 
+@pytest.mark.slow  # an exact distribution on every neighbour: the slow tier (make slow)
 @pytest.mark.parametrize(("m", "eps"), [(1, 1.0), (2, 0.5), (3, 0.1)])
 def test_the_exact_output_distribution_is_epsilon_dp_on_neighbouring_tables(
     m: int, eps: float

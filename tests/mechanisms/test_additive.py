@@ -166,6 +166,7 @@ def test_bad_input_is_one_clear_input_error(call: object, fragment: str) -> None
     assert "\n" not in str(info.value)
 
 
+@pytest.mark.slow  # a chi-square test over many draws: the slow tier (make slow)
 def test_exponential_mechanism_follows_its_softmax() -> None:
     rng = SeededRandom(6)
     mech = ds.ExponentialMechanism(1.0, 1.5)

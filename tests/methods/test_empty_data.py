@@ -259,8 +259,9 @@ def _sampler(data: list[float], stat: ds.Statistic, method: str, seed: int) -> C
 @pytest.mark.parametrize(
     ("stat", "method", "seed"),
     [
-        (ds.Count(), "global", 901),
-        (ds.Mean(0.0, 1.0), "global", 911),
+        # statistical audits of thousands of releases: the slow tier (make slow)
+        pytest.param(ds.Count(), "global", 901, marks=pytest.mark.slow),
+        pytest.param(ds.Mean(0.0, 1.0), "global", 911, marks=pytest.mark.slow),
         (ds.Mean(0.0, 1.0), "ksw", 921),
         pytest.param(ds.Median(0.0, 1.0), "exponential", 931, marks=pytest.mark.slow),
     ],

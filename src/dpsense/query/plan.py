@@ -266,62 +266,28 @@ def plan_query(
     epsilon = check_epsilon(epsilon, where=where)
     delta = check_delta(delta, where=where)
     neighbours = validate_neighbours(args.neighbours, where=where)
-    method, column, by, keys = args.method, args.column, args.by, args.keys
-    privacy_unit, nulls, schema = args.privacy_unit, args.nulls, args.schema
-    bounds, bounds_share, weights = args.bounds, args.bounds_share, args.weights
-    max_rows_per_unit, max_groups_per_unit = args.max_rows_per_unit, args.max_groups_per_unit
     single = isinstance(statistics, Statistic)
-    if single and weights is not None:
+    if single and args.weights is not None:
         raise InputError(
             f"The 'weights' parameter of {where} splits epsilon between the statistics of a "
             "dict: pass a dict of statistics, or drop weights."
         )
-    if column is not None and not isinstance(column, str):
+    if args.column is not None and not isinstance(args.column, str):
         raise InputError("The 'column' parameter must be a column name (str).")
-    items = _entries(statistics, column, where)
+    items = _entries(statistics, args.column, where)
     named = [col for _, stat, col, _ in items if not isinstance(stat, Count)]
     if None in named and any(col is not None for col in named):
         raise InputError(MIXED_COLUMNS)
-    names = [name for name, _, _, _ in items]
-    w = _weights(weights, names, where)
-    by_cols = by_columns(by)
-    m_rows = check_int(max_rows_per_unit, "max_rows_per_unit", where=where, minimum=1)
-    m_groups = check_int(max_groups_per_unit, "max_groups_per_unit", where=where, minimum=1)
-    if privacy_unit is None and (m_rows != 1 or m_groups != 1):
-        raise InputError(
-            "max_rows_per_unit and max_groups_per_unit bound what one privacy unit "
-            "contributes: pass privacy_unit=... (the column identifying a person)."
-        )
-    if privacy_unit is not None and not isinstance(privacy_unit, str):
-        raise InputError("The 'privacy_unit' parameter must be a column name (str).")
-    if keys is not None and not by_cols:
-        raise InputError("The 'keys' parameter lists groups: pass by=... as well.")
-    if nulls not in ("error", "drop"):
-        raise InputError(f"The 'nulls' parameter must be 'error' or 'drop'. Got {nulls!r}.")
-    casts = parse_schema(schema, where)
+    w = _weights(args.weights, [name for name, _, _, _ in items], where)
+    by_cols, m_rows, m_groups = _units_and_groups(args, where)
+    casts = parse_schema(args.schema, where)
     row_filter = None if args.where is None else parse_row_filter(args.where, where=where)
-    public = public_key_count(keys, by_cols)
-    groups = m_groups if privacy_unit is not None else 1
-
-    # bounds: one step for a bare statistic (as always); one per column for a dict
-    bounds_plan: BoundsPlan | None = None
-    bounds_cols: list[str | None] = []
-    if single or bounds is None:
-        for _, stat, _, _ in items:
-            bounds_plan = plan_bounds(stat, bounds, bounds_share, epsilon, neighbours, where=where)
-        bounds_cols = [items[0][2]] if bounds_plan is not None else []
-    else:
-        for _, stat, col, _ in items:
-            if isinstance(stat, BoundedStatistic) and not stat.has_bounds:
-                bounds_plan = plan_bounds(
-                    stat, bounds, bounds_share, epsilon, neighbours, where=where
-                )
-                if col not in bounds_cols:
-                    bounds_cols.append(col)
-        if bounds_plan is None:  # the error plan_bounds gives a statistic with bounds
-            plan_bounds(items[0][1], bounds, bounds_share, epsilon, neighbours, where=where)
+    public = public_key_count(args.keys, by_cols)
+    groups = m_groups if args.privacy_unit is not None else 1
+    bounds_plan, bounds_cols = _bounds_steps(
+        single, items, args, epsilon=epsilon, neighbours=neighbours, where=where
+    )
     rest = epsilon if bounds_plan is None else bounds_plan.rest
-
     selection = None
     eps_stats, dlt_stats = rest, delta
     if not single and len(items) > 1 and by_cols:
@@ -341,15 +307,10 @@ def plan_query(
         # "auto" and the method's checks: at the whole epsilon for a bare statistic (as
         # always), at the statistic's share in a query
         eps_m, dlt_m = (epsilon, delta) if single else (eps_i, dlt_i)
-        chosen, opts = checked_method(stat, method, dict(options), eps_m, dlt_m, neighbours)
-        entries.append(Entry(name, stat, col, method, chosen, opts, w[name], eps_i, dlt_i, present))
-    parameters: dict[str, Any] = {
-        "split": {
-            e.name: {"epsilon": e.epsilon, "delta": e.delta, "weight": float(e.weight)}
-            for e in entries
-        },
-        "selection_share": SELECTION_SHARE if selection is not None else None,
-    }
+        chosen, opts = checked_method(stat, args.method, dict(options), eps_m, dlt_m, neighbours)
+        entries.append(
+            Entry(name, stat, col, args.method, chosen, opts, w[name], eps_i, dlt_i, present)
+        )
     plan = QueryPlan(
         entries=tuple(entries),
         single=single,
@@ -357,24 +318,87 @@ def plan_query(
         delta=delta,
         neighbours=neighbours,
         by=by_cols,
-        keys=keys,
+        keys=args.keys,
         public_keys=public,
-        unit=privacy_unit,
+        unit=args.privacy_unit,
         max_rows=m_rows,
         max_groups=m_groups,
-        nulls=nulls,
+        nulls=args.nulls,
         casts=casts,
-        schema=schema,
+        schema=args.schema,
         row_filter=row_filter,
         bounds=bounds_plan,
         bounds_columns=tuple(bounds_cols),
         selection=selection,
-        parameters=parameters,
+        parameters=_split_receipt(entries, selection),
     )
-    # what the methods refuse from their parameters alone, at the budget they run with
-    m = m_rows if privacy_unit is not None else 1
+    _check_methods(plan)
+    return plan
+
+
+def _units_and_groups(args: ReleaseArgs, where: str) -> tuple[tuple[str, ...], int, int]:
+    """The by-columns and the checked contribution bounds of ``args`` (with the checks of
+    the privacy unit, the keys and the rule for missing values)."""
+    by_cols = by_columns(args.by)
+    m_rows = check_int(args.max_rows_per_unit, "max_rows_per_unit", where=where, minimum=1)
+    m_groups = check_int(args.max_groups_per_unit, "max_groups_per_unit", where=where, minimum=1)
+    if args.privacy_unit is None and (m_rows != 1 or m_groups != 1):
+        raise InputError(
+            "max_rows_per_unit and max_groups_per_unit bound what one privacy unit "
+            "contributes: pass privacy_unit=... (the column identifying a person)."
+        )
+    if args.privacy_unit is not None and not isinstance(args.privacy_unit, str):
+        raise InputError("The 'privacy_unit' parameter must be a column name (str).")
+    if args.keys is not None and not by_cols:
+        raise InputError("The 'keys' parameter lists groups: pass by=... as well.")
+    if args.nulls not in ("error", "drop"):
+        raise InputError(f"The 'nulls' parameter must be 'error' or 'drop'. Got {args.nulls!r}.")
+    return by_cols, m_rows, m_groups
+
+
+def _bounds_steps(
+    single: bool,
+    items: list[tuple[str, Statistic, str | None, str | None]],
+    args: ReleaseArgs,
+    *,
+    epsilon: float,
+    neighbours: Neighbours,
+    where: str,
+) -> tuple[BoundsPlan | None, list[str | None]]:
+    """The bounds step's plan and the columns it finds bounds for: one step for a bare
+    statistic (as always); one per column for a dict."""
+    bounds, share = args.bounds, args.bounds_share
+    bounds_plan: BoundsPlan | None = None
+    bounds_cols: list[str | None] = []
+    if single or bounds is None:
+        for _, stat, _, _ in items:
+            bounds_plan = plan_bounds(stat, bounds, share, epsilon, neighbours, where=where)
+        return bounds_plan, ([items[0][2]] if bounds_plan is not None else [])
+    for _, stat, col, _ in items:
+        if isinstance(stat, BoundedStatistic) and not stat.has_bounds:
+            bounds_plan = plan_bounds(stat, bounds, share, epsilon, neighbours, where=where)
+            if col not in bounds_cols:
+                bounds_cols.append(col)
+    if bounds_plan is None:  # the error plan_bounds gives a statistic with bounds
+        plan_bounds(items[0][1], bounds, share, epsilon, neighbours, where=where)
+    return bounds_plan, bounds_cols
+
+
+def _split_receipt(entries: list[Entry], selection: tuple[float, float] | None) -> dict[str, Any]:
+    """The query's receipt of its split: each statistic's share and the selection's."""
+    return {
+        "split": {
+            e.name: {"epsilon": e.epsilon, "delta": e.delta, "weight": float(e.weight)}
+            for e in entries
+        },
+        "selection_share": SELECTION_SHARE if selection is not None else None,
+    }
+
+
+def _check_methods(plan: QueryPlan) -> None:
+    """What the methods refuse from their parameters alone, at the budget they run with."""
+    m = plan.max_rows if plan.unit is not None else 1
     for entry in plan.entries:
         eps_g, dlt_g = statistic_split(plan, entry).per_group
         stat = per_unit(entry.statistic, m)
-        check_parameters(stat, entry.chosen, dict(entry.options), eps_g, dlt_g, neighbours)
-    return plan
+        check_parameters(stat, entry.chosen, dict(entry.options), eps_g, dlt_g, plan.neighbours)
