@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -74,12 +74,7 @@ def clopper_pearson(
     where = "clopper_pearson"
     trials = check_int(n, "n", where=where, minimum=1)
     level = check_probability(alpha, "alpha", where=where)
-    k = np.asarray(count)
-    if k.dtype.kind not in "iu" or np.any(k < 0) or np.any(k > trials):
-        raise InputError(
-            f"The 'count' parameter of {where} must hold integers in [0, n={trials}]. "
-            "Got values outside that range or of a non-integer type instead."
-        )
+    k = _check_counts(count, trials, where)
     kf = k.astype(np.float64)
     # Evaluate the Beta quantiles only where they are defined (shape parameters > 0).
     safe_lo = np.maximum(kf, 1.0)
@@ -89,6 +84,17 @@ def clopper_pearson(
     lower = np.where(k > 0, stats.beta.ppf(level / 2, safe_lo, trials - safe_lo + 1.0), 0.0)
     upper = np.where(k < trials, stats.beta.isf(level / 2, safe_hi + 1.0, trials - safe_hi), 1.0)
     return np.asarray(lower, dtype=np.float64), np.asarray(upper, dtype=np.float64)
+
+
+def _check_counts(count: ArrayLike, trials: int, where: str) -> NDArray[Any]:
+    """``count`` as an array of integers in ``[0, trials]``."""
+    k = np.asarray(count)
+    if k.dtype.kind not in "iu" or np.any(k < 0) or np.any(k > trials):
+        raise InputError(
+            f"The 'count' parameter of {where} must hold integers in [0, n={trials}]. "
+            "Got values outside that range or of a non-integer type instead."
+        )
+    return k
 
 
 def _exp_epsilon(epsilon: float) -> float:

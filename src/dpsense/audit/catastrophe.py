@@ -177,6 +177,11 @@ def catastrophe_test(
 
     hits_x = _hits(event, _draw(sx, size, "sample_x", where), size, "x")
     hits_y = _hits(event, _draw(sy, size, "sample_y", where), size, "x'")
+    return _verdict(hits_x, hits_y, size, eps, level)
+
+
+def _verdict(hits_x: int, hits_y: int, size: int, eps: float, level: float) -> CatastropheResult:
+    """Judge the event in both directions from its counts among ``size`` outputs each."""
     judgement = _judge(
         np.array([hits_x], dtype=np.int64),
         np.array([hits_y], dtype=np.int64),

@@ -23,7 +23,7 @@ from numpy.typing import NDArray
 
 from dpsense._progress import ProgressBar, show_progress
 from dpsense.audit._binning import MAX_DISCRETE_VALUES as MAX_DISCRETE_VALUES
-from dpsense.audit._binning import _make_bins, _pilot_size
+from dpsense.audit._binning import _Bins, _make_bins, _pilot_size
 from dpsense.audit._confidence import _judge, clopper_pearson
 from dpsense.audit._sampling import Outputs as Outputs
 from dpsense.audit._sampling import Sampler, _check_sampler, _common, _draw, _fail
@@ -229,34 +229,12 @@ def histogram_audit(
         raise _fail("progress", where, "True, False or None", progress)
 
     pilot = _pilot_size(size, n_bins)
-    bar = ProgressBar(show_progress(None if progress is None else bool(progress)))
-    with bar.running():
-        bar.task("Drawing outputs", 2 * (pilot + size))
-        pilot_x = _draw(sx, pilot, "sample_x", where)
-        bar.advance(pilot)
-        pilot_y = _draw(sy, pilot, "sample_y", where)
-        bar.advance(pilot)
-        out_x = _draw(sx, size, "sample_x", where)
-        bar.advance(size)
-        out_y = _draw(sy, size, "sample_y", where)
-        bar.advance(size)
-    pilot_x, pilot_y, out_x, out_y = _common([pilot_x, pilot_y, out_x, out_y])
-
+    pilot_x, pilot_y, out_x, out_y = _draw_outputs(sx, sy, pilot, size, progress)
     partition = _make_bins(np.concatenate([pilot_x, pilot_y]), n_bins)
-    hist_x, hist_y = partition.histogram(out_x), partition.histogram(out_y)
-    labels = [partition.bin_label(b) for b in range(partition.count)]
-    counts_x, counts_y = [hist_x], [hist_y]
-    if dlt > 0.0:
-        # tails: the first k bins and the last k bins, 2 <= k < number of bins
-        lengths = np.arange(2, partition.count)
-        counts_x += [np.cumsum(hist_x)[lengths - 1], np.cumsum(hist_x[::-1])[lengths - 1]]
-        counts_y += [np.cumsum(hist_y)[lengths - 1], np.cumsum(hist_y[::-1])[lengths - 1]]
-        labels += [partition.prefix_label(int(k)) for k in lengths]
-        labels += [partition.suffix_label(partition.count - int(k)) for k in lengths]
-
+    events = _events(partition, out_x, out_y, dlt)
     judgement = _judge(
-        np.concatenate(counts_x),
-        np.concatenate(counts_y),
+        np.concatenate(events.counts_x),
+        np.concatenate(events.counts_y),
         size,
         epsilon=eps,
         delta=dlt,
@@ -269,10 +247,53 @@ def histogram_audit(
         epsilon_lower_bound=judgement.epsilon_lower_bound,
         claimed_epsilon=eps,
         claimed_delta=dlt,
-        worst_event=labels[judgement.worst],
+        worst_event=events.labels[judgement.worst],
         direction=judgement.direction,
         n=size,
         alpha=level,
         delta_excess=judgement.delta_excess,
         events_tested=judgement.events_tested,
     )
+
+
+def _draw_outputs(
+    sx: Sampler, sy: Sampler, pilot: int, size: int, progress: bool | None
+) -> list[Outputs]:
+    """The pilot samples and the tested outputs on x and x', as arrays of one type."""
+    where = "histogram_audit"
+    bar = ProgressBar(show_progress(None if progress is None else bool(progress)))
+    with bar.running():
+        bar.task("Drawing outputs", 2 * (pilot + size))
+        pilot_x = _draw(sx, pilot, "sample_x", where)
+        bar.advance(pilot)
+        pilot_y = _draw(sy, pilot, "sample_y", where)
+        bar.advance(pilot)
+        out_x = _draw(sx, size, "sample_x", where)
+        bar.advance(size)
+        out_y = _draw(sy, size, "sample_y", where)
+        bar.advance(size)
+    return _common([pilot_x, pilot_y, out_x, out_y])
+
+
+@dataclass(frozen=True)
+class _Events:
+    """The tested events: counts among the outputs on x and on x', and their labels."""
+
+    counts_x: list[NDArray[np.int64]]
+    counts_y: list[NDArray[np.int64]]
+    labels: list[str]
+
+
+def _events(partition: _Bins, out_x: Outputs, out_y: Outputs, dlt: float) -> _Events:
+    """The bins, and with ``delta > 0`` also every tail (first or last ``k`` bins)."""
+    hist_x, hist_y = partition.histogram(out_x), partition.histogram(out_y)
+    labels = [partition.bin_label(b) for b in range(partition.count)]
+    counts_x, counts_y = [hist_x], [hist_y]
+    if dlt > 0.0:
+        # tails: the first k bins and the last k bins, 2 <= k < number of bins
+        lengths = np.arange(2, partition.count)
+        counts_x += [np.cumsum(hist_x)[lengths - 1], np.cumsum(hist_x[::-1])[lengths - 1]]
+        counts_y += [np.cumsum(hist_y)[lengths - 1], np.cumsum(hist_y[::-1])[lengths - 1]]
+        labels += [partition.prefix_label(int(k)) for k in lengths]
+        labels += [partition.suffix_label(partition.count - int(k)) for k in lengths]
+    return _Events(counts_x=counts_x, counts_y=counts_y, labels=labels)

@@ -24,6 +24,7 @@ from dpsense.audit._binning import _pilot_size
 from dpsense.audit._calls import (
     MAX_DRAWS,
     MIN_DRAWS,
+    FloatArray,
     _check_pair,
     _dataset,
     _lump,
@@ -228,36 +229,75 @@ def audit_mechanism(
     >>> result.violation, result.neighbours
     (False, 'add-remove')
     """
-    if not callable(function):
-        raise InputError(
-            f"The 'function' parameter of {_WHERE} must be a callable from a dataset to a "
-            f"number. Got an object of type {type(function).__name__} instead."
-        )
+    _check_callable(function)
     eps = check_epsilon(epsilon, where=_WHERE)
     dlt = check_delta(delta, where=_WHERE)
     size = check_draws(draws)
     level = check_probability(alpha, "alpha", where=_WHERE)
-    if neighbours is not None and neighbours not in _RELATIONS:
-        raise InputError(
-            f"The 'neighbours' parameter of {_WHERE} must be 'add-remove' or 'substitute'. "
-            f"Got {neighbours!r} instead."
-        )
+    _check_neighbours(neighbours)
     if seed is not None:
         seed = check_int(seed, "seed", where=_WHERE, minimum=0)
     data_x, data_y = _dataset(x, "x"), _dataset(x_prime, "x_prime")
     relation = _check_pair(data_x, data_y, neighbours)
     label = name or _default_name(function)
 
+    rng = _seeded_generator(seed)
+    bar = ProgressBar(show_progress(progress))
+    mechanism = _Mechanism(function, label, rng, bar)
+    claim = _Claim(epsilon=eps, delta=dlt, draws=size, alpha=level)
+    histogram, catastrophe, event = _run_tests(mechanism, data_x, data_y, claim)
+    return _combine(histogram, catastrophe, event, relation, level, mechanism.calls)
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Claim:
+    """The checked claim under audit and the size of the histogram audit."""
+
+    epsilon: float
+    delta: float
+    draws: int
+    alpha: float
+
+
+def _check_callable(function: object) -> None:
+    if not callable(function):
+        raise InputError(
+            f"The 'function' parameter of {_WHERE} must be a callable from a dataset to a "
+            f"number. Got an object of type {type(function).__name__} instead."
+        )
+
+
+def _check_neighbours(neighbours: str | None) -> None:
+    if neighbours is not None and neighbours not in _RELATIONS:
+        raise InputError(
+            f"The 'neighbours' parameter of {_WHERE} must be 'add-remove' or 'substitute'. "
+            f"Got {neighbours!r} instead."
+        )
+
+
+def _seeded_generator(seed: int | None) -> np.random.Generator:
+    """The generator passed as ``rng``; with a seed, also seeds the global generators."""
     rng = np.random.default_rng(seed)  # None: fresh entropy from the OS
     if seed is not None:
         random.seed(seed)
         # the legacy global generator, for mechanisms that call np.random.laplace & co.
         np.random.seed(int(np.random.SeedSequence(seed).generate_state(1)[0]))  # noqa: NPY002
+    return rng
+
+
+def _run_tests(
+    mechanism: _Mechanism, data_x: FloatArray, data_y: FloatArray, claim: _Claim
+) -> tuple[AuditResult, CatastropheResult | None, str | None]:
+    """Both tests on the outputs of the mechanism, sharing ``alpha``.
+
+    The catastrophe test runs (at ``alpha / 2``) only for pure DP and when the pilot sample
+    shows a point mass; the histogram audit runs at the rest of ``alpha``.
+    """
+    eps, dlt, size, level = claim.epsilon, claim.delta, claim.draws, claim.alpha
     lump_pilot = min(size, _LUMP_PILOT) if dlt == 0.0 else 0
     lump_draws = min(size, _LUMP_DRAWS) if dlt == 0.0 else 0
     total = 2 * (lump_pilot + lump_draws + _pilot_size(size, DEFAULT_BINS) + size)
-    bar = ProgressBar(show_progress(progress))
-    mechanism = _Mechanism(function, label, rng, bar)
+    bar = mechanism.bar
     sample_x, sample_y = mechanism.sampler(data_x, "x"), mechanism.sampler(data_y, "x'")
 
     with bar.running(), warnings.catch_warnings():
@@ -289,7 +329,7 @@ def audit_mechanism(
             alpha=level if catastrophe is None else level / 2,
             progress=False,
         )
-    return _combine(histogram, catastrophe, event, relation, level, mechanism.calls)
+    return histogram, catastrophe, event
 
 
 def _default_name(function: Callable[..., Any]) -> str:
