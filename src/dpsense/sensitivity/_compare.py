@@ -29,6 +29,14 @@ class _Result:
     ls: FloatArray  # local sensitivity of every base dataset
     dist: IntArray  # distance of every base dataset from the data (local scope)
 
+    def profile(self, k_max: int) -> FloatArray:
+        """``A(f, x, k)`` for ``k = 0..k_max``: the largest local sensitivity within ``k``."""
+        out = np.zeros(k_max + 1, dtype=np.float64)
+        for k in range(k_max + 1):
+            sel = self.ls[self.dist <= k]
+            out[k] = float(sel.max()) if sel.size else 0.0
+        return out
+
 
 @dataclass(frozen=True, kw_only=True)
 class _Lookup:

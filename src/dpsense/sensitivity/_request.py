@@ -79,7 +79,7 @@ class _Arguments:
     universe: object
     hamming: object
     neighbours: object
-    scope: object
+    scope: object = "local"
     model: object
     distance: object
     min_size: object

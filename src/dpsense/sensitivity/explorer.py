@@ -30,7 +30,6 @@ import math
 from collections.abc import Callable
 from typing import Any, Final, Literal
 
-import numpy as np
 from numpy.typing import ArrayLike
 
 from dpsense._arrays import FloatArray
@@ -306,7 +305,6 @@ vectorized
         universe=universe,
         hamming=hamming,
         neighbours=neighbours,
-        scope="local",
         model=model,
         distance=k_max,
         min_size=min_size,
@@ -314,9 +312,4 @@ vectorized
         progress=progress,
         vectorized=vectorized,
     )
-    result = _explore(_validate(args), where)
-    out = np.zeros(k_max + 1, dtype=np.float64)
-    for k in range(k_max + 1):
-        sel = result.ls[result.dist <= k]
-        out[k] = float(sel.max()) if sel.size else 0.0
-    return out
+    return _explore(_validate(args), where).profile(k_max)
