@@ -31,6 +31,9 @@ EXPLORER_SCOPES: tuple[str, ...] = ("local", "global")
 _NON_PRIVATE_NOTE = "Non-private diagnostic computed from the raw data: do not publish."
 _DPI = 150
 _WIDE_RANGE = 100.0  # max/min ratio above which a logarithmic y axis is used
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "h")
+
+_Floats = np.ndarray[Any, np.dtype[np.float64]]
 
 
 def _new_figure(width: float, height: float) -> Any:
@@ -170,17 +173,44 @@ def plot_sensitivity_profile(
     InputError
         If matplotlib is missing, the inputs are malformed, or the file cannot be written.
     """
+    k, a = _profile_inputs(ks, a_of_k, beta)
+    smoothed = np.exp(-beta * k) * a
+    best = int(np.nanargmax(np.where(np.isfinite(smoothed), smoothed, -np.inf)))
+
+    fig = _new_figure(8.0, 5.0)
+    ax = fig.add_subplot()
+    _draw_profile(ax, k, a, smoothed, beta)
+    _mark_smooth(ax, k, smoothed, best, smooth)
+    _scale_y(ax, np.concatenate([a, smoothed, [smooth]]))
+    _integer_ticks(ax)
+    _label_profile_axes(ax, k)
+    fig.suptitle(title or "Smooth sensitivity profile", fontsize=12)
+    ax.set_title(_NON_PRIVATE_NOTE, fontsize=8, color="0.35")
+    return _save_atomically(fig, path)
+
+
+def _profile_inputs(ks: ArrayLike, a_of_k: ArrayLike, beta: float) -> tuple[_Floats, _Floats]:
+    """The distances and A(k) as float arrays of one length, with a positive beta."""
     k = _as_1d(ks, "ks")
     a = _as_1d(a_of_k, "a_of_k")
     if k.shape != a.shape:
         raise InputError("The 'ks' and 'a_of_k' arguments of the plot must have equal length.")
     if not (math.isfinite(beta) and beta > 0):
         raise InputError(f"The 'beta' parameter of the plot must be positive. Got {beta!r}.")
-    smoothed = np.exp(-beta * k) * a
-    best = int(np.nanargmax(np.where(np.isfinite(smoothed), smoothed, -np.inf)))
+    return k, a
 
-    fig = _new_figure(8.0, 5.0)
-    ax = fig.add_subplot()
+
+def _label_profile_axes(ax: Any, k: _Floats) -> None:
+    """Axis labels, the x range of the plotted ks, the grid and the legend."""
+    ax.set_xlabel("distance k (records changed)")
+    ax.set_ylabel("sensitivity")
+    ax.set_xlim(float(k.min()) - 0.5, float(k.max()) + 0.5)
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(loc="best", fontsize=9, framealpha=0.9)
+
+
+def _draw_profile(ax: Any, k: _Floats, a: _Floats, smoothed: _Floats, beta: float) -> None:
+    """The curves A(k) and exp(-beta k) A(k)."""
     marker = "o" if k.shape[0] <= 40 else None
     ax.plot(
         k,
@@ -200,6 +230,10 @@ def plot_sensitivity_profile(
         color="tab:orange",
         label=f"exp(-βk)·A(k), β = {beta:.4g}",
     )
+
+
+def _mark_smooth(ax: Any, k: _Floats, smoothed: _Floats, best: int, smooth: float) -> None:
+    """The smooth sensitivity as a horizontal line and the argmax k* among the plotted ks."""
     if math.isfinite(smooth):
         ax.axhline(
             smooth,
@@ -219,16 +253,6 @@ def plot_sensitivity_profile(
             linestyle="none",
             label=f"argmax k* = {int(k[best])}",
         )
-    _scale_y(ax, np.concatenate([a, smoothed, [smooth]]))
-    _integer_ticks(ax)
-    ax.set_xlabel("distance k (records changed)")
-    ax.set_ylabel("sensitivity")
-    ax.set_xlim(float(k.min()) - 0.5, float(k.max()) + 0.5)
-    ax.grid(True, which="major", alpha=0.3)
-    ax.legend(loc="best", fontsize=9, framealpha=0.9)
-    fig.suptitle(title or "Smooth sensitivity profile", fontsize=12)
-    ax.set_title(_NON_PRIVATE_NOTE, fontsize=8, color="0.35")
-    return _save_atomically(fig, path)
 
 
 def _explorer_series(
@@ -300,51 +324,65 @@ def plot_explorer(
     fig = _new_figure(11.0, 8.0)
     # Rows share y so that local and global sensitivity of one relation compare directly.
     axes = fig.subplots(2, 2, sharex=True, sharey="row")
-    markers = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "h")
     handles: dict[str, Any] = {}
     for row, neighbours in enumerate(EXPLORER_NEIGHBOURS):
         row_values: list[float] = []
         for col, scope in enumerate(EXPLORER_SCOPES):
-            ax = axes[row][col]
-            drawn = False
-            for j, stat in enumerate(statistics):
-                points = series.get((neighbours, scope, stat))
-                if not points:
-                    continue
-                hs = sorted(points)
-                ys = [points[h] for h in hs]
-                row_values.extend(ys)
-                (line,) = ax.plot(
-                    hs,
-                    ys,
-                    marker=markers[j % len(markers)],
-                    markersize=6,
-                    markerfacecolor="none" if j % 2 else None,
-                    linewidth=1.6,
-                    color=f"C{j % 10}",
-                    label=stat,
-                )
-                handles.setdefault(stat, line)
-                drawn = True
-            if not drawn:
-                ax.text(
-                    0.5,
-                    0.5,
-                    "not computed",
-                    ha="center",
-                    va="center",
-                    transform=ax.transAxes,
-                    color="0.5",
-                )
-            _integer_ticks(ax)
-            ax.set_title(f"{scope} sensitivity, {neighbours}", fontsize=11)
-            ax.set_xlabel("Hamming distance")
-            ax.set_ylabel(f"{scope} sensitivity")
-            ax.grid(True, alpha=0.3)
-            ax.tick_params(labelbottom=True, labelleft=True)
+            curves = [
+                (j, stat, points)
+                for j, stat in enumerate(statistics)
+                if (points := series.get((neighbours, scope, stat)))
+            ]
+            row_values.extend(_draw_panel(axes[row][col], neighbours, scope, curves, handles))
         if row_values:
             _scale_y(axes[row][0], np.asarray(row_values, dtype=np.float64))
-    ordered = [handles[s] for s in statistics if s in handles]
+    _shared_legend(fig, [handles[s] for s in statistics if s in handles])
+    fig.suptitle(title or "Brute-force sensitivity by Hamming distance", fontsize=13)
+    return _save_atomically(fig, path)
+
+
+def _draw_panel(
+    ax: Any,
+    neighbours: str,
+    scope: str,
+    curves: list[tuple[int, str, dict[int, float]]],
+    handles: dict[str, Any],
+) -> list[float]:
+    """One panel: a line per ``(j, statistic, points)`` (``j`` picks marker and colour).
+
+    Records the first line of each statistic in ``handles``; returns the values drawn.
+    """
+    values: list[float] = []
+    for j, stat, points in curves:
+        hs = sorted(points)
+        ys = [points[h] for h in hs]
+        values.extend(ys)
+        (line,) = ax.plot(
+            hs,
+            ys,
+            marker=_MARKERS[j % len(_MARKERS)],
+            markersize=6,
+            markerfacecolor="none" if j % 2 else None,
+            linewidth=1.6,
+            color=f"C{j % 10}",
+            label=stat,
+        )
+        handles.setdefault(stat, line)
+    if not curves:
+        ax.text(
+            0.5, 0.5, "not computed", ha="center", va="center", transform=ax.transAxes, color="0.5"
+        )
+    _integer_ticks(ax)
+    ax.set_title(f"{scope} sensitivity, {neighbours}", fontsize=11)
+    ax.set_xlabel("Hamming distance")
+    ax.set_ylabel(f"{scope} sensitivity")
+    ax.grid(True, alpha=0.3)
+    ax.tick_params(labelbottom=True, labelleft=True)
+    return values
+
+
+def _shared_legend(fig: Any, ordered: list[Any]) -> None:
+    """One legend for every panel, below them, titled with the non-private note."""
     legend = fig.legend(
         ordered,
         [h.get_label() for h in ordered],
@@ -356,5 +394,3 @@ def plot_explorer(
         title_fontsize=8,
     )
     legend.get_title().set_color("0.35")
-    fig.suptitle(title or "Brute-force sensitivity by Hamming distance", fontsize=13)
-    return _save_atomically(fig, path)
