@@ -28,6 +28,8 @@ from dpsense.tables.engines import engine_for
 from dpsense.tables.grouped_result import GroupedRelease, rows_frame
 from dpsense.tables.presence import add_presence, present_rows
 from dpsense.tables.request import (
+    BudgetSplit,
+    PrivacyUnit,
     StatisticRelease,
     normalise_keys,
 )
@@ -123,31 +125,15 @@ def release_opened(
         "max_groups_per_unit": g,
         **resolution,
     }
-    split = request.split
-    if split.selection is not None:
-        eps_sel, dlt_sel = split.selection
-        rule = SelectionRule.for_budget(eps_sel, dlt_sel, g)
-        chosen = select_groups(table.units, rule, rng)
-        params["selection"] = {
-            "epsilon": eps_sel,
-            "delta": dlt_sel,
-            "threshold": rule.threshold,
-            "scale": float_up(rule.scale),
-        }
-    else:
-        chosen = np.arange(len(table.keys))
-    eps_g, dlt_g = split.per_group
+    chosen = _selected_groups(table, request.split, g, rng, params)
+    eps_g, dlt_g = request.split.per_group
     params["per_group"] = {"epsilon": eps_g, "delta": dlt_g}
     out: dict[Any, Release] = {}
     for gid, values in table.values([int(i) for i in chosen], histograms=True):
         key = table.keys[gid]
         records = held_or_values(values, unit_stat, request.method)
         rel = request.release_one(records, unit_stat, eps_g, dlt_g)
-        if m > 1:
-            rel = _with_unit_note(rel, unit.column, m)
-        if "resolution_source" in resolution:
-            rel = _with_resolution_source(rel, resolution["resolution_source"])
-        out[key if len(by) > 1 else (key[0] if by else None)] = rel
+        out[key if len(by) > 1 else (key[0] if by else None)] = _noted(rel, unit, resolution)
     if not by:
         return out[None]
     # public keys keep the caller's order; privately selected groups are sorted
@@ -162,6 +148,36 @@ def release_opened(
         ordered,
         params,
     )
+
+
+def _selected_groups(
+    table: Any, split: BudgetSplit, g: int, rng: RandomSource, params: dict[str, Any]
+) -> np.ndarray:
+    """The groups released: every group of ``table`` (public keys, or no groups), or those
+    private partition selection keeps from the unit counts at ``split.selection``, whose
+    receipt goes into ``params``."""
+    if split.selection is None:
+        return np.arange(len(table.keys))
+    eps_sel, dlt_sel = split.selection
+    rule = SelectionRule.for_budget(eps_sel, dlt_sel, g)
+    chosen = select_groups(table.units, rule, rng)
+    params["selection"] = {
+        "epsilon": eps_sel,
+        "delta": dlt_sel,
+        "threshold": rule.threshold,
+        "scale": float_up(rule.scale),
+    }
+    return chosen
+
+
+def _noted(rel: Release, unit: PrivacyUnit, resolution: dict[str, Any]) -> Release:
+    """A group's release with the unit's contribution bound (when a unit has several
+    rows) and where the resolution came from, on its receipt."""
+    if unit.rows_bound > 1:
+        rel = _with_unit_note(rel, unit.column, unit.rows_bound)
+    if "resolution_source" in resolution:
+        rel = _with_resolution_source(rel, resolution["resolution_source"])
+    return rel
 
 
 def table_plan(
