@@ -20,6 +20,7 @@ Outputs are clipped to the statistic's range (post-processing).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from fractions import Fraction
 
 from dpsense._arrays import FloatArray
@@ -97,6 +98,44 @@ def checked_global_noise(noise: str | None, delta: float) -> str:
     return noise
 
 
+@dataclass(frozen=True)
+class _Receipt:
+    """Builds the :class:`Release` of one global-sensitivity release (fixed public parts)."""
+
+    statistic: Statistic
+    epsilon: float
+    neighbours: Neighbours
+    rng: RandomSource
+
+    def __call__(
+        self,
+        value: float,
+        dlt: float,
+        kind: str | None,
+        scale: float | None,
+        rho: float | None = None,
+        grid: float | None = None,
+    ) -> Release:
+        statistic = self.statistic
+        params = resolution_parameters(statistic)
+        if grid is not None:  # public: the noise grid and the proven error of the value
+            params.update(accuracy_parameters(statistic, grid))
+        return Release(
+            value,
+            False,
+            self.epsilon,
+            dlt,
+            "global",
+            kind,
+            scale,
+            self.neighbours,
+            statistic.name,
+            self.rng.seeded,
+            rho,
+            params,
+        )
+
+
 def release_global(
     xc: FloatArray,
     statistic: Statistic,
@@ -112,32 +151,7 @@ def release_global(
     noise = checked_global_noise(noise, delta)
     n = record_count(xc)
     public_n = n if neighbours == "substitute" else None
-
-    def receipt(
-        value: float,
-        dlt: float,
-        kind: str | None,
-        scale: float | None,
-        rho: float | None = None,
-        grid: float | None = None,
-    ) -> Release:
-        params = resolution_parameters(statistic)
-        if grid is not None:  # public: the noise grid and the proven error of the value
-            params.update(accuracy_parameters(statistic, grid))
-        return Release(
-            value,
-            False,
-            epsilon,
-            dlt,
-            "global",
-            kind,
-            scale,
-            neighbours,
-            statistic.name,
-            rng.seeded,
-            rho,
-            params,
-        )
+    receipt = _Receipt(statistic, epsilon, neighbours, rng)
 
     if isinstance(statistic, Count):
         if neighbours == "substitute":  # n is public: no noise is needed
