@@ -150,46 +150,63 @@ def plan_smooth(
         )
     eps = Fraction(epsilon)
     if noise == "laplace":
-        if delta == 0.0:
-            raise InputError(
-                "Smooth sensitivity with Laplace noise needs delta > 0; pass delta=... or use "
-                "noise='student-t' or 'cauchy' for pure epsilon."
-            )
-        beta = _check_beta(smooth_beta(epsilon, delta))
-        return SmoothPlan(
-            noise, beta, eps / 2, epsilon, delta, None, NoiseShape("laplace"), {"beta": beta}
-        )
+        return _plan_laplace(noise, epsilon, delta, eps)
     if noise == "cauchy":
-        beta = _check_beta(smooth_beta(epsilon))
-        return SmoothPlan(
-            noise, beta, eps / 6, epsilon, 0.0, None, NoiseShape("cauchy"), {"beta": beta}
-        )
+        return _plan_cauchy(noise, epsilon, eps)
     if noise == "student-t":
-        d = check_int(dof, "dof", where="smooth method", minimum=1)
-        if d > 64:
-            raise InputError(
-                f"The 'dof' option of the smooth method must be an int in [1, 64]. "
-                f"Got {dof!r} instead."
-            )
-        limit = eps / (d + 1)
-        beta = float(limit) / 2.0 if t is None else check_finite(t, "t", where="smooth method")
-        if not 0.0 < beta < limit:
-            raise InputError(
-                f"The 't' option of the smooth method must be in (0, epsilon/(dof+1)) = "
-                f"(0, {float(limit):g}). Got {t!r} instead."
-            )
-        _check_beta(beta)
-        divisor = 2 * sqrt_bounds(d, 60)[0] * (limit - Fraction(beta))
-        return SmoothPlan(
-            noise,
-            beta,
-            divisor,
-            epsilon,
-            0.0,
-            None,
-            NoiseShape("student-t", dof=d),
-            {"beta": beta, "dof": d},
+        return _plan_student_t(noise, epsilon, eps, dof, t)
+    return _plan_lln(noise, epsilon, delta, t, sigma)
+
+
+def _plan_laplace(noise: str, epsilon: float, delta: float, eps: Fraction) -> SmoothPlan:
+    if delta == 0.0:
+        raise InputError(
+            "Smooth sensitivity with Laplace noise needs delta > 0; pass delta=... or use "
+            "noise='student-t' or 'cauchy' for pure epsilon."
         )
+    beta = _check_beta(smooth_beta(epsilon, delta))
+    return SmoothPlan(
+        noise, beta, eps / 2, epsilon, delta, None, NoiseShape("laplace"), {"beta": beta}
+    )
+
+
+def _plan_cauchy(noise: str, epsilon: float, eps: Fraction) -> SmoothPlan:
+    beta = _check_beta(smooth_beta(epsilon))
+    return SmoothPlan(
+        noise, beta, eps / 6, epsilon, 0.0, None, NoiseShape("cauchy"), {"beta": beta}
+    )
+
+
+def _plan_student_t(
+    noise: str, epsilon: float, eps: Fraction, dof: object, t: object
+) -> SmoothPlan:
+    d = check_int(dof, "dof", where="smooth method", minimum=1)
+    if d > 64:
+        raise InputError(
+            f"The 'dof' option of the smooth method must be an int in [1, 64]. Got {dof!r} instead."
+        )
+    limit = eps / (d + 1)
+    beta = float(limit) / 2.0 if t is None else check_finite(t, "t", where="smooth method")
+    if not 0.0 < beta < limit:
+        raise InputError(
+            f"The 't' option of the smooth method must be in (0, epsilon/(dof+1)) = "
+            f"(0, {float(limit):g}). Got {t!r} instead."
+        )
+    _check_beta(beta)
+    divisor = 2 * sqrt_bounds(d, 60)[0] * (limit - Fraction(beta))
+    return SmoothPlan(
+        noise,
+        beta,
+        divisor,
+        epsilon,
+        0.0,
+        None,
+        NoiseShape("student-t", dof=d),
+        {"beta": beta, "dof": d},
+    )
+
+
+def _plan_lln(noise: str, epsilon: float, delta: float, t: object, sigma: object) -> SmoothPlan:
     if delta == 0.0:
         raise InputError(
             "Laplace-log-normal noise gives zCDP, which needs delta > 0 to state an "
