@@ -288,29 +288,18 @@ def plan_query(
         single, items, args, epsilon=epsilon, neighbours=neighbours, where=where
     )
     rest = epsilon if bounds_plan is None else bounds_plan.rest
-    selection = None
-    eps_stats, dlt_stats = rest, delta
-    if not single and len(items) > 1 and by_cols:
-        split = budget_split(rest, delta, by=by_cols, public_keys=public, groups=groups)
-        if split.selection is not None:  # shared by every statistic
-            selection = split.selection
-            eps_stats = difference_down(rest, selection[0])
-            dlt_stats = difference_down(delta, selection[1])
-    elif by_cols:  # the split's errors (no keys and no delta) before the bounds step
-        budget_split(rest, delta, by=by_cols, public_keys=public, groups=groups)
-    total_w = sum(w.values())
-    entries = []
-    for name, stat, col, present in items:
-        share = w[name] / total_w
-        eps_i = eps_stats if len(items) == 1 else product_down(share, eps_stats)
-        dlt_i = dlt_stats if len(items) == 1 else product_down(share, dlt_stats)
-        # "auto" and the method's checks: at the whole epsilon for a bare statistic (as
-        # always), at the statistic's share in a query
-        eps_m, dlt_m = (epsilon, delta) if single else (eps_i, dlt_i)
-        chosen, opts = checked_method(stat, args.method, dict(options), eps_m, dlt_m, neighbours)
-        entries.append(
-            Entry(name, stat, col, args.method, chosen, opts, w[name], eps_i, dlt_i, present)
-        )
+    selection, eps_stats, dlt_stats = _shared_selection(
+        len(items) > 1 and not single, rest, delta, by_cols, public, groups
+    )
+    entries = _entries_at_shares(
+        items,
+        w,
+        (eps_stats, dlt_stats),
+        (epsilon, delta) if single else None,
+        args.method,
+        options,
+        neighbours,
+    )
     plan = QueryPlan(
         entries=tuple(entries),
         single=single,
@@ -334,6 +323,52 @@ def plan_query(
     )
     _check_methods(plan)
     return plan
+
+
+def _shared_selection(
+    shared: bool,
+    rest: float,
+    delta: float,
+    by_cols: tuple[str, ...],
+    public: int | None,
+    groups: int,
+) -> tuple[tuple[float, float] | None, float, float]:
+    """The partition selection a query's statistics share (None: public keys, no groups
+    or one statistic) and the (epsilon, delta) left for the statistics; the split's
+    errors (no keys and no delta) come here, before the bounds step runs."""
+    if not by_cols:
+        return None, rest, delta
+    split = budget_split(rest, delta, by=by_cols, public_keys=public, groups=groups)
+    if not shared or split.selection is None:
+        return None, rest, delta
+    selection = split.selection
+    return selection, difference_down(rest, selection[0]), difference_down(delta, selection[1])
+
+
+def _entries_at_shares(
+    items: list[tuple[str, Any, Any, str | None]],
+    weights: dict[str, Fraction],
+    budget: tuple[float, float],
+    whole: tuple[float, float] | None,
+    method: str,
+    options: dict[str, Any],
+    neighbours: Neighbours,
+) -> list[Entry]:
+    """Each statistic at its weight's share of ``budget`` (the whole of it alone), with
+    its method chosen and checked at that share, or at ``whole`` (a bare statistic's
+    whole budget, as always)."""
+    total_w = sum(weights.values())
+    entries = []
+    for name, stat, col, present in items:
+        share = weights[name] / total_w
+        eps_i = budget[0] if len(items) == 1 else product_down(share, budget[0])
+        dlt_i = budget[1] if len(items) == 1 else product_down(share, budget[1])
+        eps_m, dlt_m = whole if whole is not None else (eps_i, dlt_i)
+        chosen, opts = checked_method(stat, method, dict(options), eps_m, dlt_m, neighbours)
+        entries.append(
+            Entry(name, stat, col, method, chosen, opts, weights[name], eps_i, dlt_i, present)
+        )
+    return entries
 
 
 def _units_and_groups(args: ReleaseArgs, where: str) -> tuple[tuple[str, ...], int, int]:

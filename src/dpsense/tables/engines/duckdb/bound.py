@@ -96,21 +96,9 @@ def bound_table(
         con.execute(f"CREATE TEMP TABLE dpsense_hist AS {hist_src}")
         group_keys = list(keys) if public and keys is not None else [()]
     else:  # groups found in the data, numbered in the order of their values
-        order = ", ".join(gs)
-        con.execute(f"CREATE TEMP TABLE dpsense_pre AS {hist_src}")
-        con.execute(
-            f"CREATE TEMP TABLE dpsense_groups AS SELECT {order}, "
-            f"(row_number() OVER (ORDER BY {order}) - 1)::BIGINT AS gid "
-            f"FROM (SELECT DISTINCT {order} FROM dpsense_pre)"
-        )
-        con.execute(
-            "CREATE TEMP TABLE dpsense_hist AS SELECT dg.gid, p.v, p.c FROM dpsense_pre p "
-            f"JOIN dpsense_groups dg USING ({order})"
-        )
-        con.execute("DROP TABLE dpsense_pre")
-        found = con.execute(f"SELECT {order} FROM dpsense_groups ORDER BY gid").fetchall()
-        group_keys = [tuple(r) for r in found]
+        group_keys = _number_groups(con, gs, hist_src)
         if unit_src is not None:
+            order = ", ".join(gs)
             unit_src = (
                 f"SELECT dg.gid, u.units FROM ({unit_src}) u JOIN dpsense_groups dg USING ({order})"
             )
@@ -121,6 +109,26 @@ def bound_table(
         units[np.asarray(got["gid"], dtype=np.int64)] = np.asarray(got["units"], dtype=np.int64)
         con.execute("DROP TABLE dpsense_pairs")
     return summarise(source, group_keys, units, plan.column is not None)
+
+
+def _number_groups(con: Any, gs: list[str], hist_src: str) -> list[tuple[Any, ...]]:
+    """Number the groups ``hist_src`` finds in the order of their values (the table
+    ``dpsense_groups``), write its histogram by group number (``dpsense_hist``) and
+    return the groups' values in that order."""
+    order = ", ".join(gs)
+    con.execute(f"CREATE TEMP TABLE dpsense_pre AS {hist_src}")
+    con.execute(
+        f"CREATE TEMP TABLE dpsense_groups AS SELECT {order}, "
+        f"(row_number() OVER (ORDER BY {order}) - 1)::BIGINT AS gid "
+        f"FROM (SELECT DISTINCT {order} FROM dpsense_pre)"
+    )
+    con.execute(
+        "CREATE TEMP TABLE dpsense_hist AS SELECT dg.gid, p.v, p.c FROM dpsense_pre p "
+        f"JOIN dpsense_groups dg USING ({order})"
+    )
+    con.execute("DROP TABLE dpsense_pre")
+    found = con.execute(f"SELECT {order} FROM dpsense_groups ORDER BY gid").fetchall()
+    return [tuple(r) for r in found]
 
 
 def load_keys(
