@@ -28,6 +28,7 @@ import hashlib
 import hmac
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -42,7 +43,7 @@ from dpsense.methods.smooth import release_smooth
 from dpsense.neighbours import Neighbours, validate_neighbours
 from dpsense.noise.exact import uniform_below
 from dpsense.noise.rng import RandomSource, resolve_rng
-from dpsense.params import check_delta, check_epsilon, check_int, validate_bounds
+from dpsense.params import Bounds, check_delta, check_epsilon, check_int, validate_bounds
 from dpsense.statistics import Mean, Median
 
 __all__ = ["MAX_BLOCKS", "assign_blocks", "function_label", "sample_and_aggregate"]
@@ -152,16 +153,40 @@ def sample_and_aggregate(
         ``function`` (the name of ``func``), ``blocks`` (k) and the output bounds.
     """
     where = "sample_and_aggregate"
+    k = _check_blocks(blocks, where)
+    b = validate_bounds(lower, upper, where=where)
+    eps = check_epsilon(epsilon, where=where)
+    dlt = check_delta(delta, where=where)
+    nb = validate_neighbours(neighbours, where=where)
+    _check_options(func, aggregator, on_error, function_name, where)
+    label = function_name if function_name is not None else function_label(func)
+    records = _as_records(x)
+    source = resolve_rng(rng, where=where)
+    n = records.shape[0]
+    assignment = assign_blocks(n, k, nb, source, ids)
+    answers = _block_answers(records, func, assignment, k, b, on_error)
+    params = _public_parameters(aggregator, label, k, b)
+    aggregation = _Aggregation(
+        bounds=b, k=k, epsilon=eps, delta=dlt, neighbours=nb, source=source, params=params
+    )
+    if aggregator == "mean":
+        return _aggregate_mean(answers, aggregation)
+    return _aggregate_median(answers, aggregation, noise)
+
+
+def _check_blocks(blocks: int, where: str) -> int:
     k = check_int(blocks, "blocks", where=where, minimum=1)
     if k > MAX_BLOCKS:
         raise InputError(
             f"The 'blocks' parameter of {where} must be at most {MAX_BLOCKS:,} (each block "
             "needs records of its own, and the blocks are held in memory); use fewer blocks."
         )
-    b = validate_bounds(lower, upper, where=where)
-    eps = check_epsilon(epsilon, where=where)
-    dlt = check_delta(delta, where=where)
-    nb = validate_neighbours(neighbours, where=where)
+    return k
+
+
+def _check_options(
+    func: object, aggregator: str, on_error: str, function_name: str | None, where: str
+) -> None:
     if aggregator not in ("mean", "median"):
         raise InputError(
             f"The 'aggregator' parameter of {where} must be 'mean' or 'median'. "
@@ -176,11 +201,17 @@ def sample_and_aggregate(
         raise InputError(f"The 'func' parameter of {where} must be callable.")
     if function_name is not None and not isinstance(function_name, str):
         raise InputError(f"The 'function_name' parameter of {where} must be a string.")
-    label = function_name if function_name is not None else function_label(func)
-    records = _as_records(x)
-    source = resolve_rng(rng, where=where)
-    n = records.shape[0]
-    assignment = assign_blocks(n, k, nb, source, ids)
+
+
+def _block_answers(
+    records: NDArray[Any],
+    func: Callable[[NDArray[Any]], float],
+    assignment: NDArray[np.int64],
+    k: int,
+    b: Bounds,
+    on_error: str,
+) -> NDArray[np.float64]:
+    """``func`` of every block, clipped to the bounds; the midpoint where it fails."""
     order = np.argsort(assignment, kind="stable")
     starts = np.searchsorted(assignment[order], np.arange(k + 1))
     mid = 0.5 * (b.lower + b.upper)
@@ -202,42 +233,69 @@ def sample_and_aggregate(
             answers[i] = min(max(value, b.lower), b.upper)
         elif on_error == "raise":
             raise InputError("func returned NaN on a block.")
-    params = {
+    return answers
+
+
+def _public_parameters(aggregator: str, label: str, k: int, b: Bounds) -> dict[str, Any]:
+    """The receipt's public description: aggregator, function name, k and the bounds."""
+    return {
         "aggregator": aggregator,
         "function": label,
         "blocks": k,
         "lower": b.lower,
         "upper": b.upper,
     }
-    if aggregator == "mean":
-        # the mean of the clipped block answers, exactly rounded, with its sensitivity
-        # w/k (exact, rounded up once) inflated by twice the mean's proven error
-        aggregate = Mean(b.lower, b.upper)
-        sensitivity = inflated_sensitivity((exact(b.upper) - exact(b.lower)) / k, aggregate)
-        out = LaplaceMechanism(sensitivity, eps).release(
-            aggregate._value_exact(aggregate.clip(answers)), source
-        )
-        value = float(min(max(out.value, b.lower), b.upper))
-        return Release(
-            value,
-            False,
-            eps,
-            0.0,
-            "sample-aggregate",
-            "laplace",
-            out.scale,
-            nb,
-            "sample-aggregate mean",
-            source.seeded,
-            None,
-            params,
-        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Aggregation:
+    """The public parameters of the private aggregation of the block answers."""
+
+    bounds: Bounds
+    k: int
+    epsilon: float
+    delta: float
+    neighbours: Neighbours
+    source: RandomSource
+    params: dict[str, Any]
+
+
+def _aggregate_mean(answers: NDArray[np.float64], aggregation: _Aggregation) -> Release:
+    b, k, eps, source = aggregation.bounds, aggregation.k, aggregation.epsilon, aggregation.source
+    # the mean of the clipped block answers, exactly rounded, with its sensitivity
+    # w/k (exact, rounded up once) inflated by twice the mean's proven error
+    aggregate = Mean(b.lower, b.upper)
+    sensitivity = inflated_sensitivity((exact(b.upper) - exact(b.lower)) / k, aggregate)
+    out = LaplaceMechanism(sensitivity, eps).release(
+        aggregate._value_exact(aggregate.clip(answers)), source
+    )
+    value = float(min(max(out.value, b.lower), b.upper))
+    return Release(
+        value,
+        False,
+        eps,
+        0.0,
+        "sample-aggregate",
+        "laplace",
+        out.scale,
+        aggregation.neighbours,
+        "sample-aggregate mean",
+        source.seeded,
+        None,
+        aggregation.params,
+    )
+
+
+def _aggregate_median(
+    answers: NDArray[np.float64], aggregation: _Aggregation, noise: str | None
+) -> Release:
+    b, source = aggregation.bounds, aggregation.source
     median = Median(b.lower, b.upper)
     inner = release_smooth(
         median.clip(answers),
         median,
-        epsilon=eps,
-        delta=dlt,
+        epsilon=aggregation.epsilon,
+        delta=aggregation.delta,
         neighbours="substitute",
         rng=source,
         noise=noise,
@@ -250,9 +308,9 @@ def sample_and_aggregate(
         "sample-aggregate",
         inner.noise,
         None,
-        nb,
+        aggregation.neighbours,
         "sample-aggregate median",
         source.seeded,
         inner.rho,
-        {**inner.parameters, **params},
+        {**inner.parameters, **aggregation.params},
     )
