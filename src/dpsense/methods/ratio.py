@@ -36,6 +36,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Final, Literal, TypeAlias
 
 import numpy as np
@@ -53,7 +54,7 @@ from dpsense.methods._release import Release
 from dpsense.methods.bounded_ls import check_bound_fraction
 from dpsense.methods.ksw import ksw_draws, ksw_sensitivity
 from dpsense.neighbours import ADD_REMOVE, Neighbours, validate_neighbours
-from dpsense.noise.rng import resolve_rng
+from dpsense.noise.rng import RandomSource, resolve_rng
 from dpsense.params import check_delta, check_epsilon
 
 __all__ = [
@@ -290,15 +291,55 @@ def private_ratio(
     chosen = _check_method(method, where)
     relation = validate_neighbours(neighbours, where=where)
     fraction = _bound_fraction(options, chosen, where)
+    _check_local_bound_delta(chosen, relation, dlt)
+    ones, total = ratio_counts(a, b, relation, where=where)
+    source = resolve_rng(rng, where=where)
+    estimate = _estimate(chosen, ones, total, relation, eps, dlt, fraction, source)
+    return Release(
+        value=estimate.value,
+        refused=False,
+        epsilon=eps,
+        delta=estimate.delta,
+        method=chosen,
+        noise="laplace",
+        scale=estimate.scale,
+        neighbours=relation,
+        statistic="ratio",
+        seeded=source.seeded,
+        parameters=estimate.parameters,
+    )
+
+
+def _check_local_bound_delta(chosen: RatioMethod, relation: Neighbours, dlt: float) -> None:
     if chosen == "local-bound" and relation == ADD_REMOVE and dlt == 0.0:
         raise InputError(
             "local-bound needs delta > 0 under add-remove neighbours: its bound on the local "
             "sensitivity fails with probability delta. Pass delta (e.g. 1e-6), or use "
             "method='ksw' for pure epsilon-DP."
         )
-    ones, total = ratio_counts(a, b, relation, where=where)
-    source = resolve_rng(rng, where=where)
 
+
+@dataclass(frozen=True)
+class _Estimate:
+    """The released ratio, its public noise scale and parameters, and the delta spent."""
+
+    value: float
+    scale: float | None
+    parameters: dict[str, Any]
+    delta: float
+
+
+def _estimate(
+    chosen: RatioMethod,
+    ones: int,
+    total: int,
+    relation: Neighbours,
+    eps: float,
+    dlt: float,
+    fraction: float,
+    source: RandomSource,
+) -> _Estimate:
+    """The estimate of the chosen method (naive under substitute, see the docstring)."""
     guarantee_delta = 0.0
     parameters: dict[str, Any] = {}
     scale: float | None
@@ -325,17 +366,4 @@ def private_ratio(
         )
         scale = None
         guarantee_delta = dlt
-
-    return Release(
-        value=value,
-        refused=False,
-        epsilon=eps,
-        delta=guarantee_delta,
-        method=chosen,
-        noise="laplace",
-        scale=scale,
-        neighbours=relation,
-        statistic="ratio",
-        seeded=source.seeded,
-        parameters=parameters,
-    )
+    return _Estimate(value, scale, parameters, guarantee_delta)
