@@ -266,6 +266,38 @@ class DuckGroups:
         offset of the part that left DuckDB and that part (sorted, clipped), in one pass.
         Small brackets leave whole (and are kept for later levels); large ones are sorted
         and sliced around the window ranks in DuckDB."""
+        gids, arrays, big, floor = self._register_brackets(wanted, w)
+        found, inside = self._scan_brackets(len(wanted), big, floor, int(w) + _PAD)
+        index = {g: i for i, g in enumerate(gids)}
+        small = not all(big)
+        nk = len(wanted)
+        out: list[dict[int, tuple[int, int, int, F64]]] = []
+        for k, lv in enumerate(wanted):
+            level: dict[int, tuple[int, int, int, F64]] = {}
+            at = nk + (1 if small else 0) + 3 * sum(big[:k])
+            for g in lv:
+                row = found.get(g)
+                # a group with no row at or above the floor has all its rows below
+                below = int(row[k]) if row is not None else self.sizes[g]
+                if big[k]:
+                    m, s0, part = row[at : at + 3] if row is not None else (0, 0, None)
+                    x = np.sort(self.raw.clip(np.asarray(part or [], dtype=np.float64)))
+                    level[g] = (below, int(m or 0), int(s0 or 0), x)
+                    continue
+                u = inside.get(g, np.zeros(0))
+                a, b = arrays[f"a{k}"][index[g]], arrays[f"b{k}"][index[g]]
+                x = np.sort(self.raw.clip(u[(u >= a) & (u <= b)]))
+                level[g] = (below, int(x.shape[0]), 0, x)
+                self._brackets.setdefault(g, []).append((below, x))
+            out.append(level)
+        return out
+
+    def _register_brackets(
+        self, wanted: list[dict[int, tuple[int, int]]], w: int
+    ) -> tuple[list[int], dict[str, np.ndarray], list[bool], float]:
+        """Write each level's brackets (value thresholds ``a``, ``b`` and ranks ``lo``,
+        ``hi`` by group) to the table ``dpsense_br``; return the groups, the columns, which
+        levels are too large to leave DuckDB whole, and the lowest bracket start."""
         gids = sorted({g for lv in wanted for g in lv})
         cols: dict[str, list[Any]] = {"gid": gids, "n": [self.sizes[g] for g in gids]}
         big: list[bool] = []
@@ -294,20 +326,25 @@ class DuckGroups:
         )
         self.con.execute(f"CREATE OR REPLACE TEMP TABLE dpsense_br AS {keyed}")
         self.con.unregister("dpsense_br_obj")
-        pad = int(w) + _PAD
-        small = [k for k in range(len(wanted)) if not big[k]]
+        return gids, arrays, big, floor
+
+    def _scan_brackets(
+        self, nk: int, big: list[bool], floor: float, pad: int
+    ) -> tuple[dict[int, tuple[Any, ...]], dict[int, F64]]:
+        """One pass over the rows at or above ``floor``: by group, each level's count
+        below its bracket, and for a large level its bracket's size, offset and sorted
+        slice around the window ranks; the rows inside the small brackets by group."""
+        small = [k for k in range(nk) if not big[k]]
         # #{x < a} = n - #{x >= a}: the rows below every bracket are counted by the first
         # pass's n and need not be read (the scan filters them as it reads the column)
-        inner = [
-            f"count(*) FILTER (WHERE s.x >= r.a{k})::BIGINT AS c{k}" for k in range(len(wanted))
-        ]
-        under = [f"(r.n - b.c{k})" for k in range(len(wanted))]
-        outer = [f"{under[k]}::BIGINT" for k in range(len(wanted))]
+        inner = [f"count(*) FILTER (WHERE s.x >= r.a{k})::BIGINT AS c{k}" for k in range(nk)]
+        under = [f"(r.n - b.c{k})" for k in range(nk)]
+        outer = [f"{under[k]}::BIGINT" for k in range(nk)]
         if small:  # one list: the rows inside any small bracket (split in numpy)
             union = " OR ".join(f"(s.x >= r.a{k} AND s.x <= r.b{k})" for k in small)
             inner.append(f"list(s.x) FILTER (WHERE {union}) AS lu")
             outer.append("b.lu")
-        for k in range(len(wanted)):
+        for k in range(nk):
             if big[k]:
                 start = f"greatest(r.lo{k} - {under[k]} - {pad}, 0)::BIGINT"
                 inner.append(f"list(s.x) FILTER (WHERE s.x >= r.a{k} AND s.x <= r.b{k}) AS l{k}")
@@ -330,7 +367,6 @@ class DuckGroups:
         got = self.con.execute(
             "SELECT * EXCLUDE (lu) FROM dpsense_win" if small else "SELECT * FROM dpsense_win"
         ).fetchall()
-        nk = len(wanted)
         gap = (None,) if small else ()  # where the list column was
         found = {int(r[0]): (*r[1 : nk + 1], *gap, *r[nk + 1 :]) for r in got}
         inside: dict[int, F64] = {}
@@ -340,27 +376,7 @@ class DuckGroups:
                 np.asarray(flat["gid"], dtype=np.int64), np.asarray(flat["x"], dtype=np.float64)
             )
         self.con.execute("DROP TABLE dpsense_win")
-        index = {g: i for i, g in enumerate(gids)}
-        out: list[dict[int, tuple[int, int, int, F64]]] = []
-        for k, lv in enumerate(wanted):
-            level: dict[int, tuple[int, int, int, F64]] = {}
-            at = nk + (1 if small else 0) + 3 * sum(big[:k])
-            for g in lv:
-                row = found.get(g)
-                # a group with no row at or above the floor has all its rows below
-                below = int(row[k]) if row is not None else self.sizes[g]
-                if big[k]:
-                    m, s0, part = row[at : at + 3] if row is not None else (0, 0, None)
-                    x = np.sort(self.raw.clip(np.asarray(part or [], dtype=np.float64)))
-                    level[g] = (below, int(m or 0), int(s0 or 0), x)
-                    continue
-                u = inside.get(g, np.zeros(0))
-                a, b = arrays[f"a{k}"][index[g]], arrays[f"b{k}"][index[g]]
-                x = np.sort(self.raw.clip(u[(u >= a) & (u <= b)]))
-                level[g] = (below, int(x.shape[0]), 0, x)
-                self._brackets.setdefault(g, []).append((below, x))
-            out.append(level)
-        return out
+        return found, inside
 
     def _histogram(self, gid: int) -> tuple[F64, I64]:
         """One group's distinct values (sorted) and their multiplicities."""
