@@ -51,77 +51,84 @@ ALLOWED_SUMMARY: Final = (
 """The allowed syntax, in words, for messages and docs."""
 
 
+_STRUCTURE: Final = (
+    "Column",
+    "Identifier",
+    "Literal",
+    "Boolean",
+    "Null",
+    "Paren",
+    "Tuple",
+    "And",
+    "Or",
+    "Not",
+    "EQ",
+    "NEQ",
+    "NullSafeEQ",
+    "NullSafeNEQ",
+    "GT",
+    "GTE",
+    "LT",
+    "LTE",
+    "Is",
+    "In",
+    "Between",
+    "Like",
+    "ILike",
+    "Escape",
+    "Lower",
+    "Upper",
+    "Length",
+    "Coalesce",
+    "Case",
+    "If",
+    "Cast",
+    "TryCast",
+    "DataType",
+    "DataTypeParam",
+    "Var",
+    "Extract",
+    "Year",
+    "Month",
+    "Day",
+)
+"""Scalar syntax a row predicate may use (sqlglot's node names): a row-level predicate
+reads one row at a time."""
+
+_PARTIAL: Final = (
+    "Add",
+    "Sub",
+    "Mul",
+    "Div",
+    "IntDiv",
+    "Mod",
+    "Neg",
+    "Abs",
+    "Round",
+    "Floor",
+    "Ceil",
+)
+"""Operations that can raise on some value (overflow, division by zero): made total."""
+
+_SPARK_TRY: Final = {
+    "Add": "try_add",
+    "Sub": "try_subtract",
+    "Mul": "try_multiply",
+    "Div": "try_divide",
+    "Mod": "try_mod",
+}
+"""Spark's error-free forms of the partial binary operations."""
+
+
 @cache
 def _nodes() -> tuple[tuple[type[Any], ...], tuple[type[Any], ...], dict[type[Any], str]]:
-    """(allowed structure, partial operations made total, Spark's try_ forms): built on
-    first use so that ``import dpsense`` does not import sqlglot."""
+    """(allowed structure, partial operations made total, Spark's try_ forms) as sqlglot's
+    classes: resolved on first use so that ``import dpsense`` does not import sqlglot."""
     from sqlglot import expressions as exp
 
-    # Scalar syntax a row predicate may use: a row-level predicate reads one row at a time.
-    structure = (
-        exp.Column,
-        exp.Identifier,
-        exp.Literal,
-        exp.Boolean,
-        exp.Null,
-        exp.Paren,
-        exp.Tuple,
-        exp.And,
-        exp.Or,
-        exp.Not,
-        exp.EQ,
-        exp.NEQ,
-        exp.NullSafeEQ,
-        exp.NullSafeNEQ,
-        exp.GT,
-        exp.GTE,
-        exp.LT,
-        exp.LTE,
-        exp.Is,
-        exp.In,
-        exp.Between,
-        exp.Like,
-        exp.ILike,
-        exp.Escape,
-        exp.Lower,
-        exp.Upper,
-        exp.Length,
-        exp.Coalesce,
-        exp.Case,
-        exp.If,
-        exp.Cast,
-        exp.TryCast,
-        exp.DataType,
-        exp.DataTypeParam,
-        exp.Var,
-        exp.Extract,
-        exp.Year,
-        exp.Month,
-        exp.Day,
-    )
-    # operations that can raise on some value (overflow, division by zero): made total
-    partial = (
-        exp.Add,
-        exp.Sub,
-        exp.Mul,
-        exp.Div,
-        exp.IntDiv,
-        exp.Mod,
-        exp.Neg,
-        exp.Abs,
-        exp.Round,
-        exp.Floor,
-        exp.Ceil,
-    )
-
-    # Spark's error-free forms of the partial binary operations
-    spark = {
-        exp.Add: "try_add",
-        exp.Sub: "try_subtract",
-        exp.Mul: "try_multiply",
-        exp.Div: "try_divide",
-        exp.Mod: "try_mod",
-    }
+    structure = tuple(getattr(exp, name) for name in _STRUCTURE)
+    partial = tuple(getattr(exp, name) for name in _PARTIAL)
+    spark = {getattr(exp, name): form for name, form in _SPARK_TRY.items()}
     return structure, partial, spark
 
 
