@@ -247,29 +247,10 @@ def bound_spark_table(
     from pyspark import StorageLevel
 
     sf = _functions()
-    keep = _check(source, plan)
-    frame = source.frame if keep is None else source.frame.where(keep)
     by = plan.by
     gs = [f"g{i}" for i in range(len(by))]
     public = keys is not None and bool(by)
-    cols = []
-    if plan.column is not None:
-        num = sf.expr(f"try_cast(`{_escape(plan.column)}` AS DOUBLE)")
-        if plan.lower is not None and plan.upper is not None:
-            num = sf.greatest(sf.least(num, sf.lit(plan.upper)), sf.lit(plan.lower))
-        cols.append(num.alias("v"))
-    else:
-        cols.append(sf.lit(0.0).alias("v"))
-    cols += [sf.col(b).alias(f"g{i}") for i, b in enumerate(by)]
-    if plan.unit is not None:
-        cols.append(_canonical(sf, sf.col(plan.unit), source.types[plan.unit]).alias("u"))
-    stage = frame.select(*cols)
-    if public:
-        assert keys is not None
-        stage = stage.join(sf.broadcast(_keys_frame(source, plan, keys)), on=gs, how="inner")
-        stage = stage.drop(*gs)
-    elif not by:
-        stage = stage.withColumn("gid", sf.lit(0).cast("long"))
+    stage = _stage(source, plan, keys if public else None)
     group_cols = ["gid"] if (public or not by) else gs
     bounds = plan.column is not None and plan.lower is not None and plan.upper is not None
     if plan.unit is None and plan.hold and group_cols == ["gid"] and bounds:  # rows are units
@@ -277,19 +258,7 @@ def bound_spark_table(
         return spark_held.held_spark_table(source, plan, stage, group_keys)
     persisted: list[Any] = []
     if plan.unit is not None:
-        every_key = public and keys is not None and plan.max_groups >= len(keys)
-        canon = _native_canon(source, plan, public) if by and not every_key else []
-        if canon is not None and _native_unit(source, plan):
-            kept = spark_hash.bound_natively(
-                stage,
-                plan.salt,
-                int(plan.max_rows),
-                int(plan.max_groups) if by and not every_key else None,
-                group_cols,
-                canon,
-            )
-        else:
-            kept = _bound_in_python(source, plan, stage, public, every_key, group_cols)
+        kept = _kept_rows(source, plan, stage, keys if public else None, group_cols)
         kept = kept.persist(StorageLevel.MEMORY_AND_DISK)
         persisted.append(kept)
         units_frame = kept.groupBy(*group_cols).agg(sf.sum("first").alias("count"))
@@ -306,60 +275,15 @@ def bound_spark_table(
             else:  # groups found in the data, numbered in the order of their values
                 hist = hist.persist(StorageLevel.MEMORY_AND_DISK)
                 persisted.append(hist)
-                found = hist.select(*gs).distinct().orderBy(*gs).collect()
-                group_keys = [tuple(r) for r in found]
-                spark = source.frame.sparkSession
-                gid_frame = (
-                    spark.createDataFrame(
-                        [(*k, i) for i, k in enumerate(group_keys)],
-                        [*gs, "gid"],
-                    )
-                    if group_keys
-                    else None
+                group_keys, numbered, unit_rows = spark_groups.numbered_groups(
+                    source, plan, hist, units_frame
                 )
-                if gid_frame is None:
-                    numbered = hist.select(sf.lit(0).cast("long").alias("gid"), "v", "c").limit(0)
-                    unit_rows = [] if units_frame is not None else None
-                else:
-                    gid_frame = gid_frame.select(
-                        *[
-                            sf.col(f"g{i}").cast(source.types[b]).alias(f"g{i}")
-                            for i, b in enumerate(by)
-                        ],
-                        sf.col("gid").cast("long"),
-                    )
-                    # null-safe join on every by-column (no nulls remain, but types must match)
-                    numbered = hist.join(sf.broadcast(gid_frame), on=gs, how="inner").select(
-                        "gid", "v", "c"
-                    )
-                    unit_rows = (
-                        units_frame.join(sf.broadcast(gid_frame), on=gs, how="inner")
-                        .select("gid", "count")
-                        .collect()
-                        if units_frame is not None
-                        else None
-                    )
             numbered = numbered.select("gid", "v", "c").persist(StorageLevel.MEMORY_AND_DISK)
             persisted.append(numbered)
             rows, distinct = _group_sizes(numbered, len(group_keys))
-            large = (
-                [g for g in range(len(group_keys)) if distinct[g] > spark_groups.STREAM_DISTINCT]
-                if plan.column is not None
-                else []
+            held, large, numbered = spark_groups.held_large_groups(
+                source, plan, numbered, rows, distinct, persisted
             )
-            held: spark_groups.SparkGroups | None = None
-            if large:  # kept in Spark (persisted) until the release is over
-                persisted.remove(numbered)
-                source.on_close.append(numbered.unpersist)
-                marks = source.frame.sparkSession.createDataFrame([(g,) for g in large], "gid long")
-                big = numbered.join(sf.broadcast(marks), on="gid", how="left_semi")
-                held = spark_groups.SparkGroups(
-                    big,
-                    {g: int(rows[g]) for g in large},
-                    {g: int(distinct[g]) for g in large},
-                    source.con,
-                )
-                numbered = numbered.join(sf.broadcast(marks), on="gid", how="left_anti")
             streamed = int(distinct.sum()) - sum(int(distinct[g]) for g in large)
             load_histogram(source.con, numbered, rows=streamed)
     finally:
@@ -380,6 +304,60 @@ def bound_spark_table(
         plan.column is not None,
         held={g: held.group(g) for g in large} if held is not None else {},
     )
+
+
+def _stage(source: SparkSource, plan: TablePlan, keys: list[tuple[Any, ...]] | None) -> Any:
+    """The checked rows as ``v`` (the clipped value, 0 for a count), the group columns
+    ``g0, g1, ...`` (or ``gid`` with public ``keys`` or no groups) and the canonical unit
+    ``u``; with public keys, only the rows of a public group."""
+    sf = _functions()
+    keep = _check(source, plan)
+    frame = source.frame if keep is None else source.frame.where(keep)
+    by = plan.by
+    cols = []
+    if plan.column is not None:
+        num = sf.expr(f"try_cast(`{_escape(plan.column)}` AS DOUBLE)")
+        if plan.lower is not None and plan.upper is not None:
+            num = sf.greatest(sf.least(num, sf.lit(plan.upper)), sf.lit(plan.lower))
+        cols.append(num.alias("v"))
+    else:
+        cols.append(sf.lit(0.0).alias("v"))
+    cols += [sf.col(b).alias(f"g{i}") for i, b in enumerate(by)]
+    if plan.unit is not None:
+        cols.append(_canonical(sf, sf.col(plan.unit), source.types[plan.unit]).alias("u"))
+    stage = frame.select(*cols)
+    if keys is not None:
+        gs = [f"g{i}" for i in range(len(by))]
+        stage = stage.join(sf.broadcast(_keys_frame(source, plan, keys)), on=gs, how="inner")
+        return stage.drop(*gs)
+    if not by:
+        return stage.withColumn("gid", sf.lit(0).cast("long"))
+    return stage
+
+
+def _kept_rows(
+    source: SparkSource,
+    plan: TablePlan,
+    stage: Any,
+    keys: list[tuple[Any, ...]] | None,
+    group_cols: list[str],
+) -> Any:
+    """The rows each unit keeps (``g`` groups, ``m`` rows in each): hashed by Spark's own
+    arithmetic when it can, else by DuckDB on the executors."""
+    public = keys is not None
+    every_key = public and keys is not None and plan.max_groups >= len(keys)
+    by = plan.by
+    canon = _native_canon(source, plan, public) if by and not every_key else []
+    if canon is not None and _native_unit(source, plan):
+        return spark_hash.bound_natively(
+            stage,
+            plan.salt,
+            int(plan.max_rows),
+            int(plan.max_groups) if by and not every_key else None,
+            group_cols,
+            canon,
+        )
+    return _bound_in_python(source, plan, stage, public, every_key, group_cols)
 
 
 def _native_unit(source: SparkSource, plan: TablePlan) -> bool:

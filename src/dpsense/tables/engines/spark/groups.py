@@ -26,6 +26,7 @@ from numpy.typing import NDArray
 
 from dpsense.mechanisms._quantile_sampler import window_ranks
 from dpsense.statistics._exact import RecordGrid
+from dpsense.tables.rows.plan import TablePlan
 from dpsense.tables.rows.windows import HeldGroup
 
 __all__ = [
@@ -34,7 +35,9 @@ __all__ = [
     "SparkGroups",
     "SparkHeld",
     "grid_k",
+    "held_large_groups",
     "load_histogram",
+    "numbered_groups",
     "quanta_k",
 ]
 
@@ -263,3 +266,68 @@ def load_histogram(
         if len(gid) >= _CHUNK:
             flush()
     flush()
+
+
+def numbered_groups(
+    source: Any, plan: TablePlan, hist: Any, units_frame: Any
+) -> tuple[list[tuple[Any, ...]], Any, list[Any] | None]:
+    """The groups found in the data, numbered in the order of their values: their keys,
+    the histogram with a ``gid`` and (with a privacy unit) each group's unit count."""
+    from pyspark.sql import functions as sf
+
+    by = plan.by
+    gs = [f"g{i}" for i in range(len(by))]
+    found = hist.select(*gs).distinct().orderBy(*gs).collect()
+    group_keys = [tuple(r) for r in found]
+    if not group_keys:
+        numbered = hist.select(sf.lit(0).cast("long").alias("gid"), "v", "c").limit(0)
+        return group_keys, numbered, ([] if units_frame is not None else None)
+    spark = source.frame.sparkSession
+    gid_frame = spark.createDataFrame(
+        [(*k, i) for i, k in enumerate(group_keys)], [*gs, "gid"]
+    ).select(
+        *[sf.col(f"g{i}").cast(source.types[b]).alias(f"g{i}") for i, b in enumerate(by)],
+        sf.col("gid").cast("long"),
+    )
+    # null-safe join on every by-column (no nulls remain, but types must match)
+    numbered = hist.join(sf.broadcast(gid_frame), on=gs, how="inner").select("gid", "v", "c")
+    unit_rows = (
+        units_frame.join(sf.broadcast(gid_frame), on=gs, how="inner")
+        .select("gid", "count")
+        .collect()
+        if units_frame is not None
+        else None
+    )
+    return group_keys, numbered, unit_rows
+
+
+def held_large_groups(
+    source: Any,
+    plan: TablePlan,
+    numbered: Any,
+    rows: np.ndarray,
+    distinct: np.ndarray,
+    persisted: list[Any],
+) -> tuple[SparkGroups | None, list[int], Any]:
+    """The groups of more than ``STREAM_DISTINCT`` distinct values stay in Spark
+    (persisted until the release is over); the rest of ``numbered`` is streamed."""
+    large = (
+        [g for g in range(len(rows)) if distinct[g] > STREAM_DISTINCT]
+        if plan.column is not None
+        else []
+    )
+    if not large:
+        return None, large, numbered
+    from pyspark.sql import functions as sf
+
+    persisted.remove(numbered)
+    source.on_close.append(numbered.unpersist)
+    marks = source.frame.sparkSession.createDataFrame([(g,) for g in large], "gid long")
+    big = numbered.join(sf.broadcast(marks), on="gid", how="left_semi")
+    held = SparkGroups(
+        big,
+        {g: int(rows[g]) for g in large},
+        {g: int(distinct[g]) for g in large},
+        source.con,
+    )
+    return held, large, numbered.join(sf.broadcast(marks), on="gid", how="left_anti")
