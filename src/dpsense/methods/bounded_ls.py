@@ -28,7 +28,7 @@ Algorithm 2 (exact discrete Laplace sampling).
 
 from __future__ import annotations
 
-import math
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Final
 
@@ -39,10 +39,21 @@ from dpsense._arrays import as_data
 from dpsense.errors import InputError
 from dpsense.mechanisms._common import MechanismResult
 from dpsense.mechanisms.additive import DiscreteLaplaceMechanism, LaplaceMechanism
+from dpsense.methods._discrete_laplace_tail import (
+    discrete_laplace_margin as discrete_laplace_margin,
+)
+from dpsense.methods._discrete_laplace_tail import discrete_laplace_tail as discrete_laplace_tail
 from dpsense.methods._release import Release
 from dpsense.neighbours import ADD_REMOVE, validate_neighbours
 from dpsense.noise.rng import RandomSource, resolve_rng
-from dpsense.params import check_delta, check_epsilon, check_finite, rest_of_budget, validate_bounds
+from dpsense.params import (
+    Bounds,
+    check_delta,
+    check_epsilon,
+    check_finite,
+    rest_of_budget,
+    validate_bounds,
+)
 from dpsense.statistics import Mean
 
 __all__ = [
@@ -64,8 +75,6 @@ DEFAULT_MEAN_BOUND_FRACTION: Final = 0.2
 
 _SCALE_SLACK: Final = 2.0**-40
 """Relative widening of a reported scale before a tail is computed from it (float safety)."""
-_TAIL_SLACK: Final = 1e-12
-"""Relative safety margin on a computed tail probability (float error of exp and log)."""
 
 
 def check_bound_fraction(value: object, *, where: str) -> float:
@@ -77,90 +86,6 @@ def check_bound_fraction(value: object, *, where: str) -> float:
             f"Got {value!r} instead."
         )
     return fraction
-
-
-def discrete_laplace_tail(scale: float, margin: int, *, two_sided: bool = False) -> float:
-    r"""Exact tail of the discrete Laplace distribution beyond an integer margin.
-
-    For :math:`Z` with :math:`\Pr[Z = z] = \frac{1 - q}{1 + q} q^{|z|}`,
-    :math:`q = e^{-1/s}`, and an integer :math:`T \ge 0`,
-
-    .. math::
-
-        \Pr[Z > T] = \frac{q^{T + 1}}{1 + q}, \qquad
-        \Pr[|Z| > T] = \frac{2\, q^{T + 1}}{1 + q}.
-
-    (The often-used tail :math:`\Pr[|Z| \ge T] = q^T` is wrong; the true value is
-    :math:`2 q^T / (1 + q)`.)
-
-    Parameters
-    ----------
-    scale : float
-        The scale s > 0.
-    margin : int
-        T >= 0.
-    two_sided : bool, default False
-        Return :math:`\Pr[|Z| > T]` instead of :math:`\Pr[Z > T]`.
-
-    Returns
-    -------
-    float
-        The probability.
-
-    References
-    ----------
-    Inusah and Kozubowski, "A discrete analogue of the Laplace distribution", J. Statist.
-    Plann. Inference 136(3), 2006. Derivation in docs/ratios.md §3.
-    """
-    q = math.exp(-1.0 / scale)
-    tail = math.exp(-(margin + 1) / scale) / (1.0 + q)
-    return 2.0 * tail if two_sided else tail
-
-
-def discrete_laplace_margin(scale: float, probability: float, *, two_sided: bool) -> int:
-    r"""The smallest integer margin T >= 0 whose discrete-Laplace tail is at most ``probability``.
-
-    Solves :math:`k\, q^{T+1} / (1 + q) \le p` (k = 2 for two sides, 1 for one) exactly:
-
-    .. math::
-
-        T = \max\Big(0,\; \Big\lceil s \ln\frac{k}{p\,(1 + q)} \Big\rceil - 1\Big),
-
-    then checks the candidate against :func:`discrete_laplace_tail` with a relative safety
-    margin of :math:`10^{-12}` for the floating-point error of ``exp`` and ``log``.
-
-    Parameters
-    ----------
-    scale : float
-        The discrete Laplace scale s > 0 actually used by the sampler.
-    probability : float
-        The allowed failure probability p in (0, 1).
-    two_sided : bool
-        Bound :math:`\Pr[|Z| > T]` (True) or :math:`\Pr[Z > T]` (False).
-
-    Returns
-    -------
-    int
-        The margin T.
-
-    References
-    ----------
-    docs/ratios.md §3.
-    """
-    k = 2.0 if two_sided else 1.0
-    q = math.exp(-1.0 / scale)
-    margin = max(0, math.ceil(scale * math.log(k / (probability * (1.0 + q)))) - 1)
-
-    def fails(t: int) -> bool:
-        return discrete_laplace_tail(scale, t, two_sided=two_sided) * (1.0 + _TAIL_SLACK) > (
-            probability
-        )
-
-    while fails(margin):
-        margin += 1
-    while margin > 0 and not fails(margin - 1):
-        margin -= 1
-    return margin
 
 
 def laplace_with_private_bound(
@@ -421,58 +346,89 @@ def bounded_ls_mean(
     source = resolve_rng(rng, where=where)
 
     n = int(values.shape[0])
-    width = bounds.upper - bounds.lower
     statistic = Mean(bounds.lower, bounds.upper)
     midpoint = statistic.midpoint
     # the exact rational c + fsum(x - c)/n, within Mean.exact_value_error of the mean
     mean = statistic._value_exact(values)
-
     if relation == ADD_REMOVE:
-        eps_bound = fraction * eps
-        eps_noise = rest_of_budget(eps, eps_bound)
-        draws, scales, margin = bounded_ls_mean_draws(
-            mean,
-            n,
-            lower=bounds.lower,
-            upper=bounds.upper,
-            epsilon_bound=eps_bound,
-            epsilon_noise=eps_noise,
-            delta=dlt,
-            source=source,
-        )
-        value = float(draws[0])
-        scale: float | None = float(scales[0])
-        guarantee = (eps, dlt)
-        parameters: dict[str, Any] = {
-            "bound_fraction": fraction,
-            "epsilon_bound": eps_bound,
-            "epsilon_noise": eps_noise,
-            "tail_margin": margin,
-        }
+        outcome = _add_remove_mean(mean, n, bounds, eps, dlt, fraction, source)
     else:
-        parameters = {
-            "bound_fraction": 0.0,
-            "sensitivity_bound": "w/n with n public (substitute): no budget spent on it",
-        }
-        guarantee = (eps, 0.0)
-        if n == 0:
-            value, scale = midpoint, 0.0
-        else:
-            # LS <= w/n (n public); w/max(n, 2) would be wrong for n = 1 (LS = w there)
-            bound = width / n * (1.0 + _SCALE_SLACK) + _float_pad(bounds.lower, bounds.upper)
-            released = LaplaceMechanism(bound, eps).release(mean, source)
-            value, scale = float(released.value), float(released.scale)
-
+        outcome = _substitute_mean(mean, n, bounds, eps, midpoint, source)
     return Release(
-        value=min(max(value, bounds.lower), bounds.upper),
+        value=min(max(outcome.value, bounds.lower), bounds.upper),
         refused=False,
-        epsilon=guarantee[0],
-        delta=guarantee[1],
+        epsilon=outcome.guarantee[0],
+        delta=outcome.guarantee[1],
         method="bounded-ls",
         noise="laplace",
-        scale=scale,
+        scale=outcome.scale,
         neighbours=relation,
         statistic="mean",
         seeded=source.seeded,
-        parameters=parameters,
+        parameters=outcome.parameters,
     )
+
+
+@dataclass(frozen=True)
+class _MeanOutcome:
+    """The released mean before clipping, its Laplace scale, the guarantee and parameters."""
+
+    value: float
+    scale: float | None
+    guarantee: tuple[float, float]
+    parameters: dict[str, Any]
+
+
+def _add_remove_mean(
+    mean: Fraction,
+    n: int,
+    bounds: Bounds,
+    eps: float,
+    dlt: float,
+    fraction: float,
+    source: RandomSource,
+) -> _MeanOutcome:
+    """n private: a private lower bound of n, then noise scaled to the bound it implies."""
+    eps_bound = fraction * eps
+    eps_noise = rest_of_budget(eps, eps_bound)
+    draws, scales, margin = bounded_ls_mean_draws(
+        mean,
+        n,
+        lower=bounds.lower,
+        upper=bounds.upper,
+        epsilon_bound=eps_bound,
+        epsilon_noise=eps_noise,
+        delta=dlt,
+        source=source,
+    )
+    value = float(draws[0])
+    scale: float | None = float(scales[0])
+    guarantee = (eps, dlt)
+    parameters: dict[str, Any] = {
+        "bound_fraction": fraction,
+        "epsilon_bound": eps_bound,
+        "epsilon_noise": eps_noise,
+        "tail_margin": margin,
+    }
+    return _MeanOutcome(value, scale, guarantee, parameters)
+
+
+def _substitute_mean(
+    mean: Fraction, n: int, bounds: Bounds, eps: float, midpoint: float, source: RandomSource
+) -> _MeanOutcome:
+    """n public: the whole budget on the mean, with noise scaled to w/n."""
+    width = bounds.upper - bounds.lower
+    parameters: dict[str, Any] = {
+        "bound_fraction": 0.0,
+        "sensitivity_bound": "w/n with n public (substitute): no budget spent on it",
+    }
+    guarantee = (eps, 0.0)
+    scale: float | None
+    if n == 0:
+        value, scale = midpoint, 0.0
+    else:
+        # LS <= w/n (n public); w/max(n, 2) would be wrong for n = 1 (LS = w there)
+        bound = width / n * (1.0 + _SCALE_SLACK) + _float_pad(bounds.lower, bounds.upper)
+        released = LaplaceMechanism(bound, eps).release(mean, source)
+        value, scale = float(released.value), float(released.scale)
+    return _MeanOutcome(value, scale, guarantee, parameters)
