@@ -267,18 +267,7 @@ def plan_query(
     delta = check_delta(delta, where=where)
     neighbours = validate_neighbours(args.neighbours, where=where)
     single = isinstance(statistics, Statistic)
-    if single and args.weights is not None:
-        raise InputError(
-            f"The 'weights' parameter of {where} splits epsilon between the statistics of a "
-            "dict: pass a dict of statistics, or drop weights."
-        )
-    if args.column is not None and not isinstance(args.column, str):
-        raise InputError("The 'column' parameter must be a column name (str).")
-    items = _entries(statistics, args.column, where)
-    named = [col for _, stat, col, _ in items if not isinstance(stat, Count)]
-    if None in named and any(col is not None for col in named):
-        raise InputError(MIXED_COLUMNS)
-    w = _weights(args.weights, [name for name, _, _, _ in items], where)
+    items, w = _statistic_items(statistics, args, where)
     by_cols, m_rows, m_groups = _units_and_groups(args, where)
     casts = parse_schema(args.schema, where)
     row_filter = None if args.where is None else parse_row_filter(args.where, where=where)
@@ -323,6 +312,25 @@ def plan_query(
     )
     _check_methods(plan)
     return plan
+
+
+def _statistic_items(
+    statistics: Any, args: ReleaseArgs, where: str
+) -> tuple[list[tuple[str, Any, Any, str | None]], dict[str, Fraction]]:
+    """The statistics of a release or query with their columns (all named, or none) and
+    their checked weights."""
+    if isinstance(statistics, Statistic) and args.weights is not None:
+        raise InputError(
+            f"The 'weights' parameter of {where} splits epsilon between the statistics of a "
+            "dict: pass a dict of statistics, or drop weights."
+        )
+    if args.column is not None and not isinstance(args.column, str):
+        raise InputError("The 'column' parameter must be a column name (str).")
+    items = _entries(statistics, args.column, where)
+    named = [col for _, stat, col, _ in items if not isinstance(stat, Count)]
+    if None in named and any(col is not None for col in named):
+        raise InputError(MIXED_COLUMNS)
+    return items, _weights(args.weights, [name for name, _, _, _ in items], where)
 
 
 def _shared_selection(
