@@ -71,27 +71,8 @@ def bound_table(
         return held_table(source, plan, keys if public else None, types)
     where = check_table(source, plan, types)
     stage = stage_sql(source, plan, types, where, public)
-    value = "v" if plan.column is not None else "0::DOUBLE"
-    # after this block, ``hist_src`` yields (group columns or gid, v, c) and ``unit_src``
-    # (group columns or gid, units)
     group_cols = ["gid"] if (public or not by) else gs
-    keyed = ", ".join(group_cols)
-    if plan.unit is not None:
-        every_key = public and keys is not None and plan.max_groups >= len(keys)
-        canon = None
-        if by and not every_key:
-            canon = (
-                "gid"
-                if public
-                else ", ".join(canonical(f"g{i}", types[b]) for i, b in enumerate(by))
-            )
-        hist_src = bound_units(con, plan, stage, group_cols, canon, value)
-        unit_src = f"SELECT {keyed}, count(*)::BIGINT AS units FROM dpsense_pairs GROUP BY ALL"
-    else:
-        hist_src = (
-            f"SELECT {keyed}, {value} AS v, count(*)::BIGINT AS c FROM ({stage}) GROUP BY ALL"
-        )
-        unit_src = None
+    hist_src, unit_src = _histogram_sources(source, plan, stage, types, group_cols, keys)
     if group_cols == ["gid"]:
         con.execute(f"CREATE TEMP TABLE dpsense_hist AS {hist_src}")
         group_keys = list(keys) if public and keys is not None else [()]
@@ -109,6 +90,33 @@ def bound_table(
         units[np.asarray(got["gid"], dtype=np.int64)] = np.asarray(got["units"], dtype=np.int64)
         con.execute("DROP TABLE dpsense_pairs")
     return summarise(source, group_keys, units, plan.column is not None)
+
+
+def _histogram_sources(
+    source: TableSource,
+    plan: TablePlan,
+    stage: str,
+    types: dict[str, str],
+    group_cols: list[str],
+    keys: list[tuple[Any, ...]] | None,
+) -> tuple[str, str | None]:
+    """SQL for the bounded histogram, (group columns or gid, v, c), and with a privacy
+    unit for each group's number of units, (group columns or gid, units)."""
+    value = "v" if plan.column is not None else "0::DOUBLE"
+    keyed = ", ".join(group_cols)
+    if plan.unit is None:
+        hist = f"SELECT {keyed}, {value} AS v, count(*)::BIGINT AS c FROM ({stage}) GROUP BY ALL"
+        return hist, None
+    by = plan.by
+    public = group_cols == ["gid"] and bool(by)
+    every_key = public and keys is not None and plan.max_groups >= len(keys)
+    canon = None
+    if by and not every_key:
+        canon = (
+            "gid" if public else ", ".join(canonical(f"g{i}", types[b]) for i, b in enumerate(by))
+        )
+    hist = bound_units(source.con, plan, stage, group_cols, canon, value)
+    return hist, f"SELECT {keyed}, count(*)::BIGINT AS units FROM dpsense_pairs GROUP BY ALL"
 
 
 def _number_groups(con: Any, gs: list[str], hist_src: str) -> list[tuple[Any, ...]]:
