@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import sqlite3
 import stat
+import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 from dpsense.errors import DPSenseError
 
-__all__ = ["LedgerError", "publish", "recover_hot_journal"]
+__all__ = ["LedgerError", "publish", "recover_hot_journal", "write_new"]
 
 
 class LedgerError(DPSenseError):
@@ -84,3 +87,27 @@ def publish(tmp: Path, target: Path) -> None:
     fd = os.open(target, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
     os.close(fd)
     os.replace(tmp, target)
+
+
+def write_new(p: Path, fill: Callable[[sqlite3.Connection], None]) -> None:
+    """Write a new ledger file at ``p`` whole or not at all: ``fill`` writes a temporary
+    file, published with a link that refuses to overwrite, never over an existing file."""
+    if p.exists():
+        raise LedgerError(f"The ledger file {p} already exists; it was left untouched.")
+    if not p.parent.exists():
+        raise LedgerError(f"The folder of the ledger file {p} does not exist.")
+    tmp = p.with_name(f".{p.name}.{uuid.uuid4().hex}.tmp")
+    try:
+        con = sqlite3.connect(tmp, isolation_level=None)
+        try:
+            fill(con)
+        finally:
+            con.close()
+        publish(tmp, p)
+    except FileExistsError:
+        raise LedgerError(f"The ledger file {p} already exists; it was left untouched.") from None
+    except OSError as exc:
+        raise LedgerError(f"Cannot create the ledger file {p}: {exc.strerror}.") from None
+    finally:
+        with contextlib.suppress(OSError):
+            tmp.unlink()

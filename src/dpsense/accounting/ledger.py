@@ -34,7 +34,6 @@ import contextlib
 import os
 import sqlite3
 import stat
-import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -43,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from dpsense.accounting import release_log, schema
-from dpsense.accounting._files import LedgerError, publish, recover_hot_journal
+from dpsense.accounting._files import LedgerError, recover_hot_journal, write_new
 from dpsense.accounting.composition import Charge, RhoBudget, ZcdpCharge, as_decimal, compose
 from dpsense.accounting.schema import SCHEMA_VERSION
 from dpsense.errors import BudgetExceededError
@@ -158,35 +157,17 @@ class Ledger:
         if rho is not None:
             if epsilon is not None:
                 raise LedgerError("A ledger holds an epsilon budget or a rho budget, not both.")
-            total_rho = as_decimal(rho, "rho")
-            approx = as_decimal(approx_delta, "approx_delta")
-            if total_rho <= 0 or not 0 < dlt < 1 or dlt + approx >= 1:
-                raise LedgerError(
-                    "A rho ledger needs rho > 0, a delta in (0, 1) and delta + approx_delta < 1."
-                )
-            rho_budget = RhoBudget(total_rho, dlt, approx)
+            rho_budget = _rho_budget(rho, dlt, approx_delta)
             meta = {
                 "budget": "rho",
-                "total_rho": str(total_rho),
+                "total_rho": str(rho_budget.rho),
                 "zcdp_delta": str(dlt),
-                "approx_delta": str(approx),
+                "approx_delta": str(rho_budget.approx_delta),
                 "composition": "zcdp",
             }
             totals, slack, composition = cls._rho_view(rho_budget), Decimal(0), "zcdp"
         else:
-            if epsilon is None:
-                raise LedgerError("A new ledger needs a total budget: epsilon=... or rho=....")
-            eps = as_decimal(epsilon, "epsilon")
-            slack = as_decimal(delta_slack, "delta_slack")
-            if eps <= 0 or dlt >= 1 or slack >= 1:
-                raise LedgerError("A ledger needs a total epsilon > 0 and a delta in [0, 1).")
-            if composition not in ("basic", "advanced"):
-                raise LedgerError("The composition of a ledger must be 'basic' or 'advanced'.")
-            if composition == "advanced" and not 0 < slack <= dlt:
-                raise LedgerError(
-                    "Advanced composition needs a delta_slack in (0, delta]: it is spent from "
-                    "the total delta."
-                )
+            eps, slack = _epsilon_budget(epsilon, dlt, composition, delta_slack)
             meta = {
                 "budget": "epsilon",
                 "total_epsilon": str(eps),
@@ -195,27 +176,7 @@ class Ledger:
                 "delta_slack": str(slack),
             }
             totals = (eps, dlt)
-        if p.exists():
-            raise LedgerError(f"The ledger file {p} already exists; it was left untouched.")
-        if not p.parent.exists():
-            raise LedgerError(f"The folder of the ledger file {p} does not exist.")
-        tmp = p.with_name(f".{p.name}.{uuid.uuid4().hex}.tmp")
-        try:
-            con = sqlite3.connect(tmp, isolation_level=None)
-            try:
-                schema.create(con, {**meta, "created": _now()})
-            finally:
-                con.close()
-            publish(tmp, p)
-        except FileExistsError:
-            raise LedgerError(
-                f"The ledger file {p} already exists; it was left untouched."
-            ) from None
-        except OSError as exc:
-            raise LedgerError(f"Cannot create the ledger file {p}: {exc.strerror}.") from None
-        finally:
-            with contextlib.suppress(OSError):
-                tmp.unlink()
+        write_new(p, lambda con: schema.create(con, {**meta, "created": _now()}))
         return cls(p, totals, composition, slack, timeout, rho_budget)
 
     @classmethod
@@ -500,3 +461,35 @@ class Ledger:
                 if con.in_transaction:
                     con.execute("ROLLBACK")
                 raise
+
+
+def _rho_budget(rho: object, dlt: Decimal, approx_delta: object) -> RhoBudget:
+    """A checked zCDP budget: rho > 0, the conversion's delta in (0, 1), and the cap on
+    approximate deltas such that both sum below 1."""
+    total_rho = as_decimal(rho, "rho")
+    approx = as_decimal(approx_delta, "approx_delta")
+    if total_rho <= 0 or not 0 < dlt < 1 or dlt + approx >= 1:
+        raise LedgerError(
+            "A rho ledger needs rho > 0, a delta in (0, 1) and delta + approx_delta < 1."
+        )
+    return RhoBudget(total_rho, dlt, approx)
+
+
+def _epsilon_budget(
+    epsilon: object, dlt: Decimal, composition: str, delta_slack: object
+) -> tuple[Decimal, Decimal]:
+    """A checked (epsilon, delta) budget's total epsilon and delta slack."""
+    if epsilon is None:
+        raise LedgerError("A new ledger needs a total budget: epsilon=... or rho=....")
+    eps = as_decimal(epsilon, "epsilon")
+    slack = as_decimal(delta_slack, "delta_slack")
+    if eps <= 0 or dlt >= 1 or slack >= 1:
+        raise LedgerError("A ledger needs a total epsilon > 0 and a delta in [0, 1).")
+    if composition not in ("basic", "advanced"):
+        raise LedgerError("The composition of a ledger must be 'basic' or 'advanced'.")
+    if composition == "advanced" and not 0 < slack <= dlt:
+        raise LedgerError(
+            "Advanced composition needs a delta_slack in (0, delta]: it is spent from "
+            "the total delta."
+        )
+    return eps, slack
