@@ -162,6 +162,22 @@ def _first_pass(
         )
         return _first_pass(source, plan, needs, keys, types, f"NOT ({any_null})")
     ngroups = len(keys) if keys is not None else 1
+    sampled_cols = {c: alias[c] for c in sampled}
+    return _read_pass(con, got, first, ngroups, sampled_cols, sum_sql, where or "TRUE")
+
+
+def _read_pass(
+    con: Any,
+    got: list[tuple[Any, ...]],
+    first: int,
+    ngroups: int,
+    sampled: dict[str, str],
+    sum_sql: list[tuple[tuple[Any, ...], str]],
+    where: str,
+) -> _Pass:
+    """The first pass's rows (``got``: gid, group columns, n, then the samples' and the
+    sums' columns) as rows per group, the value-hash samples (read from ``dpsense_scan``
+    as numpy columns) of the ``sampled`` columns (by their alias) and the exact sums."""
     rows = np.zeros(ngroups, dtype=np.int64)
     samples: dict[str | None, dict[int, np.ndarray]] = {c: {} for c in sampled}
     sums: dict[tuple[Any, ...], dict[int, int]] = {key: {} for key, _ in sum_sql}
@@ -174,9 +190,9 @@ def _first_pass(
         rows[g] = int(r[first])
         for i, (key, _) in enumerate(sum_sql):
             sums[key][g] = int(r[first + 1 + len(sampled) + i] or 0)
-    for c in sampled:
+    for c, name in sampled.items():
         flat = con.execute(
-            f"SELECT gid, unnest(s_{alias[c]}) AS x FROM dpsense_scan WHERE gid IS NOT NULL"
+            f"SELECT gid, unnest(s_{name}) AS x FROM dpsense_scan WHERE gid IS NOT NULL"
         ).fetchnumpy()
         got_c = split_by_group(
             np.asarray(flat["gid"], dtype=np.int64), np.asarray(flat["x"], dtype=np.float64)
@@ -185,7 +201,7 @@ def _first_pass(
             samples[c][gid] = got_c.get(gid, np.zeros(0))  # raw values
     if sampled:
         con.execute("DROP TABLE dpsense_scan")
-    return _Pass(where or "TRUE", rows, samples, sums, outside)
+    return _Pass(where, rows, samples, sums, outside)
 
 
 def _checks(
