@@ -102,7 +102,7 @@ MUTANTS = (
     Mutant(
         "grouped-budget-not-split",
         "every group of a grouped release gets the whole epsilon (no split over g groups)",
-        "src/dpsense/tables/grouped.py",
+        "src/dpsense/tables/request.py",
         (("    eps_g = quotient_down(eps_rest, touched)\n", "    eps_g = eps_rest\n"),),
         ("tests/test_budget_arithmetic.py", "tests/tables/test_grouped_releases.py"),
     ),
@@ -186,10 +186,13 @@ MUTANTS = (
         "src/dpsense/tables/grouped.py",
         (
             (
-                "    public = _normalise_keys(keys, by) if (by and keys is not None) else None\n",
-                "    public = _normalise_keys(keys, by) if (by and keys is not None) else None\n"
-                "    split = budget_split(epsilon, delta, by=by, groups=g,\n"
-                "        public_keys=None if public is None else len(public))\n",
+                "    chosen = _selected_groups(table, request.split, g, rng, params)\n"
+                "    eps_g, dlt_g = request.split.per_group\n",
+                "    from dpsense.tables.request import budget_split\n"
+                "    split = budget_split(request.budget.epsilon, request.budget.delta, by=by,\n"
+                "        groups=g, public_keys=None if public is None else len(public))\n"
+                "    chosen = _selected_groups(table, split, g, rng, params)\n"
+                "    eps_g, dlt_g = split.per_group\n",
             ),
         ),
         ("tests/accounting/test_zcdp_charged_what_runs.py",),
@@ -213,7 +216,7 @@ MUTANTS = (
         (
             (
                 "        check_parameters(stat, entry.chosen, dict(entry.options), eps_g, dlt_g, "
-                "neighbours)\n",
+                "plan.neighbours)\n",
                 "        pass\n",
             ),
         ),
@@ -369,8 +372,8 @@ MUTANTS = (
         "a row filter's % is allowed but evaluated as written (no TRY): it raises on a zero",
         "src/dpsense/tables/row_filter.py",
         (
-            ("        exp.Mod,\n        exp.Neg,\n", "        exp.Neg,\n"),
-            ("        exp.Day,\n    )\n", "        exp.Day,\n        exp.Mod,\n    )\n"),
+            ('    "Mod",\n    "Neg",\n', '    "Neg",\n'),
+            ('    "Day",\n)\n', '    "Day",\n    "Mod",\n)\n'),
             (
                 '        return str(exp.Try(this=exp.Paren(this=inner)).sql(dialect="duckdb"))\n',
                 '        return str(inner.sql(dialect="duckdb"))\n',

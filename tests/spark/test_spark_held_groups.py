@@ -15,7 +15,7 @@ import pytest
 import dpsense as ds
 from dpsense.mechanisms._quantile_sampler import sample_quantile_indices
 from dpsense.mechanisms.quantile import quantile_score
-from dpsense.methods.ksw import _QUANTA
+from dpsense.methods.ksw import QUANTA
 from dpsense.noise.rng import SeededRandom
 from dpsense.statistics._exact import RecordGrid
 from dpsense.statistics._grid import PowerOfTwoGrid
@@ -173,7 +173,7 @@ def test_exact_sums_equal_numpy(one_group: tuple[spark_groups.SparkGroups, np.nd
         xc = np.clip(x, lower, upper)
         assert g.grid_sum(grid) == int(grid.integers(xc).sum())
         unit = np.clip((xc - lower) / (upper - lower), 0.0, 1.0)
-        assert g.quanta_sum(lower, upper, _QUANTA) == int(np.rint(unit * _QUANTA).sum())
+        assert g.quanta_sum(lower, upper, QUANTA) == int(np.rint(unit * QUANTA).sum())
 
 
 def test_rint_halves_to_even_like_numpy(spark: Any) -> None:

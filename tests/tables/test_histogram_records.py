@@ -15,7 +15,7 @@ import dpsense as ds
 from dpsense.mechanisms._permute_flip import sample_permute_and_flip
 from dpsense.mechanisms._quantile_sampler import sample_quantile_indices
 from dpsense.mechanisms.quantile import quantile_score
-from dpsense.methods.ksw import _QUANTA
+from dpsense.methods.ksw import QUANTA
 from dpsense.noise.rng import SeededRandom
 from dpsense.statistics._exact import RecordGrid
 from dpsense.statistics._grid import PowerOfTwoGrid, ResolutionGrid
@@ -64,7 +64,7 @@ def test_windows_counts_and_sums_equal_the_arrays(kind: str) -> None:
         grid = RecordGrid.for_bounds(lower, upper)
         assert hc.grid_sum(grid) == grid.integer_sum(xc)
         unit = np.clip((xc - lower) / (upper - lower), 0.0, 1.0)
-        assert hc.quanta_sum(lower, upper, _QUANTA) == int(np.rint(unit * _QUANTA).sum())
+        assert hc.quanta_sum(lower, upper, QUANTA) == int(np.rint(unit * QUANTA).sum())
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -49,14 +49,14 @@ from dpsense.noise.rng import RandomSource, resolve_rng
 from dpsense.params import check_epsilon, validate_bounds
 from dpsense.statistics._records import HeldRecords
 
-__all__ = ["ksw_mean", "ksw_sensitivity"]
+__all__ = ["QUANTA", "ksw_mean", "ksw_sensitivity"]
 
 FloatArray = NDArray[np.float64]
 
 UNIT_QUANTUM: Final = 2.0**-24
 """Rescaled values are rounded to multiples of this (a per-record map into [0, 1]), and the
 two sums are accumulated exactly in integers, whatever the number of records."""
-_QUANTA: Final = 2**24
+QUANTA: Final = 2**24
 _BLOCK: Final = 1 << 30  # a block of 2^30 records sums below 2^54 quanta: exact in int64
 SCALE_UNITS: Final = "rescaled [0, 1]"
 """What the ``scale`` of a KSW mean is measured in: the values rescaled to [0, 1]."""
@@ -152,16 +152,16 @@ def unit_sums(x: Any, lower: float, upper: float, *, where: str) -> tuple[Fracti
     the released vector moves by at most its claimed L1 sensitivity between neighbours.
     """
     if isinstance(x, HeldRecords):  # a group kept by its engine: the same exact sums
-        ones = x.quanta_sum(lower, upper, _QUANTA)
-        total = x.size * _QUANTA
-        return Fraction(ones, _QUANTA), Fraction(total - ones, _QUANTA)
+        ones = x.quanta_sum(lower, upper, QUANTA)
+        total = x.size * QUANTA
+        return Fraction(ones, QUANTA), Fraction(total - ones, QUANTA)
     values = as_data(x, where=where, allow_empty=True)
     width = upper - lower
     unit = np.clip((np.clip(values, lower, upper) - lower) / width, 0.0, 1.0)
-    quanta = np.rint(unit * _QUANTA).astype(np.int64)
+    quanta = np.rint(unit * QUANTA).astype(np.int64)
     ones = sum(int(quanta[i : i + _BLOCK].sum()) for i in range(0, quanta.shape[0], _BLOCK))
-    total = int(quanta.shape[0]) * _QUANTA
-    return Fraction(ones, _QUANTA), Fraction(total - ones, _QUANTA)
+    total = int(quanta.shape[0]) * QUANTA
+    return Fraction(ones, QUANTA), Fraction(total - ones, QUANTA)
 
 
 def ksw_mean(

@@ -28,7 +28,7 @@ from typing import Any, Final
 
 import numpy as np
 
-from dpsense.methods.ksw import _QUANTA
+from dpsense.methods.ksw import QUANTA
 from dpsense.statistics._exact import RecordGrid
 from dpsense.tables.engines.duckdb.groups import (
     SAMPLE_MOD,
@@ -254,7 +254,7 @@ def _sum_sqls(needs: tuple[ScanNeed, ...], alias: dict[str, str]) -> list[tuple[
                 RecordGrid.for_bounds(n.lower, n.upper), n.lower, n.upper, alias[n.column]
             )
         elif n.hold == "quanta":
-            key, k = quanta_sum_sql(n.lower, n.upper, _QUANTA, alias[n.column])
+            key, k = quanta_sum_sql(n.lower, n.upper, QUANTA, alias[n.column])
         else:
             continue
         out[(n.column, *key)] = k

@@ -33,7 +33,7 @@ from typing import Any, Final
 import numpy as np
 
 from dpsense.mechanisms._quantile_sampler import window_ranks
-from dpsense.methods.ksw import _QUANTA
+from dpsense.methods.ksw import QUANTA
 from dpsense.statistics._exact import RecordGrid
 from dpsense.tables.engines.spark import groups as spark_groups
 from dpsense.tables.engines.spark.groups import (
@@ -306,7 +306,7 @@ def held_spark_table(
         if hold == "grid":
             preset = [grid_k(sf, RecordGrid.for_bounds(plan.lower, plan.upper))]
         elif hold == "quanta":
-            preset = [quanta_k(sf, plan.lower, plan.upper, _QUANTA)]
+            preset = [quanta_k(sf, plan.lower, plan.upper, QUANTA)]
     for i, (_, k) in enumerate(preset):
         aggs.append(sf.sum(k.cast("decimal(38,0)")).cast("string").alias(f"s{i}"))
     got = stage.groupBy("gid").agg(*aggs).collect()
