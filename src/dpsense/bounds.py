@@ -195,17 +195,7 @@ def private_bounds(
     eps = check_epsilon(epsilon, where=where)
     check_bounds_delta(delta)
     p_lo, p_hi = _check_quantiles(quantiles)
-    if nulls not in ("error", "drop"):
-        raise InputError(f"The 'nulls' parameter must be 'error' or 'drop'. Got {nulls!r}.")
-    if privacy_unit is None and max_rows_per_unit != 1:
-        raise InputError(
-            "max_rows_per_unit needs a privacy unit: pass privacy_unit='...' "
-            "(--privacy-unit) or leave max_rows_per_unit at 1."
-        )
-    if not isinstance(max_rows_per_unit, int) or max_rows_per_unit < 1:
-        raise InputError(
-            f"max_rows_per_unit must be an integer >= 1. Got {max_rows_per_unit!r} instead."
-        )
+    _check_units(nulls, privacy_unit, max_rows_per_unit)
     casts = parse_schema(schema, where)
     source = resolve_rng(rng, where=where)
     x = _values(data, column, privacy_unit, max_rows_per_unit, nulls, source, casts, row_filter)
@@ -230,18 +220,40 @@ def private_bounds(
         neighbours="add-remove",
         statistic="bounds",
         seeded=source.seeded,
-        parameters={
-            "quantiles": (p_lo, p_hi),
-            "grid": f"0 and ±2^k, k = {-K_LOW}..{K_HIGH}",
-            "eta": eta,
-            "width_steps": WIDTH_STEPS,
-            "width_share": float(WIDTH_SHARE),
-            "bulk_steps": BULK_STEPS,
-            "bulk_share": float(BULK_SHARE),
-            "privacy_unit": privacy_unit,
-            "max_rows_per_unit": m,
-        },
+        parameters=_receipt(p_lo, p_hi, eta, privacy_unit, m),
     )
+
+
+def _check_units(nulls: str, privacy_unit: str | None, max_rows_per_unit: Any) -> None:
+    """The rule for missing values and the contribution bound, checked."""
+    if nulls not in ("error", "drop"):
+        raise InputError(f"The 'nulls' parameter must be 'error' or 'drop'. Got {nulls!r}.")
+    if privacy_unit is None and max_rows_per_unit != 1:
+        raise InputError(
+            "max_rows_per_unit needs a privacy unit: pass privacy_unit='...' "
+            "(--privacy-unit) or leave max_rows_per_unit at 1."
+        )
+    if not isinstance(max_rows_per_unit, int) or max_rows_per_unit < 1:
+        raise InputError(
+            f"max_rows_per_unit must be an integer >= 1. Got {max_rows_per_unit!r} instead."
+        )
+
+
+def _receipt(
+    p_lo: float, p_hi: float, eta: float, privacy_unit: str | None, m: int
+) -> dict[str, Any]:
+    """The public parameters of a bounds release."""
+    return {
+        "quantiles": (p_lo, p_hi),
+        "grid": f"0 and ±2^k, k = {-K_LOW}..{K_HIGH}",
+        "eta": eta,
+        "width_steps": WIDTH_STEPS,
+        "width_share": float(WIDTH_SHARE),
+        "bulk_steps": BULK_STEPS,
+        "bulk_share": float(BULK_SHARE),
+        "privacy_unit": privacy_unit,
+        "max_rows_per_unit": m,
+    }
 
 
 def _check_quantiles(quantiles: Any) -> tuple[float, float]:
