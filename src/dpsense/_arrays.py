@@ -95,6 +95,32 @@ def as_indicator(
     return as_data(arr, name=name, where=where, allow_empty=allow_empty)
 
 
+def _as_floats(arr: np.ndarray, name: str, where: str) -> FloatArray:
+    """A one-dimensional array as float64 (None as NaN, numeric strings as their
+    numbers); an InputError naming no value for anything else."""
+    if arr.dtype.kind in "biuf":
+        return arr.astype(np.float64, copy=False)
+    if not (arr.dtype.kind == "O" or arr.dtype.kind in "USV"):
+        raise InputError(
+            f"The '{name}' data of {where} must be numeric. Got an array of dtype "
+            f"{arr.dtype} instead."
+        )
+    out = np.empty(arr.shape[0], dtype=np.float64)
+    for i, v in enumerate(arr.tolist()):
+        if v is None:
+            out[i] = np.nan  # a missing value, as in a numeric column
+            continue
+        try:
+            out[i] = float(v)
+        except (TypeError, ValueError):
+            raise InputError(
+                f"The '{name}' data of {where} must be numeric, but some entries are not "
+                "numbers (text, empty cells or other objects). Clean or drop those entries, "
+                "or choose a numeric column."
+            ) from None
+    return out
+
+
 def as_data(
     x: Any,
     *,
@@ -135,31 +161,7 @@ def as_data(
             f"The '{name}' data of {where} must be one-dimensional (one column). "
             f"Got an array with {arr.ndim} dimensions; select a single column."
         )
-    if arr.dtype.kind in "biuf":
-        out = arr.astype(np.float64, copy=False)
-    elif arr.dtype.kind == "O" or arr.dtype.kind in "USV":
-        out = np.empty(arr.shape[0], dtype=np.float64)
-        bad = False
-        for i, v in enumerate(arr.tolist()):
-            if v is None:
-                out[i] = np.nan  # a missing value, as in a numeric column
-                continue
-            try:
-                out[i] = float(v)
-            except (TypeError, ValueError):
-                bad = True
-                break
-        if bad:
-            raise InputError(
-                f"The '{name}' data of {where} must be numeric, but some entries are not "
-                "numbers (text, empty cells or other objects). Clean or drop those entries, "
-                "or choose a numeric column."
-            )
-    else:
-        raise InputError(
-            f"The '{name}' data of {where} must be numeric. Got an array of dtype "
-            f"{arr.dtype} instead."
-        )
+    out = _as_floats(arr, name, where)
     missing = np.isnan(out)
     if nulls != "keep" and missing.any():
         if nulls == "drop":
