@@ -172,40 +172,10 @@ def _aggregate(node: exp.Expression, alias: str | None, qualifiers: frozenset[st
         raise refuse(
             "uses an aggregate FILTER clause; filter rows with WHERE (one query per filter)."
         )
-    levels_node: exp.Expression | None = None
     if isinstance(node, exp.WithinGroup):
-        inner, order = node.this, node.expression
-        if not isinstance(inner, exp.PercentileCont | exp.PercentileDisc) or not isinstance(
-            order, exp.Order
-        ):
-            raise refuse("uses WITHIN GROUP with a function other than PERCENTILE_CONT.")
-        keys = order.expressions
-        if len(keys) != 1 or keys[0].args.get("desc"):
-            raise refuse(
-                "uses PERCENTILE_CONT(p) WITHIN GROUP (ORDER BY ...) with other than one "
-                "ascending column; write QUANTILE_CONT(col, p)."
-            )
-        levels_node, target = inner.this, keys[0].this
-        kind: type[exp.Expression] = type(inner)
+        kind, target, levels_node = _within_group(node)
     else:
-        if isinstance(node, exp.Min | exp.Max | exp.ArgMin | exp.ArgMax):
-            raise refuse(f"uses {node.key.upper()}: " + _MIN_MAX)
-        kind = type(node)
-        if kind not in _FUNCTIONS:
-            name = _function_name(node)
-            what = f"the function {name}" if name else "an expression"
-            raise refuse(
-                f"selects {what}, which is not supported; supported aggregates: "
-                f"{', '.join(AGGREGATES)}. Expressions of aggregates are computed "
-                "afterwards from the released columns."
-            )
-        target = node.this
-        if kind in (exp.PercentileCont, exp.PercentileDisc):
-            levels_node = node.args.get("expression")
-        elif kind is exp.Quantile:
-            levels_node = node.args.get("quantile")
-        if not isinstance(node, exp.Count) and node.expressions:
-            raise refuse(f"passes extra arguments to {node.key.upper()}; it takes one column.")
+        kind, target, levels_node = _function_call(node)
     statistic, prefix = _FUNCTIONS[kind]
     if isinstance(target, exp.Distinct):
         raise refuse(
@@ -229,6 +199,49 @@ def _aggregate(node: exp.Expression, alias: str | None, qualifiers: frozenset[st
     return SqlAggregate(
         name=alias or f"{prefix}_{column}", statistic=statistic, column=column, levels=levels
     )
+
+
+def _within_group(
+    node: exp.Expression,
+) -> tuple[type[exp.Expression], exp.Expression, exp.Expression | None]:
+    """``PERCENTILE_CONT(p) WITHIN GROUP (ORDER BY col)``: its kind, column and levels."""
+    inner, order = node.this, node.expression
+    if not isinstance(inner, exp.PercentileCont | exp.PercentileDisc) or not isinstance(
+        order, exp.Order
+    ):
+        raise refuse("uses WITHIN GROUP with a function other than PERCENTILE_CONT.")
+    keys = order.expressions
+    if len(keys) != 1 or keys[0].args.get("desc"):
+        raise refuse(
+            "uses PERCENTILE_CONT(p) WITHIN GROUP (ORDER BY ...) with other than one "
+            "ascending column; write QUANTILE_CONT(col, p)."
+        )
+    return type(inner), keys[0].this, inner.this
+
+
+def _function_call(
+    node: exp.Expression,
+) -> tuple[type[exp.Expression], exp.Expression, exp.Expression | None]:
+    """A supported aggregate function's kind, argument and (quantiles) levels."""
+    if isinstance(node, exp.Min | exp.Max | exp.ArgMin | exp.ArgMax):
+        raise refuse(f"uses {node.key.upper()}: " + _MIN_MAX)
+    kind = type(node)
+    if kind not in _FUNCTIONS:
+        name = _function_name(node)
+        what = f"the function {name}" if name else "an expression"
+        raise refuse(
+            f"selects {what}, which is not supported; supported aggregates: "
+            f"{', '.join(AGGREGATES)}. Expressions of aggregates are computed "
+            "afterwards from the released columns."
+        )
+    levels_node: exp.Expression | None = None
+    if kind in (exp.PercentileCont, exp.PercentileDisc):
+        levels_node = node.args.get("expression")
+    elif kind is exp.Quantile:
+        levels_node = node.args.get("quantile")
+    if not isinstance(node, exp.Count) and node.expressions:
+        raise refuse(f"passes extra arguments to {node.key.upper()}; it takes one column.")
+    return kind, node.this, levels_node
 
 
 def _levels(node: exp.Expression | None) -> tuple[float, ...]:
