@@ -22,6 +22,13 @@ from dpsense.tables.rows.unit_bounding import UnitBounding
 pytestmark = pytest.mark.filterwarnings("ignore::dpsense.SeededRandomnessWarning")
 
 YEARS = list(range(1980, 1988))
+# every year a group, a man in each of his 8 years
+EVERY_YEAR: dict[str, Any] = {
+    "by": "year",
+    "keys": YEARS,
+    "privacy_unit": "nr",
+    "max_groups_per_unit": 8,
+}
 
 
 @pytest.fixture(scope="module")
@@ -49,10 +56,7 @@ def test_dict_release_by_year(wagepan: Any) -> None:
     res = ds.release(
         wagepan,
         _query(),
-        by="year",
-        keys=YEARS,
-        privacy_unit="nr",
-        max_groups_per_unit=8,
+        **EVERY_YEAR,
         epsilon=1.0,
         weights={"median_wage": 2},
         rng=1,
@@ -139,10 +143,7 @@ def test_one_charge_of_the_total(wagepan: Any, tmp_path: Path) -> None:
     acct.release(
         wagepan,
         _query(),
-        by="year",
-        keys=YEARS,
-        privacy_unit="nr",
-        max_groups_per_unit=8,
+        **EVERY_YEAR,
         epsilon=1.0,
         rng=1,
     )
@@ -250,14 +251,17 @@ def test_each_statistic_is_a_release_on_the_shared_bounded_rows(wagepan: Any) ->
     kept rows, at its share, with its own seed. Bounding each statistic's column on its
     own would keep other rows for the median than for the mean."""
     query = _query()
+    bounding: dict[str, Any] = {
+        "by": "union",
+        "keys": [0, 1],
+        "privacy_unit": "nr",
+        "max_rows_per_unit": 2,
+        "max_groups_per_unit": 2,
+    }
     res = ds.release(
         wagepan,
         query,
-        by="union",
-        keys=[0, 1],
-        privacy_unit="nr",
-        max_rows_per_unit=2,
-        max_groups_per_unit=2,
+        **bounding,
         epsilon=2.0,
         weights={"n": 2},
         rng=11,
@@ -278,11 +282,7 @@ def test_each_statistic_is_a_release_on_the_shared_bounded_rows(wagepan: Any) ->
             rows,
             stat,
             column=column,
-            by="union",
-            keys=[0, 1],
-            privacy_unit="nr",
-            max_rows_per_unit=2,
-            max_groups_per_unit=2,
+            **bounding,
             epsilon=res.parameters["split"][name]["epsilon"],
             rng=SeededRandom(seed),
         )
@@ -291,7 +291,7 @@ def test_each_statistic_is_a_release_on_the_shared_bounded_rows(wagepan: Any) ->
 
 def test_a_dict_of_one_is_the_bare_statistic(wagepan: Any) -> None:
     for kwargs in (
-        {"by": "year", "keys": YEARS, "privacy_unit": "nr", "max_groups_per_unit": 8},
+        EVERY_YEAR,
         {"by": "year", "privacy_unit": "nr", "max_groups_per_unit": 2, "delta": 1e-6},
         {"privacy_unit": "nr", "max_rows_per_unit": 3},
     ):
@@ -336,10 +336,7 @@ def test_where_is_the_same_on_every_format(wagepan: Any, tmp_path: Path) -> None
         res = ds.release(
             data,
             _query(),
-            by="year",
-            keys=YEARS,
-            privacy_unit="nr",
-            max_groups_per_unit=8,
+            **EVERY_YEAR,
             epsilon=1.0,
             rng=6,
             where='educ >= 12 AND "union" = 1',
@@ -412,10 +409,7 @@ def test_private_bounds_one_step_per_column(wagepan: Any) -> None:
             "mean_hours": ("hours", ds.Mean()),
             "n": ds.Count(),
         },
-        by="year",
-        keys=YEARS,
-        privacy_unit="nr",
-        max_groups_per_unit=8,
+        **EVERY_YEAR,
         epsilon=2.0,
         bounds="private",
         rng=8,
@@ -438,20 +432,14 @@ def test_zcdp_price_of_a_query_adds_its_parts(wagepan: Any) -> None:
     whole = zcdp_cost(
         query,
         epsilon=1.0,
-        by="year",
-        keys=YEARS,
-        privacy_unit="nr",
-        max_groups_per_unit=8,
+        **EVERY_YEAR,
         method="global",
     )
     parts = [
         zcdp_cost(
             stat,
             epsilon=0.5,
-            by="year",
-            keys=YEARS,
-            privacy_unit="nr",
-            max_groups_per_unit=8,
+            **EVERY_YEAR,
             method="global",
         )
         for stat in (ds.Count(), ds.Mean(0, 4000))
@@ -465,10 +453,7 @@ def test_zcdp_price_of_a_query_adds_its_parts(wagepan: Any) -> None:
             wagepan,
             query,
             epsilon=1.0,
-            by="year",
-            keys=YEARS,
-            privacy_unit="nr",
-            max_groups_per_unit=8,
+            **EVERY_YEAR,
             method="global",
             rng=1,
         )
