@@ -82,22 +82,15 @@ def watched(monkeypatch: pytest.MonkeyPatch) -> Iterator[Spy]:
     for name, release in list(query_methods.DISPATCH.items()):
 
         def wrapped(
-            values: Any,
-            stat: Any,
-            *,
+            call: Any,
             _name: str = name,
             _release: Callable[..., Any] = release,
-            **kwargs: Any,
+            **options: Any,
         ) -> Any:
-            options = {
-                k: v
-                for k, v in kwargs.items()
-                if k not in ("epsilon", "delta", "neighbours", "rng")
-            }
             spy.calls.append(
-                (_name, stat, kwargs["epsilon"], kwargs["delta"], kwargs["neighbours"], options)
+                (_name, call.statistic, call.epsilon, call.delta, call.neighbours, options)
             )
-            return _release(values, stat, **kwargs)
+            return _release(call, **options)
 
         monkeypatch.setitem(query_methods.DISPATCH, name, wrapped)
     for module in (steps, grouped):

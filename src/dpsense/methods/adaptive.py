@@ -34,16 +34,15 @@ costs ~18% accuracy; for smooth sensitivity in the tied regime, where the error 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
-from dpsense._arrays import FloatArray
 from dpsense._exact_budget import exact, rational_at_least
 from dpsense.errors import InputError
 from dpsense.methods._release import Release
+from dpsense.methods.call import MethodCall
 from dpsense.methods.exponential import release_exponential
 from dpsense.methods.smooth import plan_smooth, release_smooth
-from dpsense.neighbours import Neighbours
 from dpsense.noise.exact import discrete_laplace
-from dpsense.noise.rng import RandomSource
 from dpsense.params import check_finite, rest_of_budget
 from dpsense.statistics import INFINITE_DISTANCE, Quantile, Statistic
 
@@ -72,17 +71,13 @@ def checked_adaptive(statistic: Statistic, test_fraction: object = 0.15) -> floa
 
 
 def release_adaptive(
-    xc: FloatArray,
-    statistic: Statistic,
+    call: MethodCall,
     *,
-    epsilon: float,
-    delta: float,
-    neighbours: Neighbours,
-    rng: RandomSource,
     test_fraction: object = 0.15,
 ) -> Release:
     """Release a quantile with smooth sensitivity or the exponential mechanism, chosen by a
     private stability test."""
+    xc, statistic, epsilon, _, neighbours, rng = call.parts()  # delta unused
     frac = checked_adaptive(statistic, test_fraction)
     assert isinstance(statistic, Quantile)
     eps_test = frac * epsilon
@@ -96,19 +91,9 @@ def release_adaptive(
     noise = int(discrete_laplace(rng, scale, 1)[0])
     stable = distance == INFINITE_DISTANCE or distance + noise >= threshold
     if stable:
-        inner = release_smooth(
-            xc,
-            statistic,
-            epsilon=eps_main,
-            delta=delta,
-            neighbours=neighbours,
-            rng=rng,
-            noise=plan.noise,
-        )
+        inner = release_smooth(replace(call, epsilon=eps_main), noise=plan.noise)
     else:
-        inner = release_exponential(
-            xc, statistic, epsilon=eps_main, delta=0.0, neighbours=neighbours, rng=rng
-        )
+        inner = release_exponential(replace(call, epsilon=eps_main, delta=0.0))
     params = {
         "branch": inner.method,
         "test_fraction": frac,

@@ -11,6 +11,7 @@ from dpsense.errors import InputError
 from dpsense.mechanisms.quantile import ExponentialQuantile
 from dpsense.mechanisms.quantiles import RecursiveQuantiles, dithered
 from dpsense.methods._release import Release
+from dpsense.methods.call import MethodCall
 from dpsense.neighbours import Neighbours
 from dpsense.noise.rng import RandomSource
 from dpsense.statistics import Quantile, Quantiles, Statistic
@@ -36,20 +37,13 @@ def check_exponential(statistic: Statistic) -> None:
         )
 
 
-def release_exponential(
-    xc: FloatArray,
-    statistic: Statistic,
-    *,
-    epsilon: float,
-    delta: float,
-    neighbours: Neighbours,
-    rng: RandomSource,
-) -> Release:
+def release_exponential(call: MethodCall) -> Release:
     """Release a quantile with the exponential mechanism (pure epsilon; delta unused).
 
     ``xc`` (clipped records) is reordered in place: callers pass a buffer they own.
     Several quantiles (:class:`Quantiles`) are released by recursive halving.
     """
+    xc, statistic, epsilon, _, neighbours, rng = call.parts()  # delta unused
     check_exponential(statistic)
     if isinstance(statistic, Quantiles):
         return _release_several(xc, statistic, epsilon=epsilon, neighbours=neighbours, rng=rng)

@@ -37,6 +37,7 @@ from dpsense.methods._release import (
     on_resolution,
     resolution_parameters,
 )
+from dpsense.methods.call import MethodCall
 from dpsense.neighbours import Neighbours
 from dpsense.noise.rng import RandomSource
 from dpsense.statistics import BoundedStatistic, Count, Mean, Statistic
@@ -137,17 +138,13 @@ class _Receipt:
 
 
 def release_global(
-    xc: FloatArray,
-    statistic: Statistic,
+    call: MethodCall,
     *,
-    epsilon: float,
-    delta: float,
-    neighbours: Neighbours,
-    rng: RandomSource,
     noise: str | None = None,
 ) -> Release:
     """Release ``statistic`` on clipped data with global-sensitivity noise (``xc`` may be
     records held by an engine for a count, a sum or a mean: the same exact sums)."""
+    xc, statistic, epsilon, delta, neighbours, rng = call.parts()
     noise = checked_global_noise(noise, delta)
     n = record_count(xc)
     public_n = n if neighbours == "substitute" else None

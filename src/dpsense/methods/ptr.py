@@ -27,7 +27,6 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-from dpsense._arrays import FloatArray
 from dpsense._exact_budget import exact, exp_bounds, float_down, quotient_up, rational_at_least
 from dpsense.errors import InputError
 from dpsense.mechanisms.additive import LaplaceMechanism
@@ -37,13 +36,12 @@ from dpsense.methods._release import (
     on_resolution,
     resolution_parameters,
 )
+from dpsense.methods.call import MethodCall
 from dpsense.methods.global_sensitivity import output_range
 from dpsense.methods.smooth import profile_value
-from dpsense.neighbours import Neighbours
 from dpsense.noise.exact import discrete_laplace
-from dpsense.noise.rng import RandomSource
 from dpsense.params import check_finite, rest_of_budget
-from dpsense.statistics import INFINITE_DISTANCE, Statistic
+from dpsense.statistics import INFINITE_DISTANCE
 
 __all__ = ["checked_ptr_options", "ptr_threshold", "release_ptr"]
 
@@ -115,17 +113,13 @@ def checked_ptr_options(
 
 
 def release_ptr(
-    xc: FloatArray,
-    statistic: Statistic,
+    call: MethodCall,
     *,
-    epsilon: float,
-    delta: float,
-    neighbours: Neighbours,
-    rng: RandomSource,
     bound: object = None,
     test_fraction: object = 0.5,
 ) -> Release:
     """Propose-test-release with the statistic's distance to instability."""
+    xc, statistic, epsilon, delta, neighbours, rng = call.parts()
     b, frac = checked_ptr_options(delta, bound, test_fraction)
     eps_test = frac * epsilon
     eps_release = rest_of_budget(epsilon, eps_test)

@@ -38,6 +38,7 @@ from dpsense._exact_budget import exact
 from dpsense.errors import InputError
 from dpsense.mechanisms.additive import LaplaceMechanism
 from dpsense.methods._release import Release
+from dpsense.methods.call import MethodCall
 from dpsense.methods.global_sensitivity import inflated_sensitivity
 from dpsense.methods.smooth import release_smooth
 from dpsense.neighbours import Neighbours, validate_neighbours
@@ -291,15 +292,15 @@ def _aggregate_median(
 ) -> Release:
     b, source = aggregation.bounds, aggregation.source
     median = Median(b.lower, b.upper)
-    inner = release_smooth(
-        median.clip(answers),
-        median,
+    call = MethodCall(
+        records=median.clip(answers),
+        statistic=median,
         epsilon=aggregation.epsilon,
         delta=aggregation.delta,
         neighbours="substitute",
         rng=source,
-        noise=noise,
     )
+    inner = release_smooth(call, noise=noise)
     return Release(
         inner.value,
         False,

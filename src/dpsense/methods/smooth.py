@@ -51,10 +51,10 @@ from dpsense._arrays import FloatArray
 from dpsense._exact_budget import sqrt_bounds
 from dpsense.errors import InputError
 from dpsense.methods._release import Release, on_resolution, resolution_parameters
+from dpsense.methods.call import MethodCall
 from dpsense.methods.global_sensitivity import output_range
 from dpsense.neighbours import Neighbours
 from dpsense.noise.lattice import NoiseShape, OutputLattice, sample_on_lattice
-from dpsense.noise.rng import RandomSource
 from dpsense.params import check_finite, check_int, smooth_beta
 from dpsense.statistics import BoundedStatistic, Count, Quantile, Statistic, Sum
 
@@ -311,17 +311,13 @@ def check_smooth(
 
 
 def release_smooth(
-    xc: FloatArray,
-    statistic: Statistic,
+    call: MethodCall,
     *,
-    epsilon: float,
-    delta: float,
-    neighbours: Neighbours,
-    rng: RandomSource,
     noise: str | None = None,
     **noise_options: object,
 ) -> Release:
     """Release ``statistic`` on clipped data with smooth-sensitivity noise."""
+    xc, statistic, epsilon, delta, neighbours, rng = call.parts()
     _check_smooth_statistic(statistic)
     assert isinstance(statistic, BoundedStatistic)
     plan = plan_smooth(epsilon, delta, noise, **noise_options)

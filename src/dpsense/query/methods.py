@@ -13,13 +13,14 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, Final
 
-from dpsense._arrays import FloatArray, as_data
+from dpsense._arrays import as_data
 from dpsense.defaults import METHODS
 from dpsense.errors import InputError
 from dpsense.methods import Release
 from dpsense.methods.adaptive import checked_adaptive, release_adaptive
 from dpsense.methods.auto import choose_method
 from dpsense.methods.bounded_ls import bounded_ls_mean, check_bound_fraction
+from dpsense.methods.call import MethodCall
 from dpsense.methods.exponential import check_exponential, release_exponential
 from dpsense.methods.global_sensitivity import checked_global_noise, release_global
 from dpsense.methods.ksw import ksw_mean
@@ -55,16 +56,8 @@ def _for_means(
 ) -> Callable[..., Release]:
     """Adapt a mean estimator (ksw, bounded-ls) to the common method signature."""
 
-    def run(
-        xc: FloatArray,
-        statistic: Statistic,
-        *,
-        epsilon: float,
-        delta: float,
-        neighbours: Neighbours,
-        rng: RandomSource,
-        **options: Any,
-    ) -> Release:
+    def run(call: MethodCall, **options: Any) -> Release:
+        xc, statistic, epsilon, delta, neighbours, rng = call.parts()
         _check_mean(method, statistic)
         assert isinstance(statistic, Mean)
         # per unit of m rows: group privacy (docs/tables.md §3); m = 1 without a unit
@@ -136,9 +129,10 @@ def release_column(
         )
     statistic, resolution = schema_resolution(statistic, array_type(x))
     xc = statistic.clip(data) if isinstance(statistic, BoundedStatistic) else data
-    out = DISPATCH[chosen](
-        xc, statistic, epsilon=eps, delta=dlt, neighbours=nb, rng=source, **options
+    call = MethodCall(
+        records=xc, statistic=statistic, epsilon=eps, delta=dlt, neighbours=nb, rng=source
     )
+    out = DISPATCH[chosen](call, **options)
     if "resolution_source" not in resolution:
         return out
     return replace(

@@ -19,6 +19,7 @@ import numpy as np
 from dpsense._exact_budget import float_up
 from dpsense.mechanisms.partition_selection import SelectionRule, select_groups
 from dpsense.methods import Release
+from dpsense.methods.call import MethodCall
 from dpsense.noise.rng import RandomSource, SeededRandom
 from dpsense.query.bounds_step import BoundsPlan, bounded_statistic, find_bounds
 from dpsense.query.methods import DISPATCH
@@ -59,15 +60,15 @@ def _release_one(entry: Entry, plan: QueryPlan, rng: RandomSource) -> Any:
     """The engine's per-group callback for ``entry``: its method, with its own draws."""
 
     def one(values: Any, stat: Statistic, eps: float, dlt: float) -> Release:
-        return DISPATCH[entry.chosen](
-            values,
-            stat,
+        call = MethodCall(
+            records=values,
+            statistic=stat,
             epsilon=eps,
             delta=dlt,
             neighbours=plan.neighbours,
             rng=rng,
-            **entry.options,
         )
+        return DISPATCH[entry.chosen](call, **entry.options)
 
     return one
 
