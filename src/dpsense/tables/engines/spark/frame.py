@@ -289,6 +289,21 @@ def bound_spark_table(
     finally:
         for frame_ in persisted:
             frame_.unpersist()
+    return _bounded_table(source, plan, group_keys, (rows, distinct), unit_rows, held, large)
+
+
+def _bounded_table(
+    source: SparkSource,
+    plan: TablePlan,
+    group_keys: list[tuple[Any, ...]],
+    sizes: tuple[np.ndarray, np.ndarray],
+    unit_rows: list[Any] | None,
+    held: spark_groups.SparkGroups | None,
+    large: list[int],
+) -> BoundedTable:
+    """The bounded groups: their keys, unit counts (rows without a unit), rows and
+    distinct values (``sizes``), with the large groups held in Spark."""
+    rows, distinct = sizes
     units = None
     if unit_rows is not None:
         units = np.zeros(len(group_keys), dtype=np.int64)

@@ -130,7 +130,6 @@ class SparkRowGroups(SparkHeld):
         return list(rows)
 
     def _all_windows(self, num: int, den: int, w: int) -> dict[int, Any]:
-        sf = _functions()
         ranks = {
             g: r for g, n in self.sizes.items() if (r := window_ranks(n, num, den, w)) is not None
         }
@@ -142,13 +141,36 @@ class SparkRowGroups(SparkHeld):
             (g, lo, hi, *bracket(*self.samples.get(g, none), self.sizes[g], lo, hi, w, union.size))
             for g, (lo, hi) in ranks.items()
         ]
+        found = self._bracket_slices(brackets, int(w) + PAD)
+        out: dict[int, Any] = {}
+        missed: list[int] = []
+        for g, (lo, hi) in ranks.items():
+            below, m, s0, part = found.get(g, (0, 0, 0, []))
+            self.rows_collected += len(part or [])
+            values, counts, low, high = _slice_histogram(self.sizes[g], below, m, s0, part or [])
+            keep = window_rows(counts, lo, hi)
+            if (low and keep[0]) or (high and keep[-1]):
+                missed.append(g)  # the bracket missed the window
+                continue
+            out[g] = _window(values, counts, keep, self.sizes[g])
+        if missed:
+            self.fallbacks += len(missed)
+            for g, (values, counts) in self._histograms(missed).items():
+                lo, hi = ranks[g]
+                out[g] = _window(values, counts, window_rows(counts, lo, hi), self.sizes[g])
+        return out
+
+    def _bracket_slices(
+        self, brackets: list[tuple[Any, ...]], pad: int
+    ) -> dict[int, tuple[int, int, int, Any]]:
+        """Per group, the rows below its bracket and the sorted rows inside it, of which
+        only a slice around the window ranks reaches the driver (start and length clamped
+        to the bracket's size, so that the int casts of slice never overflow): by group,
+        (rows below, rows inside, the slice's offset, the slice)."""
+        sf = _functions()
         bounds = self.stage.sparkSession.createDataFrame(
             brackets, "gid long, lo long, hi long, a double, b double"
         )
-        # per group, the rows below its bracket and the sorted rows inside it, of which
-        # only a slice around the window ranks reaches the driver (start and length
-        # clamped to the bracket's size, so that the int casts of slice never overflow)
-        pad = int(w) + PAD
         inside = (
             self.stage.join(sf.broadcast(bounds), on="gid", how="inner")
             .groupBy("gid", "lo", "hi")
@@ -171,26 +193,7 @@ class SparkRowGroups(SparkHeld):
                 sf.expr("slice(inside, CAST(s0 AS INT) + 1, CAST(e - s0 AS INT))").alias("part"),
             )
         )
-        found = {
-            int(r["gid"]): (int(r["below"]), int(r["m"]), int(r["s0"]), r["part"]) for r in got
-        }
-        out: dict[int, Any] = {}
-        missed: list[int] = []
-        for g, (lo, hi) in ranks.items():
-            below, m, s0, part = found.get(g, (0, 0, 0, []))
-            self.rows_collected += len(part or [])
-            values, counts, low, high = _slice_histogram(self.sizes[g], below, m, s0, part or [])
-            keep = window_rows(counts, lo, hi)
-            if (low and keep[0]) or (high and keep[-1]):
-                missed.append(g)  # the bracket missed the window
-                continue
-            out[g] = _window(values, counts, keep, self.sizes[g])
-        if missed:
-            self.fallbacks += len(missed)
-            for g, (values, counts) in self._histograms(missed).items():
-                lo, hi = ranks[g]
-                out[g] = _window(values, counts, window_rows(counts, lo, hi), self.sizes[g])
-        return out
+        return {int(r["gid"]): (int(r["below"]), int(r["m"]), int(r["s0"]), r["part"]) for r in got}
 
     def _histograms(self, gids: list[int]) -> dict[int, tuple[F64, I64]]:
         """The groups' distinct values (sorted) and their multiplicities, one job."""
@@ -287,30 +290,32 @@ def _window(values: F64, counts: I64, keep: Any, n: int) -> tuple[F64, I64, int,
     return values.copy(), counts.copy(), before, n - before - int(counts.sum())
 
 
-def held_spark_table(
-    source: Any, plan: TablePlan, stage: Any, group_keys: list[tuple[Any, ...]]
-) -> BoundedTable:
-    """Every row a unit, groups by gid (``stage``: the clipped rows as ``gid, v``): one
-    job counts each group's rows (with the sample of a quantile, or the exact sum the
-    release reads); groups of more than ``STREAM_DISTINCT`` rows (for a quantile, with
-    more than about that many distinct values too) stay in Spark, the others get their
-    histogram, streamed into the DuckDB table ``dpsense_hist`` as usual."""
+def _preset_sums(plan: TablePlan) -> list[tuple[tuple[Any, ...], Any]]:
+    """The exact sum the release reads (a grid sum, or the KSW quanta), computed in the
+    counting job: (cache key, Spark column of the summand)."""
     sf = _functions()
-    hold = plan.hold
-    stage = stage.select("gid", "v")
+    if plan.lower is None or plan.upper is None:
+        return []
+    if plan.hold == "grid":
+        return [grid_k(sf, RecordGrid.for_bounds(plan.lower, plan.upper))]
+    if plan.hold == "quanta":
+        return [quanta_k(sf, plan.lower, plan.upper, QUANTA)]
+    return []
+
+
+def _count_groups(
+    stage: Any, hold: str, preset: list[tuple[tuple[Any, ...], Any]], ngroups: int
+) -> tuple[list[Any], np.ndarray, dict[int, tuple[F64, I64]]]:
+    """One job: each group's rows, with the value-hash sample of a quantile and the
+    preset exact sums; the collected rows, rows per group and samples by group."""
+    sf = _functions()
     aggs = [sf.count(sf.lit(1)).alias("n")]
     if hold == "window":
         aggs.append(sf.expr(f"collect_list(v) FILTER (WHERE {SAMPLE})").alias("sample"))
-    preset: list[tuple[tuple[Any, ...], Any]] = []
-    if plan.lower is not None and plan.upper is not None:
-        if hold == "grid":
-            preset = [grid_k(sf, RecordGrid.for_bounds(plan.lower, plan.upper))]
-        elif hold == "quanta":
-            preset = [quanta_k(sf, plan.lower, plan.upper, QUANTA)]
     for i, (_, k) in enumerate(preset):
         aggs.append(sf.sum(k.cast("decimal(38,0)")).cast("string").alias(f"s{i}"))
     got = stage.groupBy("gid").agg(*aggs).collect()
-    rows = np.zeros(len(group_keys), dtype=np.int64)
+    rows = np.zeros(ngroups, dtype=np.int64)
     samples: dict[int, tuple[F64, I64]] = {}
     for r in got:
         g = int(r["gid"])
@@ -320,6 +325,45 @@ def held_spark_table(
                 np.asarray(r["sample"] or [], dtype=np.float64), return_counts=True
             )
             samples[g] = (values, counts.astype(np.int64))
+    return got, rows, samples
+
+
+def _stream_small_groups(
+    con: Any, stage: Any, small: list[int], rows: np.ndarray, samples: dict[int, Any]
+) -> None:
+    """The histograms of the groups not held in Spark, streamed into ``dpsense_hist``."""
+    if not small:
+        con.execute("CREATE OR REPLACE TEMP TABLE dpsense_hist (gid BIGINT, v DOUBLE, c BIGINT)")
+        return
+    sf = _functions()
+    hist = (
+        stage.where(sf.col("gid").isin(small))
+        .groupBy("gid", "v")
+        .agg(sf.count(sf.lit(1)).alias("c"))
+        .select("gid", "v", "c")
+    )
+    # an estimate of its rows decides only how it is streamed (one collect or by parts)
+    estimate = sum(
+        min(int(rows[g]), SAMPLE_MOD * (samples[g][0].shape[0] + 8))
+        if g in samples
+        else int(rows[g])
+        for g in small
+    )
+    load_histogram(con, hist, rows=estimate)
+
+
+def held_spark_table(
+    source: Any, plan: TablePlan, stage: Any, group_keys: list[tuple[Any, ...]]
+) -> BoundedTable:
+    """Every row a unit, groups by gid (``stage``: the clipped rows as ``gid, v``): one
+    job counts each group's rows (with the sample of a quantile, or the exact sum the
+    release reads); groups of more than ``STREAM_DISTINCT`` rows (for a quantile, with
+    more than about that many distinct values too) stay in Spark, the others get their
+    histogram, streamed into the DuckDB table ``dpsense_hist`` as usual."""
+    hold = plan.hold
+    stage = stage.select("gid", "v")
+    preset = _preset_sums(plan)
+    got, rows, samples = _count_groups(stage, hold, preset, len(group_keys))
     limit = spark_groups.STREAM_DISTINCT
     held = rows > limit
     if hold == "window":  # tied data: a small histogram is cheaper than the window job
@@ -328,23 +372,7 @@ def held_spark_table(
     large = [int(g) for g in np.flatnonzero(held)]
     small = [int(g) for g in np.flatnonzero((rows > 0) & ~held)]
     con = source.con
-    if small:
-        hist = (
-            stage.where(sf.col("gid").isin(small))
-            .groupBy("gid", "v")
-            .agg(sf.count(sf.lit(1)).alias("c"))
-            .select("gid", "v", "c")
-        )
-        # an estimate of its rows decides only how it is streamed (one collect or by parts)
-        estimate = sum(
-            min(int(rows[g]), SAMPLE_MOD * (samples[g][0].shape[0] + 8))
-            if g in samples
-            else int(rows[g])
-            for g in small
-        )
-        load_histogram(con, hist, rows=estimate)
-    else:
-        con.execute("CREATE OR REPLACE TEMP TABLE dpsense_hist (gid BIGINT, v DOUBLE, c BIGINT)")
+    _stream_small_groups(con, stage, small, rows, samples)
     table = summarise(
         TableSource(con, "dpsense_hist", ["gid", "v", "c"], source.label), group_keys, None, True
     )
