@@ -29,14 +29,15 @@ typecheck:
 unit:
 	$(BIN)/python -m pytest -n 2 -m "not slow and not engines" --durations=25
 
-# the engines tier: Spark (a JVM; Java 17+) and the pages in headless Chromium
+# the engines tier: Spark (one JVM, in one worker: --dist loadgroup; Java 17+) and the pages
+# in headless Chromium
 test-engines: $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ".[dev,spark]"
-	$(BIN)/python -m pytest -n 2 -m "engines and not slow" --durations=25
+	$(BIN)/python -m pytest -n 2 --dist loadgroup -m "engines and not slow" --durations=25
 
 # the long statistical audits and brute-force checks (marked slow)
 slow:
-	$(BIN)/python -m pytest -n 2 -m slow --durations=25
+	$(BIN)/python -m pytest -n 2 --dist loadgroup -m slow --durations=25
 
 test-all: test
 	$(MAKE) --no-print-directory test-engines slow

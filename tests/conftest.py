@@ -1,11 +1,14 @@
-"""Shared test configuration: deterministic hypothesis profiles, progress-bar fixtures."""
+"""Shared test configuration: deterministic hypothesis profiles, the local Spark session,
+progress-bar fixtures."""
 
 from __future__ import annotations
 
 import io
 import os
+import shutil
 import sys
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -29,10 +32,29 @@ settings.load_profile(os.environ.get("DPSENSE_HYPOTHESIS_PROFILE", "dpsense"))
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Spark and browser tests form the engines tier (``make test-engines``): each starts
-    a JVM or a browser, so the quick tier (``make test``) leaves them out."""
+    a JVM or a browser, so the quick tier (``make test``) leaves them out. Every Spark
+    test runs in one xdist worker (``--dist loadgroup``): one JVM per run."""
     for item in items:
         if item.get_closest_marker("spark") or item.get_closest_marker("browser"):
             item.add_marker(pytest.mark.engines)
+        if item.get_closest_marker("spark"):
+            item.add_marker(pytest.mark.xdist_group("spark"))
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    """The local Spark session (tests/spark_session.py), for tests marked ``spark``;
+    skipped without PySpark or Java."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pytest.importorskip("pyspark.sql")
+    if shutil.which("java") is None:  # pragma: no cover - CI installs Java
+        pytest.skip("Spark needs Java (apt-get install openjdk-17-jre-headless)")
+    from tests.spark_session import local_session
+
+    session = local_session()
+    yield session
+    session.stop()
 
 
 class FakeTerminal(io.StringIO):
