@@ -1,10 +1,15 @@
-"""Helpers shared by the command-line modules (formatting, parsing, statistics)."""
+"""Helpers shared by the command-line modules (formatting, parsing, statistics, the ledger,
+seeded runs)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import sys
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
@@ -12,15 +17,18 @@ from rich.console import Console
 from dpsense.errors import InputError
 
 if TYPE_CHECKING:
+    from dpsense.accountant import Accountant
     from dpsense.statistics import Statistic
 
 __all__ = [
+    "_accountant",
     "_console",
     "_fmt",
     "_json_number",
     "_parse_numbers",
     "_percent",
     "_print_json",
+    "_seeded_quietly",
     "_short",
     "_statistic",
 ]
@@ -146,3 +154,27 @@ def _statistic(
             "('dpsense bounds' finds them privately)."
         )
     return make_statistic(name, lower, upper, p=levels, trim=trim, resolution=resolution)
+
+
+def _accountant(ledger: Path | None) -> Accountant | None:
+    """The ledger-backed accountant for --ledger (the ledger must already exist)."""
+    from dpsense.accountant import Accountant
+
+    if ledger is None:
+        return None
+    if not ledger.exists():
+        raise InputError(
+            f"No ledger file at {ledger}; create one with 'dpsense budget init {ledger} "
+            "--epsilon E'."
+        )
+    return Accountant(ledger=ledger)
+
+
+@contextlib.contextmanager
+def _seeded_quietly() -> Iterator[None]:
+    """No SeededRandomnessWarning inside: the receipt or the output says the run is seeded."""
+    from dpsense.noise import SeededRandomnessWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SeededRandomnessWarning)
+        yield

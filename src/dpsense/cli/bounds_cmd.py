@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import functools
-import warnings
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
-import typer
 from rich import box
 from rich.table import Table
 
-from dpsense.cli._shared import _console, _fmt, _print_json
-from dpsense.cli.release_cmd import DatasetOpt, EpsilonOpt, JsonOpt, LedgerOpt, SeedOpt, _accountant
+from dpsense.cli import _options as opt
+from dpsense.cli._shared import _accountant, _console, _fmt, _print_json, _seeded_quietly
 
 if TYPE_CHECKING:
-    pass
+    from dpsense.methods import Release
 
 __all__ = ["bounds_command"]
 
@@ -28,32 +27,17 @@ BOUNDS_EXAMPLES = (
 
 
 def bounds_command(
-    data: Annotated[
-        str, typer.Argument(help="A CSV or Parquet file (or - for CSV on standard input).")
-    ],
-    epsilon: EpsilonOpt,
-    column: Annotated[
-        str | None, typer.Option(help="The value column (needed when there are several).")
-    ] = None,
-    privacy_unit: Annotated[
-        str | None, typer.Option(help="Column naming the person: protect all their rows.")
-    ] = None,
-    max_rows_per_unit: Annotated[
-        int, typer.Option(help="Rows kept per person (with --privacy-unit).")
-    ] = 1,
-    nulls: Annotated[str, typer.Option(help="error (default) or drop.")] = "error",
-    schema: Annotated[
-        list[str] | None,
-        typer.Option(
-            help="Declared column types, COL=TYPE (int, float, decimal(p,s), text); repeatable or "
-            "comma-separated. Casts the column as release --schema does (values that do not "
-            "fit become missing, see --nulls)."
-        ),
-    ] = None,
-    seed: SeedOpt = None,
-    ledger: LedgerOpt = None,
-    dataset: DatasetOpt = None,
-    json_output: JsonOpt = False,
+    data: Annotated[str, opt.BOUNDS_DATA],
+    epsilon: Annotated[float, opt.EPSILON],
+    column: Annotated[str | None, opt.BOUNDS_COLUMN] = None,
+    privacy_unit: Annotated[str | None, opt.BOUNDS_PRIVACY_UNIT] = None,
+    max_rows_per_unit: Annotated[int, opt.BOUNDS_MAX_ROWS] = 1,
+    nulls: Annotated[str, opt.BOUNDS_NULLS] = "error",
+    schema: Annotated[list[str] | None, opt.BOUNDS_SCHEMA] = None,
+    seed: Annotated[int | None, opt.SEED] = None,
+    ledger: Annotated[Path | None, opt.LEDGER] = None,
+    dataset: Annotated[str | None, opt.DATASET] = None,
+    json_output: Annotated[bool, opt.JSON] = False,
 ) -> None:
     """Private bounds [lower, upper] of a column (epsilon-DP): grid points 0 or +-2^k that
     aim to clip at most 2% of the rows at each end (noise adds a few rows per person / eps).
@@ -62,7 +46,6 @@ def bounds_command(
     --lower/--upper of a later release; charge both to one ledger to spend one budget.
     """
     from dpsense.bounds import private_bounds
-    from dpsense.noise import SeededRandomnessWarning
     from dpsense.tables.schema import parse_schema_items
 
     accountant = _accountant(ledger)
@@ -71,8 +54,7 @@ def bounds_command(
         run = functools.partial(
             accountant.private_bounds, dataset=dataset if dataset is not None else data
         )
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", SeededRandomnessWarning)  # the receipt says so
+    with _seeded_quietly():  # the receipt says so
         result = run(
             data,
             epsilon=epsilon,
@@ -83,6 +65,11 @@ def bounds_command(
             schema=parse_schema_items(schema) if schema else None,
             rng=seed,
         )
+    _print_bounds(result, column, json_output)
+
+
+def _print_bounds(result: Release, column: str | None, json_output: bool) -> None:
+    """The bounds as one JSON object, or a table and the options to pass them as."""
     lower, upper = result.value
     if json_output:
         _print_json({"lower": lower, "upper": upper, "epsilon": result.epsilon, "delta": 0.0})

@@ -3,25 +3,12 @@
 from __future__ import annotations
 
 import functools
-import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
-import typer
-
-from dpsense.cli.release_cmd import (
-    DatasetOpt,
-    EpsilonOpt,
-    JsonOpt,
-    LedgerOpt,
-    NeighboursOpt,
-    SeedOpt,
-    _accountant,
-    _emit,
-)
-
-if TYPE_CHECKING:
-    pass
+from dpsense.cli import _options as opt
+from dpsense.cli._shared import _accountant, _seeded_quietly
+from dpsense.cli.receipt import emit_receipt
 
 __all__ = ["RATIO_EXAMPLES", "ratio_command"]
 
@@ -34,26 +21,18 @@ RATIO_EXAMPLES = (
 
 
 def ratio_command(
-    data: Annotated[Path, typer.Argument(help="A CSV file with one row per user.")],
-    numerator: Annotated[
-        str,
-        typer.Option(help="Column of 0/1 (or yes/no, true/false) contributions to a."),
-    ],
-    epsilon: EpsilonOpt,
-    denominator: Annotated[
-        str | None,
-        typer.Option(help="Column of 0/1 contributions to b (default: every user counts)."),
-    ] = None,
-    delta: Annotated[float, typer.Option(help="Privacy parameter delta (local-bound).")] = 0.0,
-    method: Annotated[str, typer.Option(help="ksw, naive or local-bound.")] = "ksw",
-    neighbours: NeighboursOpt = "add-remove",
-    bound_fraction: Annotated[
-        float | None, typer.Option(help="local-bound: share of epsilon for the bound (0.1).")
-    ] = None,
-    seed: SeedOpt = None,
-    ledger: LedgerOpt = None,
-    dataset: DatasetOpt = None,
-    json_output: JsonOpt = False,
+    data: Annotated[Path, opt.RATIO_DATA],
+    numerator: Annotated[str, opt.RATIO_NUMERATOR],
+    epsilon: Annotated[float, opt.EPSILON],
+    denominator: Annotated[str | None, opt.RATIO_DENOMINATOR] = None,
+    delta: Annotated[float, opt.RATIO_DELTA] = 0.0,
+    method: Annotated[str, opt.RATIO_METHOD] = "ksw",
+    neighbours: Annotated[str, opt.NEIGHBOURS] = "add-remove",
+    bound_fraction: Annotated[float | None, opt.RATIO_BOUND_FRACTION] = None,
+    seed: Annotated[int | None, opt.SEED] = None,
+    ledger: Annotated[Path | None, opt.LEDGER] = None,
+    dataset: Annotated[str | None, opt.DATASET] = None,
+    json_output: Annotated[bool, opt.JSON] = False,
 ) -> None:
     """Release the ratio a/b of user contributions (Kulesza, Suresh and Wang 2024).
 
@@ -61,7 +40,6 @@ def ratio_command(
     """
     from dpsense.data import load_indicator
     from dpsense.methods.ratio import private_ratio
-    from dpsense.noise import SeededRandomnessWarning
 
     a = load_indicator(data, numerator)
     b = load_indicator(data, denominator) if denominator is not None else None
@@ -74,8 +52,7 @@ def ratio_command(
         ratio_run = functools.partial(
             accountant.private_ratio, dataset=dataset if dataset is not None else data.name
         )
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", SeededRandomnessWarning)  # the receipt says so
+    with _seeded_quietly():  # the receipt says so
         result = ratio_run(
             a,
             b if b is not None else [1.0] * len(a),
@@ -86,4 +63,4 @@ def ratio_command(
             rng=seed,
             **options,
         )
-    _emit(result, json_output, numerator)
+    emit_receipt(result, json_output, numerator)

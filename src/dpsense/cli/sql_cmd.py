@@ -2,35 +2,19 @@
 
 from __future__ import annotations
 
-import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import numpy as np
-import typer
 from rich import box
 from rich.table import Table
 
-from dpsense.cli._shared import _console, _print_json
-from dpsense.cli.release_cmd import (
-    JsonOpt,
-    LedgerOpt,
-    MaxGroupsOpt,
-    MaxRowsOpt,
-    NullsOpt,
-    PrivacyUnitOpt,
-    SeedOpt,
-    _accountant,
-)
-from dpsense.defaults import BOUNDS_SHARE
+from dpsense.cli import _options as opt
+from dpsense.cli._shared import _accountant, _console, _print_json, _seeded_quietly
 from dpsense.errors import InputError
 
 if TYPE_CHECKING:  # sqlglot is imported when the command runs, not at every start
     from dpsense.query.sql import SqlQuery
-
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = ["SQL_EXAMPLES", "parse_bounds_items", "sql_command"]
 
@@ -175,48 +159,22 @@ def _emit(spec: SqlQuery, result: Any, json_output: bool) -> None:
 
 
 def sql_command(
-    query: Annotated[
-        str, typer.Argument(help="SELECT ... FROM 'data.parquet' [WHERE ...] [GROUP BY ...].")
-    ],
-    epsilon: Annotated[float, typer.Option(help="Privacy budget epsilon of the whole query.")],
-    delta: Annotated[float, typer.Option(help="Privacy parameter delta.")] = 0.0,
-    privacy_unit: PrivacyUnitOpt = None,
-    max_rows_per_unit: MaxRowsOpt = None,
-    max_groups_per_unit: MaxGroupsOpt = None,
-    bounds: Annotated[
-        list[str] | None,
-        typer.Option(
-            help="Public bounds COL=L:U of each aggregated column (repeatable or "
-            "comma-separated), or private: find them privately with --bounds-share of "
-            "--epsilon."
-        ),
-    ] = None,
-    bounds_share: Annotated[
-        float | None,
-        typer.Option(help=f"With --bounds private: the share of --epsilon ({BOUNDS_SHARE:g})."),
-    ] = None,
-    keys: Annotated[
-        str | None,
-        typer.Option(
-            help="The public groups: a CSV/Parquet file with the GROUP BY columns, or inline "
-            "(year=1980,1981); without it groups are chosen privately (needs --delta > 0)."
-        ),
-    ] = None,
-    nulls: NullsOpt = "error",
-    schema: Annotated[
-        list[str] | None,
-        typer.Option(help="Declared column types, COL=TYPE (int, float, decimal(p,s), text)."),
-    ] = None,
-    output: Annotated[
-        Path | None,
-        typer.Option(help="Also write the released rows to FILE.csv, .parquet or .json."),
-    ] = None,
-    seed: SeedOpt = None,
-    ledger: LedgerOpt = None,
-    dataset: Annotated[
-        str | None, typer.Option(help="Dataset label recorded in the ledger (default: FROM).")
-    ] = None,
-    json_output: JsonOpt = False,
+    query: Annotated[str, opt.SQL_QUERY],
+    epsilon: Annotated[float, opt.SQL_EPSILON],
+    delta: Annotated[float, opt.DELTA] = 0.0,
+    privacy_unit: Annotated[str | None, opt.PRIVACY_UNIT] = None,
+    max_rows_per_unit: Annotated[int | None, opt.MAX_ROWS] = None,
+    max_groups_per_unit: Annotated[int | None, opt.MAX_GROUPS] = None,
+    bounds: Annotated[list[str] | None, opt.SQL_BOUNDS] = None,
+    bounds_share: Annotated[float | None, opt.BOUNDS_SHARE] = None,
+    keys: Annotated[str | None, opt.SQL_KEYS] = None,
+    nulls: Annotated[str, opt.NULLS] = "error",
+    schema: Annotated[list[str] | None, opt.SQL_SCHEMA] = None,
+    output: Annotated[Path | None, opt.SQL_OUTPUT] = None,
+    seed: Annotated[int | None, opt.SEED] = None,
+    ledger: Annotated[Path | None, opt.LEDGER] = None,
+    dataset: Annotated[str | None, opt.SQL_DATASET] = None,
+    json_output: Annotated[bool, opt.JSON] = False,
 ) -> None:
     """Release the aggregates of one SQL SELECT as one private table (one charge).
 
@@ -226,24 +184,13 @@ def sql_command(
     GROUP BY; ORDER BY and LIMIT on the released rows. JOIN, subqueries, DISTINCT,
     HAVING, window functions and MIN/MAX are refused with what to do instead.
     """
-    from dpsense.cli.tables_io import check_output, keys_option, write_output
-    from dpsense.noise import SeededRandomnessWarning
-    from dpsense.query.sql import parse_sql
+    from dpsense.cli.tables_io import write_output
     from dpsense.sql_release import sql
     from dpsense.tables.schema import parse_schema_items
 
-    spec = parse_sql(query)
-    path = _table_of(spec)
-    bounds_arg = parse_bounds_items(bounds) if bounds else None
-    _check_bounds(spec, bounds_arg)
-    if output is not None:
-        check_output(output)  # before any budget is spent
-    if keys is not None and not spec.by:
-        raise InputError("--keys lists groups, but the query has no GROUP BY.")
-    key_list = keys_option(keys, spec.by) if keys is not None else None
+    spec, path, bounds_arg, key_list = _checked(query, bounds, keys, output)
     accountant = _accountant(ledger)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", SeededRandomnessWarning)  # the output says so
+    with _seeded_quietly():  # the output says so
         result = sql(
             query,
             tables={spec.table: path},
@@ -264,3 +211,23 @@ def sql_command(
     if output is not None:
         write_output(output, result)
     _emit(spec, result, json_output)
+
+
+def _checked(
+    query: str, bounds: list[str] | None, keys: str | None, output: Path | None
+) -> tuple[SqlQuery, str, dict[str, tuple[float, float]] | str | None, list[Any] | None]:
+    """The query parsed and --bounds, --output and --keys checked against it, before
+    anything is read or spent: the query, its file, its bounds and its public keys."""
+    from dpsense.cli.tables_io import check_output, keys_option
+    from dpsense.query.sql import parse_sql
+
+    spec = parse_sql(query)
+    path = _table_of(spec)
+    bounds_arg = parse_bounds_items(bounds) if bounds else None
+    _check_bounds(spec, bounds_arg)
+    if output is not None:
+        check_output(output)  # before any budget is spent
+    if keys is not None and not spec.by:
+        raise InputError("--keys lists groups, but the query has no GROUP BY.")
+    key_list = keys_option(keys, spec.by) if keys is not None else None
+    return spec, path, bounds_arg, key_list

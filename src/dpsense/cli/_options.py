@@ -1,0 +1,74 @@
+"""The options of the commands: their flags and help texts, in one place.
+
+The options are the command line's public contract: their names, types, defaults and help
+texts do not change. Each is a ``typer.Option`` (or ``typer.Argument``) that a command
+function uses as ``name: Annotated[type, opt.NAME] = default``, the type and the default
+in the signature; typer copies it for each use, so one option serves several commands.
+First the options that several commands share, then each command's own (``lab`` and
+``report`` keep their few options in their signatures). Importing this module loads
+typer and :mod:`dpsense.defaults` only (``dpsense release --help`` stays light).
+"""
+
+from __future__ import annotations
+
+import typer
+
+from dpsense import defaults
+
+# Options of several commands, defined once. The privacy of a release.
+EPSILON = typer.Option(help="Privacy budget epsilon of this release.")
+DELTA = typer.Option(help="Privacy parameter delta.")
+NEIGHBOURS = typer.Option(help="Neighbouring relation: add-remove or substitute.")
+SEED = typer.Option(help="Seed for a reproducible demo (NOT secure; marked).")
+
+# Where a release is charged, and how the result is printed.
+LEDGER = typer.Option(help="Charge this release to a ledger (dpsense budget init).")
+DATASET = typer.Option(help="Dataset label recorded in the ledger (default: DATA).")
+JSON = typer.Option("--json", help="Print one JSON object.")
+
+# A table's release (release, sql).
+PRIVACY_UNIT = typer.Option(help="Column identifying a person: protect all their rows.")
+MAX_ROWS = typer.Option(help="Rows kept per person and group (needs --privacy-unit).")
+MAX_GROUPS = typer.Option(help="Groups kept per person (needs --privacy-unit).")
+NULLS = typer.Option(help="Missing values in the used columns: error or drop.")
+BOUNDS_SHARE = typer.Option(
+    help=f"With --bounds private: the share of --epsilon ({defaults.BOUNDS_SHARE:g})."
+)
+
+# ``dpsense sql`` alone.
+SQL_QUERY = typer.Argument(help="SELECT ... FROM 'data.parquet' [WHERE ...] [GROUP BY ...].")
+SQL_EPSILON = typer.Option(help="Privacy budget epsilon of the whole query.")
+SQL_BOUNDS = typer.Option(
+    help="Public bounds COL=L:U of each aggregated column (repeatable or "
+    "comma-separated), or private: find them privately with --bounds-share of "
+    "--epsilon."
+)
+SQL_KEYS = typer.Option(
+    help="The public groups: a CSV/Parquet file with the GROUP BY columns, or inline "
+    "(year=1980,1981); without it groups are chosen privately (needs --delta > 0)."
+)
+SQL_SCHEMA = typer.Option(help="Declared column types, COL=TYPE (int, float, decimal(p,s), text).")
+SQL_OUTPUT = typer.Option(help="Also write the released rows to FILE.csv, .parquet or .json.")
+SQL_DATASET = typer.Option(help="Dataset label recorded in the ledger (default: FROM).")
+
+# ``dpsense bounds`` alone.
+BOUNDS_DATA = typer.Argument(help="A CSV or Parquet file (or - for CSV on standard input).")
+BOUNDS_COLUMN = typer.Option(help="The value column (needed when there are several).")
+BOUNDS_PRIVACY_UNIT = typer.Option(help="Column naming the person: protect all their rows.")
+BOUNDS_MAX_ROWS = typer.Option(help="Rows kept per person (with --privacy-unit).")
+BOUNDS_NULLS = typer.Option(help="error (default) or drop.")
+BOUNDS_SCHEMA = typer.Option(
+    help="Declared column types, COL=TYPE (int, float, decimal(p,s), text); repeatable or "
+    "comma-separated. Casts the column as release --schema does (values that do not "
+    "fit become missing, see --nulls)."
+)
+
+# ``dpsense ratio`` alone.
+RATIO_DATA = typer.Argument(help="A CSV file with one row per user.")
+RATIO_NUMERATOR = typer.Option(help="Column of 0/1 (or yes/no, true/false) contributions to a.")
+RATIO_DENOMINATOR = typer.Option(
+    help="Column of 0/1 contributions to b (default: every user counts)."
+)
+RATIO_DELTA = typer.Option(help="Privacy parameter delta (local-bound).")
+RATIO_METHOD = typer.Option(help="ksw, naive or local-bound.")
+RATIO_BOUND_FRACTION = typer.Option(help="local-bound: share of epsilon for the bound (0.1).")

@@ -1,0 +1,100 @@
+"""The receipt of one release (``dpsense release`` and ``dpsense ratio``): JSON or a table."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+from rich import box
+from rich.table import Table
+
+from dpsense.cli._shared import _console, _fmt, _print_json
+from dpsense.defaults import ACCURACY_ALPHA
+
+if TYPE_CHECKING:
+    from dpsense.methods import Release
+
+__all__ = ["emit_receipt", "print_receipt", "receipt_json"]
+
+
+def emit_receipt(result: Release, json_output: bool, label: str | None) -> None:
+    """Print the receipt: one JSON object, or a readable table."""
+    if json_output:
+        _print_json(receipt_json(result))
+    else:
+        print_receipt(result, label)
+
+
+def receipt_json(result: Release) -> dict[str, Any]:
+    """The contract's ``--json`` keys first, then the rest of the receipt."""
+    payload = result.to_dict()
+    payload["accuracy"] = result.accuracy(ACCURACY_ALPHA)
+    payload["rank_accuracy"] = result.rank_accuracy(ACCURACY_ALPHA)
+    for key in ("value", "scale", "rho", "accuracy"):
+        value = payload[key]
+        if isinstance(value, float) and not math.isfinite(value):
+            payload[key] = None
+    return payload
+
+
+def print_receipt(result: Release, column: str | None) -> None:
+    """A readable receipt: the answer and how it was made."""
+    from dpsense.cli.tables_io import shown_accuracy, shown_value
+
+    console = _console()
+    title = f"Private {result.statistic}" + (f" of {column}" if column else "")
+    table = Table(title=title, box=box.SIMPLE_HEAVY, show_header=False)
+    table.add_column("field")
+    table.add_column("value", justify="right")
+    table.add_row(
+        "value",
+        "refused (propose-test-release)" if result.refused else shown_value(result),
+    )
+    if not result.refused:
+        table.add_row(
+            "accuracy",
+            shown_accuracy(result) or "not public (the error depends on the data)",
+        )
+    table.add_row("method", result.method)
+    table.add_row("noise", str(result.noise))
+    table.add_row(
+        "noise scale",
+        "not public (depends on the data)"
+        if result.scale is None
+        else _fmt(result.scale)
+        + (
+            f" ({result.parameters['scale_units']})" if result.parameters.get("scale_units") else ""
+        ),
+    )
+    table.add_row(
+        "guarantee",
+        f"epsilon={result.epsilon:g}, delta={result.delta:g}"
+        + (f", rho={result.rho:g}-zCDP" if result.rho is not None else ""),
+    )
+    table.add_row("neighbours", result.neighbours)
+    for key, value in result.parameters.items():
+        table.add_row(key, _parameter(key, value))
+    if result.seeded:
+        table.add_row("randomness", "SEEDED: reproducible, not secure (tests/demos only)")
+    console.print(table)
+    if result.refused:
+        console.print(
+            "Refused: the private test found the data too close to a dataset whose local "
+            "sensitivity exceeds the proposed --bound. The budget is spent all the same, "
+            "and the exit code is 0 (a refusal is the private answer). To try: a larger "
+            "--bound (chosen without looking at the data), more epsilon for the test "
+            "(--test-fraction), or a method that never refuses: --method smooth, or "
+            "exponential for quantiles."
+        )
+
+
+def _parameter(key: str, value: Any) -> str:
+    """A receipt parameter as printed; the two parts of --bounds private in words."""
+    if key == "bounds" and isinstance(value, dict) and value.get("source") == "private":
+        return (
+            f"({_fmt(value['lower'])}, {_fmt(value['upper'])}), found privately with "
+            f"epsilon={value['epsilon']:g}"
+        )
+    if key == "release" and isinstance(value, dict):
+        return f"epsilon={value['epsilon']:g}, delta={value['delta']:g}"
+    return _fmt(value) if isinstance(value, float) else str(value)
