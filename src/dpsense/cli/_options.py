@@ -15,6 +15,9 @@ import typer
 
 from dpsense import defaults
 
+CLI_METHODS = (*defaults.METHODS, "sample-aggregate")
+"""The --method values of ``dpsense release``."""
+
 # Options of several commands, defined once. The privacy of a release.
 EPSILON = typer.Option(help="Privacy budget epsilon of this release.")
 DELTA = typer.Option(help="Privacy parameter delta.")
@@ -34,6 +37,48 @@ NULLS = typer.Option(help="Missing values in the used columns: error or drop.")
 BOUNDS_SHARE = typer.Option(
     help=f"With --bounds private: the share of --epsilon ({defaults.BOUNDS_SHARE:g})."
 )
+
+# The statistic and its public bounds (release, analyze).
+STATISTIC = typer.Option(
+    "--statistic", "-s", help=f"One of: {', '.join(defaults.STATISTIC_NAMES)}."
+)
+LOWER = typer.Option(help="Public lower bound, chosen without looking at the data.")
+UPPER = typer.Option(help="Public upper bound, chosen without looking at the data.")
+
+# ``dpsense release`` alone.
+RELEASE_DATA = typer.Argument(help="A CSV or Parquet file, or - for CSV on standard input.")
+RELEASE_COLUMN = typer.Option("--column", "-c", help="Column to release.")
+RELEASE_BOUNDS = typer.Option(
+    help="private: find the bounds privately, over the whole column and before any "
+    "grouping, with --bounds-share of --epsilon (instead of --lower/--upper)."
+)
+RELEASE_METHOD = typer.Option(help=f"One of: {', '.join(CLI_METHODS)}.")
+RELEASE_LEVELS = typer.Option(
+    "--p", help="Level of quantile (0.9), or levels of quantiles (0.1,0.5,0.9)."
+)
+RELEASE_TRIM = typer.Option(help="Records dropped per end (trimmed-mean).")
+RELEASE_RESOLUTION = typer.Option(
+    help="median/quantile: public spacing of the possible values (1 for integers); "
+    "the release lands on lower + k * resolution."
+)
+RELEASE_BOUND = typer.Option(help="ptr: proposed bound on the local sensitivity.")
+RELEASE_NOISE = typer.Option(help="global: laplace|gaussian; smooth: laplace|cauchy|student-t|lln.")
+RELEASE_TEST_FRACTION = typer.Option(help="ptr: share of epsilon spent on the test (0.5).")
+RELEASE_DOF = typer.Option(help="smooth student-t: degrees of freedom.")
+RELEASE_BLOCKS = typer.Option(help="sample-aggregate: number of disjoint blocks k.")
+RELEASE_AGGREGATOR = typer.Option(help="sample-aggregate: mean (pure epsilon) or median (smooth).")
+RELEASE_BY = typer.Option(help="Release one value per group of these columns (a,b).")
+RELEASE_KEYS = typer.Option(
+    help="The public groups: a CSV/Parquet file with the --by columns, or inline "
+    "(year=1980,1981, or 1980,1981 for one --by column); an existing file wins."
+)
+RELEASE_SCHEMA = typer.Option(
+    help="Declared column types, COL=TYPE (int, float, decimal(p,s), text); repeatable or "
+    "comma-separated. Casts the column (values that do not fit become missing, see "
+    "--nulls); median/quantiles of an int column use resolution 1. A CSV's own types "
+    "are never used."
+)
+RELEASE_OUTPUT = typer.Option(help="Also write the result rows to FILE.csv, .parquet or .json.")
 
 # ``dpsense sql`` alone.
 SQL_QUERY = typer.Argument(help="SELECT ... FROM 'data.parquet' [WHERE ...] [GROUP BY ...].")
