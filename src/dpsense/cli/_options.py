@@ -117,3 +117,24 @@ RATIO_DENOMINATOR = typer.Option(
 RATIO_DELTA = typer.Option(help="Privacy parameter delta (local-bound).")
 RATIO_METHOD = typer.Option(help="ksw, naive or local-bound.")
 RATIO_BOUND_FRACTION = typer.Option(help="local-bound: share of epsilon for the bound (0.1).")
+
+# ``dpsense audit`` alone.
+AUDIT_MECHANISM = typer.Argument(
+    metavar="MODULE:FUNCTION",
+    help="The mechanism: a function from a dataset (a 1-D float array) to one "
+    "number, noise included, e.g. mymech:noisy_mean or path/to/mech.py:noisy_mean. "
+    "If it has an rng parameter it gets a numpy Generator (seeded by --seed).",
+)
+AUDIT_X = typer.Option("--x", help="Dataset x: a CSV or Parquet file.")
+AUDIT_X_PRIME = typer.Option(
+    "--x-prime", help="Dataset x': x with one record added, removed or replaced."
+)
+AUDIT_EPSILON = typer.Option(help="The claimed epsilon.")
+AUDIT_DELTA = typer.Option(help="The claimed delta.")
+AUDIT_DRAWS = typer.Option(help="Outputs tested on each dataset by the histogram audit.")
+AUDIT_COLUMN = typer.Option(help="The column of both files (needed when there are several).")
+AUDIT_NEIGHBOURS = typer.Option(
+    help="The claim's relation, add-remove or substitute: check the pair."
+)
+AUDIT_ALPHA = typer.Option(help="Chance (at most) of flagging a private mechanism.")
+AUDIT_SEED = typer.Option(help="Seed the mechanism's rng and numpy/random.")

@@ -22,6 +22,7 @@ from rich import box
 from rich.table import Table
 
 from dpsense.audit.mechanism import DEFAULT_DRAWS
+from dpsense.cli import _options as opt
 from dpsense.cli._shared import _console, _json_number, _print_json
 from dpsense.errors import InputError
 from dpsense.params import check_delta, check_epsilon, check_int, check_probability
@@ -233,41 +234,17 @@ def _print_table(result: MechanismAudit, mechanism: str) -> None:
 
 
 def audit_command(
-    mechanism: Annotated[
-        str,
-        typer.Argument(
-            metavar="MODULE:FUNCTION",
-            help="The mechanism: a function from a dataset (a 1-D float array) to one "
-            "number, noise included, e.g. mymech:noisy_mean or path/to/mech.py:noisy_mean. "
-            "If it has an rng parameter it gets a numpy Generator (seeded by --seed).",
-        ),
-    ],
-    x: Annotated[Path, typer.Option("--x", help="Dataset x: a CSV or Parquet file.")],
-    x_prime: Annotated[
-        Path,
-        typer.Option("--x-prime", help="Dataset x': x with one record added, removed or replaced."),
-    ],
-    epsilon: Annotated[float, typer.Option(help="The claimed epsilon.")],
-    delta: Annotated[float, typer.Option(help="The claimed delta.")] = 0.0,
-    draws: Annotated[
-        int,
-        typer.Option(help="Outputs tested on each dataset by the histogram audit."),
-    ] = DEFAULT_DRAWS,
-    column: Annotated[
-        str | None,
-        typer.Option(help="The column of both files (needed when there are several)."),
-    ] = None,
-    neighbours: Annotated[
-        str | None,
-        typer.Option(help="The claim's relation, add-remove or substitute: check the pair."),
-    ] = None,
-    alpha: Annotated[
-        float, typer.Option(help="Chance (at most) of flagging a private mechanism.")
-    ] = 0.05,
-    seed: Annotated[
-        int | None, typer.Option(help="Seed the mechanism's rng and numpy/random.")
-    ] = None,
-    json_output: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    mechanism: Annotated[str, opt.AUDIT_MECHANISM],
+    x: Annotated[Path, opt.AUDIT_X],
+    x_prime: Annotated[Path, opt.AUDIT_X_PRIME],
+    epsilon: Annotated[float, opt.AUDIT_EPSILON],
+    delta: Annotated[float, opt.AUDIT_DELTA] = 0.0,
+    draws: Annotated[int, opt.AUDIT_DRAWS] = DEFAULT_DRAWS,
+    column: Annotated[str | None, opt.AUDIT_COLUMN] = None,
+    neighbours: Annotated[str | None, opt.AUDIT_NEIGHBOURS] = None,
+    alpha: Annotated[float, opt.AUDIT_ALPHA] = 0.05,
+    seed: Annotated[int | None, opt.AUDIT_SEED] = None,
+    json_output: Annotated[bool, opt.JSON] = False,
 ) -> None:
     """Audit a mechanism's (epsilon, delta)-DP claim on two neighbouring datasets.
 
@@ -277,15 +254,9 @@ def audit_command(
     A violation found is a proof (up to --alpha); no violation detected proves nothing.
     """
     from dpsense.audit import audit_mechanism
-    from dpsense.audit.mechanism import check_draws
     from dpsense.data import load_column
 
-    check_epsilon(epsilon, where=_WHERE)
-    check_delta(delta, where=_WHERE)
-    check_draws(draws)
-    check_probability(alpha, "alpha", where=_WHERE)
-    if seed is not None:
-        check_int(seed, "seed", where=_WHERE, minimum=0)
+    _check_claim(epsilon, delta, draws, alpha, seed)
     data_x = load_column(x, column)
     data_y = load_column(x_prime, column)
     # What the user's module prints goes to stderr, so that stdout holds only the result.
@@ -309,3 +280,15 @@ def audit_command(
         _print_table(result, name)
     if result.violation:
         raise typer.Exit(code=EXIT_VIOLATION)
+
+
+def _check_claim(epsilon: float, delta: float, draws: int, alpha: float, seed: int | None) -> None:
+    """The claim, the number of draws, --alpha and --seed checked before any data is read."""
+    from dpsense.audit.mechanism import check_draws
+
+    check_epsilon(epsilon, where=_WHERE)
+    check_delta(delta, where=_WHERE)
+    check_draws(draws)
+    check_probability(alpha, "alpha", where=_WHERE)
+    if seed is not None:
+        check_int(seed, "seed", where=_WHERE, minimum=0)
