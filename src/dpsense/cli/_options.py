@@ -18,6 +18,9 @@ from dpsense import defaults
 CLI_METHODS = (*defaults.METHODS, "sample-aggregate")
 """The --method values of ``dpsense release``."""
 
+MAX_K = 100_000
+"""Largest --max-k of ``dpsense analyze``: A(k) is listed row by row."""
+
 # Options of several commands, defined once. The privacy of a release.
 EPSILON = typer.Option(help="Privacy budget epsilon of this release.")
 DELTA = typer.Option(help="Privacy parameter delta.")
@@ -28,6 +31,7 @@ SEED = typer.Option(help="Seed for a reproducible demo (NOT secure; marked).")
 LEDGER = typer.Option(help="Charge this release to a ledger (dpsense budget init).")
 DATASET = typer.Option(help="Dataset label recorded in the ledger (default: DATA).")
 JSON = typer.Option("--json", help="Print one JSON object.")
+TABLES_JSON = typer.Option("--json", help="Print one JSON object instead of tables.")
 
 # A table's release (release, sql).
 PRIVACY_UNIT = typer.Option(help="Column identifying a person: protect all their rows.")
@@ -138,3 +142,21 @@ AUDIT_NEIGHBOURS = typer.Option(
 )
 AUDIT_ALPHA = typer.Option(help="Chance (at most) of flagging a private mechanism.")
 AUDIT_SEED = typer.Option(help="Seed the mechanism's rng and numpy/random.")
+
+# ``dpsense analyze`` alone.
+ANALYZE_DATA = typer.Argument(metavar="DATA", help="CSV or Parquet file holding the data.")
+ANALYZE_COLUMN = typer.Option(
+    "--column", "-c", help="Column to analyse (needed if the file has several)."
+)
+ANALYZE_LEVEL = typer.Option("--p", help="Level of --statistic quantile.")
+ANALYZE_TRIM = typer.Option(help="Records dropped from each end (trimmed-mean).")
+ANALYZE_EPSILON = typer.Option(help="Privacy parameter epsilon (sets beta).")
+ANALYZE_DELTA = typer.Option(
+    help="Privacy parameter delta (sets beta as 'release --method smooth' does: "
+    "Laplace noise if delta > 0, else Student's t with 3 degrees of freedom)."
+)
+ANALYZE_BOUND = typer.Option(
+    help="Proposed sensitivity bound b: report the distance to instability."
+)
+ANALYZE_MAX_K = typer.Option(help=f"Show A(k) for k = 0..max-k (at most {MAX_K:,}).")
+ANALYZE_PLOT = typer.Option(help="Write the smooth-sensitivity profile plot (png, pdf, svg).")

@@ -7,13 +7,14 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import numpy as np
-import typer
 from rich.console import Console
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
 from dpsense._arrays import FloatArray
+from dpsense.cli import _options as opt
+from dpsense.cli._options import MAX_K
 from dpsense.cli._shared import (
     _console,
     _fmt,
@@ -28,7 +29,6 @@ from dpsense.neighbours import Neighbours, validate_neighbours
 from dpsense.params import check_delta, check_epsilon, check_finite, check_int
 from dpsense.statistics import (
     INFINITE_DISTANCE,
-    STATISTIC_NAMES,
     BoundedStatistic,
     Quantiles,
     Statistic,
@@ -44,8 +44,6 @@ ANALYZE_EXAMPLES = (
 )
 """The examples that end ``--help``."""
 
-MAX_K = 100_000
-"""Largest --max-k: A(k) is listed row by row."""
 _PLOT_K_CAP = 5000  # longest A(k) curve drawn by ``analyze --plot``
 _NON_PRIVATE_BANNER = (
     "NON-PRIVATE DIAGNOSTICS for the data owner only. Every number below is computed "
@@ -173,55 +171,20 @@ def _distance_text(distance: int) -> str:
 
 
 def analyze(
-    data: Annotated[
-        str,
-        typer.Argument(metavar="DATA", help="CSV or Parquet file holding the data."),
-    ],
-    statistic: Annotated[
-        str,
-        typer.Option("--statistic", "-s", help=f"One of: {', '.join(STATISTIC_NAMES)}."),
-    ],
-    column: Annotated[
-        str | None,
-        typer.Option("--column", "-c", help="Column to analyse (needed if the file has several)."),
-    ] = None,
-    lower: Annotated[
-        float | None,
-        typer.Option(help="Public lower bound, chosen without looking at the data."),
-    ] = None,
-    upper: Annotated[
-        float | None,
-        typer.Option(help="Public upper bound, chosen without looking at the data."),
-    ] = None,
-    p: Annotated[str | None, typer.Option("--p", help="Level of --statistic quantile.")] = None,
-    trim: Annotated[
-        int | None, typer.Option(help="Records dropped from each end (trimmed-mean).")
-    ] = None,
-    neighbours: Annotated[
-        str, typer.Option(help="Neighbouring relation: add-remove or substitute.")
-    ] = "add-remove",
-    epsilon: Annotated[float, typer.Option(help="Privacy parameter epsilon (sets beta).")] = 1.0,
-    delta: Annotated[
-        float,
-        typer.Option(
-            help="Privacy parameter delta (sets beta as 'release --method smooth' does: "
-            "Laplace noise if delta > 0, else Student's t with 3 degrees of freedom)."
-        ),
-    ] = 0.0,
-    bound: Annotated[
-        float | None,
-        typer.Option(help="Proposed sensitivity bound b: report the distance to instability."),
-    ] = None,
-    max_k: Annotated[
-        int, typer.Option(help=f"Show A(k) for k = 0..max-k (at most {MAX_K:,}).")
-    ] = 10,
-    json_output: Annotated[
-        bool, typer.Option("--json", help="Print one JSON object instead of tables.")
-    ] = False,
-    plot: Annotated[
-        Path | None,
-        typer.Option(help="Write the smooth-sensitivity profile plot (png, pdf, svg)."),
-    ] = None,
+    data: Annotated[str, opt.ANALYZE_DATA],
+    statistic: Annotated[str, opt.STATISTIC],
+    column: Annotated[str | None, opt.ANALYZE_COLUMN] = None,
+    lower: Annotated[float | None, opt.LOWER] = None,
+    upper: Annotated[float | None, opt.UPPER] = None,
+    p: Annotated[str | None, opt.ANALYZE_LEVEL] = None,
+    trim: Annotated[int | None, opt.ANALYZE_TRIM] = None,
+    neighbours: Annotated[str, opt.NEIGHBOURS] = "add-remove",
+    epsilon: Annotated[float, opt.ANALYZE_EPSILON] = 1.0,
+    delta: Annotated[float, opt.ANALYZE_DELTA] = 0.0,
+    bound: Annotated[float | None, opt.ANALYZE_BOUND] = None,
+    max_k: Annotated[int, opt.ANALYZE_MAX_K] = 10,
+    json_output: Annotated[bool, opt.TABLES_JSON] = False,
+    plot: Annotated[Path | None, opt.ANALYZE_PLOT] = None,
 ) -> None:
     """Show the sensitivity profile of a statistic on your data (NON-PRIVATE).
 
@@ -239,17 +202,8 @@ def analyze(
             "figure draws the whole curve on its own)."
         )
     nb = validate_neighbours(neighbours, where=where)
-    b = None
-    if bound is not None:
-        b = check_finite(bound, "bound", where=where)
-        if b < 0:
-            raise InputError(f"The 'bound' parameter of {where} must be >= 0. Got {b:g}.")
-    stat = _statistic(statistic, lower, upper, p, trim)
-    if isinstance(stat, Quantiles):
-        raise InputError(
-            "analyze shows the sensitivity of one number; for several quantiles analyze "
-            "each level with --statistic quantile --p P."
-        )
+    b = _bound(bound, where)
+    stat = _one_number(_statistic(statistic, lower, upper, p, trim))
     x = load_column(data, column, allow_empty=False)
     profile = profile_of(x, stat, nb, epsilon=eps, delta=dlt, max_k=k_max, bound=b)
     if isinstance(stat, BoundedStatistic):
@@ -257,7 +211,6 @@ def analyze(
         # non-private, for the data owner: how much the bounds change the data
         profile["clipped_below"] = int(np.count_nonzero(x < stat.lower))
         profile["clipped_above"] = int(np.count_nonzero(x > stat.upper))
-
     written = None
     if plot is not None:
         label = column if column is not None else Path(data).name
@@ -265,7 +218,33 @@ def analyze(
             x, stat, profile, k_max, plot, f"{stat.name} of {label}, {nb} (n = {x.shape[0]})"
         )
         profile["plot"] = str(written)
+    _emit_profile(profile, column, written, json_output)
 
+
+def _bound(bound: float | None, where: str) -> float | None:
+    """--bound checked: a finite sensitivity bound >= 0, or None."""
+    if bound is None:
+        return None
+    b = check_finite(bound, "bound", where=where)
+    if b < 0:
+        raise InputError(f"The 'bound' parameter of {where} must be >= 0. Got {b:g}.")
+    return b
+
+
+def _one_number(stat: Statistic) -> Statistic:
+    """``stat``, unless it has several values (quantiles): analyze shows one number."""
+    if isinstance(stat, Quantiles):
+        raise InputError(
+            "analyze shows the sensitivity of one number; for several quantiles analyze "
+            "each level with --statistic quantile --p P."
+        )
+    return stat
+
+
+def _emit_profile(
+    profile: dict[str, Any], column: str | None, written: Path | None, json_output: bool
+) -> None:
+    """The profile as one JSON object, or the warning banner, its tables and the plot."""
     if json_output:
         _print_json(_jsonable_profile(profile))
         return
