@@ -160,3 +160,24 @@ ANALYZE_BOUND = typer.Option(
 )
 ANALYZE_MAX_K = typer.Option(help=f"Show A(k) for k = 0..max-k (at most {MAX_K:,}).")
 ANALYZE_PLOT = typer.Option(help="Write the smooth-sensitivity profile plot (png, pdf, svg).")
+
+# ``dpsense explore`` alone.
+EXPLORE_UNIVERSE = typer.Option(help='Comma-separated values of the universe, e.g. "1,2,3,10,11".')
+EXPLORE_DATA = typer.Argument(metavar="[DATA]", help="CSV file with the dataset (or use --values).")
+EXPLORE_COLUMN = typer.Option("--column", "-c", help="Column of DATA to use.")
+EXPLORE_VALUES = typer.Option(help='The dataset as comma-separated numbers, e.g. "1,2,3".')
+EXPLORE_MODEL = typer.Option(
+    help=(
+        "domain: added records are any universe value; population: the universe "
+        "is a finite population and the data a subset of it."
+    )
+)
+EXPLORE_MAX_HAMMING = typer.Option(help="Largest Hamming distance h.")
+EXPLORE_MAX_EVALUATIONS = typer.Option(
+    help="Evaluate each statistic on at most this many datasets per cell; larger "
+    "cells are skipped (and listed), the others are still shown."
+)
+EXPLORE_STATISTICS = typer.Option(help="Comma-separated statistics to explore.")
+EXPLORE_LEVEL = typer.Option("--p", help="Level for quantile.")
+EXPLORE_TRIM = typer.Option(help="Trim for trimmed-mean.")
+EXPLORE_PLOT = typer.Option(help="Write the 2x2 explorer figure (png, pdf, svg).")
