@@ -20,7 +20,13 @@ from dpsense.methods.zcdp import pure_rho
 from dpsense.noise.rng import resolve_rng
 from dpsense.query import QueryResult
 from dpsense.query.methods import METHODS
-from dpsense.query.plan import QueryPlan, ReleaseArgs, plan_query, statistic_split
+from dpsense.query.plan import (
+    QueryPlan,
+    ReleaseArgs,
+    plan_query,
+    release_arguments,
+    statistic_split,
+)
 from dpsense.query.run import run_plan
 from dpsense.statistics import Statistic
 from dpsense.tables.grouped import GroupedRelease
@@ -221,16 +227,7 @@ def zcdp_cost(
     *,
     epsilon: float,
     delta: float = 0.0,
-    method: str = "auto",
-    neighbours: str = "add-remove",
-    by: str | Sequence[str] | None = None,
-    keys: Any = None,
-    privacy_unit: str | None = None,
-    max_groups_per_unit: int = 1,
-    bounds: str | None = None,
-    bounds_share: float | None = None,
-    weights: Mapping[str, float] | None = None,
-    **options: Any,
+    **kwargs: Any,
 ) -> ZcdpCharge:
     """What :func:`release` with these arguments costs under a zCDP (rho) budget.
 
@@ -241,20 +238,12 @@ def zcdp_cost(
     bounded-ls), saying what to use instead. With ``bounds="private"`` the bounds step
     adds its pure epsilon's rho and the release is priced at the epsilon left. A dict of
     statistics costs the sum of its parts (zCDP composes by adding): each column's bounds
-    step, the shared selection, and each statistic at its share.
+    step, the shared selection, and each statistic at its share. ``kwargs`` are
+    :func:`release`'s other keyword arguments (``by``, ``keys``, ``privacy_unit``,
+    ``max_groups_per_unit``, ``bounds``, ``weights``, ...) and the method's options,
+    priced as :class:`dpsense.Accountant` prices that release.
     """
-    args = ReleaseArgs(
-        method,
-        neighbours,
-        by=by,
-        keys=keys,
-        privacy_unit=privacy_unit,
-        max_groups_per_unit=max_groups_per_unit,
-        max_rows_per_unit=1,
-        bounds=bounds,
-        bounds_share=bounds_share,
-        weights=weights,
-    )
+    args, options = release_arguments(kwargs)
     plan = plan_query(statistic, args, epsilon=epsilon, delta=delta, options=options)
     return plan_zcdp_cost(plan)
 
