@@ -181,3 +181,15 @@ EXPLORE_STATISTICS = typer.Option(help="Comma-separated statistics to explore.")
 EXPLORE_LEVEL = typer.Option("--p", help="Level for quantile.")
 EXPLORE_TRIM = typer.Option(help="Trim for trimmed-mean.")
 EXPLORE_PLOT = typer.Option(help="Write the 2x2 explorer figure (png, pdf, svg).")
+
+# ``dpsense budget init`` and ``dpsense budget show``.
+BUDGET_NEW_LEDGER = typer.Argument(help="The ledger file to create.")
+BUDGET_EPSILON = typer.Option(help="Total epsilon budget (or give --rho).")
+BUDGET_DELTA = typer.Option(help="Total delta budget; with --rho, the delta' rho is converted at.")
+BUDGET_COMPOSITION = typer.Option(help="basic, or advanced (needs --delta-slack).")
+BUDGET_DELTA_SLACK = typer.Option(help="advanced composition: the delta' spent from --delta.")
+BUDGET_RHO = typer.Option(help="Total zCDP budget instead of --epsilon (needs --delta).")
+BUDGET_APPROX_DELTA = typer.Option(
+    help="With --rho: the cap on the summed deltas of grouped releases without keys."
+)
+BUDGET_LEDGER = typer.Argument(help="The ledger file.")

@@ -12,6 +12,7 @@ from rich.table import Table
 
 from dpsense.accounting import Ledger, LedgerError
 from dpsense.accounting.composition import decimal_up
+from dpsense.cli import _options as opt
 from dpsense.cli._shared import _console, _print_json
 
 __all__ = ["budget_app"]
@@ -46,29 +47,13 @@ budget_app = typer.Typer(
 
 @budget_app.command("init", no_args_is_help=True, epilog=INIT_EXAMPLES)
 def init(
-    ledger: Annotated[Path, typer.Argument(help="The ledger file to create.")],
-    epsilon: Annotated[
-        float | None, typer.Option(help="Total epsilon budget (or give --rho).")
-    ] = None,
-    delta: Annotated[
-        float,
-        typer.Option(help="Total delta budget; with --rho, the delta' rho is converted at."),
-    ] = 0.0,
-    composition: Annotated[
-        str, typer.Option(help="basic, or advanced (needs --delta-slack).")
-    ] = "basic",
-    delta_slack: Annotated[
-        float, typer.Option(help="advanced composition: the delta' spent from --delta.")
-    ] = 0.0,
-    rho: Annotated[
-        float | None, typer.Option(help="Total zCDP budget instead of --epsilon (needs --delta).")
-    ] = None,
-    approx_delta: Annotated[
-        float,
-        typer.Option(
-            help="With --rho: the cap on the summed deltas of grouped releases without keys."
-        ),
-    ] = 0.0,
+    ledger: Annotated[Path, opt.BUDGET_NEW_LEDGER],
+    epsilon: Annotated[float | None, opt.BUDGET_EPSILON] = None,
+    delta: Annotated[float, opt.BUDGET_DELTA] = 0.0,
+    composition: Annotated[str, opt.BUDGET_COMPOSITION] = "basic",
+    delta_slack: Annotated[float, opt.BUDGET_DELTA_SLACK] = 0.0,
+    rho: Annotated[float | None, opt.BUDGET_RHO] = None,
+    approx_delta: Annotated[float, opt.BUDGET_APPROX_DELTA] = 0.0,
 ) -> None:
     """Create a ledger with a total (epsilon, delta) or rho budget; never overwrites a file."""
     if rho is not None:
@@ -144,8 +129,8 @@ def ledger_summary(ledger: Ledger) -> dict[str, Any]:
 
 @budget_app.command("show", no_args_is_help=True, epilog=SHOW_EXAMPLES)
 def show(
-    ledger: Annotated[Path, typer.Argument(help="The ledger file.")],
-    json_output: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    ledger: Annotated[Path, opt.BUDGET_LEDGER],
+    json_output: Annotated[bool, opt.JSON] = False,
 ) -> None:
     """Show the total, spent and remaining budget and every charge (no data values)."""
     opened = Ledger.open(ledger)
@@ -154,10 +139,21 @@ def show(
         _print_json(summary)
         return
     console = _console(min_width=100)
-    head = Table(title=f"Privacy budget: {ledger}", box=box.SIMPLE_HEAVY)
+    zcdp = opened.rho_budget is not None
+    console.print(_totals(summary, f"Privacy budget: {ledger}", zcdp=zcdp))
+    if zcdp:
+        console.print(
+            f"zCDP budget: (epsilon, delta) at delta'={summary['zcdp_delta']:.3g}; approximate "
+            f"deltas {summary['spent_approx_delta']:.3g} of {summary['approx_delta']:.3g} spent"
+        )
+    console.print(_charges(summary, opened.composition, zcdp=zcdp))
+
+
+def _totals(summary: dict[str, Any], title: str, *, zcdp: bool) -> Table:
+    """Total, spent and remaining epsilon and delta (and rho for a zCDP budget)."""
+    head = Table(title=title, box=box.SIMPLE_HEAVY)
     for name in ("", "epsilon", "delta"):
         head.add_column(name, justify="right" if name else "left")
-    zcdp = opened.rho_budget is not None
     if zcdp:
         head.add_column("rho", justify="right")
     for row in ("total", "spent", "remaining"):
@@ -165,14 +161,13 @@ def show(
         if zcdp:
             cells.append(f"{summary[row + '_rho']:.6g}")
         head.add_row(row, *cells)
-    console.print(head)
-    if zcdp:
-        console.print(
-            f"zCDP budget: (epsilon, delta) at delta'={summary['zcdp_delta']:.3g}; approximate "
-            f"deltas {summary['spent_approx_delta']:.3g} of {summary['approx_delta']:.3g} spent"
-        )
+    return head
+
+
+def _charges(summary: dict[str, Any], composition: str, *, zcdp: bool) -> Table:
+    """One row per charge of the ledger, oldest first."""
     charges = Table(
-        title=f"{len(summary['charges'])} charges ({opened.composition} composition)",
+        title=f"{len(summary['charges'])} charges ({composition} composition)",
         box=box.SIMPLE_HEAD,
     )
     for name in (
@@ -207,4 +202,4 @@ def show(
             *((f"{c['rho']:.6g}",) if zcdp else ()),
             outcome,
         )
-    console.print(charges)
+    return charges
