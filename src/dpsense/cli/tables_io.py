@@ -150,21 +150,29 @@ def result_rows(
 def emit_grouped(result: GroupedRelease, json_output: bool, column: str | None) -> None:
     """A rich table with one row per group, or the DESIGN ``--json`` object."""
     if json_output:
-        groups = []
-        for row in result.to_dicts():
-            groups.append({k: _clean(v) for k, v in row.items()})
-        _print_json(
-            {
-                "epsilon": result.epsilon,
-                "delta": result.delta,
-                "by": list(result.by),
-                "selection": result.selection,
-                "groups": groups,
-                "parameters": _jsonable(dict(result.parameters)),
-            }
-        )
+        _print_json(_grouped_json(result))
         return
     console = _console()
+    table = _grouped_table(result, column)
+    _fit(console, table)
+    console.print(table)
+    console.print(" ".join(_grouped_notes(result)))
+
+
+def _grouped_json(result: GroupedRelease) -> dict[str, Any]:
+    """The ``--json`` object of a grouped release: the guarantee, then one dict a group."""
+    return {
+        "epsilon": result.epsilon,
+        "delta": result.delta,
+        "by": list(result.by),
+        "selection": result.selection,
+        "groups": [{k: _clean(v) for k, v in row.items()} for row in result.to_dicts()],
+        "parameters": _jsonable(dict(result.parameters)),
+    }
+
+
+def _grouped_table(result: GroupedRelease, column: str | None) -> Table:
+    """One row per group: its key, the value, its accuracy, the method and the noise."""
     stat = next((rel.statistic for _, rel in result), "statistic")
     title = f"Private {stat}" + (f" of {column}" if column else "") + f" by {', '.join(result.by)}"
     table = Table(title=title, box=box.SIMPLE_HEAVY)
@@ -186,8 +194,12 @@ def emit_grouped(result: GroupedRelease, json_output: bool, column: str | None) 
             rel.method,
             str(rel.noise),
         )
-    _fit(console, table)
-    console.print(table)
+    return table
+
+
+def _grouped_notes(result: GroupedRelease) -> list[str]:
+    """The sentences under the table: the guarantee, how the groups and the bounds were
+    found, the resolution, and whether the noise was seeded."""
     split = result.parameters.get("per_group", {})
     lines = [
         f"{len(result)} groups ({result.selection}); total guarantee per "
@@ -219,7 +231,7 @@ def emit_grouped(result: GroupedRelease, json_output: bool, column: str | None) 
         )
     if any(rel.seeded for _, rel in result):
         lines.append("SEEDED: reproducible, not secure (tests and demos only).")
-    console.print(" ".join(lines))
+    return lines
 
 
 def _fit(console: Any, table: Table) -> None:
