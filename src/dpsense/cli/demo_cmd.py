@@ -60,6 +60,23 @@ def demo() -> None:
     )
     console.print()
     banner(console)
+    _demo_profiles(console, table_data)
+    console.print(Text(WHY_NOT_LOCAL))
+    console.print()
+    _demo_releases(console, table_data)
+    console.print()
+    _demo_grouped(console)
+    console.print()
+    console.print(
+        "Try: dpsense analyze "
+        f"{census_path()} --column age --statistic median --lower 0 --upper 100 "
+        "--plot profile.png",
+        soft_wrap=True,
+    )
+
+
+def _demo_profiles(console: Console, table_data: dict[str, Any]) -> None:
+    """The sensitivity profiles of _DEMO_QUERIES (NON-PRIVATE), one row each."""
     epsilon, delta = 1.0, 1e-6
     beta = smooth_beta(epsilon, delta)
     table = Table(
@@ -92,18 +109,6 @@ def demo() -> None:
             ratio,
         )
     console.print(table)
-    console.print(Text(WHY_NOT_LOCAL))
-    console.print()
-    _demo_releases(console, table_data)
-    console.print()
-    _demo_grouped(console)
-    console.print()
-    console.print(
-        "Try: dpsense analyze "
-        f"{census_path()} --column age --statistic median --lower 0 --upper 100 "
-        "--plot profile.png",
-        soft_wrap=True,
-    )
 
 
 _DEMO_RELEASES: tuple[tuple[str, str, float, float, str, float, dict[str, Any]], ...] = (
