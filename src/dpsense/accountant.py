@@ -33,7 +33,7 @@ from dpsense.methods.zcdp import aggregate_rho, pure_rho, ratio_rho
 from dpsense.noise.rng import resolve_rng
 from dpsense.params import check_delta, check_epsilon
 from dpsense.query import QueryResult
-from dpsense.query.plan import release_arguments
+from dpsense.query.plan import QueryPlan, ReleaseArgs, release_arguments
 from dpsense.query.run import run_plan
 from dpsense.query.steps import checked_table, with_key_casts
 from dpsense.release import plan_zcdp_cost, prepare_release
@@ -162,20 +162,7 @@ class Accountant(Budget):
                 labels,
                 lambda: run_plan(checked, data, source, tabular=tabular),
                 lambda: plan_zcdp_cost(checked),
-                {
-                    "statistic": (
-                        plan.entries[0].statistic
-                        if plan.single
-                        else {e.name: e.statistic for e in plan.entries}
-                    ),
-                    "column": plan.entries[0].column
-                    if plan.single
-                    else {e.name: e.column for e in plan.entries},
-                    "privacy_unit": args.privacy_unit,
-                    "max_rows_per_unit": args.max_rows_per_unit,
-                    "max_groups_per_unit": args.max_groups_per_unit,
-                    "where": args.where,
-                },
+                _log_request(plan, args),
             )
 
     def sample_and_aggregate(
@@ -271,3 +258,19 @@ class Accountant(Budget):
             return f"Accountant(rho={b.rho}, delta={b.delta}, approx_delta={b.approx_delta}{where})"
         eps, dlt = self.total
         return f"Accountant(epsilon={eps:g}, delta={dlt:g}{where})"
+
+
+def _log_request(plan: QueryPlan, args: ReleaseArgs) -> dict[str, Any]:
+    """What the release log keeps of a release's request (public: its statistics, columns
+    and contribution bounds, and the ``where`` text)."""
+    single = plan.single
+    return {
+        "statistic": (
+            plan.entries[0].statistic if single else {e.name: e.statistic for e in plan.entries}
+        ),
+        "column": plan.entries[0].column if single else {e.name: e.column for e in plan.entries},
+        "privacy_unit": args.privacy_unit,
+        "max_rows_per_unit": args.max_rows_per_unit,
+        "max_groups_per_unit": args.max_groups_per_unit,
+        "where": args.where,
+    }

@@ -200,10 +200,7 @@ def private_bounds(
     source = resolve_rng(rng, where=where)
     x = _values(data, column, privacy_unit, max_rows_per_unit, nulls, source, casts, row_filter)
     m = max_rows_per_unit if privacy_unit is not None else 1
-    grid = bounds_grid()
-    t_lo = Fraction(p_lo).limit_denominator(_MAX_DENOMINATOR)
-    t_hi = 1 - Fraction(p_hi).limit_denominator(_MAX_DENOMINATOR)
-    lows, highs = bound_scores(np.asarray(x, dtype=np.float64), grid, t_lo, t_hi)
+    grid, lows, highs = _scores_on_the_grid(x, p_lo, p_hi)
     # the pair's score max(S_lo(i), S_hi(j)) moves by at most m per person: one draw over
     # all G^2 pairs with eta = epsilon / (2 m) is epsilon-DP (rounded down: more private)
     eta = bounds_eta(eps, m)
@@ -222,6 +219,16 @@ def private_bounds(
         seeded=source.seeded,
         parameters=_receipt(p_lo, p_hi, eta, privacy_unit, m),
     )
+
+
+def _scores_on_the_grid(x: Any, p_lo: float, p_hi: float) -> tuple[Any, Any, Any]:
+    """The grid of candidate bounds and each point's score as a lower and an upper bound
+    of the target quantiles (exact rationals of the levels)."""
+    grid = bounds_grid()
+    t_lo = Fraction(p_lo).limit_denominator(_MAX_DENOMINATOR)
+    t_hi = 1 - Fraction(p_hi).limit_denominator(_MAX_DENOMINATOR)
+    lows, highs = bound_scores(np.asarray(x, dtype=np.float64), grid, t_lo, t_hi)
+    return grid, lows, highs
 
 
 def _check_units(nulls: str, privacy_unit: str | None, max_rows_per_unit: Any) -> None:

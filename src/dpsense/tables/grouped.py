@@ -111,7 +111,7 @@ def release_opened(
     if request.present is not None:
         source = present_rows(source, request.present)
     by, unit = request.grouping.by, request.unit
-    m, g = unit.rows_bound, unit.groups_bound(bool(by))
+    g = unit.groups_bound(bool(by))
     keys = request.grouping.keys
     public = normalise_keys(keys, by) if (by and keys is not None) else None
     salt = (int(rng.words(1)[0] >> np.uint64(1)), int(rng.words(1)[0] >> np.uint64(1)))
@@ -119,12 +119,7 @@ def release_opened(
         data, source, statistic, request, salt=salt, bound_units=not prebounded
     )
     table = engine_for(source).bound(source, plan, public)
-    params: dict[str, Any] = {
-        "privacy_unit": unit.column,
-        "max_rows_per_unit": m,
-        "max_groups_per_unit": g,
-        **resolution,
-    }
+    params: dict[str, Any] = {**unit.receipt(bool(by)), **resolution}
     chosen = _selected_groups(table, request.split, g, rng, params)
     eps_g, dlt_g = request.split.per_group
     params["per_group"] = {"epsilon": eps_g, "delta": dlt_g}

@@ -89,6 +89,14 @@ class PrivacyUnit:
         """The groups of one unit a release can change (g): 1 without a unit or groups."""
         return self.max_groups if (self.column is not None and grouped) else 1
 
+    def receipt(self, grouped: bool) -> dict[str, Any]:
+        """The unit and the contribution bounds as a release's receipt states them."""
+        return {
+            "privacy_unit": self.column,
+            "max_rows_per_unit": self.rows_bound,
+            "max_groups_per_unit": self.groups_bound(grouped),
+        }
+
 
 @dataclass(frozen=True, kw_only=True)
 class Grouping:
