@@ -280,15 +280,8 @@ def plan_query(
     selection, eps_stats, dlt_stats = _shared_selection(
         len(items) > 1 and not single, rest, delta, by_cols, public, groups
     )
-    entries = _entries_at_shares(
-        items,
-        w,
-        (eps_stats, dlt_stats),
-        (epsilon, delta) if single else None,
-        args.method,
-        options,
-        neighbours,
-    )
+    whole = (epsilon, delta) if single else None
+    entries = _entries_at_shares(items, w, (eps_stats, dlt_stats), whole, args, options, neighbours)
     plan = QueryPlan(
         entries=tuple(entries),
         single=single,
@@ -358,7 +351,7 @@ def _entries_at_shares(
     weights: dict[str, Fraction],
     budget: tuple[float, float],
     whole: tuple[float, float] | None,
-    method: str,
+    args: ReleaseArgs,
     options: dict[str, Any],
     neighbours: Neighbours,
 ) -> list[Entry]:
@@ -372,9 +365,9 @@ def _entries_at_shares(
         eps_i = budget[0] if len(items) == 1 else product_down(share, budget[0])
         dlt_i = budget[1] if len(items) == 1 else product_down(share, budget[1])
         eps_m, dlt_m = whole if whole is not None else (eps_i, dlt_i)
-        chosen, opts = checked_method(stat, method, dict(options), eps_m, dlt_m, neighbours)
+        chosen, opts = checked_method(stat, args.method, dict(options), eps_m, dlt_m, neighbours)
         entries.append(
-            Entry(name, stat, col, method, chosen, opts, weights[name], eps_i, dlt_i, present)
+            Entry(name, stat, col, args.method, chosen, opts, weights[name], eps_i, dlt_i, present)
         )
     return entries
 
