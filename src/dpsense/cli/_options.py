@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import typer
 
-from dpsense import defaults
+from dpsense.defaults import BOUNDS_SHARE, METHODS, STATISTIC_NAMES
 
-CLI_METHODS = (*defaults.METHODS, "sample-aggregate")
+CLI_METHODS = (*METHODS, "sample-aggregate")
 """The --method values of ``dpsense release``."""
 
 MAX_K = 100_000
@@ -39,12 +39,12 @@ MAX_ROWS = typer.Option(help="Rows kept per person and group (needs --privacy-un
 MAX_GROUPS = typer.Option(help="Groups kept per person (needs --privacy-unit).")
 NULLS = typer.Option(help="Missing values in the used columns: error or drop.")
 BOUNDS_SHARE = typer.Option(
-    help=f"With --bounds private: the share of --epsilon ({defaults.BOUNDS_SHARE:g})."
+    help=f"With --bounds private: the share of --epsilon ({BOUNDS_SHARE:g})."
 )
 
 # The statistic and its public bounds (release, analyze).
 STATISTIC = typer.Option(
-    "--statistic", "-s", help=f"One of: {', '.join(defaults.STATISTIC_NAMES)}."
+    "--statistic", "-s", help=f"One of: {', '.join(STATISTIC_NAMES)}."
 )
 LOWER = typer.Option(help="Public lower bound, chosen without looking at the data.")
 UPPER = typer.Option(help="Public upper bound, chosen without looking at the data.")
