@@ -43,9 +43,7 @@ BOUNDS_SHARE = typer.Option(
 )
 
 # The statistic and its public bounds (release, analyze).
-STATISTIC = typer.Option(
-    "--statistic", "-s", help=f"One of: {', '.join(STATISTIC_NAMES)}."
-)
+STATISTIC = typer.Option("--statistic", "-s", help=f"One of: {', '.join(STATISTIC_NAMES)}.")
 LOWER = typer.Option(help="Public lower bound, chosen without looking at the data.")
 UPPER = typer.Option(help="Public upper bound, chosen without looking at the data.")
 
