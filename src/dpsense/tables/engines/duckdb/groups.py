@@ -305,7 +305,7 @@ class DuckGroups:
         for k, lv in enumerate(wanted):
             br = {g: self._bracket(g, lo, hi, w) for g, (lo, hi) in lv.items()}
             starts = {g: self.raw.threshold(br[g][0], "low") for g in br}
-            floor = min(floor, *starts.values())
+            floor = min([floor, *starts.values()])  # a level may want no group
             cols[f"a{k}"] = [starts.get(g, 1.0) for g in gids]
             cols[f"b{k}"] = [self.raw.threshold(br[g][1], "high") if g in br else 0.0 for g in gids]
             cols[f"lo{k}"] = [lv.get(g, (0, 0))[0] for g in gids]
