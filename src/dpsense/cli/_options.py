@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import typer
 
-from dpsense.defaults import BOUNDS_SHARE, METHODS, STATISTIC_NAMES
+from dpsense.defaults import BOUNDS_SHARE as DEFAULT_BOUNDS_SHARE
+from dpsense.defaults import METHODS, STATISTIC_NAMES
 
 CLI_METHODS = (*METHODS, "sample-aggregate")
 """The --method values of ``dpsense release``."""
@@ -39,7 +40,7 @@ MAX_ROWS = typer.Option(help="Rows kept per person and group (needs --privacy-un
 MAX_GROUPS = typer.Option(help="Groups kept per person (needs --privacy-unit).")
 NULLS = typer.Option(help="Missing values in the used columns: error or drop.")
 BOUNDS_SHARE = typer.Option(
-    help=f"With --bounds private: the share of --epsilon ({BOUNDS_SHARE:g})."
+    help=f"With --bounds private: the share of --epsilon ({DEFAULT_BOUNDS_SHARE:g})."
 )
 
 # The statistic and its public bounds (release, analyze).
