@@ -1,4 +1,6 @@
-"""One local Spark session per test process (2 cores), shared by every Spark test."""
+"""One local Spark session per test process (2 cores), shared by every Spark test, and the
+helpers that build Spark frames. Nothing here imports PySpark at import time: quick-tier
+modules import it to parametrize a test over the engines."""
 
 from __future__ import annotations
 
@@ -28,3 +30,20 @@ def local_session() -> Any:
         )
     session.sparkContext.setLogLevel("ERROR")
     return session
+
+
+def to_spark(spark: Any, frame: Any) -> Any:
+    """The pandas frame as a Spark DataFrame with an explicit schema (no pandas round trip)."""
+    import pandas as pd
+    from pyspark.sql import types as st
+
+    kinds = {"i": st.LongType(), "f": st.DoubleType()}
+    fields = [
+        st.StructField(str(c), kinds.get(frame[c].dtype.kind, st.StringType()))
+        for c in frame.columns
+    ]
+    rows = [
+        tuple(None if pd.isna(v) else (v.item() if hasattr(v, "item") else v) for v in row)
+        for row in frame.itertuples(index=False)
+    ]
+    return spark.createDataFrame(rows, st.StructType(fields))

@@ -1,18 +1,18 @@
 """A local Spark session (2 cores) for the Spark engine's tests; skipped without PySpark or
 Java. Spark test modules mark themselves ``spark`` (``pytest -m "not spark"`` leaves them
-out); each xdist worker that runs one starts its own local session."""
+out); each xdist worker that runs one starts its own local session (the ``spark`` fixture
+of tests/conftest.py)."""
 
 from __future__ import annotations
 
 import shutil
 import warnings
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from dpsense.datasets import make_panel
-from tests.spark_session import local_session
+from tests.spark_session import to_spark as to_spark
 
 pd = pytest.importorskip("pandas")
 with warnings.catch_warnings():
@@ -33,28 +33,24 @@ def _quiet_seeds() -> None:
 
 
 @pytest.fixture(scope="session")
-def spark() -> Iterator[Any]:
-    session = local_session()
-    yield session
-    session.stop()
-
-
-@pytest.fixture(scope="session")
 def frame() -> Any:
     return pd.DataFrame(PANEL)
 
 
-def to_spark(spark: Any, frame: Any) -> Any:
-    """The pandas frame as a Spark DataFrame with an explicit schema (no pandas round trip)."""
-    from pyspark.sql import types as st
+@pytest.fixture
+def held(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """Groups of more than 40 distinct values are held; every SparkGroups (histogram kept in
+    Spark) and SparkRowGroups (rows kept in Spark, every row a unit) made is listed."""
+    from dpsense.tables.engines.spark import groups as spark_groups
+    from dpsense.tables.engines.spark.held import SparkRowGroups
 
-    kinds = {"i": st.LongType(), "f": st.DoubleType()}
-    fields = [
-        st.StructField(str(c), kinds.get(frame[c].dtype.kind, st.StringType()))
-        for c in frame.columns
-    ]
-    rows = [
-        tuple(None if pd.isna(v) else (v.item() if hasattr(v, "item") else v) for v in row)
-        for row in frame.itertuples(index=False)
-    ]
-    return spark.createDataFrame(rows, st.StructType(fields))
+    made: list[Any] = []
+    monkeypatch.setattr(spark_groups, "STREAM_DISTINCT", 40)
+    for cls in (spark_groups.SparkGroups, SparkRowGroups):
+
+        def spy(self: Any, *args: Any, original: Any = cls.__init__) -> None:
+            original(self, *args)
+            made.append(self)
+
+        monkeypatch.setattr(cls, "__init__", spy)
+    return made

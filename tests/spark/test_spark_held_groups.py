@@ -22,6 +22,7 @@ from dpsense.statistics._grid import PowerOfTwoGrid
 from dpsense.tables.engines.spark import groups as spark_groups
 from dpsense.tables.engines.spark.held import PAD, SparkRowGroups
 from dpsense.tables.rows.source import connection
+from tests.tables.helpers import release_rows
 from tests.tables.windows_check import assert_windows_equal_the_arrays
 
 pytestmark = pytest.mark.spark
@@ -42,28 +43,6 @@ def table() -> Any:
     )
 
 
-@pytest.fixture
-def held(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
-    """Groups of more than 40 distinct values are held; every SparkGroups (histogram kept in
-    Spark) and SparkRowGroups (rows kept in Spark, every row a unit) made is listed."""
-    made: list[Any] = []
-    monkeypatch.setattr(spark_groups, "STREAM_DISTINCT", 40)
-    for cls in (spark_groups.SparkGroups, SparkRowGroups):
-
-        def spy(self: Any, *args: Any, original: Any = cls.__init__) -> None:
-            original(self, *args)
-            made.append(self)
-
-        monkeypatch.setattr(cls, "__init__", spy)
-    return made
-
-
-def _rows(result: Any) -> Any:
-    if isinstance(result, ds.GroupedRelease):
-        return [(key, rel.value, rel.refused) for key, rel in result]
-    return (result.value, result.refused)
-
-
 STATS = {
     "median": (ds.Median(0.0, 100.0), {}),
     "quantile": (ds.Quantile(0.9, 0.0, 100.0), {}),
@@ -80,7 +59,7 @@ GROUPINGS: dict[str, dict[str, Any]] = {
 
 @pytest.mark.parametrize("grouping", list(GROUPINGS))
 @pytest.mark.parametrize("stat", list(STATS))
-def test_held_groups_release_what_pandas_releases_without_their_rows(
+def test_held_groups_release_what_pandas_releases_without_theirrelease_rows(
     spark: Any, table: Any, held: list[Any], stat: str, grouping: str
 ) -> None:
     statistic, extra = STATS[stat]
@@ -88,7 +67,7 @@ def test_held_groups_release_what_pandas_releases_without_their_rows(
     expected = ds.release(table, statistic, rng=5, **kwargs)
     shuffled = spark.createDataFrame(table.sample(frac=1.0, random_state=3)).repartition(3)
     got = ds.release(shuffled, statistic, rng=5, **kwargs)
-    assert _rows(got) == _rows(expected)
+    assert release_rows(got) == release_rows(expected)
     assert len(held) == 1
     assert len(held[0].sizes) >= 1
     # ...and what reached the driver is a window or one sum per group, not the rows
@@ -140,7 +119,7 @@ def test_privacy_unit_groups_are_held_too(spark: Any, table: Any, held: list[Any
     kwargs |= {"privacy_unit": "person", "max_rows_per_unit": 5, "max_groups_per_unit": 3}
     expected = ds.release(table, ds.Median(0.0, 100.0), rng=2, **kwargs)  # bounds drop none
     got = ds.release(spark.createDataFrame(table), ds.Median(0.0, 100.0), rng=2, **kwargs)
-    assert _rows(got) == _rows(expected)
+    assert release_rows(got) == release_rows(expected)
     assert held
     assert held[0].rows_collected < N // 4
 

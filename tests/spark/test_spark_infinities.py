@@ -11,46 +11,21 @@ import numpy as np
 import pytest
 
 import dpsense as ds
-from dpsense.tables.engines.spark import groups as spark_groups
 from dpsense.tables.engines.spark.held import SparkRowGroups
 from tests.spark.conftest import to_spark
+from tests.tables.helpers import PER_PERSON, infinities_to_bounds, release_rows, with_infinities
 
 pytestmark = pytest.mark.spark
 
 pd = pytest.importorskip("pandas")
 
-PER_PERSON: dict[str, Any] = {
-    "column": "hours",
-    "by": "year",
-    "keys": [2019, 2020, 2021, 2022],
-    "privacy_unit": "person",
-    "max_rows_per_unit": 2,
-    "max_groups_per_unit": 4,
-}
-
 
 def _with_infinities(frame: Any, column: str) -> Any:
-    values = frame[column].to_numpy(dtype=np.float64).copy()
-    values[::17] = np.inf
-    values[5::23] = -np.inf
-    return frame.assign(**{column: values})
+    return frame.assign(**{column: with_infinities(frame[column])})
 
 
 def _replaced(frame: Any, column: str, statistic: Any) -> Any:
-    v = frame[column].to_numpy()
-    clipped = np.where(
-        np.isposinf(v), statistic.upper, np.where(np.isneginf(v), statistic.lower, v)
-    )
-    return frame.assign(**{column: clipped})
-
-
-def _rows(result: Any) -> Any:
-    def value(rel: ds.Release) -> Any:
-        return tuple(rel.value.tolist()) if isinstance(rel.value, np.ndarray) else rel.value
-
-    if isinstance(result, ds.GroupedRelease):
-        return [(key, value(rel), rel.refused) for key, rel in result]
-    return (value(result), result.refused)
+    return frame.assign(**{column: infinities_to_bounds(frame[column].to_numpy(), statistic)})
 
 
 @pytest.fixture(scope="module")
@@ -78,23 +53,14 @@ def test_spark_clips_infinities_as_pandas_clips_the_bounds(
             _replaced(infinite, "hours", statistic), statistic, epsilon=2.0, rng=7, **PER_PERSON
         )
         got = ds.release(sdf, statistic, epsilon=2.0, rng=7, **PER_PERSON)
-        assert _rows(got) == _rows(expected), statistic.name
+        assert release_rows(got) == release_rows(expected), statistic.name
 
 
 def test_held_groups_clip_infinities_before_their_sums_and_windows(
-    spark: Any, monkeypatch: pytest.MonkeyPatch
+    spark: Any, held: list[Any]
 ) -> None:
     """Groups of more than 40 distinct values stay in Spark: the exact decimal sums (Sum's
     grid, KSW's quanta) and the quantile window are computed on clipped values."""
-    monkeypatch.setattr(spark_groups, "STREAM_DISTINCT", 40)
-    held: list[Any] = []
-    for cls in (spark_groups.SparkGroups, SparkRowGroups):
-
-        def spy(self: Any, *args: Any, original: Any = cls.__init__) -> None:
-            original(self, *args)
-            held.append(self)
-
-        monkeypatch.setattr(cls, "__init__", spy)
     rng = np.random.default_rng(12)
     table = _with_infinities(
         pd.DataFrame({"g": rng.integers(0, 2, 3000), "v": np.round(rng.normal(50, 15, 3000), 3)}),
@@ -110,7 +76,7 @@ def test_held_groups_clip_infinities_before_their_sums_and_windows(
     ):
         expected = ds.release(_replaced(table, "v", statistic), statistic, rng=5, **kwargs, **extra)
         got = ds.release(sdf, statistic, rng=5, **kwargs, **extra)
-        assert _rows(got) == _rows(expected), statistic.name
+        assert release_rows(got) == release_rows(expected), statistic.name
         assert held  # the groups were held...
         # ...and Spark answered for them (every row a unit, the rows are held and the
         # sums come with the job that counts the groups; the window takes a job)
@@ -148,7 +114,7 @@ def test_nan_and_nulls_with_infinities_match_pandas(spark: Any, infinite: Any) -
         ds.release(nan_year_only, statistic, epsilon=2.0, rng=9, **PER_PERSON)
     expected = ds.release(holes, statistic, epsilon=2.0, rng=9, nulls="drop", **PER_PERSON)
     got = ds.release(sdf, statistic, epsilon=2.0, rng=9, nulls="drop", **PER_PERSON)
-    assert _rows(got) == _rows(expected)
+    assert release_rows(got) == release_rows(expected)
 
 
 def test_private_bounds_count_infinities_as_pandas_does(spark: Any, frame: Any) -> None:

@@ -9,6 +9,7 @@ import pytest
 
 import dpsense as ds
 from tests.spark.conftest import to_spark
+from tests.tables.helpers import HOURS_BY_YEAR
 
 pytestmark = pytest.mark.spark
 
@@ -19,10 +20,7 @@ def _values(result: Any) -> list[Any]:
 
 def test_where_on_spark_matches_duckdb(spark: Any, frame: Any) -> None:
     kwargs: dict[str, Any] = {
-        "column": "hours",
-        "by": "year",
-        "keys": [2019, 2020, 2021, 2022],
-        "privacy_unit": "person",
+        **HOURS_BY_YEAR,
         "max_rows_per_unit": 2,
         "max_groups_per_unit": 1,
         "epsilon": 4.0,
@@ -52,10 +50,7 @@ def test_where_cannot_raise_on_a_value_under_ansi(spark: Any, frame: Any) -> Non
     person = int(frame["person"].iloc[0])
     plain = frame[frame["person"] != person]
     kwargs: dict[str, Any] = {
-        "column": "hours",
-        "by": "year",
-        "keys": [2019, 2020, 2021, 2022],
-        "privacy_unit": "person",
+        **HOURS_BY_YEAR,
         "epsilon": 1.0,
     }
     for text in _PARTIAL:

@@ -17,6 +17,13 @@ import pytest
 
 import dpsense as ds
 from tests.tables.conftest import PANEL, formats
+from tests.tables.helpers import (
+    PER_PERSON,
+    infinities_to_bounds,
+    release_rows,
+    release_value,
+    with_infinities,
+)
 
 pd = pytest.importorskip("pandas")
 pl = pytest.importorskip("polars")
@@ -34,36 +41,12 @@ STATISTICS: dict[str, ds.Statistic] = {
     "quantiles": ds.Quantiles([0.1, 0.5, 0.9], 0, 60),
     "trimmed-mean": ds.TrimmedMean(2, 0, 60),
 }
-PER_PERSON: dict[str, Any] = {
-    "column": "hours",
-    "by": "year",
-    "keys": [2019, 2020, 2021, 2022],
-    "privacy_unit": "person",
-    "max_rows_per_unit": 2,
-    "max_groups_per_unit": 4,
-}
-
-
-def _with_infinities(hours: Any) -> np.ndarray:
-    """The hours as floats, some of them +inf and -inf (some persons have both)."""
-    h = np.asarray(hours, dtype=np.float64).copy()
-    h[::17] = np.inf
-    h[5::23] = -np.inf
-    return h
-
-
-def _replaced(values: np.ndarray, statistic: ds.Statistic) -> np.ndarray:
-    """``values`` with +inf replaced by the upper bound and -inf by the lower one (a count
-    has no bounds: any finite stand-in)."""
-    lower = getattr(statistic, "lower", 0.0)
-    upper = getattr(statistic, "upper", 0.0)
-    return np.where(np.isposinf(values), upper, np.where(np.isneginf(values), lower, values))
 
 
 @pytest.fixture(scope="module")
 def infinite() -> Any:
     frame = pd.DataFrame(PANEL)
-    return frame.assign(hours=_with_infinities(frame["hours"]))
+    return frame.assign(hours=with_infinities(frame["hours"]))
 
 
 @pytest.fixture(scope="module")
@@ -74,16 +57,6 @@ def infinite_files(tmp_path_factory: pytest.TempPathFactory, infinite: Any) -> d
     infinite.to_parquet(parquet)
     assert "-inf" in csv.read_text()
     return {"csv": csv, "parquet": parquet}
-
-
-def _value(rel: ds.Release) -> Any:
-    return tuple(rel.value.tolist()) if isinstance(rel.value, np.ndarray) else rel.value
-
-
-def _rows(result: Any) -> Any:
-    if isinstance(result, ds.GroupedRelease):
-        return [(key, _value(rel), rel.refused) for key, rel in result]
-    return (_value(result), result.refused)
 
 
 def _every_format(frame: Any, files: dict[str, Path]) -> dict[str, Callable[[], Any]]:
@@ -98,11 +71,11 @@ def test_per_person_grouped_release_clips_infinities_in_every_format(
     name: str, infinite: Any, infinite_files: dict[str, Path]
 ) -> None:
     statistic = STATISTICS[name]
-    replaced = infinite.assign(hours=_replaced(infinite["hours"].to_numpy(), statistic))
-    expected = _rows(ds.release(replaced, statistic, epsilon=2.0, rng=17, **PER_PERSON))
+    replaced = infinite.assign(hours=infinities_to_bounds(infinite["hours"].to_numpy(), statistic))
+    expected = release_rows(ds.release(replaced, statistic, epsilon=2.0, rng=17, **PER_PERSON))
     for label, make in _every_format(infinite, infinite_files).items():
         got = ds.release(make(), statistic, epsilon=2.0, rng=17, **PER_PERSON)
-        assert _rows(got) == expected, label
+        assert release_rows(got) == expected, label
 
 
 def _one_column_inputs(values: np.ndarray) -> dict[str, Any]:
@@ -122,13 +95,13 @@ def _one_column_inputs(values: np.ndarray) -> dict[str, Any]:
 @pytest.mark.parametrize("name", list(STATISTICS))
 def test_one_column_release_value_and_sensitivities_clip_infinities(name: str) -> None:
     statistic = STATISTICS[name]
-    values = _with_infinities(PANEL["hours"][:200])
-    replaced = _replaced(values, statistic)
-    expected = _rows(ds.release(replaced, statistic, epsilon=1.0, rng=5))
+    values = with_infinities(PANEL["hours"][:200])
+    replaced = infinities_to_bounds(values, statistic)
+    expected = release_rows(ds.release(replaced, statistic, epsilon=1.0, rng=5))
     for label, data in _one_column_inputs(values).items():
         column = "v" if label == "table-with-column" else None
         got = ds.release(data, statistic, column=column, epsilon=1.0, rng=5)
-        assert _rows(got) == expected, label
+        assert release_rows(got) == expected, label
     # the non-private diagnostics of the data owner clip them too
     np.testing.assert_array_equal(statistic(values), statistic(replaced))
     if not isinstance(statistic, ds.Quantiles):
@@ -157,12 +130,14 @@ def test_one_column_release_value_and_sensitivities_clip_infinities(name: str) -
 def test_every_method_clips_infinities(
     statistic: ds.Statistic, method: str, options: dict[str, Any]
 ) -> None:
-    values = _with_infinities(PANEL["hours"][:300])
+    values = with_infinities(PANEL["hours"][:300])
     out = {
-        label: _rows(ds.release(data, statistic, method=method, epsilon=1.0, rng=2, **options))
+        label: release_rows(
+            ds.release(data, statistic, method=method, epsilon=1.0, rng=2, **options)
+        )
         for label, data in {
             "infinite": values,
-            "replaced": _replaced(values, statistic),
+            "replaced": infinities_to_bounds(values, statistic),
             "table": pd.DataFrame({"v": values}),
         }.items()
     }
@@ -178,9 +153,11 @@ def test_csv_spellings_of_infinity_are_read_as_duckdb_reads_them(tmp_path: Path)
     path.write_text("v\n" + "\n".join(cells) + "\n")
     values = np.array([*PANEL["hours"][:60], *numbers], dtype=float)
     for statistic in (ds.Sum(0, 60), ds.Median(0, 60)):
-        expected = ds.release(_replaced(values, statistic), statistic, epsilon=1.0, rng=4)
+        expected = ds.release(
+            infinities_to_bounds(values, statistic), statistic, epsilon=1.0, rng=4
+        )
         got = ds.release(path, statistic, epsilon=1.0, rng=4)
-        assert _rows(got) == _rows(expected)
+        assert release_rows(got) == release_rows(expected)
 
 
 def _holes(frame: Any) -> Any:
@@ -200,20 +177,20 @@ def test_nan_is_a_missing_value_in_every_format(
     holes.to_parquet(files["parquet"])
     statistic = ds.Mean(0, 60)
     kept = holes[~np.isnan(holes["hours"].to_numpy())]
-    expected = _rows(ds.release(kept, statistic, epsilon=2.0, rng=9, **PER_PERSON))
+    expected = release_rows(ds.release(kept, statistic, epsilon=2.0, rng=9, **PER_PERSON))
     for label, make in _every_format(holes, files).items():
         with pytest.raises(ds.InputError, match="nulls='drop'"):
             ds.release(make(), statistic, epsilon=2.0, rng=9, **PER_PERSON)
         got = ds.release(make(), statistic, epsilon=2.0, rng=9, nulls="drop", **PER_PERSON)
-        assert _rows(got) == expected, label
+        assert release_rows(got) == expected, label
 
 
 def test_nan_and_none_are_missing_values_in_one_column_inputs() -> None:
-    values = _with_infinities(PANEL["hours"][:100])
+    values = with_infinities(PANEL["hours"][:100])
     values[4::9] = np.nan
     kept = values[~np.isnan(values)]
     statistic = ds.Median(0, 60)
-    expected = _rows(ds.release(kept, statistic, epsilon=1.0, rng=6))
+    expected = release_rows(ds.release(kept, statistic, epsilon=1.0, rng=6))
     inputs = {
         **_one_column_inputs(values),
         "list-with-none": [None if np.isnan(v) else v for v in values.tolist()],
@@ -225,7 +202,7 @@ def test_nan_and_none_are_missing_values_in_one_column_inputs() -> None:
         with pytest.raises(ds.InputError, match="nulls='drop'"):
             ds.release(data, statistic, column=column, epsilon=1.0, rng=6)
         got = ds.release(data, statistic, column=column, nulls="drop", epsilon=1.0, rng=6)
-        assert _rows(got) == expected, label
+        assert release_rows(got) == expected, label
 
 
 def test_a_count_counts_every_record_infinite_or_missing() -> None:
@@ -233,9 +210,9 @@ def test_a_count_counts_every_record_infinite_or_missing() -> None:
     array as in a table."""
     values = np.array([1.0, np.nan, np.inf, -np.inf, 2.0] * 8)
     finite = np.ones(values.shape[0])
-    expected = _rows(ds.release(finite, ds.Count(), epsilon=1.0, rng=3))
+    expected = release_rows(ds.release(finite, ds.Count(), epsilon=1.0, rng=3))
     for data in (values, pd.Series(values), pd.DataFrame({"v": values})):
-        assert _rows(ds.release(data, ds.Count(), epsilon=1.0, rng=3)) == expected
+        assert release_rows(ds.release(data, ds.Count(), epsilon=1.0, rng=3)) == expected
 
 
 @pytest.mark.parametrize(
@@ -277,7 +254,9 @@ def test_nan_kept_as_nan_is_missing_in_every_format(tmp_path: Path) -> None:
     group[::13], person[5::17], value[7::19] = np.nan, np.nan, np.nan
     frame = pd.DataFrame({"g": group, "u": person, "v": value})
     kwargs = {"column": "v", "by": "g", "keys": [0.0, 1.0], "privacy_unit": "u"}
-    expected = _rows(ds.release(frame.dropna(), ds.Mean(0, 10), epsilon=1.0, rng=2, **kwargs))
+    expected = release_rows(
+        ds.release(frame.dropna(), ds.Mean(0, 10), epsilon=1.0, rng=2, **kwargs)
+    )
     inputs: dict[str, Any] = {
         "pandas": frame,
         "polars-nan": pl.from_pandas(frame, nan_to_null=False),
@@ -286,7 +265,7 @@ def test_nan_kept_as_nan_is_missing_in_every_format(tmp_path: Path) -> None:
     for column in ("g", "u", "v"):  # NaN in one column at a time, in files
         only = frame.assign(**{c: frame[c].fillna(0.0) for c in "guv" if c != column})
         kept = only.dropna()
-        want = _rows(ds.release(kept, ds.Mean(0, 10), epsilon=1.0, rng=2, **kwargs))
+        want = release_rows(ds.release(kept, ds.Mean(0, 10), epsilon=1.0, rng=2, **kwargs))
         csv = tmp_path / f"{column}.csv"
         cells = [",".join("nan" if np.isnan(x) else str(x) for x in row) for row in only.to_numpy()]
         csv.write_text("g,u,v\n" + "\n".join(cells) + "\n")
@@ -306,12 +285,12 @@ def test_nan_kept_as_nan_is_missing_in_every_format(tmp_path: Path) -> None:
             got = ds.release(
                 data, ds.Mean(0, 10), epsilon=1.0, rng=2, nulls="drop", **kwargs, **typed
             )
-            assert _rows(got) == want, (label, column)
+            assert release_rows(got) == want, (label, column)
     for label, data in inputs.items():
         with pytest.raises(ds.InputError, match="nulls='drop'"):
             ds.release(data, ds.Mean(0, 10), epsilon=1.0, rng=2, **kwargs)
         got = ds.release(data, ds.Mean(0, 10), epsilon=1.0, rng=2, nulls="drop", **kwargs)
-        assert _rows(got) == expected, label
+        assert release_rows(got) == expected, label
 
 
 @pytest.mark.parametrize("name", ["median", "quantile", "sum", "mean", "count"])
@@ -329,7 +308,7 @@ def test_groups_held_in_duckdb_clip_infinities(
     kwargs: dict[str, Any] = {"by": "year", "keys": PER_PERSON["keys"], "epsilon": 2.0}
     if name != "count":
         kwargs["column"] = "hours"
-    replaced = infinite.assign(hours=_replaced(infinite["hours"].to_numpy(), statistic))
+    replaced = infinite.assign(hours=infinities_to_bounds(infinite["hours"].to_numpy(), statistic))
     got = ds.release(infinite, statistic, rng=3, **kwargs)
     want = ds.release(replaced, statistic, rng=3, **kwargs)
-    assert [_value(rel) for _, rel in got] == [_value(rel) for _, rel in want]
+    assert [release_value(rel) for _, rel in got] == [release_value(rel) for _, rel in want]

@@ -22,6 +22,7 @@ from dpsense.errors import InputError
 from dpsense.statistics._grid import ResolutionGrid
 from dpsense.tables.schema import parse_schema_items
 from tests.tables.conftest import duckdb, pa, pd, pl
+from tests.tables.helpers import PER_PERSON
 
 SOURCE = "resolution_source"
 
@@ -343,14 +344,9 @@ def test_grouped_receipts_say_where_the_resolution_came_from(frame: Any) -> None
     out = ds.release(
         frame,
         ds.Median(0, 80),
-        column="hours",
-        by="year",
-        keys=[2019, 2020, 2021, 2022],
-        privacy_unit="person",
-        max_rows_per_unit=2,
-        max_groups_per_unit=4,
         epsilon=2.0,
         rng=14,
+        **PER_PERSON,
     )
     assert out.parameters["resolution"] == 1.0
     assert out.parameters[SOURCE] == "schema: BIGINT"
