@@ -11,6 +11,7 @@ import pytest
 
 import dpsense as ds
 from tests.spark.conftest import to_spark
+from tests.tables.helpers import HOURS_BY_YEAR, release_rows
 
 pytestmark = pytest.mark.spark
 
@@ -31,16 +32,6 @@ GROUPINGS: dict[str, dict[str, Any]] = {
 }
 
 
-def _value(rel: ds.Release) -> Any:
-    return tuple(rel.value.tolist()) if isinstance(rel.value, np.ndarray) else rel.value
-
-
-def _rows(result: Any) -> Any:
-    if isinstance(result, ds.GroupedRelease):
-        return [(key, _value(rel), rel.refused) for key, rel in result]
-    return (_value(result), result.refused)
-
-
 @pytest.mark.parametrize("grouping", list(GROUPINGS))
 @pytest.mark.parametrize("stat", list(STATS))
 def test_a_shuffled_spark_copy_matches_pandas(
@@ -52,7 +43,7 @@ def test_a_shuffled_spark_copy_matches_pandas(
     # a shuffled copy in three partitions: row order and partitioning change nothing
     shuffled = to_spark(spark, frame.sample(frac=1.0, random_state=4)).repartition(3)
     got = ds.release(shuffled, statistic, rng=7, **kwargs)
-    assert _rows(got) == _rows(expected)
+    assert release_rows(got) == release_rows(expected)
     if isinstance(expected, ds.GroupedRelease):
         assert got.selection == expected.selection
         assert got.parameters == expected.parameters
@@ -62,10 +53,7 @@ def test_privacy_unit_within_the_bounds_matches_pandas(spark: Any, frame: Any) -
     """Bounds that drop nothing (at most 4 rows per person-year, 4 years): the bounded
     tables are equal, so the releases are."""
     kwargs: dict[str, Any] = {
-        "column": "hours",
-        "by": "year",
-        "keys": [2019, 2020, 2021, 2022],
-        "privacy_unit": "person",
+        **HOURS_BY_YEAR,
         "max_rows_per_unit": 4,
         "max_groups_per_unit": 4,
         "epsilon": 4.0,
@@ -73,7 +61,7 @@ def test_privacy_unit_within_the_bounds_matches_pandas(spark: Any, frame: Any) -
     for statistic in (ds.Median(0, 80, resolution=1), ds.Mean(0, 80)):
         expected = ds.release(frame, statistic, rng=5, **kwargs)
         got = ds.release(to_spark(spark, frame), statistic, rng=5, **kwargs)
-        assert _rows(got) == _rows(expected)
+        assert release_rows(got) == release_rows(expected)
 
 
 BOUNDING: dict[str, dict[str, Any]] = {
@@ -100,44 +88,10 @@ def test_bounds_that_drop_rows_keep_the_same_rows_as_pandas(
     for statistic, column in ((ds.Count(), None), (ds.Sum(0, 80), "hours")):
         expected = ds.release(data, statistic, column=column, rng=3, **kwargs)
         got = ds.release(shuffled, statistic, column=column, rng=3, **kwargs)
-        assert _rows(got) == _rows(expected)
+        assert release_rows(got) == release_rows(expected)
     # and the bounds did drop rows: the bounded count is below the table's rows
     counted = ds.release(data, ds.Count(), rng=3, **{**kwargs, "epsilon": 1e9})
     assert sum(rel.value for _, rel in counted) < len(data) - 50
-
-
-def test_privacy_unit_bounding_is_applied_in_spark(spark: Any, frame: Any) -> None:
-    """One row per person-year and one year per person: the bounded counts equal the
-    number of people (released with a huge epsilon), and per-year counts add up to it."""
-    out = ds.release(
-        to_spark(spark, frame),
-        ds.Count(),
-        by="year",
-        keys=[2019, 2020, 2021, 2022],
-        privacy_unit="person",
-        max_rows_per_unit=1,
-        max_groups_per_unit=1,
-        epsilon=1e6,
-        rng=2,
-    )
-    counts = [rel.value for _, rel in out]
-    assert sum(counts) == pytest.approx(frame["person"].nunique(), abs=0.01)
-    assert all(c > 30 for c in counts)  # people are spread over the years, not all in one
-    rows = ds.release(
-        to_spark(spark, frame),
-        ds.Count(),
-        by="year",
-        keys=[2019, 2020, 2021, 2022],
-        privacy_unit="person",
-        max_rows_per_unit=2,
-        max_groups_per_unit=4,
-        epsilon=1e6,
-        rng=2,
-    )
-    per_pair = frame.groupby(["person", "year"]).size().clip(upper=2)
-    expected = per_pair.groupby(level="year").sum()
-    for year, rel in rows:
-        assert rel.value == pytest.approx(float(expected[year]), abs=0.01)
 
 
 def test_kept_values_are_the_persons_own(spark: Any) -> None:

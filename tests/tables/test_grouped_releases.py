@@ -12,6 +12,7 @@ import pytest
 
 import dpsense as ds
 from tests.tables.conftest import formats
+from tests.tables.helpers import ENGINES, HOURS_BY_YEAR, YEARS, on_engine
 
 STATISTICS = {
     "count": ds.Count(),
@@ -71,21 +72,33 @@ def _bounded_counts(frame: Any, m: int) -> dict[int, int]:
     return {int(k): int(v) for k, v in per.groupby(level="year").sum().items()}
 
 
-@pytest.mark.parametrize("m", [1, 2])
-def test_counts_are_the_bounded_counts(frame: Any, m: int) -> None:
-    """With a huge epsilon the noise is zero: the counts are exactly the bounded counts,
-    m rows at most per person-year (m = 1: the number of people seen that year)."""
-    out = ds.release(
-        frame,
+def _huge_epsilon_counts(data: Any, rows: int, groups: int, seed: int) -> ds.GroupedRelease:
+    """Per-year counts of people's rows (at most ``rows`` per person-year, ``groups`` years
+    per person) at epsilon 1e6, where the noise is zero."""
+    return ds.release(
+        data,
         ds.Count(),
         by="year",
-        keys=[2019, 2020, 2021, 2022],
+        keys=YEARS,
         privacy_unit="person",
-        max_rows_per_unit=m,
-        max_groups_per_unit=4,
+        max_rows_per_unit=rows,
+        max_groups_per_unit=groups,
         epsilon=1e6,
-        rng=1,
+        rng=seed,
     )
+
+
+@pytest.mark.parametrize(
+    ("engine", "m", "seed"),
+    [("duckdb", 1, 1), ("duckdb", 2, 1), pytest.param("spark", 2, 2, marks=pytest.mark.spark)],
+)
+def test_counts_are_the_bounded_counts(
+    request: pytest.FixtureRequest, frame: Any, engine: str, m: int, seed: int
+) -> None:
+    """With a huge epsilon the noise is zero: the counts are exactly the bounded counts,
+    m rows at most per person-year (m = 1: the number of people seen that year), in every
+    engine (Spark bounds the rows in Spark)."""
+    out = _huge_epsilon_counts(on_engine(engine, frame, request), m, 4, seed)
     expected = _bounded_counts(frame, m)
     assert {k: r.value for k, r in out} == expected
     raw = frame.groupby("year").size()
@@ -97,34 +110,22 @@ def test_counts_are_the_bounded_counts(frame: Any, m: int) -> None:
         }
 
 
-def test_max_groups_per_unit_keeps_one_year_per_person(frame: Any) -> None:
-    out = ds.release(
-        frame,
-        ds.Count(),
-        by="year",
-        keys=[2019, 2020, 2021, 2022],
-        privacy_unit="person",
-        max_rows_per_unit=1,
-        max_groups_per_unit=1,
-        epsilon=1e6,
-        rng=2,
-    )
+@pytest.mark.parametrize("engine", ENGINES)
+def test_max_groups_per_unit_keeps_one_year_per_person(
+    request: pytest.FixtureRequest, frame: Any, engine: str
+) -> None:
+    """One row per person-year and one year per person: the bounded counts (released with a
+    huge epsilon) add up to the number of people, spread over the years, not all in one."""
+    out = _huge_epsilon_counts(on_engine(engine, frame, request), 1, 1, 2)
     assert sum(r.value for _, r in out) == frame["person"].nunique()
+    assert all(r.value > 30 for _, r in out)
 
 
 def test_location_statistics_match_hand_computations(frame: Any) -> None:
     """No row dropped (m = 4 is every person-year's maximum), huge epsilon: sums, means,
     medians and 0.9-quantiles per year equal pandas' on the clipped column."""
     assert frame.groupby(["year", "person"]).size().max() <= 4
-    common = {
-        "column": "hours",
-        "by": "year",
-        "keys": [2019, 2020, 2021, 2022],
-        "privacy_unit": "person",
-        "max_rows_per_unit": 4,
-        "max_groups_per_unit": 4,
-        "rng": 3,
-    }
+    common = {**HOURS_BY_YEAR, "max_rows_per_unit": 4, "max_groups_per_unit": 4, "rng": 3}
     clipped = frame.assign(hours=frame["hours"].clip(0, 80))
     groups = clipped.groupby("year")["hours"]
     sums = ds.release(frame, ds.Sum(0, 80), epsilon=1e7, **common)
