@@ -40,28 +40,23 @@ def _ledger(path: Path) -> tuple[list[ds.Release], ds.GroupedRelease]:
     """A grouped per-person median, a mean and a refused propose-test-release."""
     acct = ds.Accountant(epsilon=2.0, delta=1e-5, ledger=path)
     x = _table()
+    # the income of a person (3 rows at most) in incomes.csv
+    per_person: dict[str, Any] = {
+        "column": "income",
+        "privacy_unit": "person",
+        "max_rows_per_unit": 3,
+        "dataset": "incomes.csv",
+    }
     grouped = acct.release(
         x,
         ds.Median(100, 200, resolution=0.01),
-        column="income",
         by="region",
         keys=list(REGIONS),
-        privacy_unit="person",
-        max_rows_per_unit=3,
         epsilon=0.5,
         rng=SeededRandom(1),
-        dataset="incomes.csv",
+        **per_person,
     )
-    mean = acct.release(
-        x,
-        ds.Mean(100, 200),
-        column="income",
-        privacy_unit="person",
-        max_rows_per_unit=3,
-        epsilon=0.5,
-        rng=SeededRandom(2),
-        dataset="incomes.csv",
-    )
+    mean = acct.release(x, ds.Mean(100, 200), epsilon=0.5, rng=SeededRandom(2), **per_person)
     refused = acct.release(
         x,
         ds.Median(100, 200),
