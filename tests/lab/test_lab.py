@@ -27,35 +27,13 @@ from dpsense.lab import (
 from dpsense.lab.methods_lab import MethodsResult
 from dpsense.lab.page import render_lab
 from dpsense.lab.ratios_lab import RatiosResult
+from tests.lab.conftest import TINY, CountedRun
 
 pytest.importorskip("jinja2")
 pytest.importorskip("matplotlib")
 
-TINY = LabConfig(
-    sensitivity_n=4,
-    sensitivity_samples=3,
-    max_hamming=2,
-    epsilons=(0.5, 1.0),
-    method_n=300,
-    method_trials=15,
-    ratio_ns=(30, 300),
-    ratio_trials=30,
-    noise_draws=500,
-)
-"""Seconds, not minutes: enough to exercise every experiment and sentence."""
-
 # ``dpsense.lab`` the attribute is the function ``ds.lab``; the package is in sys.modules
 lab_module = sys.modules["dpsense.lab"]
-
-
-@pytest.fixture(scope="module")
-def census() -> LabData:
-    return census_lab_data()
-
-
-@pytest.fixture(scope="module")
-def tiny(census: LabData) -> LabResults:
-    return run_lab(TINY, census, progress=False)
 
 
 def _older(data: LabData) -> LabData:
@@ -102,9 +80,8 @@ def test_each_finding_changes_with_the_seed(tiny: LabResults, census: LabData) -
         assert before != after
 
 
-def test_same_seed_same_findings(tiny: LabResults, census: LabData) -> None:
-    again = run_lab(TINY, census, progress=False)
-    assert again.findings == tiny.findings
+def test_same_seed_same_findings(tiny: LabResults, tiny_again: CountedRun) -> None:
+    assert tiny_again.results.findings == tiny.findings
 
 
 def test_methods_sentence_reads_the_numbers() -> None:
@@ -252,11 +229,10 @@ def test_cli_writes_the_page(
     assert "seed 3" in out_path.read_text(encoding="utf-8")
 
 
-def test_progress_reaches_its_total(census: LabData) -> None:
+def test_progress_reaches_its_total(tiny_again: CountedRun) -> None:
     from dpsense.lab import page
 
-    done: list[int] = []
-    results = page._run(TINY, census, False, done.append)
+    done = list(tiny_again.advanced)
     assert sum(done) == page._units(TINY)
-    render_lab(results, "test", done.append)
+    render_lab(tiny_again.results, "test", done.append)
     assert sum(done) == page._units(TINY) + page.FIGURES

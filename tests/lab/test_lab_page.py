@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-import dpsense as ds
 from dpsense.lab import LabResults
 from tests.pages.browser import OpenedPage, open_page
 
@@ -19,12 +18,6 @@ pytest.importorskip("matplotlib")
 
 SHOT = os.environ.get("DPSENSE_LAB_SCREENSHOT")
 """Set to a path to keep the full-page screenshot (to look at it)."""
-
-
-@pytest.fixture(scope="module")
-def quick_lab(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, LabResults]:
-    path = tmp_path_factory.mktemp("lab") / "lab.html"
-    return path, ds.lab(path, quick=True, progress=False)
 
 
 @pytest.fixture(scope="module")
