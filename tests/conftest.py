@@ -30,14 +30,16 @@ settings.register_profile(
 settings.load_profile(os.environ.get("DPSENSE_HYPOTHESIS_PROFILE", "dpsense"))
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Spark and browser tests form the engines tier (``make test-engines``): each starts
     a JVM or a browser, so the quick tier (``make test``) leaves them out. Every Spark
-    test runs in one xdist worker (``--dist loadgroup``): one JVM per run."""
+    test runs in one xdist worker (``--dist loadgroup``): one JVM per run. Without xdist
+    (``-p no:xdist``) its ``xdist_group`` marker is not registered, and not added."""
+    grouped = config.pluginmanager.hasplugin("xdist")
     for item in items:
         if item.get_closest_marker("spark") or item.get_closest_marker("browser"):
             item.add_marker(pytest.mark.engines)
-        if item.get_closest_marker("spark"):
+        if grouped and item.get_closest_marker("spark"):
             item.add_marker(pytest.mark.xdist_group("spark"))
 
 
