@@ -8,8 +8,6 @@ with 30 charges of 0.02.
 
 from __future__ import annotations
 
-import hashlib
-import shutil
 import sqlite3
 import threading
 from decimal import Decimal
@@ -17,13 +15,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tests.accounting.ledger_files import copy_fixture, file_digest
 
 import dpsense as ds
 from dpsense.accounting import SCHEMA_VERSION, Ledger, LedgerError
 from dpsense.accounting import schema as ledger_schema
 from dpsense.noise.rng import SeededRandom
 
-FIXTURES = Path(__file__).parent / "fixtures"
 X = np.array([31.0, 45, 45, 52, 60, 61, 70])
 
 # what the code of schema version 1 reported for its fixtures
@@ -53,16 +51,6 @@ INSERT INTO charges (time, dataset, statistic, method, epsilon, delta, group_id,
 """
 
 
-def _digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def _copy(tmp_path: Path, name: str) -> Path:
-    target = tmp_path / name
-    shutil.copyfile(FIXTURES / name, target)
-    return target
-
-
 def _meta(path: Path) -> dict[str, str]:
     con = sqlite3.connect(path)
     try:
@@ -83,8 +71,8 @@ def _tables(path: Path) -> list[tuple[str, str]]:
 
 
 def test_a_version_1_ledger_is_read_as_it_was_and_left_untouched(tmp_path: Path) -> None:
-    path = _copy(tmp_path, "ledger_v1_basic.db")
-    digest = _digest(path)
+    path = copy_fixture(tmp_path, "ledger_v1_basic.db")
+    digest = file_digest(path)
     acct = ds.Accountant(ledger=path)
     assert acct.spent == V1_BASIC["spent"]
     assert acct.remaining == V1_BASIC["remaining"]
@@ -95,14 +83,14 @@ def test_a_version_1_ledger_is_read_as_it_was_and_left_untouched(tmp_path: Path)
     assert [e.status for e in entries] == ["answered", "answered", "answered", "refused", "charged"]
     assert all(e.rho is None for e in entries)
     assert entries[1].group == entries[2].group is not None
-    assert _digest(path) == digest  # reading never migrates
-    advanced = ds.Accountant(ledger=_copy(tmp_path, "ledger_v1_advanced.db"))
+    assert file_digest(path) == digest  # reading never migrates
+    advanced = ds.Accountant(ledger=copy_fixture(tmp_path, "ledger_v1_advanced.db"))
     assert advanced.spent == V1_ADVANCED["spent"]
     assert advanced.remaining == V1_ADVANCED["remaining"]
 
 
 def test_the_first_charge_migrates_a_version_1_ledger(tmp_path: Path) -> None:
-    path = _copy(tmp_path, "ledger_v1_basic.db")
+    path = copy_fixture(tmp_path, "ledger_v1_basic.db")
     before = Ledger.open(path).entries()
     acct = ds.Accountant(ledger=path)
     acct.release(X, ds.Median(0, 100), epsilon=0.075, method="exponential", rng=SeededRandom(1))
@@ -123,11 +111,11 @@ def test_the_first_charge_migrates_a_version_1_ledger(tmp_path: Path) -> None:
 
 
 def test_a_refused_charge_leaves_a_version_1_ledger_untouched(tmp_path: Path) -> None:
-    path = _copy(tmp_path, "ledger_v1_advanced.db")
-    digest = _digest(path)
+    path = copy_fixture(tmp_path, "ledger_v1_advanced.db")
+    digest = file_digest(path)
     with pytest.raises(ds.BudgetExceededError):
         ds.Accountant(ledger=path).charge(0.9)
-    assert _digest(path) == digest  # the migration rolled back with the refused charge
+    assert file_digest(path) == digest  # the migration rolled back with the refused charge
     assert _meta(path)["schema_version"] == "1"
 
 
@@ -145,7 +133,7 @@ def test_a_version_1_ledger_written_by_raw_sql_migrates(tmp_path: Path) -> None:
 
 
 def test_concurrent_first_charges_migrate_once(tmp_path: Path) -> None:
-    path = _copy(tmp_path, "ledger_v1_basic.db")
+    path = copy_fixture(tmp_path, "ledger_v1_basic.db")
     errors: list[BaseException] = []
 
     def charge(i: int) -> None:
@@ -178,10 +166,10 @@ def test_newer_and_unknown_schema_versions_are_refused_untouched(tmp_path: Path)
         con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (version,))
         con.commit()
         con.close()
-        digest = _digest(path)
+        digest = file_digest(path)
         with pytest.raises(LedgerError, match=fragment):
             Ledger.open(path)
-        assert _digest(path) == digest
+        assert file_digest(path) == digest
 
 
 def test_migrations_lead_from_version_1_to_the_current_one() -> None:

@@ -9,10 +9,8 @@ global mean.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import re
-import shutil
 import signal
 import sqlite3
 import subprocess
@@ -24,6 +22,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from tests.accounting.ledger_files import copy_fixture, file_digest
 
 import dpsense as ds
 from dpsense.accounting import SCHEMA_VERSION, Ledger
@@ -31,8 +30,6 @@ from dpsense.accounting.release_log import decode, encode, outputs_of
 from dpsense.cli import main
 from dpsense.methods.smooth import plan_smooth, smooth_scale
 from dpsense.noise.rng import SeededRandom
-
-FIXTURES = Path(__file__).parent / "fixtures"
 
 # what the schema-version-2 code reported for its fixtures
 V2_BASIC = {"spent": (1.4, 1e-06), "remaining": (0.6, 9e-06)}
@@ -45,16 +42,6 @@ V2_RHO = {
 RAW = np.array([101.2345, 103.4567, 105.6789, 194.321, 196.5432, 198.7654, 199.1357])
 # many distinct values, so that a median or a mean released from them is not a raw value
 N_ROWS = 4321  # the number of records: private under add-remove
-
-
-def _digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def _copy(tmp_path: Path, name: str) -> Path:
-    target = tmp_path / name
-    shutil.copyfile(FIXTURES / name, target)
-    return target
 
 
 def _numbers(tree: Any) -> list[float]:
@@ -83,25 +70,25 @@ def _stored_text(path: Path) -> str:
 def test_a_version_2_ledger_opens_as_it_was_and_reading_leaves_it_untouched(
     tmp_path: Path,
 ) -> None:
-    path = _copy(tmp_path, "ledger_v2_basic.db")
-    digest = _digest(path)
+    path = copy_fixture(tmp_path, "ledger_v2_basic.db")
+    digest = file_digest(path)
     acct = ds.Accountant(ledger=path)
     assert acct.spent == V2_BASIC["spent"]
     assert acct.remaining == V2_BASIC["remaining"]
     entries = acct.entries()
     assert [e.status for e in entries] == ["answered", "answered", "refused", "charged"]
     assert all(e.outputs is None for e in entries)  # version 2 kept no outputs
-    rho = ds.Accountant(ledger=_copy(tmp_path, "ledger_v2_rho.db"))
+    rho = ds.Accountant(ledger=copy_fixture(tmp_path, "ledger_v2_rho.db"))
     assert rho.spent == V2_RHO["spent"]
     assert rho.remaining == V2_RHO["remaining"]
-    assert _digest(path) == digest
+    assert file_digest(path) == digest
 
 
 def test_a_new_release_migrates_a_version_2_ledger_and_keeps_its_outputs(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     for name in ("ledger_v2_basic.db", "ledger_v2_rho.db"):
-        path = _copy(tmp_path, name)
+        path = copy_fixture(tmp_path, name)
         before = Ledger.open(path).entries()
         acct = ds.Accountant(ledger=path)
         rel = acct.release(
@@ -125,11 +112,11 @@ def test_a_new_release_migrates_a_version_2_ledger_and_keeps_its_outputs(
 
 
 def test_a_refused_charge_leaves_a_version_2_ledger_untouched(tmp_path: Path) -> None:
-    path = _copy(tmp_path, "ledger_v2_basic.db")
-    digest = _digest(path)
+    path = copy_fixture(tmp_path, "ledger_v2_basic.db")
+    digest = file_digest(path)
     with pytest.raises(ds.BudgetExceededError):
         ds.Accountant(ledger=path).release(RAW, ds.Mean(100, 200), epsilon=1.0)
-    assert _digest(path) == digest
+    assert file_digest(path) == digest
 
 
 # -- what is stored --------------------------------------------------------------------------
@@ -317,14 +304,14 @@ def test_a_failure_while_recording_outputs_leaves_the_ledger_as_it_was(
     @contextlib.contextmanager
     def failing(self: Ledger, *, write: bool) -> Iterator[Any]:
         with original(self, write=write) as con:
-            digests.append(_digest(path))  # the file before this transaction
+            digests.append(file_digest(path))  # the file before this transaction
             yield _FailAtCommit(con, _boom)
 
     monkeypatch.setattr(Ledger, "_connection", failing)
     with pytest.raises(RuntimeError, match="simulated"):
         acct.release(RAW, ds.Mean(100, 200), epsilon=0.25, method="global", rng=SeededRandom(2))
     monkeypatch.undo()
-    assert _digest(path) == digests[-1]  # the outcome write left no trace
+    assert file_digest(path) == digests[-1]  # the outcome write left no trace
     first, second = Ledger.open(path).entries()
     assert first.status == "answered"
     assert first.outputs is not None
