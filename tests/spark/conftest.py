@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from dpsense.datasets import make_panel
 from tests.spark_session import to_spark as to_spark
+from tests.tables.panel import _quiet_seeds as _quiet_seeds
+from tests.tables.panel import frame as frame
 
 pd = pytest.importorskip("pandas")
 with warnings.catch_warnings():
@@ -23,18 +24,6 @@ if shutil.which("java") is None:  # pragma: no cover - CI installs Java
     pytest.skip(
         "Spark needs Java (apt-get install openjdk-17-jre-headless)", allow_module_level=True
     )
-
-PANEL = make_panel(people=300, years=(2019, 2020, 2021, 2022), seed=5)
-
-
-@pytest.fixture(autouse=True)
-def _quiet_seeds() -> None:
-    warnings.simplefilter("ignore")
-
-
-@pytest.fixture(scope="session")
-def frame() -> Any:
-    return pd.DataFrame(PANEL)
 
 
 @pytest.fixture

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -10,24 +9,14 @@ from typing import Any
 import numpy as np
 import pytest
 
-from dpsense.datasets import make_panel
+from tests.tables.panel import PANEL as PANEL
+from tests.tables.panel import _quiet_seeds as _quiet_seeds
+from tests.tables.panel import frame as frame
 
 pd = pytest.importorskip("pandas")
 pl = pytest.importorskip("polars")
 pa = pytest.importorskip("pyarrow")
 duckdb = pytest.importorskip("duckdb")
-
-PANEL = make_panel(people=300, years=(2019, 2020, 2021, 2022), seed=5)
-
-
-@pytest.fixture(autouse=True)
-def _quiet_seeds() -> None:
-    warnings.simplefilter("ignore")
-
-
-@pytest.fixture(scope="session")
-def frame() -> Any:
-    return pd.DataFrame(PANEL)
 
 
 @pytest.fixture(scope="session")
