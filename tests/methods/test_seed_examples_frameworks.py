@@ -66,24 +66,21 @@ def test_seed_000_sample_and_aggregate_few_blocks_lose_to_global() -> None:
     ages = _ages()
     rng = SeededRandom(3)
     truth = ages.mean()
-    saa10 = [
-        abs(
-            sample_and_aggregate(
-                ages, np.mean, blocks=10, lower=20, upper=80, epsilon=1, rng=rng
-            ).value
-            - truth
-        )
-        for _ in range(100)
-    ]
-    saa600 = [
-        abs(
-            sample_and_aggregate(
-                ages, np.mean, blocks=600, lower=20, upper=80, epsilon=1, rng=rng
-            ).value
-            - truth
-        )
-        for _ in range(100)
-    ]
+
+    def saa_errors(blocks: int) -> list[float]:
+        """100 releases' errors; the draws continue the one shared generator in order."""
+        return [
+            abs(
+                sample_and_aggregate(
+                    ages, np.mean, blocks=blocks, lower=20, upper=80, epsilon=1, rng=rng
+                ).value
+                - truth
+            )
+            for _ in range(100)
+        ]
+
+    saa10 = saa_errors(10)
+    saa600 = saa_errors(600)
     glob = [
         abs(release(ages, ds.Mean(0, 100), epsilon=1, method="global", rng=rng).value - truth)
         for _ in range(100)

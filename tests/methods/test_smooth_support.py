@@ -128,22 +128,27 @@ def _mechanism(case: Case, data: np.ndarray) -> tuple[float, object, OutputLatti
     return st._value_exact(xc), smooth_scale(xc, st, case.neighbours, plan), lattice, plan.shape
 
 
+def _smooth_release(case: Case, seed: int) -> ds.Release:
+    """The case's smooth-sensitivity release of ``x`` with this seed."""
+    return ds.release(
+        case.x,
+        case.statistic,
+        epsilon=case.epsilon,
+        delta=case.delta,
+        method="smooth",
+        noise=case.noise,
+        neighbours=case.neighbours,
+        rng=seed,
+    )
+
+
 def _released_cells(case: Case, draws: int) -> list[int]:
     lattice = _mechanism(case, case.x)[2]
     cells = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ds.SeededRandomnessWarning)
         for seed in range(draws):
-            r = ds.release(
-                case.x,
-                case.statistic,
-                epsilon=case.epsilon,
-                delta=case.delta,
-                method="smooth",
-                noise=case.noise,
-                neighbours=case.neighbours,
-                rng=seed,
-            )
+            r = _smooth_release(case, seed)
             assert r.value is not None
             k = r.value / lattice.spacing
             assert k == math.floor(k)  # every output is a lattice point
@@ -220,19 +225,7 @@ def test_released_noise_has_the_theorems_scale(case: Case) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ds.SeededRandomnessWarning)
         values = np.array(
-            [
-                ds.release(
-                    case.x,
-                    case.statistic,
-                    epsilon=case.epsilon,
-                    delta=case.delta,
-                    method="smooth",
-                    noise=case.noise,
-                    neighbours=case.neighbours,
-                    rng=10_000 + seed,
-                ).value
-                for seed in range(2000)
-            ],
+            [_smooth_release(case, 10_000 + seed).value for seed in range(2000)],
             dtype=float,
         )
     lo, hi = output_range(case.statistic, None)

@@ -52,6 +52,20 @@ def _quiet_seeds() -> None:
     warnings.simplefilter("ignore", ds.SeededRandomnessWarning)
 
 
+@pytest.fixture
+def bounds_calls(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    """The keyword arguments of every call of the bounds step's ``private_bounds``."""
+    calls: list[dict[str, Any]] = []
+    real = bir.private_bounds
+
+    def spy(data: Any, **kwargs: Any) -> ds.Release:
+        calls.append(kwargs)
+        return real(data, **kwargs)
+
+    monkeypatch.setattr(bir, "private_bounds", spy)
+    return calls
+
+
 def _split(epsilon: float, share: float = BOUNDS_SHARE) -> tuple[float, float]:
     eps_b = product_down(share, epsilon)
     return eps_b, difference_down(epsilon, eps_b)
@@ -206,22 +220,14 @@ def test_grouped_private_selection_splits_the_rest() -> None:
 
 
 def test_the_bounds_step_sees_each_person_once_per_m_rows(
-    monkeypatch: pytest.MonkeyPatch,
+    bounds_calls: list[dict[str, Any]],
 ) -> None:
     """The bounds step gets the privacy unit and m (not g x m), once, at epsilon_b."""
-    calls: list[dict[str, Any]] = []
-    real = bir.private_bounds
-
-    def spy(data: Any, **kwargs: Any) -> ds.Release:
-        calls.append(kwargs)
-        return real(data, **kwargs)
-
-    monkeypatch.setattr(bir, "private_bounds", spy)
     ds.release(
         PANEL, ds.Median(), epsilon=8.0, bounds="private", by="year", keys=YEARS, rng=1, **PERSON
     )
-    assert len(calls) == 1
-    (call,) = calls
+    assert len(bounds_calls) == 1
+    (call,) = bounds_calls
     assert call["privacy_unit"] == "person"
     assert call["max_rows_per_unit"] == 2
     assert call["column"] == "hours"
@@ -478,23 +484,15 @@ def test_an_integer_table_column_gets_resolution_1_per_group_with_private_bounds
 
 
 def test_the_bounds_step_reads_the_column_as_the_schema_casts_it(
-    monkeypatch: pytest.MonkeyPatch,
+    bounds_calls: list[dict[str, Any]],
 ) -> None:
     """schema= casts the value column for both steps: a text column of whole numbers is
     found bounds for and released as integers."""
-    calls: list[dict[str, Any]] = []
-    real = bir.private_bounds
-
-    def spy(data: Any, **kwargs: Any) -> ds.Release:
-        calls.append(kwargs)
-        return real(data, **kwargs)
-
-    monkeypatch.setattr(bir, "private_bounds", spy)
     frame = pd.DataFrame({"v": INTS.astype(str)})
     rel = ds.release(
         frame, ds.Median(), column="v", schema={"v": "int"}, epsilon=1.0, bounds="private", rng=2
     )
-    assert [call["schema"] for call in calls] == [{"v": "int"}]
+    assert [call["schema"] for call in bounds_calls] == [{"v": "int"}]
     assert rel.parameters["resolution_source"] == "schema argument: int"
     assert float(rel.value).is_integer()
     # within the mechanism's width factor 2^5 of the data (0..59), far from the grid's end
