@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 import pytest
@@ -123,20 +124,29 @@ def test_discrete_gaussian_large_values_take_the_exact_python_path() -> None:
     assert stats.kstest(z / s, "norm").pvalue > ALPHA
 
 
-def test_grid_laplace_matches_laplace_and_lies_on_its_grid() -> None:
-    out, info = grid_laplace(np.zeros(N), 1.0, 0.5, SeededRandom(8))
-    assert info.scale == pytest.approx(2.0, rel=1e-5)
-    assert stats.kstest(out, "laplace", args=(0, 2.0)).pvalue > ALPHA
-    assert stats.kstest(out, "laplace", args=(0, 2.6)).pvalue < ALPHA
-    assert np.all(out / info.grid == np.round(out / info.grid))
-
-
-def test_grid_gaussian_matches_gaussian_and_lies_on_its_grid() -> None:
-    out, info = grid_gaussian(np.zeros(N), 1.0, 3.0, SeededRandom(9))
-    # one vector of dimension N: rounding inflates the L2 sensitivity by gamma sqrt(N)
-    assert info.scale == pytest.approx(3.0, rel=1e-4)
-    assert stats.kstest(out, "norm", args=(0, 3.0)).pvalue > ALPHA
-    assert stats.kstest(out, "norm", args=(0, 3.9)).pvalue < ALPHA
+# the grid Gaussian draws one vector of dimension N: rounding inflates the L2 sensitivity by
+# gamma sqrt(N), hence its looser scale tolerance
+@pytest.mark.parametrize(
+    ("sampler", "epsilon_or_sigma", "seed", "law", "scale", "rel", "wrong_scale"),
+    [
+        (grid_laplace, 0.5, 8, "laplace", 2.0, 1e-5, 2.6),
+        (grid_gaussian, 3.0, 9, "norm", 3.0, 1e-4, 3.9),
+    ],
+    ids=["laplace", "gaussian"],
+)
+def test_grid_sampler_matches_its_law_and_lies_on_its_grid(
+    sampler: Callable[..., Any],
+    epsilon_or_sigma: float,
+    seed: int,
+    law: str,
+    scale: float,
+    rel: float,
+    wrong_scale: float,
+) -> None:
+    out, info = sampler(np.zeros(N), 1.0, epsilon_or_sigma, SeededRandom(seed))
+    assert info.scale == pytest.approx(scale, rel=rel)
+    assert stats.kstest(out, law, args=(0, scale)).pvalue > ALPHA
+    assert stats.kstest(out, law, args=(0, wrong_scale)).pvalue < ALPHA
     assert np.all(out / info.grid == np.round(out / info.grid))
 
 
