@@ -21,6 +21,14 @@ def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
     return code, out, err
 
 
+def release_age(
+    capsys: pytest.CaptureFixture[str], options: str, *extra: str
+) -> tuple[int, str, str]:
+    """``dpsense release`` of the census ages in [0, 100] with these options (a command
+    line's words, split at spaces), then ``extra``."""
+    return run(capsys, "release", CENSUS, *AGE, *options.split(), *extra)
+
+
 @pytest.mark.parametrize(
     ("statistic", "method", "extra"),
     [
@@ -39,20 +47,8 @@ def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
 def test_release_json_has_the_contract_keys(
     capsys: pytest.CaptureFixture[str], statistic: str, method: str, extra: list[str]
 ) -> None:
-    args = [
-        "release",
-        CENSUS,
-        *AGE,
-        "--statistic",
-        statistic,
-        "--epsilon",
-        "1",
-        "--method",
-        method,
-        "--json",
-        *extra,
-    ]
-    code, out, err = run(capsys, *args)
+    options = f"--statistic {statistic} --epsilon 1 --method {method} --json"
+    code, out, err = release_age(capsys, options, *extra)
     assert code == 0, err
     payload = json.loads(out)
     assert set(payload) >= RELEASE_KEYS
@@ -64,50 +60,22 @@ def test_release_json_has_the_contract_keys(
 def test_release_prints_a_readable_receipt_without_non_private_numbers(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    code, out, _ = run(
-        capsys,
-        "release",
-        CENSUS,
-        *AGE,
-        "--statistic",
-        "median",
-        "--epsilon",
-        "1",
-        "--method",
-        "smooth",
-    )
+    code, out, _ = release_age(capsys, "--statistic median --epsilon 1 --method smooth")
     assert code == 0
     assert "value" in out
     assert "not public" in out  # the smooth noise scale is data-dependent
     assert "local" not in out.lower()
 
 
+PTR_JSON = ["--method", "ptr", "--bound", "0.001", "--json"]
+
+
 def test_a_refusal_is_a_normal_outcome(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     # every value distinct and far apart: tiny proposed bound, distance 0, always refused
     data = tmp_path / "spread.csv"
     data.write_text("v\n" + "\n".join(str(10 * i) for i in range(11)) + "\n")
-    code, out, _ = run(
-        capsys,
-        "release",
-        str(data),
-        "--column",
-        "v",
-        "--statistic",
-        "median",
-        "--lower",
-        "0",
-        "--upper",
-        "100",
-        "--epsilon",
-        "1",
-        "--delta",
-        "1e-9",
-        "--method",
-        "ptr",
-        "--bound",
-        "0.001",
-        "--json",
-    )
+    options = "--column v --statistic median --lower 0 --upper 100 --epsilon 1 --delta 1e-9"
+    code, out, _ = run(capsys, "release", str(data), *options.split(), *PTR_JSON)
     assert code == 0
     payload = json.loads(out)
     assert payload["refused"] is True
@@ -149,34 +117,14 @@ def test_missing_bounds_and_missing_file_are_input_errors(
     )
     assert code == 2
     assert "lower" in err
-    code, _, err = run(
-        capsys,
-        "release",
-        str(tmp_path / "nope.csv"),
-        *AGE,
-        "--statistic",
-        "median",
-        "--epsilon",
-        "1",
-    )
+    options = "--statistic median --epsilon 1"
+    code, _, err = run(capsys, "release", str(tmp_path / "nope.csv"), *AGE, *options.split())
     assert code == 2
     assert "not found" in err
 
 
 def test_seeded_release_is_marked(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(
-        capsys,
-        "release",
-        CENSUS,
-        *AGE,
-        "--statistic",
-        "median",
-        "--epsilon",
-        "1",
-        "--seed",
-        "7",
-        "--json",
-    )
+    code, out, _ = release_age(capsys, "--statistic median --epsilon 1 --seed 7 --json")
     assert code == 0
     assert json.loads(out)["seeded"] is True
 
@@ -184,20 +132,8 @@ def test_seeded_release_is_marked(capsys: pytest.CaptureFixture[str]) -> None:
 def test_sample_aggregate_and_ratio_are_reachable_from_the_cli(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    code, out, err = run(
-        capsys,
-        "release",
-        CENSUS,
-        *AGE,
-        "--statistic",
-        "median",
-        "--epsilon",
-        "1",
-        "--method",
-        "sample-aggregate",
-        "--blocks",
-        "50",
-        "--json",
+    code, out, err = release_age(
+        capsys, "--statistic median --epsilon 1 --method sample-aggregate --blocks 50 --json"
     )
     assert code == 0, err
     payload = json.loads(out)
@@ -208,37 +144,13 @@ def test_sample_aggregate_and_ratio_are_reachable_from_the_cli(
     users = tmp_path / "users.csv"
     users.write_text("clicked,active\n" + "1,1\n0,1\n0,0\n" * 200)
     for method, extra in [("ksw", []), ("naive", []), ("local-bound", ["--delta", "1e-6"])]:
-        code, out, err = run(
-            capsys,
-            "ratio",
-            str(users),
-            "--numerator",
-            "clicked",
-            "--denominator",
-            "active",
-            "--epsilon",
-            "1",
-            "--method",
-            method,
-            "--json",
-            *extra,
-        )
+        options = f"--numerator clicked --denominator active --epsilon 1 --method {method} --json"
+        code, out, err = run(capsys, "ratio", str(users), *options.split(), *extra)
         assert code == 0, err
         payload = json.loads(out)
         assert payload["method"] == method
         assert 0.0 <= payload["value"] <= 1.0
-    code, _, err = run(
-        capsys,
-        "release",
-        CENSUS,
-        *AGE,
-        "--statistic",
-        "median",
-        "--epsilon",
-        "1",
-        "--method",
-        "sample-aggregate",
-    )
+    code, _, err = release_age(capsys, "--statistic median --epsilon 1 --method sample-aggregate")
     assert code == 2
     assert "--blocks" in err
 
@@ -246,21 +158,9 @@ def test_sample_aggregate_and_ratio_are_reachable_from_the_cli(
 def test_sample_aggregate_receipt_shows_aggregator_function_and_blocks(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    code, out, err = run(
+    code, out, err = release_age(
         capsys,
-        "release",
-        CENSUS,
-        *AGE,
-        "--statistic",
-        "mean",
-        "--epsilon",
-        "1",
-        "--method",
-        "sample-aggregate",
-        "--blocks",
-        "20",
-        "--aggregator",
-        "median",
+        "--statistic mean --epsilon 1 --method sample-aggregate --blocks 20 --aggregator median",
         "--seed",
         "3",
     )
@@ -275,22 +175,8 @@ def test_sample_aggregate_receipt_shows_aggregator_function_and_blocks(
 def test_resolution_puts_the_release_on_the_declared_grid(
     capsys: pytest.CaptureFixture[str], method: str
 ) -> None:
-    code, out, err = run(
-        capsys,
-        "release",
-        CENSUS,
-        *AGE,
-        "--statistic",
-        "median",
-        "--resolution",
-        "1",
-        "--epsilon",
-        "0.5",
-        "--method",
-        method,
-        "--seed",
-        "3",
-        "--json",
+    code, out, err = release_age(
+        capsys, f"--statistic median --resolution 1 --epsilon 0.5 --method {method} --seed 3 --json"
     )
     assert code == 0, err
     payload = json.loads(out)
