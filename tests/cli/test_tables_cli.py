@@ -33,49 +33,20 @@ def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
 
 MEDIAN = ["--column", "hours", "--statistic", "median", "--lower", "0", "--upper", "80"]
 PERSON = ["--privacy-unit", "person", "--max-rows-per-unit", "2", "--max-groups-per-unit", "3"]
+BY_YEAR = [*MEDIAN, *PERSON, "--epsilon", "1", "--delta", "1e-6", "--by", "year"]
+"""The panel's median hours by year, per person (m = 2 rows, g = 3 years)."""
 
 
 def test_grouped_json_contract(capsys: pytest.CaptureFixture[str], panel: Path) -> None:
-    code, out, err = run(
-        capsys,
-        "release",
-        str(panel),
-        *MEDIAN,
-        *PERSON,
-        "--epsilon",
-        "1",
-        "--delta",
-        "1e-6",
-        "--by",
-        "year",
-        # a CSV's undeclared by-column is grouped as text (its inferred type is not public)
-        "--schema",
-        "year=int",
-        "--seed",
-        "3",
-        "--json",
-    )
+    # a CSV's undeclared by-column is grouped as text (its inferred type is not public)
+    options = "--schema year=int --seed 3 --json"
+    code, out, err = run(capsys, "release", str(panel), *BY_YEAR, *options.split())
     assert code == 0, err
     payload = json.loads(out)
     assert {"epsilon", "delta", "by", "groups"} <= set(payload)
     assert payload["by"] == ["year"]
     assert [g["year"] for g in payload["groups"]] == [2020, 2021, 2022]
-    code, out, err = run(
-        capsys,
-        "release",
-        str(panel),
-        *MEDIAN,
-        *PERSON,
-        "--epsilon",
-        "1",
-        "--delta",
-        "1e-6",
-        "--by",
-        "year",
-        "--seed",
-        "3",
-        "--json",
-    )
+    code, out, err = run(capsys, "release", str(panel), *BY_YEAR, "--seed", "3", "--json")
     assert code == 0, err
     assert [g["year"] for g in json.loads(out)["groups"]] == ["2020", "2021", "2022"]
     for group in payload["groups"]:
@@ -117,27 +88,8 @@ def test_output_file_written_whole(
     capsys: pytest.CaptureFixture[str], panel: Path, tmp_path: Path, suffix: str
 ) -> None:
     target = tmp_path / f"out{suffix}"
-    code, _, err = run(
-        capsys,
-        "release",
-        str(panel),
-        *MEDIAN,
-        "--resolution",
-        "1",
-        *PERSON,
-        "--epsilon",
-        "1",
-        "--delta",
-        "1e-6",
-        "--by",
-        "year",
-        "--schema",
-        "year=int",
-        "--seed",
-        "5",
-        "--output",
-        str(target),
-    )
+    options = "--resolution 1 --schema year=int --seed 5 --output"
+    code, _, err = run(capsys, "release", str(panel), *BY_YEAR, *options.split(), str(target))
     assert code == 0, err
     assert [p.name for p in tmp_path.iterdir()] == [target.name]  # no temporary left
     if suffix == ".json":
