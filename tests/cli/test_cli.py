@@ -38,6 +38,11 @@ def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
     return code, out, err
 
 
+def words(command: str) -> list[str]:
+    """A command line's options, split at spaces (none of them holds one)."""
+    return command.split()
+
+
 def assert_one_line_error(err: str) -> None:
     assert err.startswith("error: ")
     assert err.count("\n") == 1
@@ -72,28 +77,11 @@ def test_analyze_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_analyze_json_substitute_bound_and_max_k(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = run(
-        capsys,
-        "analyze",
-        CENSUS,
-        "--column",
-        "income",
-        "--statistic",
-        "mean",
-        "--lower",
-        "0",
-        "--upper",
-        "500000",
-        "--neighbours",
-        "substitute",
-        "--bound",
-        "100",
-        "--max-k",
-        "3",
-        "--epsilon",
-        "0.5",
-        "--json",
+    options = words(
+        "--column income --statistic mean --lower 0 --upper 500000 --neighbours substitute"
+        " --bound 100 --max-k 3 --epsilon 0.5 --json"
     )
+    code, out, err = run(capsys, "analyze", CENSUS, *options)
     assert code == 0, err
     payload = json.loads(out)
     assert payload["neighbours"] == "substitute"
@@ -105,23 +93,8 @@ def test_analyze_json_substitute_bound_and_max_k(capsys: pytest.CaptureFixture[s
 
 
 def test_analyze_quantile_count_and_table(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(
-        capsys,
-        "analyze",
-        CENSUS,
-        "-c",
-        "age",
-        "-s",
-        "quantile",
-        "--p",
-        "0.25",
-        "--lower",
-        "0",
-        "--upper",
-        "100",
-        "--bound",
-        "5",
-    )
+    options = words("-c age -s quantile --p 0.25 --lower 0 --upper 100 --bound 5")
+    code, out, _ = run(capsys, "analyze", CENSUS, *options)
     assert code == 0
     assert "NON-PRIVATE" in out
     assert "smooth sensitivity" in out
@@ -151,19 +124,8 @@ def test_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
 
 
 def test_missing_column_lists_names(capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = run(
-        capsys,
-        "analyze",
-        CENSUS,
-        "--column",
-        "salary",
-        "--statistic",
-        "median",
-        "--lower",
-        "0",
-        "--upper",
-        "1",
-    )
+    options = words("--column salary --statistic median --lower 0 --upper 1")
+    code, _, err = run(capsys, "analyze", CENSUS, *options)
     assert code == 2
     assert_one_line_error(err)
     assert "'salary' not found" in err
@@ -186,24 +148,30 @@ def test_missing_bounds(capsys: pytest.CaptureFixture[str]) -> None:
     assert "bounds" in err
 
 
-def test_nan_in_a_csv_column(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    path = write(tmp_path, f"age\n{SECRET}\nnan\n3\n")
+def analyze_refused_csv(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str
+) -> tuple[str, str, str]:
+    """Analyze the median age of a CSV that must be refused (exit 2, one line) without
+    showing its SECRET value; the file's path, what was printed, and the error."""
+    path = write(tmp_path, text)
     code, out, err = run(capsys, "analyze", path, *MEDIAN_AGE)
     assert code == 2
     assert_one_line_error(err)
-    assert "NaN" in err
     assert SECRET not in err + out
+    return path, out, err
+
+
+def test_nan_in_a_csv_column(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _, _, err = analyze_refused_csv(tmp_path, capsys, f"age\n{SECRET}\nnan\n3\n")
+    assert "NaN" in err
 
 
 def test_strings_in_a_numeric_column(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    path = write(tmp_path, f"age,name\n{SECRET},a\nJane Doe,b\n3,c\n")
-    code, out, err = run(capsys, "analyze", path, *MEDIAN_AGE)
-    assert code == 2
-    assert_one_line_error(err)
+    text = f"age,name\n{SECRET},a\nJane Doe,b\n3,c\n"
+    path, out, err = analyze_refused_csv(tmp_path, capsys, text)
     assert "some rows are not numbers" in err
     assert not any(ch.isdigit() for ch in err.replace(path, ""))
     assert "Jane" not in err + out
-    assert SECRET not in err + out
 
 
 @pytest.mark.parametrize(
@@ -354,18 +322,8 @@ def test_explore_table_and_plot(tmp_path: Path, capsys: pytest.CaptureFixture[st
 
 def test_explore_from_a_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = write(tmp_path, "v\n1\n2\n3\n")
-    code, out, err = run(
-        capsys,
-        "explore",
-        path,
-        "--universe",
-        "1,2,3,10",
-        "--max-hamming",
-        "1",
-        "--statistics",
-        "mean",
-        "--json",
-    )
+    options = words("--universe 1,2,3,10 --max-hamming 1 --statistics mean --json")
+    code, out, err = run(capsys, "explore", path, *options)
     assert code == 0, err
     assert json.loads(out)["n"] == 3
 
