@@ -61,15 +61,18 @@ def _sql(query: str, frame: Any, **kwargs: Any) -> ds.QueryResult:
         return ds.sql(query, tables={"t": frame}, **kwargs)
 
 
+def _exact_sql(query: str, frame: Any, **kwargs: Any) -> ds.QueryResult:
+    """The query grouped by the three keys of g at epsilon BIG (its counts exact)."""
+    return _sql(query, frame, epsilon=BIG, keys={"g": ["a", "b", "c"]}, **kwargs)
+
+
 @pytest.mark.parametrize("unit", [None, "id"])
 @pytest.mark.parametrize("nulls", ["error", "drop"])
 def test_count_col_counts_the_rows_with_a_value(unit: str | None, nulls: str) -> None:
     frame = table()
-    got = _sql(
+    got = _exact_sql(
         "SELECT g, COUNT(*) AS n, COUNT(x) AS c, COUNT(s) AS cs FROM t GROUP BY g",
         frame,
-        epsilon=BIG,
-        keys={"g": ["a", "b", "c"]},
         privacy_unit=unit,
         max_rows_per_unit=3 if unit else 1,
         nulls=nulls,
@@ -100,11 +103,9 @@ def test_count_col_with_other_statistics_keeps_their_rows() -> None:
     """With nulls="drop", the rows without x are dropped for AVG(x) and COUNT(x) only
     because AVG reads x; COUNT(s) alone drops nothing for COUNT(*)."""
     frame = table()
-    got = _sql(
+    got = _exact_sql(
         "SELECT g, COUNT(*) AS n, COUNT(s) AS cs, AVG(x) AS m FROM t GROUP BY g",
         frame,
-        epsilon=BIG,
-        keys={"g": ["a", "b", "c"]},
         bounds={"x": (0, 10)},
         nulls="drop",
         rng=2,
