@@ -231,28 +231,25 @@ def test_schema_casts_drop_what_does_not_fit_and_raw_nulls_stay(messy_csv: Path)
     with pytest.raises(InputError, match="contain missing values") as info:
         ds.release(messy_csv, ds.Median(0, 10), column="age", schema={"age": "int"}, epsilon=1.0)
     assert "3.5" not in str(info.value)
+
+    def cast_median(column: str, upper: float, cast: str) -> ds.Release:
+        """The column's median in [0, upper] as cast, raw nulls dropped, at epsilon 500."""
+        return ds.release(
+            messy_csv,
+            ds.Median(0, upper),
+            column=column,
+            schema={column: cast},
+            nulls="drop",
+            epsilon=500.0,
+            rng=10,
+        )
+
     # kept: 3, 4, 5, 6, 7 (3.5 dropped, the empty cell dropped by nulls): the median is 5
-    rel = ds.release(
-        messy_csv,
-        ds.Median(0, 10),
-        column="age",
-        schema={"age": "int"},
-        nulls="drop",
-        epsilon=500.0,
-        rng=10,
-    )
+    rel = cast_median("age", 10, "int")
     assert rel.value == 5.0
     assert _source(rel) == "schema argument: int"
     # decimal(6,2): 1.25, 2.5, 10, 2.5 fit ("abc" and 3.333 do not; one cell is empty)
-    price = ds.release(
-        messy_csv,
-        ds.Median(0, 20),
-        column="price",
-        schema={"price": "decimal(6,2)"},
-        nulls="drop",
-        epsilon=500.0,
-        rng=10,
-    )
+    price = cast_median("price", 20, "decimal(6,2)")
     assert price.value == 2.5
     assert price.parameters["resolution"] == 0.01
 
