@@ -14,6 +14,7 @@ power-of-two grid fixed by public parameters for the continuous ones
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -40,8 +41,8 @@ from dpsense.mechanisms._common import (
 from dpsense.mechanisms.calibration import analytic_gaussian_sigma, classic_gaussian_sigma
 from dpsense.noise.exact import discrete_gaussian as _sample_dgauss
 from dpsense.noise.exact import discrete_laplace as _sample_dlap
-from dpsense.noise.grid import grid_gaussian, grid_laplace
-from dpsense.noise.rng import resolve_rng
+from dpsense.noise.grid import GridNoise, grid_gaussian, grid_laplace
+from dpsense.noise.rng import RandomSource, resolve_rng
 from dpsense.params import check_delta, check_epsilon, check_finite
 
 __all__ = [
@@ -83,6 +84,48 @@ def _restore(noisy: NDArray[np.float64], like: Any, scalar: bool, exact: bool) -
     return restore_shape(noisy, like, scalar)
 
 
+_GridSampler = Callable[[Any, float, float, RandomSource], tuple[NDArray[np.float64], GridNoise]]
+"""``grid_laplace`` or ``grid_gaussian``: (values, sensitivity, epsilon or sigma, rng)."""
+
+
+def _grid_release(
+    mechanism: str,
+    sampler: _GridSampler,
+    sensitivity: float,
+    parameter: float,
+    value: Any,
+    rng: object,
+    guarantee: tuple[float, float],
+    rho: float | None = None,
+) -> MechanismResult:
+    """``value`` plus the grid noise of ``sampler`` (none at all for sensitivity 0): the
+    release of the Laplace and the Gaussian mechanisms (exact Fractions as for Laplace)."""
+    exact = as_exact_values(value, mechanism)
+    flat, scalar = exact if exact is not None else as_float_values(value, mechanism)
+    source = resolve_rng(rng, where=mechanism)
+    if sensitivity == 0.0:
+        noisy, scale, grid = _as_doubles(flat), 0.0, None
+    else:
+        noisy, info = sampler(flat, sensitivity, parameter, source)
+        scale, grid = info.scale, info.grid
+    return MechanismResult(
+        _restore(noisy, value, scalar, exact is not None),
+        mechanism,
+        *guarantee,
+        scale,
+        grid,
+        source.seeded,
+        rho,
+    )
+
+
+def _accuracy_sentence(accuracy: float, beta: float) -> str:
+    """The accuracy statement of the Laplace and the Gaussian mechanisms."""
+    return (
+        f"within ±{accuracy:.4g} of the true value with probability {1 - beta:.3g} (per coordinate)"
+    )
+
+
 @dataclass(frozen=True)
 class LaplaceMechanism:
     r"""The Laplace mechanism: :math:`f(x) + \mathrm{Lap}(\Delta_1/\varepsilon)` per coordinate.
@@ -120,22 +163,8 @@ class LaplaceMechanism:
         it is then rounded to the noise grid in exact arithmetic (a statistic's
         ``_value_exact``), and the result is a float (or a float array).
         """
-        exact = as_exact_values(value, "laplace")
-        flat, scalar = exact if exact is not None else as_float_values(value, "laplace")
-        source = resolve_rng(rng, where="laplace")
-        if self.sensitivity == 0.0:
-            noisy, scale, grid = _as_doubles(flat), 0.0, None
-        else:
-            noisy, info = grid_laplace(flat, self.sensitivity, self.epsilon, source)
-            scale, grid = info.scale, info.grid
-        return MechanismResult(
-            _restore(noisy, value, scalar, exact is not None),
-            "laplace",
-            self.epsilon,
-            0.0,
-            scale,
-            grid,
-            source.seeded,
+        return _grid_release(
+            "laplace", grid_laplace, self.sensitivity, self.epsilon, value, rng, (self.epsilon, 0.0)
         )
 
     def accuracy(self, beta: float = 0.05, *, dimension: int = 1) -> float:
@@ -144,10 +173,7 @@ class LaplaceMechanism:
 
     def accuracy_statement(self, beta: float = 0.05) -> str:
         """A sentence: within +-a with probability 1 - beta."""
-        return (
-            f"within ±{self.accuracy(beta):.4g} of the true value with probability "
-            f"{1 - beta:.3g} (per coordinate)"
-        )
+        return _accuracy_sentence(self.accuracy(beta), beta)
 
 
 @dataclass(frozen=True)
@@ -204,23 +230,9 @@ class GaussianMechanism:
 
     def release(self, value: Any, rng: object = None) -> MechanismResult:
         """Add noise to ``value`` (scalar or array; exact Fractions as for Laplace)."""
-        exact = as_exact_values(value, "gaussian")
-        flat, scalar = exact if exact is not None else as_float_values(value, "gaussian")
-        source = resolve_rng(rng, where="gaussian")
-        if self.sensitivity == 0.0:
-            noisy, scale, grid = _as_doubles(flat), 0.0, None
-        else:
-            noisy, info = grid_gaussian(flat, self.sensitivity, self.sigma, source)
-            scale, grid = info.scale, info.grid
-        return MechanismResult(
-            _restore(noisy, value, scalar, exact is not None),
-            "gaussian",
-            self.epsilon,
-            self.delta,
-            scale,
-            grid,
-            source.seeded,
-            self.rho,
+        guarantee = (self.epsilon, self.delta)
+        return _grid_release(
+            "gaussian", grid_gaussian, self.sensitivity, self.sigma, value, rng, guarantee, self.rho
         )
 
     def accuracy(self, beta: float = 0.05, *, dimension: int = 1) -> float:
@@ -232,10 +244,7 @@ class GaussianMechanism:
 
     def accuracy_statement(self, beta: float = 0.05) -> str:
         """A sentence: within +-a with probability 1 - beta."""
-        return (
-            f"within ±{self.accuracy(beta):.4g} of the true value with probability "
-            f"{1 - beta:.3g} (per coordinate)"
-        )
+        return _accuracy_sentence(self.accuracy(beta), beta)
 
 
 @dataclass(frozen=True)
