@@ -195,8 +195,36 @@ def mean_rows(xc: FloatArray, lower: float, upper: float) -> FloatArray:
     return np.asarray(np.clip(c + totals / xc.shape[1], lower, upper), dtype=np.float64)
 
 
+class MeanOfKept(BoundedStatistic):
+    """What :class:`Mean` and :class:`~dpsense.statistics.trimmed.TrimmedMean` share: the
+    clipped records kept (all but :attr:`_dropped` of them) are averaged by a centred
+    fsum, and the global sensitivity is w/2 under add-remove, w / (records kept) under
+    substitute (0 when none is kept)."""
+
+    @property
+    def _dropped(self) -> int:
+        """Records dropped before averaging (none for the mean)."""
+        return 0
+
+    @property
+    def value_error(self) -> float:
+        """About ``4u w + u max(|l|, |u|)`` (u = 2^-53): centred fsum, two roundings."""
+        return mean_errors(self.lower, self.upper)[1]
+
+    @property
+    def exact_value_error(self) -> float:
+        """About ``2u w``: the rational ``c + fsum(x - c)/n`` is not rounded again."""
+        return mean_errors(self.lower, self.upper)[0]
+
+    def _global(self, neighbours: Neighbours, n: int | None) -> float:
+        if neighbours == "add-remove":
+            return float_up(self._width_exact / 2)
+        kept = self._need_n(n) - self._dropped
+        return float_up(self._width_exact / kept) if kept > 0 else 0.0
+
+
 @dataclass(frozen=True)
-class Mean(BoundedStatistic):
+class Mean(MeanOfKept):
     r"""The mean of records clipped to ``[lower, upper]`` (the midpoint on empty data).
 
     Add-remove, with :math:`\mu` the mean of n >= 2 records and
@@ -232,22 +260,6 @@ class Mean(BoundedStatistic):
         if xc.shape[1] == 0:
             return np.full(xc.shape[0], self.midpoint)
         return mean_rows(xc, self.lower, self.upper)
-
-    @property
-    def value_error(self) -> float:
-        """About ``4u w + u max(|l|, |u|)`` (u = 2^-53): centred fsum, two roundings."""
-        return mean_errors(self.lower, self.upper)[1]
-
-    @property
-    def exact_value_error(self) -> float:
-        """About ``2u w``: the rational ``c + fsum(x - c)/n`` is not rounded again."""
-        return mean_errors(self.lower, self.upper)[0]
-
-    def _global(self, neighbours: Neighbours, n: int | None) -> float:
-        if neighbours == "add-remove":
-            return float_up(self._width_exact / 2)
-        size = self._need_n(n)
-        return float_up(self._width_exact / size) if size else 0.0
 
     def profile(self, xc: FloatArray, neighbours: Neighbours) -> Profile:
         n, w = xc.shape[0], self.width

@@ -27,18 +27,17 @@ from typing import ClassVar
 import numpy as np
 
 from dpsense._arrays import FloatArray
-from dpsense._exact_budget import float_up
 from dpsense.neighbours import Neighbours
 from dpsense.params import check_int
 from dpsense.statistics._profile import FunctionProfile, IntArray, Profile
-from dpsense.statistics.base import NO_BOUND, BoundedStatistic
-from dpsense.statistics.moments import mean_errors, mean_rows, mean_value, mean_value_exact
+from dpsense.statistics.base import NO_BOUND
+from dpsense.statistics.moments import MeanOfKept, mean_rows, mean_value, mean_value_exact
 
 __all__ = ["TrimmedMean"]
 
 
 @dataclass(frozen=True)
-class TrimmedMean(BoundedStatistic):
+class TrimmedMean(MeanOfKept):
     """Mean of the records left after removing ``trim`` from each end.
 
     Parameters
@@ -83,20 +82,8 @@ class TrimmedMean(BoundedStatistic):
         return mean_rows(np.sort(xc, axis=1)[:, m : n - m], self.lower, self.upper)
 
     @property
-    def value_error(self) -> float:
-        """As for :class:`Mean`: the kept records are averaged by a centred fsum."""
-        return mean_errors(self.lower, self.upper)[1]
-
-    @property
-    def exact_value_error(self) -> float:
-        """As for :class:`Mean`: about ``2u w``."""
-        return mean_errors(self.lower, self.upper)[0]
-
-    def _global(self, neighbours: Neighbours, n: int | None) -> float:
-        if neighbours == "add-remove":
-            return float_up(self._width_exact / 2)
-        size = self._need_n(n)
-        return float_up(self._width_exact / (size - 2 * self.trim)) if size > 2 * self.trim else 0.0
+    def _dropped(self) -> int:
+        return 2 * self.trim
 
     def profile(self, xc: FloatArray, neighbours: Neighbours) -> Profile:
         n, m, w = xc.shape[0], self.trim, self.width
