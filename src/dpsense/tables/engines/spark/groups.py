@@ -36,6 +36,7 @@ __all__ = [
     "SparkHeld",
     "grid_k",
     "held_large_groups",
+    "held_values",
     "load_histogram",
     "numbered_groups",
     "quanta_k",
@@ -200,13 +201,9 @@ class SparkGroups(SparkHeld):
             load_histogram(self.con, self.hist, "dpsense_held", sum(self.distinct.values()))
             self._streamed = True
             self.jobs += 1
-        got = self.con.execute(
-            "SELECT v, c FROM dpsense_held WHERE gid = ? ORDER BY v", [gid]
-        ).fetchnumpy()
-        self.rows_collected += len(got["v"])
-        return np.repeat(
-            np.asarray(got["v"], dtype=np.float64), np.asarray(got["c"], dtype=np.int64)
-        )
+        values, rows = held_values(self.con, gid)
+        self.rows_collected += rows
+        return values
 
     def grid_sum(self, gid: int, grid: RecordGrid) -> int:
         return self._sum(gid, *grid_k(self._sf(), grid))
@@ -228,6 +225,15 @@ class SparkGroups(SparkHeld):
 
 class SparkGroup(HeldGroup):
     """One large group, answered by Spark."""
+
+
+def held_values(con: Any, gid: int) -> tuple[F64, int]:
+    """Every record of group ``gid``, sorted, rebuilt from the histogram that
+    :func:`load_histogram` wrote to the DuckDB table ``dpsense_held``; and the number of
+    histogram rows read."""
+    got = con.execute("SELECT v, c FROM dpsense_held WHERE gid = ? ORDER BY v", [gid]).fetchnumpy()
+    counts = np.asarray(got["c"], dtype=np.int64)
+    return np.repeat(np.asarray(got["v"], dtype=np.float64), counts), len(got["v"])
 
 
 def load_histogram(

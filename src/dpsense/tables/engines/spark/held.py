@@ -43,6 +43,7 @@ from dpsense.tables.engines.spark.groups import (
     SparkHeld,
     compare,
     grid_k,
+    held_values,
     load_histogram,
     quanta_k,
 )
@@ -230,13 +231,9 @@ class SparkRowGroups(SparkHeld):
             self._loaded = True
             self.jobs += 1
             self.histograms += len(self.sizes)
-        got = self.con.execute(
-            "SELECT v, c FROM dpsense_held WHERE gid = ? ORDER BY v", [gid]
-        ).fetchnumpy()
-        self.rows_collected += len(got["v"])
-        return np.repeat(
-            np.asarray(got["v"], dtype=np.float64), np.asarray(got["c"], dtype=np.int64)
-        )
+        values, rows = held_values(self.con, gid)
+        self.rows_collected += rows
+        return values
 
     def grid_sum(self, gid: int, grid: RecordGrid) -> int:
         return self._sum(gid, *grid_k(_functions(), grid))
