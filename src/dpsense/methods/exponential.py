@@ -27,6 +27,32 @@ def _grid_parameters(statistic: Quantile | Quantiles, spacing: float) -> dict[st
     return {"grid": spacing, "resolution": statistic.resolution}
 
 
+def _release(
+    value: object,
+    selection: str,
+    epsilon: float,
+    neighbours: Neighbours,
+    statistic: Statistic,
+    rng: RandomSource,
+    params: dict[str, object],
+) -> Release:
+    """The Release of method ``exponential``: pure epsilon, no noise scale."""
+    return Release(
+        value,
+        False,
+        epsilon,
+        0.0,
+        "exponential",
+        selection,
+        None,
+        neighbours,
+        statistic.name,
+        rng.seeded,
+        None,
+        params,
+    )
+
+
 def check_exponential(statistic: Statistic) -> None:
     """The exponential mechanism releases quantiles: refused otherwise, from the statistic
     alone (``query.methods.check_parameters`` runs it before any charge)."""
@@ -62,20 +88,7 @@ def release_exponential(call: MethodCall) -> Release:
     bound = mech.rank_bound()
     if bound is not None:  # public: epsilon, the score's sensitivity, the grid
         params["rank_bound"] = {"eta": bound[0], "candidates": bound[1]}
-    return Release(
-        float(out.value),
-        False,
-        epsilon,
-        0.0,
-        "exponential",
-        mech.selection,
-        None,
-        neighbours,
-        statistic.name,
-        rng.seeded,
-        None,
-        params,
-    )
+    return _release(float(out.value), mech.selection, epsilon, neighbours, statistic, rng, params)
 
 
 def _release_several(
@@ -110,17 +123,4 @@ def _release_several(
         epsilon_per_call=mech.per_call,
         selection="exponential mechanism; permute-and-flip on sub-grids of at most 2^16 points",
     )
-    return Release(
-        values,
-        False,
-        epsilon,
-        0.0,
-        "exponential",
-        "exponential-mechanism",
-        None,
-        neighbours,
-        statistic.name,
-        rng.seeded,
-        None,
-        params,
-    )
+    return _release(values, "exponential-mechanism", epsilon, neighbours, statistic, rng, params)
