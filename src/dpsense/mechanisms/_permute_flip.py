@@ -56,7 +56,7 @@ from dpsense.mechanisms._quantile_sampler import (
     _full_blocks,
     _window_blocks,
 )
-from dpsense.noise.choice import interval_context
+from dpsense.noise.choice import interval_context, uniform_below_certified
 from dpsense.noise.exact import bernoulli_exp, bernoulli_exp_py, uniform_below
 from dpsense.noise.rng import RandomSource
 from dpsense.statistics._grid import CandidateGrid
@@ -69,7 +69,6 @@ I64 = NDArray[np.int64]
 MAX_GRID: Final = 1 << 16
 """Permute-and-flip is used on candidate grids of at most this many values."""
 _ETA_BITS: Final = 62
-_FIRST_PREC: Final = 96
 
 
 def pf_eta(score: QuantileScore) -> Fraction:
@@ -106,9 +105,7 @@ def _certified_bernoulli(
     0, so this ends). ``estimate = (q~, e)`` with ``|q~ - q| <= e`` decides first when V is
     farther than e from q~ (the float shortcut of docs/noise.md, same assumption on exp
     and log)."""
-    from mpmath import libmp  # type: ignore[import-untyped,unused-ignore]
-
-    bits, nbits, precision = rng.word(), 64, _FIRST_PREC
+    bits = rng.word()
     if estimate is not None:
         value, error = estimate
         v = bits * 2.0**-64  # exact: bits < 2^64 has at most 64 significant bits... rounded
@@ -117,20 +114,11 @@ def _certified_bernoulli(
         if v - 2.0**-52 >= value + error:
             return False
 
-    while True:
+    def interval(precision: int) -> tuple[Any, Any]:
         lo, hi = enclose(interval_context(precision))._mpi_
-        v_lo = libmp.from_man_exp(bits, -nbits)
-        v_hi = libmp.from_man_exp(bits + 1, -nbits)
-        if libmp.mpf_le(v_hi, lo):
-            return True
-        if libmp.mpf_ge(v_lo, hi):
-            return False
-        width = libmp.mpf_sub(hi, lo, 53, libmp.round_up)
-        if libmp.mpf_gt(width, libmp.from_man_exp(1, -nbits)):
-            precision *= 2
-        else:
-            bits = (bits << 64) | rng.word()
-            nbits += 64
+        return lo, hi
+
+    return uniform_below_certified(rng, bits, interval)
 
 
 def _survival_estimate(eta: Fraction, gap: int, power: int) -> tuple[float, float]:

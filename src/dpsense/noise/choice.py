@@ -48,7 +48,7 @@ from dpsense.errors import InputError
 from dpsense.noise.exact import uniform_below
 from dpsense.noise.rng import RandomSource
 
-__all__ = ["ExponentialChoice", "eta_at_most"]
+__all__ = ["ExponentialChoice", "eta_at_most", "uniform_below_certified"]
 
 F64 = NDArray[np.float64]
 I64 = NDArray[np.int64]
@@ -90,6 +90,33 @@ def interval_context(precision: int) -> Any:
         _CONTEXTS.ctx = ctx
     ctx.prec = precision
     return ctx
+
+
+def uniform_below_certified(
+    rng: RandomSource, word: int, interval: Callable[[int], tuple[Any, Any]]
+) -> bool:
+    """Decide V < a, for a uniform V = 0.word... in [0, 1) whose later bits are drawn from
+    ``rng`` 64 at a time as needed, and a real a of which ``interval(precision)`` gives
+    certified mpmath bounds (lo, hi) computed at ``precision`` bits. While the intervals of
+    V and a overlap, the wider one is refined (V = a has probability 0, so this ends)."""
+    from mpmath import libmp  # type: ignore[import-untyped,unused-ignore]
+
+    bits, nbits, precision = word, 64, _FIRST_PREC
+    while True:
+        lo, hi = interval(precision)
+        v_lo = libmp.from_man_exp(bits, -nbits)
+        v_hi = libmp.from_man_exp(bits + 1, -nbits)
+        if libmp.mpf_le(v_hi, lo):
+            return True  # V < v_hi <= a
+        if libmp.mpf_ge(v_lo, hi):
+            return False  # V >= v_lo >= a
+        # undecided: the intervals of V and a overlap; refine the wider one
+        width = libmp.mpf_sub(hi, lo, 53, libmp.round_up)
+        if libmp.mpf_gt(width, libmp.from_man_exp(1, -nbits)):
+            precision *= 2
+        else:
+            bits = (bits << 64) | rng.word()
+            nbits += 64
 
 
 def _mpf_rational(ctx: Any, value: Fraction) -> Any:
@@ -247,24 +274,7 @@ class ExponentialChoice:
 
     def _accept_exact(self, rng: RandomSource, i: int, word: int) -> bool:
         """Decide V < A_i for V = 0.word... (later bits drawn lazily), certified."""
-        from mpmath import libmp  # type: ignore[import-untyped,unused-ignore]
-
-        bits, nbits, precision = word, 64, _FIRST_PREC
-        while True:
-            lo, hi = self.acceptance_interval(i, precision)
-            v_lo = libmp.from_man_exp(bits, -nbits)
-            v_hi = libmp.from_man_exp(bits + 1, -nbits)
-            if libmp.mpf_le(v_hi, lo):
-                return True  # V < v_hi <= A_i
-            if libmp.mpf_ge(v_lo, hi):
-                return False  # V >= v_lo >= A_i
-            # undecided: the intervals of V and A_i overlap; refine the wider one
-            width = libmp.mpf_sub(hi, lo, 53, libmp.round_up)
-            if libmp.mpf_gt(width, libmp.from_man_exp(1, -nbits)):
-                precision *= 2
-            else:
-                bits = (bits << 64) | rng.word()
-                nbits += 64
+        return uniform_below_certified(rng, word, lambda prec: self.acceptance_interval(i, prec))
 
     def probability_lower_bound(self, i: int) -> Fraction:
         r"""A certified lower bound on P(i): :math:`Q_i \underline{A_i} / \sum_j Q_j`.
