@@ -4,14 +4,24 @@ does not fit its declared type is dropped (docs/tables.md, "Declared types")."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 from dpsense.tables.rows.casts import INT64_LIMIT as _INT64_LIMIT
-from dpsense.tables.rows.casts import Cast
+from dpsense.tables.rows.casts import Cast, CastDialect, fitting_cast
 from dpsense.tables.rows.checks import SQL_INTEGERS as _SQL_INTEGERS
 from dpsense.tables.rows.source import quote
 
 __all__ = ["apply_duckdb_schema"]
+
+
+def _whole_bigint(d: str) -> str:
+    return (
+        f"CASE WHEN isfinite({d}) AND {d} = trunc({d}) AND {d} >= -{_INT64_LIMIT} "
+        f"AND {d} < {_INT64_LIMIT} THEN CAST({d} AS BIGINT) END"
+    )
+
+
+_DUCKDB: Final = CastDialect("TRY_CAST", "VARCHAR", _whole_bigint)
 
 
 def _duckdb_cast(column: str, sql_type: str, cast: Cast) -> str:
@@ -23,21 +33,8 @@ def _duckdb_cast(column: str, sql_type: str, cast: Cast) -> str:
     whole number, and the release reads doubles). Text is trimmed first: besides being
     harmless (DuckDB's casts ignore surrounding spaces), it stops DuckDB from pushing a bare
     ``TRY_CAST`` into its CSV reader, which then fails on text instead of giving NULL."""
-    if cast.kind == "text":
-        return f"CAST({quote(column)} AS VARCHAR)"
     v = f"trim({quote(column)})" if sql_type == "VARCHAR" else quote(column)
-    d = f"TRY_CAST({v} AS DOUBLE)"
-    if cast.kind == "float":
-        return d
-    if cast.kind == "int":
-        if sql_type in _SQL_INTEGERS:
-            return f"TRY_CAST({v} AS BIGINT)"
-        return (
-            f"CASE WHEN isfinite({d}) AND {d} = trunc({d}) AND {d} >= -{_INT64_LIMIT} "
-            f"AND {d} < {_INT64_LIMIT} THEN CAST({d} AS BIGINT) END"
-        )
-    q = f"TRY_CAST({v} AS DECIMAL({cast.precision},{cast.scale}))"
-    return f"CASE WHEN CAST({q} AS DOUBLE) = {d} THEN {q} END"
+    return fitting_cast(_DUCKDB, quote(column), v, cast, sql_type in _SQL_INTEGERS)
 
 
 def apply_duckdb_schema(source: Any, casts: Mapping[str, Cast]) -> None:

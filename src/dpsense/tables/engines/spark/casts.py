@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from dpsense.tables.rows.casts import INT64_LIMIT as _INT64_LIMIT
-from dpsense.tables.rows.casts import Cast
+from dpsense.tables.rows.casts import Cast, CastDialect, fitting_cast
 
 __all__ = ["apply_spark_schema"]
 
@@ -16,26 +16,23 @@ _INTEGER_TYPES: Final = frozenset(
 )
 
 
+def _whole_bigint(d: str) -> str:
+    # the range test comes first, in its own CASE: Spark's floor() of a double is a BIGINT
+    # and overflows (an error under ANSI) for +-inf or |x| >= 2^63
+    return (
+        f"CASE WHEN {d} >= -{_INT64_LIMIT} AND {d} < {_INT64_LIMIT} THEN "
+        f"CASE WHEN {d} = floor({d}) THEN CAST({d} AS BIGINT) END END"
+    )
+
+
+_SPARK: Final = CastDialect("try_cast", "STRING", _whole_bigint)
+
+
 def _spark_cast(column: str, type_name: str, cast: Cast) -> str:
     """The Spark SQL counterpart of :func:`_duckdb_cast` (Spark's casts truncate or round
     too)."""
     v = "`" + column.replace("`", "``") + "`"
-    if cast.kind == "text":
-        return f"CAST({v} AS STRING)"
-    d = f"try_cast({v} AS DOUBLE)"
-    if cast.kind == "float":
-        return d
-    if cast.kind == "int":
-        if type_name in _INTEGER_TYPES:
-            return f"try_cast({v} AS BIGINT)"
-        return (
-            # the range test comes first, in its own CASE: Spark's floor() of a double is
-            # a BIGINT and overflows (an error under ANSI) for +-inf or |x| >= 2^63
-            f"CASE WHEN {d} >= -{_INT64_LIMIT} AND {d} < {_INT64_LIMIT} THEN "
-            f"CASE WHEN {d} = floor({d}) THEN CAST({d} AS BIGINT) END END"
-        )
-    q = f"try_cast({v} AS DECIMAL({cast.precision},{cast.scale}))"
-    return f"CASE WHEN CAST({q} AS DOUBLE) = {d} THEN {q} END"
+    return fitting_cast(_SPARK, v, v, cast, type_name in _INTEGER_TYPES)
 
 
 def apply_spark_schema(source: Any, casts: Mapping[str, Cast]) -> None:
