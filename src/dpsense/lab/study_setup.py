@@ -141,28 +141,37 @@ class MethodSpec:
     note: str = ""
 
 
+# the rows of both tables (the same method, label and privacy for the median and the mean)
+_SMOOTH_T: Final = MethodSpec("smooth-t", "dpsense smooth, Student t (d=3)", "pure", "dpsense")
+_AUTO: Final = MethodSpec("auto", "dpsense auto (delta=0)", "pure", "dpsense")
+_SMOOTH_LAPLACE: Final = MethodSpec(
+    "smooth-laplace", "dpsense smooth, Laplace", "approx", "dpsense"
+)
+_PTR: Final = MethodSpec("ptr", "dpsense PTR (b = w/1000)", "approx", "dpsense")
+_AUTO_APPROX: Final = MethodSpec("auto-approx", "dpsense auto (delta=1e-6)", "approx", "dpsense")
+
 MEDIAN_METHODS: Final = (
-    MethodSpec("smooth-t", "dpsense smooth, Student t (d=3)", "pure", "dpsense"),
+    _SMOOTH_T,
     MethodSpec("smooth-cauchy", "dpsense smooth, Cauchy", "pure", "dpsense"),
     MethodSpec("exponential", "dpsense exponential", "pure", "dpsense"),
     MethodSpec("global", "dpsense global", "pure", "dpsense"),
-    MethodSpec("auto", "dpsense auto (delta=0)", "pure", "dpsense"),
-    MethodSpec("smooth-laplace", "dpsense smooth, Laplace", "approx", "dpsense"),
-    MethodSpec("ptr", "dpsense PTR (b = w/1000)", "approx", "dpsense"),
-    MethodSpec("auto-approx", "dpsense auto (delta=1e-6)", "approx", "dpsense"),
+    _AUTO,
+    _SMOOTH_LAPLACE,
+    _PTR,
+    _AUTO_APPROX,
     MethodSpec("opendp", "OpenDP private_quantile", "pure", "peer"),
     MethodSpec("diffprivlib", "diffprivlib median", "pure", "peer"),
 )
 MEAN_METHODS: Final = (
     MethodSpec("global", "dpsense global (noisy sum / noisy count)", "pure", "dpsense"),
     MethodSpec("ksw", "dpsense KSW", "pure", "dpsense"),
-    MethodSpec("smooth-t", "dpsense smooth, Student t (d=3)", "pure", "dpsense"),
+    _SMOOTH_T,
     MethodSpec("sample-aggregate", "dpsense sample-and-aggregate (k=200)", "pure", "dpsense"),
-    MethodSpec("auto", "dpsense auto (delta=0)", "pure", "dpsense"),
+    _AUTO,
     MethodSpec("bounded-ls", "dpsense bounded-ls", "approx", "dpsense"),
-    MethodSpec("smooth-laplace", "dpsense smooth, Laplace", "approx", "dpsense"),
-    MethodSpec("ptr", "dpsense PTR (b = w/1000)", "approx", "dpsense"),
-    MethodSpec("auto-approx", "dpsense auto (delta=1e-6)", "approx", "dpsense"),
+    _SMOOTH_LAPLACE,
+    _PTR,
+    _AUTO_APPROX,
     MethodSpec(
         "diffprivlib",
         "diffprivlib mean (n public!)",
