@@ -1,15 +1,18 @@
-"""Helpers shared by the lab's experiments: number formatting, seeds, progress."""
+"""Helpers shared by the lab's experiments: number formatting, seeds, progress, axes."""
 
 from __future__ import annotations
 
 import math
 import zlib
-from collections.abc import Callable
-from typing import Final
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Final
 
 import numpy as np
 
 from dpsense.noise.rng import SeededRandom
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
 
 Advance = Callable[[int], None]
 """Called with the units of work just finished (drives the progress bar)."""
@@ -76,3 +79,22 @@ def relation(value: float, reference: float) -> str:
     if value < reference:
         return f"{times(reference, value)} smaller than"
     return f"{times(value, reference)} larger than"
+
+
+def log_log_axes(
+    ax: Axes,
+    ticks: tuple[Sequence[float], list[str]],
+    xlabel: str,
+    ylabel: str,
+    title: str,
+) -> None:
+    """Both axes logarithmic, x ticks only at ``ticks`` (positions, labels), the labels and
+    title, and a light grid at the major ticks."""
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xticks(*ticks)
+    ax.minorticks_off()
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(True, which="major", alpha=0.3)

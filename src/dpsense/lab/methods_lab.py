@@ -16,7 +16,16 @@ from typing import TYPE_CHECKING, Final
 
 import numpy as np
 
-from dpsense.lab._common import COLOURS, Advance, num, relation, sampler, stream, times
+from dpsense.lab._common import (
+    COLOURS,
+    Advance,
+    log_log_axes,
+    num,
+    relation,
+    sampler,
+    stream,
+    times,
+)
 from dpsense.lab.config import AGE_BOUNDS, FloatArray, LabConfig, LabData
 from dpsense.lab.study_setup import make_draw
 from dpsense.statistics import BoundedStatistic, Mean, Median
@@ -107,14 +116,13 @@ class MethodsResult:
                     color=COLOURS[method],
                     label=METHOD_LABELS[method],
                 )
-            ax.set_xscale("log")
-            ax.set_yscale("log")
-            ax.set_xticks(self.epsilons, [f"{e:g}" for e in self.epsilons])
-            ax.minorticks_off()
-            ax.set_xlabel("epsilon")
-            ax.set_ylabel("mean absolute error (years)")
-            ax.set_title(f"{statistic} of {self.n:,} ages (true {num(self.truth[statistic])})")
-            ax.grid(True, which="major", alpha=0.3)
+            log_log_axes(
+                ax,
+                (self.epsilons, [f"{e:g}" for e in self.epsilons]),
+                "epsilon",
+                "mean absolute error (years)",
+                f"{statistic} of {self.n:,} ages (true {num(self.truth[statistic])})",
+            )
         handles, labels = axes[0].get_legend_handles_labels()
         note = f" (an error below {PLOT_FLOOR:g}, or 0, is drawn at {PLOT_FLOOR:g})"
         fig.legend(

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Final
 
 import numpy as np
 
-from dpsense.lab._common import COLOURS, Advance, num, relation, sampler, seeded
+from dpsense.lab._common import COLOURS, Advance, log_log_axes, num, relation, sampler, seeded
 from dpsense.lab.config import FloatArray, LabConfig, LabData
 from dpsense.lab.study_setup import DELTA
 from dpsense.methods.ratio import private_ratio
@@ -62,14 +62,13 @@ class RatiosResult:
         ax = fig.add_subplot()
         for method, errors in self.mae.items():
             ax.plot(self.ns, errors, "o-", color=COLOURS[method], label=RATIO_LABELS[method])
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xticks(self.ns, [f"{n:,}" for n in self.ns])
-        ax.minorticks_off()
-        ax.set_xlabel("n (people drawn from the data)")
-        ax.set_ylabel("mean absolute error of a/b")
-        ax.set_title(f"{self.label}, epsilon = {self.epsilon:g}")
-        ax.grid(True, which="major", alpha=0.3)
+        log_log_axes(
+            ax,
+            (self.ns, [f"{n:,}" for n in self.ns]),
+            "n (people drawn from the data)",
+            "mean absolute error of a/b",
+            f"{self.label}, epsilon = {self.epsilon:g}",
+        )
         ax.legend(fontsize=9)
         return fig
 
