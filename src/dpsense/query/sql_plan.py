@@ -16,17 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from dpsense.errors import InputError
 from dpsense.params import validate_bounds
-from dpsense.statistics import (
-    Count,
-    Mean,
-    Median,
-    Quantile,
-    Quantiles,
-    Statistic,
-    Std,
-    Sum,
-    Variance,
-)
+from dpsense.statistics import Count, Statistic, make_statistic
 
 if TYPE_CHECKING:  # sqlglot is imported by the first query, not by ``import dpsense``
     from dpsense.query.sql import SqlAggregate, SqlQuery
@@ -44,14 +34,6 @@ StatisticSpec = Statistic | tuple[str, Statistic]
 """One entry of the dict release: ``Count()`` or ``(column, statistic)``."""
 
 _WHERE = "ds.sql"
-
-_BOUNDED: dict[str, type[Sum | Mean | Median | Variance | Std]] = {
-    "sum": Sum,
-    "mean": Mean,
-    "median": Median,
-    "variance": Variance,
-    "std": Std,
-}
 
 
 def _bounds_of(
@@ -114,17 +96,9 @@ def statistics(spec: SqlQuery, bounds: Mapping[str, Any] | str | None) -> dict[s
             out[agg.name] = Count() if agg.column is None else (agg.column, Count())
             continue
         assert agg.column is not None
-        pair = _bounds_of(checked, agg)
-        lo, hi = pair if pair is not None else (math.nan, math.nan)
-        stat: Statistic
-        if agg.statistic == "quantile":
-            stat = Quantile(agg.levels[0]) if pair is None else Quantile(agg.levels[0], lo, hi)
-        elif agg.statistic == "quantiles":
-            stat = Quantiles(agg.levels) if pair is None else Quantiles(agg.levels, lo, hi)
-        else:
-            cls = _BOUNDED[agg.statistic]
-            stat = cls() if pair is None else cls(lo, hi)
-        out[agg.name] = (agg.column, stat)
+        lower, upper = _bounds_of(checked, agg) or (None, None)  # None: found privately
+        p = agg.levels[0] if agg.statistic == "quantile" else agg.levels
+        out[agg.name] = (agg.column, make_statistic(agg.statistic, lower, upper, p=p))
     return out
 
 
