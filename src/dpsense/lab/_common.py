@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import zlib
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
@@ -13,6 +13,7 @@ from dpsense.noise.rng import SeededRandom
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 Advance = Callable[[int], None]
 """Called with the units of work just finished (drives the progress bar)."""
@@ -98,3 +99,11 @@ def log_log_axes(
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.grid(True, which="major", alpha=0.3)
+
+
+def panel_row(height: float, columns: int) -> tuple[Figure, Any]:
+    """A lab figure: 10 inches wide, ``height`` high, and its row of ``columns`` axes."""
+    from dpsense.pages import new_figure
+
+    fig = new_figure(10, height)
+    return fig, fig.subplots(1, columns)

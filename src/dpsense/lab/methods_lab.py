@@ -21,6 +21,7 @@ from dpsense.lab._common import (
     Advance,
     log_log_axes,
     num,
+    panel_row,
     relation,
     sampler,
     stream,
@@ -101,10 +102,7 @@ class MethodsResult:
         )
 
     def figure(self) -> Figure:
-        from dpsense.pages import new_figure
-
-        fig = new_figure(10, 4.6)
-        axes = fig.subplots(1, len(METHODS_OF))
+        fig, axes = panel_row(4.6, len(METHODS_OF))
         floored = False
         for ax, statistic in zip(axes, METHODS_OF, strict=True):
             for method, errors in self.mae[statistic].items():

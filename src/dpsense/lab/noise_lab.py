@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Final
 
 import numpy as np
 
-from dpsense.lab._common import Advance, num, sampler, seeded
+from dpsense.lab._common import Advance, num, panel_row, sampler, seeded
 from dpsense.lab.config import AGE_BOUNDS, FloatArray, LabConfig, LabData
 from dpsense.lab.study_setup import DELTA
 from dpsense.mechanisms import ExponentialMechanism, GaussianMechanism, LaplaceMechanism
@@ -65,10 +65,7 @@ class NoiseResult:
         )
 
     def figure(self) -> Figure:
-        from dpsense.pages import new_figure
-
-        fig = new_figure(10, 3.4)
-        ax_l, ax_g, ax_e = fig.subplots(1, 3)
+        fig, (ax_l, ax_g, ax_e) = panel_row(3.4, 3)
         for ax, draws, name in (
             (ax_l, self.laplace, "Laplace"),
             (ax_g, self.gaussian, "Gaussian"),

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from dpsense.lab._common import Advance, num, relation, sampler
+from dpsense.lab._common import Advance, num, panel_row, relation, sampler
 from dpsense.lab.config import AGE_BOUNDS, FloatArray, LabConfig, LabData
 from dpsense.sensitivity import empirical_sensitivity
 from dpsense.statistics import BoundedStatistic, Mean, Median
@@ -71,10 +71,7 @@ class SensitivityResult:
         )
 
     def figure(self) -> Figure:
-        from dpsense.pages import new_figure
-
-        fig = new_figure(10, 3.8)
-        axes = fig.subplots(1, len(STATISTICS))
+        fig, axes = panel_row(3.8, len(STATISTICS))
         hs = np.array(self.hammings, dtype=np.float64)
         for ax, statistic in zip(axes, STATISTICS, strict=True):
             local = self.local[statistic]
