@@ -3,7 +3,6 @@ in its own SQL, ``tables.engines.*.casts``)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Final
@@ -71,34 +70,35 @@ class Cast:
 
 @dataclass(frozen=True)
 class CastDialect:
-    """How one engine's SQL spells the casts of :func:`fitting_cast`."""
+    """What is engine-specific in the casts of :func:`fitting_cast`."""
 
     try_cast: str
     """The cast that gives NULL where a value does not convert ("TRY_CAST")."""
     text_type: str
     """The SQL text type ("VARCHAR")."""
-    whole_number: Callable[[str], str]
-    """SQL for the double ``d`` as a BIGINT when it is a whole number in the int64 range,
-    else NULL (for an int declared on a column of another type)."""
+    integer_types: frozenset[str]
+    """The engine's names of the column types that a declared int reads exactly."""
+    whole_number: str
+    """SQL for the double ``{d}`` as a BIGINT when it is a whole number in the int64 range
+    (``{limit}`` is 2^63), else NULL: an int declared on a column of another type."""
 
 
 def fitting_cast(
-    dialect: CastDialect, column: str, value: str, cast: Cast, integer_column: bool
+    dialect: CastDialect, column: str, value: str, cast: Cast, column_type: str
 ) -> str:
     """SQL for a column cast to ``cast``: NULL where a value does not fit (a fraction for an
     int, more digits than the decimal holds, text that is not a number). ``column`` is the
     quoted column (cast to text as it is), ``value`` what is cast to a number, and
-    ``integer_column`` whether the column's own type is an integer one (read exactly). The
-    engines' casts round, so a value fits only when it survives the cast unchanged,
-    compared as doubles."""
+    ``column_type`` the engine's name of the column's own type. The engines' casts round,
+    so a value fits only when it survives the cast unchanged, compared as doubles."""
     if cast.kind == "text":
         return f"CAST({column} AS {dialect.text_type})"
     d = f"{dialect.try_cast}({value} AS DOUBLE)"
     if cast.kind == "float":
         return d
     if cast.kind == "int":
-        if integer_column:
+        if column_type in dialect.integer_types:
             return f"{dialect.try_cast}({value} AS BIGINT)"
-        return dialect.whole_number(d)
+        return dialect.whole_number.format(d=d, limit=INT64_LIMIT)
     q = f"{dialect.try_cast}({value} AS DECIMAL({cast.precision},{cast.scale}))"
     return f"CASE WHEN CAST({q} AS DOUBLE) = {d} THEN {q} END"

@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from dpsense.tables.rows.casts import INT64_LIMIT as _INT64_LIMIT
 from dpsense.tables.rows.casts import Cast, CastDialect, fitting_cast
 from dpsense.tables.rows.checks import SQL_INTEGERS as _SQL_INTEGERS
 from dpsense.tables.rows.source import quote
@@ -14,14 +13,13 @@ from dpsense.tables.rows.source import quote
 __all__ = ["apply_duckdb_schema"]
 
 
-def _whole_bigint(d: str) -> str:
-    return (
-        f"CASE WHEN isfinite({d}) AND {d} = trunc({d}) AND {d} >= -{_INT64_LIMIT} "
-        f"AND {d} < {_INT64_LIMIT} THEN CAST({d} AS BIGINT) END"
-    )
-
-
-_DUCKDB: Final = CastDialect("TRY_CAST", "VARCHAR", _whole_bigint)
+_DUCKDB: Final = CastDialect(
+    "TRY_CAST",
+    "VARCHAR",
+    _SQL_INTEGERS,
+    "CASE WHEN isfinite({d}) AND {d} = trunc({d}) AND {d} >= -{limit} AND {d} < {limit} "
+    "THEN CAST({d} AS BIGINT) END",
+)
 
 
 def _duckdb_cast(column: str, sql_type: str, cast: Cast) -> str:
@@ -34,7 +32,7 @@ def _duckdb_cast(column: str, sql_type: str, cast: Cast) -> str:
     harmless (DuckDB's casts ignore surrounding spaces), it stops DuckDB from pushing a bare
     ``TRY_CAST`` into its CSV reader, which then fails on text instead of giving NULL."""
     v = f"trim({quote(column)})" if sql_type == "VARCHAR" else quote(column)
-    return fitting_cast(_DUCKDB, quote(column), v, cast, sql_type in _SQL_INTEGERS)
+    return fitting_cast(_DUCKDB, quote(column), v, cast, sql_type)
 
 
 def apply_duckdb_schema(source: Any, casts: Mapping[str, Cast]) -> None:

@@ -6,33 +6,26 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from dpsense.tables.rows.casts import INT64_LIMIT as _INT64_LIMIT
 from dpsense.tables.rows.casts import Cast, CastDialect, fitting_cast
 
 __all__ = ["apply_spark_schema"]
 
-_INTEGER_TYPES: Final = frozenset(
-    {"ByteType", "ShortType", "IntegerType", "LongType", "BooleanType"}
-)
-
-
-def _whole_bigint(d: str) -> str:
+_SPARK: Final = CastDialect(
+    "try_cast",
+    "STRING",
+    frozenset({"ByteType", "ShortType", "IntegerType", "LongType", "BooleanType"}),
     # the range test comes first, in its own CASE: Spark's floor() of a double is a BIGINT
     # and overflows (an error under ANSI) for +-inf or |x| >= 2^63
-    return (
-        f"CASE WHEN {d} >= -{_INT64_LIMIT} AND {d} < {_INT64_LIMIT} THEN "
-        f"CASE WHEN {d} = floor({d}) THEN CAST({d} AS BIGINT) END END"
-    )
-
-
-_SPARK: Final = CastDialect("try_cast", "STRING", _whole_bigint)
+    "CASE WHEN {d} >= -{limit} AND {d} < {limit} THEN "
+    "CASE WHEN {d} = floor({d}) THEN CAST({d} AS BIGINT) END END",
+)
 
 
 def _spark_cast(column: str, type_name: str, cast: Cast) -> str:
     """The Spark SQL counterpart of :func:`_duckdb_cast` (Spark's casts truncate or round
     too)."""
     v = "`" + column.replace("`", "``") + "`"
-    return fitting_cast(_SPARK, v, v, cast, type_name in _INTEGER_TYPES)
+    return fitting_cast(_SPARK, v, v, cast, type_name)
 
 
 def apply_spark_schema(source: Any, casts: Mapping[str, Cast]) -> None:
