@@ -40,21 +40,17 @@ AGGREGATES: Final = (
 )
 """The aggregates a query may use (docs/sql.md)."""
 
-# sqlglot's node -> (the statistic, the prefix of the default name)
-_FUNCTIONS: Final[dict[type[exp.Expression], tuple[str, str]]] = {
-    exp.Count: ("count", "count"),
-    exp.Sum: ("sum", "sum"),
-    exp.Avg: ("mean", "avg"),
-    exp.Median: ("median", "median"),
-    exp.PercentileCont: ("quantile", "quantile"),
-    exp.PercentileDisc: ("quantile", "quantile"),
-    exp.Quantile: ("quantile", "quantile"),
-    exp.Variance: ("variance", "var"),
-    exp.VariancePop: ("variance", "var"),
-    exp.Stddev: ("std", "stddev"),
-    exp.StddevPop: ("std", "stddev"),
-    exp.StddevSamp: ("std", "stddev"),
-}
+_SPELLINGS: Final[tuple[tuple[tuple[type[exp.Expression], ...], tuple[str, str]], ...]] = (
+    ((exp.Count,), ("count", "count")),
+    ((exp.Sum,), ("sum", "sum")),
+    ((exp.Avg,), ("mean", "avg")),
+    ((exp.Median,), ("median", "median")),
+    ((exp.PercentileCont, exp.PercentileDisc, exp.Quantile), ("quantile", "quantile")),
+    ((exp.Variance, exp.VariancePop), ("variance", "var")),
+    ((exp.Stddev, exp.StddevPop, exp.StddevSamp), ("std", "stddev")),
+)
+"""sqlglot's nodes of one aggregate -> (the statistic, the prefix of the default name)."""
+_FUNCTIONS: Final = {node: named for nodes, named in _SPELLINGS for node in nodes}
 
 _MIN_MAX: Final = (
     "MIN/MAX reveal one person's value; use QUANTILE_CONT(col, 0.01) or "
