@@ -12,7 +12,7 @@ Messages quote names from the query, never its literals, and never data.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NoReturn
+from typing import Final, NoReturn
 
 import sqlglot
 from sqlglot import expressions as exp
@@ -159,36 +159,45 @@ def _refuse_outer(tree: object) -> NoReturn:
     )
 
 
+_REFUSED_CLAUSES: Final[tuple[tuple[tuple[str, ...], str], ...]] = (
+    (
+        ("with_",),
+        "uses WITH (a common table expression over private data); prepare the table "
+        "beforehand and query it, or filter rows with WHERE.",
+    ),
+    (
+        ("distinct",),
+        "uses SELECT DISTINCT: the distinct values of a column are private; release "
+        "the groups with GROUP BY col (public keys=..., or private partition selection "
+        "with delta > 0).",
+    ),
+    (
+        ("joins", "laterals"),
+        "uses a JOIN (or several tables in FROM): a join can multiply one person's "
+        "rows; join the tables beforehand into one table with a privacy unit column "
+        "and query that.",
+    ),
+    (
+        ("having",),
+        "uses HAVING: it filters groups on private values; filter the released rows "
+        "afterwards (post-processing), or filter rows with WHERE.",
+    ),
+    (
+        ("qualify", "windows"),
+        "uses window functions (QUALIFY/WINDOW): they compute a value per row; use "
+        "aggregates with GROUP BY.",
+    ),
+)
+"""The SELECT clauses (sqlglot's argument names) refused first, each with what to do
+instead."""
+
+
 def _refuse_clauses(tree: exp.Select) -> None:
     """Clauses of a SELECT outside the subset, each named with what to do instead."""
     args = tree.args
-    if args.get("with_"):
-        raise refuse(
-            "uses WITH (a common table expression over private data); prepare the table "
-            "beforehand and query it, or filter rows with WHERE."
-        )
-    if args.get("distinct"):
-        raise refuse(
-            "uses SELECT DISTINCT: the distinct values of a column are private; release "
-            "the groups with GROUP BY col (public keys=..., or private partition selection "
-            "with delta > 0)."
-        )
-    if args.get("joins") or args.get("laterals"):
-        raise refuse(
-            "uses a JOIN (or several tables in FROM): a join can multiply one person's "
-            "rows; join the tables beforehand into one table with a privacy unit column "
-            "and query that."
-        )
-    if args.get("having"):
-        raise refuse(
-            "uses HAVING: it filters groups on private values; filter the released rows "
-            "afterwards (post-processing), or filter rows with WHERE."
-        )
-    if args.get("qualify") or args.get("windows"):
-        raise refuse(
-            "uses window functions (QUALIFY/WINDOW): they compute a value per row; use "
-            "aggregates with GROUP BY."
-        )
+    for keys, message in _REFUSED_CLAUSES:
+        if any(args.get(key) for key in keys):
+            raise refuse(message)
     for key in ("pivots", "sample", "connect", "prewhere", "into", "locks", "settings"):
         if args.get(key):
             raise refuse(
