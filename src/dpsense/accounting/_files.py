@@ -13,7 +13,7 @@ from pathlib import Path
 
 from dpsense.errors import DPSenseError
 
-__all__ = ["LedgerError", "publish", "recover_hot_journal", "write_new"]
+__all__ = ["LedgerError", "publish", "recover_hot_journal", "sqlite_failure", "write_new"]
 
 
 class LedgerError(DPSenseError):
@@ -21,6 +21,28 @@ class LedgerError(DPSenseError):
 
     The file is left untouched.
     """
+
+
+def sqlite_failure(
+    exc: sqlite3.DatabaseError,
+    *,
+    locked: str,
+    failed: str,
+    corrupt: str,
+    read_only: str | None = None,
+) -> LedgerError:
+    """The LedgerError for SQLite's ``exc`` on a ledger file: ``locked`` when another
+    process holds it (locked or busy), ``read_only`` (when given) when it cannot be
+    written, ``failed`` for any other operational error, ``corrupt`` when the file is not
+    a database."""
+    if not isinstance(exc, sqlite3.OperationalError):
+        return LedgerError(corrupt)
+    text = str(exc)
+    if "locked" in text or "busy" in text:
+        return LedgerError(locked)
+    if read_only is not None and ("readonly" in text or "read-only" in text):
+        return LedgerError(read_only)
+    return LedgerError(failed)
 
 
 def recover_hot_journal(path: Path, timeout: float) -> None:
@@ -50,15 +72,13 @@ def recover_hot_journal(path: Path, timeout: float) -> None:
             con.execute("SELECT count(*) FROM sqlite_master").fetchone()
         finally:
             con.close()
-    except sqlite3.OperationalError as exc:
-        if "locked" in str(exc) or "busy" in str(exc):
-            raise LedgerError(
-                f"The ledger file {path} is locked by another process; try again."
-            ) from None
-        raise LedgerError(f"The ledger file {path} could not be recovered.") from None
-    except sqlite3.DatabaseError:
-        raise LedgerError(
-            f"The file {path} is not a dpsense ledger or is corrupt; it was left untouched."
+    except sqlite3.DatabaseError as exc:
+        raise sqlite_failure(
+            exc,
+            locked=f"The ledger file {path} is locked by another process; try again.",
+            failed=f"The ledger file {path} could not be recovered.",
+            corrupt=f"The file {path} is not a dpsense ledger or is corrupt; it was left "
+            "untouched.",
         ) from None
 
 

@@ -42,7 +42,12 @@ from pathlib import Path
 from typing import Any
 
 from dpsense.accounting import release_log, schema
-from dpsense.accounting._files import LedgerError, recover_hot_journal, write_new
+from dpsense.accounting._files import (
+    LedgerError,
+    recover_hot_journal,
+    sqlite_failure,
+    write_new,
+)
 from dpsense.accounting.composition import Charge, RhoBudget, ZcdpCharge, as_decimal, compose
 from dpsense.accounting.schema import SCHEMA_VERSION
 from dpsense.errors import BudgetExceededError
@@ -264,21 +269,14 @@ class Ledger:
         try:
             con.execute("PRAGMA synchronous = FULL")
             yield con
-        except sqlite3.OperationalError as exc:
-            text = str(exc)
-            if "locked" in text or "busy" in text:
-                raise LedgerError(
-                    f"The ledger file {self.path} stayed locked by another process for "
-                    f"{self.timeout:g} s; nothing was charged. Try again."
-                ) from None
-            if "readonly" in text or "read-only" in text:
-                raise LedgerError(
-                    f"The ledger file {self.path} is read-only; nothing was charged."
-                ) from None
-            raise LedgerError(f"The ledger file {self.path} could not be used ({text}).") from None
-        except sqlite3.DatabaseError:
-            raise LedgerError(
-                f"The ledger file {self.path} is corrupt; nothing was charged."
+        except sqlite3.DatabaseError as exc:
+            raise sqlite_failure(
+                exc,
+                locked=f"The ledger file {self.path} stayed locked by another process for "
+                f"{self.timeout:g} s; nothing was charged. Try again.",
+                read_only=f"The ledger file {self.path} is read-only; nothing was charged.",
+                failed=f"The ledger file {self.path} could not be used ({exc}).",
+                corrupt=f"The ledger file {self.path} is corrupt; nothing was charged.",
             ) from None
         finally:
             con.close()
