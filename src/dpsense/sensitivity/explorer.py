@@ -234,21 +234,8 @@ def empirical_sensitivity(
     8.0
     """
     where = "empirical_sensitivity"
-    args = _Arguments(
-        where=where,
-        f=f,
-        data=data,
-        universe=universe,
-        hamming=hamming,
-        neighbours=neighbours,
-        scope=scope,
-        model=model,
-        distance=distance,
-        min_size=min_size,
-        max_evaluations=max_evaluations,
-        progress=progress,
-        vectorized=vectorized,
-    )
+    # the parameters and ``where``, and only they, are the local names here: one field each
+    args = _Arguments(**locals())
     result = _explore(_validate(args), where)
     return float(result.ls.max()) if result.ls.size else 0.0
 
