@@ -10,7 +10,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from dpsense.data import files, load_column
+import dpsense as ds
+from dpsense.data import load_column
+from dpsense.data.source import open_table, quote
 from dpsense.datasets import census_path, load_census
 from dpsense.errors import InputError
 
@@ -114,30 +116,37 @@ def test_several_columns_and_no_choice(tmp_path: Path) -> None:
 
 
 def test_non_numeric_entries_are_neither_shown_nor_counted(tmp_path: Path) -> None:
-    path = write(tmp_path, "d.csv", f"v,w\n1,x\nJohn Smith,y\n,z\n{SECRET}\n3,4,5\n")
-    with pytest.raises(InputError) as info:
-        load_column(path, "w")
-    message = str(info.value)
-    assert "some rows are not numbers" in message
-    assert not any(ch.isdigit() for ch in message.replace(str(path), ""))
-    assert "John" not in message
-    with pytest.raises(InputError) as info:
-        load_column(path, "v")
-    message = str(info.value)
-    assert "some rows are not numbers" in message
-    assert not any(ch.isdigit() for ch in message.replace(str(path), ""))
-    assert "John" not in message
-    assert SECRET not in message
-    assert "\n" not in message
+    path = write(tmp_path, "d.csv", f"v,w\n1,x\nJohn Smith,y\n,z\n{SECRET},\n3,4\n")
+    for column in ("w", "v"):
+        with pytest.raises(InputError) as info:
+            load_column(path, column)
+        message = str(info.value)
+        assert "some rows are not numbers" in message
+        assert not any(ch.isdigit() for ch in message.replace(str(path), ""))
+        assert "John" not in message
+        assert SECRET not in message
+        assert "\n" not in message
 
 
-@pytest.mark.parametrize("reader", ["duckdb", "line by line"])
+@pytest.mark.filterwarnings("ignore::dpsense.SeededRandomnessWarning")
+@pytest.mark.parametrize("row", [f"{SECRET}", f"3,{SECRET},5"])
+def test_rows_with_more_or_fewer_fields_are_refused(tmp_path: Path, row: str) -> None:
+    """A row whose fields do not match the header row is an error for the whole file (a
+    table release reads the file the same way), without its values or its position."""
+    path = write(tmp_path, "d.csv", f"v,w\n1,2\n{row}\n3,4\n")
+    for read in (
+        lambda: load_column(path, "v"),
+        lambda: ds.release(path, ds.Sum(0, 10), column="v", epsilon=1.0, rng=1),
+    ):
+        with pytest.raises(InputError, match="more or fewer fields than the header") as info:
+            read()
+        message = str(info.value)
+        assert SECRET not in message
+        assert not any(ch.isdigit() for ch in message.replace(str(path), ""))
+
+
 @pytest.mark.parametrize("bad", ["nan", "NaN"])
-def test_nan_is_a_missing_value(
-    tmp_path: Path, bad: str, reader: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    if reader != "duckdb":
-        monkeypatch.setattr(files, "_load_csv_duckdb", lambda path, column: None)
+def test_nan_is_a_missing_value(tmp_path: Path, bad: str) -> None:
     path = write(tmp_path, "d.csv", f"v\n{SECRET}\n{bad}\n2\n")
     with pytest.raises(InputError, match="contains missing values") as info:
         load_column(path, "v")
@@ -145,14 +154,16 @@ def test_nan_is_a_missing_value(
     assert not any(ch.isdigit() for ch in str(info.value).replace(str(path), ""))
 
 
-@pytest.mark.parametrize("reader", ["duckdb", "line by line"])
-def test_infinities_are_values(
-    tmp_path: Path, reader: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_empty_cells_are_missing_values(tmp_path: Path) -> None:
+    path = write(tmp_path, "d.csv", f"v,w\n{SECRET},1\n,2\n")
+    with pytest.raises(InputError, match="contains missing values") as info:
+        load_column(path, "v")
+    assert SECRET not in str(info.value)
+
+
+def test_infinities_are_values(tmp_path: Path) -> None:
     """inf, -inf, Infinity, -Infinity (any case) are read as the infinities, which a
-    release clips to its bounds, by both CSV readers."""
-    if reader != "duckdb":
-        monkeypatch.setattr(files, "_load_csv_duckdb", lambda path, column: None)
+    release clips to its bounds."""
     path = write(tmp_path, "d.csv", "v\n1.5\ninf\n-inf\nInfinity\n-INFINITY\n2\n")
     np.testing.assert_array_equal(
         load_column(path, "v"), [1.5, np.inf, -np.inf, np.inf, -np.inf, 2.0]
@@ -175,29 +186,48 @@ CLEAN_FILES = {
 
 
 @pytest.mark.parametrize("name", sorted(CLEAN_FILES))
-def test_clean_csv_goes_through_duckdb_and_matches_the_line_reader(
+def test_a_bare_column_reads_as_the_table_path_and_as_python_floats(
     tmp_path: Path, name: str
 ) -> None:
-    from dpsense.data.files import _load_csv_duckdb, _load_csv_stdlib
-
+    """One reader: load_column gives the values a release on the table reads (the same
+    opened view), each the double Python's float() makes of the cell."""
     path = write(tmp_path, name, CLEAN_FILES[name])
     header = CLEAN_FILES[name].splitlines()[0]
     column = header.replace('"', "").replace(";", ",").replace("\t", ",").split(",")[-1]
-    fast = _load_csv_duckdb(path, column)
-    assert fast is not None  # the vectorised reader took it
-    np.testing.assert_array_equal(fast, _load_csv_stdlib(path, column))
-    np.testing.assert_array_equal(load_column(path, column), fast)
+    cells = [
+        line.replace(";", ",").replace("\t", ",").split(",")[-1].strip().strip('"')
+        for line in CLEAN_FILES[name].splitlines()[1:]
+    ]
+    values = load_column(path, column)
+    np.testing.assert_array_equal(values, [float(c) for c in cells])
+    with open_table(path) as source:
+        table = source.con.execute(f"SELECT {quote(column)} FROM src").fetchall()
+    np.testing.assert_array_equal(values, [float(row[0]) for row in table])
+
+
+@pytest.mark.filterwarnings("ignore::dpsense.SeededRandomnessWarning")
+def test_a_blank_line_is_no_row(tmp_path: Path) -> None:
+    """In a file of one column as in a file of several, a blank line is no row: for the
+    bare column and the table alike."""
+    path = write(tmp_path, "d.csv", "x\n1\n2\n\n3\n\n")
+    np.testing.assert_array_equal(load_column(path), [1.0, 2.0, 3.0])
+    count = ds.release(path, ds.Count(), epsilon=1e9, rng=1)
+    assert isinstance(count, ds.Release)
+    assert count.value is not None
+    assert round(count.value) == 3
+
+
+def test_booleans_read_as_zero_and_one(tmp_path: Path) -> None:
+    """A column of true/false reads as 1 and 0, as booleans do in memory and in a table."""
+    path = write(tmp_path, "d.csv", "v\ntrue\nfalse\nTRUE\n")
+    np.testing.assert_array_equal(load_column(path, "v"), [1.0, 0.0, 1.0])
 
 
 def test_gzipped_csv_through_duckdb(tmp_path: Path) -> None:
-    from dpsense.data.files import _load_csv_duckdb
-
     path = tmp_path / "d.csv.gz"
     with gzip.open(path, "wt", encoding="utf-8") as handle:
         handle.write("x\n" + "\n".join(str(i) for i in range(1000)) + "\n")
-    fast = _load_csv_duckdb(path, "x")
-    assert fast is not None
-    np.testing.assert_array_equal(fast, np.arange(1000.0))
+    np.testing.assert_array_equal(load_column(path, "x"), np.arange(1000.0))
 
 
 def test_parquet_round_trip(tmp_path: Path) -> None:

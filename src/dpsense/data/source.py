@@ -1,0 +1,333 @@
+"""One front door for data: every supported format becomes a DuckDB relation.
+
+Both a release on a table and a bare column (:func:`dpsense.data.load_column`) open their
+data here, so a file is read the same way whichever asks: the same CSV dialect
+(:mod:`dpsense.data.csv_files`), the same parsing of numbers, nulls and text, the same
+messages for a file that cannot be read.
+
+DuckDB is the embedded engine: files and relations are scanned where they are, and
+pandas, Polars and Arrow objects are read in place through DuckDB's replacement scans (no
+copy into Python objects). Polars LazyFrames are collected with only the columns a release
+uses. Nothing here looks at the values: errors name the argument and say what to do.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import sys
+import tempfile
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dpsense.data.csv_files import csv_delimiter, csv_problem
+from dpsense.errors import InputError
+
+__all__ = ["PARQUET_SUFFIXES", "TableSource", "is_table", "open_table"]
+
+PARQUET_SUFFIXES = (".parquet", ".pq")
+"""The suffixes of a Parquet file (any other file is read as CSV)."""
+
+
+class TableSource:
+    """A DuckDB connection and the name of a view holding the user's table."""
+
+    def __init__(
+        self,
+        con: Any,
+        view: str,
+        columns: Sequence[str],
+        label: str,
+        *,
+        declared_types: bool = True,
+    ) -> None:
+        self.con = con
+        self.view = view
+        self.columns = list(columns)
+        self.label = label
+        self.declared_types = declared_types
+        """False when DuckDB inferred the column types from the values (CSV): such types
+        are not public (docs/tables.md §7)."""
+        self.csv_reader: Callable[[str], str] | None = None
+        """For a CSV file: the ``read_csv(...)`` call with a ``types`` override (DuckDB
+        struct text) inserted, so declared columns can be read as the file's own text."""
+        self.scan_needs: tuple[Any, ...] = ()
+        """What a query's statistics read from the engine's first pass
+        (``held_scan.announce``); empty for a release of one statistic."""
+        self.scans: dict[Any, Any] = {}
+        """That pass, once run (shared by the query's statistics)."""
+
+    def require(self, name: str, argument: str) -> None:
+        """An InputError naming ``argument`` when the table has no column ``name``."""
+        if name not in self.columns:
+            shown = ", ".join(repr(c) for c in self.columns[:40])
+            more = ", ..." if len(self.columns) > 40 else ""
+            raise InputError(
+                f"The '{argument}' column {name!r} is not in {self.label}; its columns are "
+                f"{shown}{more}. Pass one of them as {argument}=..."
+            )
+
+
+_DATABASE: Any = None
+_DATABASE_LOCK = threading.Lock()
+
+
+def _duckdb() -> Any:
+    import duckdb
+
+    return duckdb
+
+
+def _connection() -> Any:
+    """A fresh connection (cursor) to the process's in-memory DuckDB database.
+
+    Opening a database costs tens of milliseconds; a cursor costs well under one. Each
+    release works in its own cursor with temporary views and tables only, so concurrent
+    releases do not see each other's data.
+    """
+    global _DATABASE
+    with _DATABASE_LOCK:
+        if _DATABASE is None:
+            _DATABASE = _duckdb().connect(":memory:")
+        return _DATABASE.cursor()
+
+
+def connection() -> Any:
+    """A fresh cursor to the process's in-memory DuckDB database (close it when done)."""
+    return _connection()
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _path_source(con: Any, path: str, where: str) -> Callable[[str], str] | None:
+    """Create view ``src`` over the file; its CSV reader (:func:`_csv_reader`), or None for
+    Parquet (typed: a CSV file's types are inferred from its values). ``where`` names the
+    file in messages (its path, or standard input)."""
+    lowered = path.lower()
+    is_glob = any(ch in path for ch in "*?[")
+    if os.path.isdir(path):
+        if next(Path(path).rglob("*.parquet"), None) is None:
+            raise InputError(
+                f"cannot read {where}: it is a directory without Parquet files; pass a "
+                "data file (CSV or Parquet) or a folder of Parquet files."
+            )
+        pattern = os.path.join(path, "**", "*.parquet")
+        con.execute(f"CREATE TEMP VIEW src AS SELECT * FROM read_parquet({_literal(pattern)})")
+        return None
+    if not is_glob and not os.path.exists(path):
+        raise InputError(f"file not found: {where}")
+    if lowered.endswith(PARQUET_SUFFIXES) or (is_glob and ".parquet" in lowered):
+        con.execute(f"CREATE TEMP VIEW src AS SELECT * FROM read_parquet({_literal(path)})")
+        return None
+    first = sorted(glob.glob(path))[:1] if is_glob else [path]
+    delimiter = csv_delimiter(Path(first[0]), where) if first else ","
+    reader = _csv_reader(path, delimiter)
+    con.execute(f"CREATE TEMP VIEW src AS SELECT * FROM {reader('')}")
+    columns = [d[0] for d in con.execute("SELECT * FROM src LIMIT 0").description]
+    if len(columns) == 1:
+        reader = _csv_reader(path, delimiter, columns[0])
+        con.execute(f"CREATE OR REPLACE TEMP VIEW src AS SELECT * FROM {reader('')}")
+    return reader
+
+
+def _csv_reader(path: str, delimiter: str, one_column: str | None = None) -> Callable[[str], str]:
+    """``read_csv`` of ``path`` with a ``types`` override (DuckDB struct fields, or '').
+
+    The dialect is stated (module docstring of :mod:`dpsense.data.csv_files`), not
+    sniffed: a row with more or fewer fields than the header is an error, never a reason
+    to read another line as the header. ``one_column`` names the column of a file that
+    has one: its blank lines are no rows (as in a file of several columns)."""
+
+    def reader(types: str) -> str:
+        extra = f", types = {{{types}}}" if types else ""
+        # numbers, booleans and text only: DuckDB would read a lone "-inf" as a DATE (the
+        # infinite date), which no longer converts to a number once a finite row is gone
+        call = (
+            f"read_csv({_literal(path)}, header = true, auto_detect = true, "
+            f"delim = {_literal(delimiter)}, quote = '\"', escape = '\"', skip = 0, "
+            "strict_mode = true, null_padding = false, "
+            "sample_size = -1, auto_type_candidates = ['BOOLEAN', 'BIGINT', 'DOUBLE', "
+            f"'VARCHAR']{extra})"
+        )
+        if one_column is None:
+            return call
+        return f"(SELECT * FROM {call} WHERE {_quote(one_column)} IS NOT NULL)"
+
+    return reader
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _in_memory(data: Any, needed: Sequence[str] | None = None) -> tuple[Any, str]:
+    """(object DuckDB can scan, a label) for in-memory data; arrays get a 'value' column."""
+    module = type(data).__module__.split(".")[0]
+    if module == "polars":
+        if type(data).__name__ == "LazyFrame":
+            names = data.collect_schema().names()
+            keep = [c for c in (needed or names) if c in names]
+            # only the used columns are computed; a missing one is reported by name later
+            return data.select(keep or names).collect(), "the Polars LazyFrame"
+        if type(data).__name__ == "Series":
+            return data.to_frame(data.name or "value"), "the Polars Series"
+        return data, "the Polars DataFrame"
+    if module == "pandas":
+        if type(data).__name__ == "Series":
+            return data.to_frame(data.name if data.name is not None else "value"), (
+                "the pandas Series"
+            )
+        return data, "the pandas DataFrame"
+    if module == "pyarrow":
+        import pyarrow as pa
+
+        if isinstance(data, pa.Array | pa.ChunkedArray):
+            return pa.table({"value": data}), "the Arrow array"
+        return data, "the Arrow table"
+    if isinstance(data, Mapping):
+        columns = {str(k): np.asarray(v) for k, v in data.items()}
+        lengths = {v.shape[0] if v.ndim else -1 for v in columns.values()}
+        if len(lengths) > 1 or -1 in lengths:
+            raise InputError(
+                "A mapping of columns must hold one-dimensional sequences of equal length."
+            )
+        return _numpy_frame(columns), "the mapping of columns"
+    if isinstance(data, np.ndarray | list | tuple):
+        arr = np.asarray(data)
+        if arr.ndim != 1:
+            raise InputError(
+                "Array data must be one-dimensional (one column). For a table pass a "
+                "DataFrame, a mapping of columns or a file path."
+            )
+        return _numpy_frame({"value": arr}), "the array"
+    raise InputError(
+        "The data must be a numpy array, list, pandas/Polars DataFrame or Series, Arrow "
+        "table, DuckDB relation, CSV/Parquet path or PySpark DataFrame. Got an object of "
+        f"type {type(data).__name__} instead."
+    )
+
+
+def _numpy_frame(columns: dict[str, np.ndarray]) -> Any:
+    """Numpy columns as something DuckDB scans: object columns become text or numbers."""
+    out: dict[str, np.ndarray] = {}
+    for name, arr in columns.items():
+        if arr.dtype.kind == "O":
+            try:
+                arr = arr.astype(np.float64)
+            except (TypeError, ValueError):
+                arr = np.array([None if v is None else str(v) for v in arr], dtype=object)
+        elif arr.dtype.kind == "b":
+            arr = arr.astype(np.int64)
+        out[name] = arr
+    return out
+
+
+@contextmanager
+def open_table(data: Any, needed: Sequence[str] | None = None) -> Iterator[TableSource]:
+    """A private DuckDB connection with the data as view ``src`` (closed on exit).
+
+    ``needed`` names the columns the release uses; sources that must be computed first
+    (a Polars LazyFrame) compute only those.
+    """
+    duckdb = _duckdb()
+    stdin_copy: str | None = None
+    if isinstance(data, str) and data == "-":
+        stdin_copy = copy_stdin()
+        data = stdin_copy
+    con = _connection()
+    declared = True
+    csv_reader: Callable[[str], str] | None = None
+    try:
+        if isinstance(data, str | os.PathLike):
+            path = os.fspath(data)
+            label = "standard input" if stdin_copy else f"the file {Path(path).name!r}"
+            where = "standard input" if stdin_copy else path
+            try:
+                csv_reader = _path_source(con, path, where)
+                declared = csv_reader is None
+                columns = [d[0] for d in con.execute("SELECT * FROM src LIMIT 0").description]
+            except duckdb.Error as exc:
+                plain_csv = os.path.isfile(path) and not path.lower().endswith(PARQUET_SUFFIXES)
+                problem = csv_problem(Path(path), where) if plain_csv else None
+                if problem is not None:
+                    raise problem from None
+                raise InputError(
+                    f"Could not read {label}: it is not a readable CSV (with a header row) or "
+                    f"Parquet file ({type(exc).__name__})."
+                ) from None
+        elif isinstance(data, duckdb.DuckDBPyRelation):
+            label = "the DuckDB relation"
+            arrow = _relation_to_scan(data)
+            con.register("src_obj", arrow)
+            con.execute("CREATE TEMP VIEW src AS SELECT * FROM src_obj")
+            columns = [d[0] for d in con.execute("SELECT * FROM src LIMIT 0").description]
+        else:
+            scan, label = _in_memory(data, needed)
+            con.register("src_obj", scan)
+            con.execute("CREATE TEMP VIEW src AS SELECT * FROM src_obj")
+            columns = [d[0] for d in con.execute("SELECT * FROM src LIMIT 0").description]
+        source = TableSource(con, "src", columns, label, declared_types=declared)
+        source.csv_reader = csv_reader
+        yield source
+    finally:
+        con.close()
+        if stdin_copy:
+            shutil.rmtree(os.path.dirname(stdin_copy), ignore_errors=True)
+
+
+def _relation_to_scan(relation: Any) -> Any:
+    """A DuckDB relation lives on its own connection: read it as an Arrow stream."""
+    try:
+        return relation.to_arrow_table()
+    except Exception:
+        return relation.fetchnumpy()
+
+
+def copy_stdin() -> str:
+    folder = tempfile.mkdtemp(prefix="dpsense-stdin-")
+    path = os.path.join(folder, "stdin.csv")
+    with open(path, "wb") as out:
+        shutil.copyfileobj(sys.stdin.buffer, out)
+    return path
+
+
+def quote(name: str) -> str:
+    """A column name quoted for SQL."""
+    return _quote(name)
+
+
+def is_table(x: Any) -> bool:
+    """True for inputs that are tables or paths rather than one column of numbers."""
+    if isinstance(x, str | os.PathLike):
+        return True
+    kind = type(x).__name__
+    module = type(x).__module__.split(".")[0]
+    if module in ("pandas", "polars") and kind in ("DataFrame", "LazyFrame"):
+        return True
+    if module == "pyarrow" and kind == "Table":
+        return True
+    if module in ("duckdb", "pyspark"):
+        return True
+    return isinstance(x, Mapping)
+
+
+@contextmanager
+def readable_twice(x: Any) -> Iterator[Any]:
+    """``x``, or for ``"-"`` (CSV on standard input) a copy of standard input that both
+    steps can read (standard input can be read once)."""
+    if not (isinstance(x, str) and x == "-"):
+        yield x
+        return
+    path = copy_stdin()
+    try:
+        yield path
+    finally:
+        shutil.rmtree(os.path.dirname(path), ignore_errors=True)
