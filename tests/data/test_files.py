@@ -267,6 +267,36 @@ def test_mapping_of_columns() -> None:
         load_column(table, "name")
 
 
+def test_in_memory_tables_are_opened_as_a_release_opens_them() -> None:
+    """A pandas, Polars (eager or lazy) or Arrow table, a DuckDB relation and a mapping of
+    columns are read through the opener of the table path: the same values, and the same
+    refusals."""
+    import duckdb
+    import pandas as pd
+    import polars as pl
+    import pyarrow as pa
+
+    values = [1.5, -2.0, 2.0**62 + 1]
+    frames = [
+        pd.DataFrame({"v": values, "w": ["a", "b", "c"]}),
+        pl.DataFrame({"v": values, "w": ["a", "b", "c"]}),
+        pl.DataFrame({"v": values}).lazy(),
+        pa.table({"v": values}),
+        duckdb.sql("SELECT unnest([1.5, -2.0, 4611686018427387905::DOUBLE]) AS v"),
+        {"v": values, "w": ["a", "b", "c"]},
+    ]
+    for frame in frames:
+        np.testing.assert_array_equal(load_column(frame, "v"), values)
+    with pytest.raises(InputError, match="must be numeric"):
+        load_column(frames[0], "w")
+    with pytest.raises(InputError, match="contains missing values"):
+        load_column(pd.DataFrame({"v": pd.array([1, None], dtype="Int64")}), "v")
+    with pytest.raises(InputError, match="equal length"):
+        load_column({"v": [1.0, 2.0], "w": [1.0]}, "v")
+    with pytest.raises(InputError, match="has no columns"):
+        load_column({}, None)
+
+
 def test_structured_array() -> None:
     arr = np.array([(1, 2.5), (3, 4.5)], dtype=[("a", "i8"), ("b", "f8")])
     np.testing.assert_array_equal(load_column(arr, "b"), [2.5, 4.5])

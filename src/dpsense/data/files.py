@@ -3,8 +3,10 @@
 CSV and Parquet files (and ``"-"``, CSV on standard input) are opened as a release opens a
 table (:func:`dpsense.data.source.open_table`, DuckDB imported on first use), then the
 column is taken from it: a file reads the same, with the same messages, whichever path
-asks. In-memory sources may be a numpy array, a list, a mapping of column names to sequences,
-or any DataFrame-like object from pandas, Polars or Arrow.
+asks. In-memory tables (a mapping of column names to sequences, a pandas or Polars
+DataFrame, an Arrow table, a DuckDB relation) are opened the same way. One-dimensional
+data (a numpy array, a list, a Series) is converted as a bare release converts it
+(:func:`dpsense._arrays.as_data`), and so are other DataFrame-like objects.
 
 Every error is an :class:`~dpsense.errors.InputError` with one sentence that names the
 file and the column and says what to do. It never contains values, nor counts of rows or
@@ -39,8 +41,11 @@ def load_column(source: Any, column: str | None = None, *, allow_empty: bool = T
         A path (``str`` or :class:`os.PathLike`) to a CSV file (optionally ``.gz``
         compressed; the delimiter may be ``,``, ``;``, tab or ``|``) or a Parquet file
         (``.parquet``, needs ``duckdb``); a numpy array or a list of numbers; a mapping
-        from column names to sequences (such as :func:`dpsense.datasets.load_census`);
-        or a pandas/Polars DataFrame or Series, a pyarrow Table or Array.
+        from column names to sequences of equal length (such as
+        :func:`dpsense.datasets.load_census`); a pandas/Polars DataFrame (or Polars
+        LazyFrame), a pyarrow Table or a DuckDB relation, opened as a release opens a
+        table; or a pandas/Polars Series, a pyarrow Array. ``"-"`` is CSV on standard
+        input.
     column : str, optional
         The column to read. It may be omitted only when the source has a single column
         (or is already one-dimensional).
@@ -77,7 +82,10 @@ def load_column(source: Any, column: str | None = None, *, allow_empty: bool = T
         )
     if isinstance(source, str | os.PathLike):
         where = _where(os.fspath(source))
-        values = _load_file(os.fspath(source), column)
+        values = _load_table(os.fspath(source), column, where)
+    elif _opened_as_table(source):
+        values = _load_table(source, column)
+        where = "load_column"
     else:
         values = _load_object(source, column)
         where = "load_column"
@@ -94,7 +102,10 @@ def load_indicator(source: Any, column: str | None = None) -> FloatArray:
     ``source`` as for :func:`load_column`. Used for the columns of a ratio.
     """
     if isinstance(source, str | os.PathLike):
-        return _load_file(os.fspath(source), column, indicator=True)
+        path = os.fspath(source)
+        return _load_table(path, column, _where(path), indicator=True)
+    if _opened_as_table(source):
+        return _load_table(source, column, indicator=True)
     names = _column_names(source)
     if names is None:
         return as_indicator(source, name=column or "x", where="load_indicator")
@@ -137,12 +148,30 @@ def _where(path: str) -> str:
     return "standard input" if path == "-" else path
 
 
-def _load_file(path: str, column: str | None, *, indicator: bool = False) -> FloatArray:
-    """One column of a CSV or Parquet file (or "-", CSV on standard input), opened as a
-    release opens a table (:func:`dpsense.data.source.open_table`): the same dialect, the
-    same types and the same messages for a file that cannot be read."""
-    where = _where(path)
-    with open_table(path) as source:
+def _opened_as_table(source: Any) -> bool:
+    """True for the tables a release opens in DuckDB (pandas, Polars and Arrow tables,
+    DuckDB relations, mappings of columns): their column is read from that opened view.
+    One-dimensional data (arrays, lists, Series) and other objects are read as they are."""
+    if isinstance(source, Mapping):
+        return True
+    module, kind = type(source).__module__.split(".")[0], type(source).__name__
+    if module in ("pandas", "polars") and kind in ("DataFrame", "LazyFrame"):
+        return True
+    return (module == "pyarrow" and kind == "Table") or module == "duckdb"
+
+
+def _load_table(
+    data: Any, column: str | None, where: str | None = None, *, indicator: bool = False
+) -> FloatArray:
+    """One column of a table: a CSV or Parquet file (or "-", CSV on standard input) or an
+    in-memory table, opened as a release opens it (:func:`dpsense.data.source.open_table`):
+    the same dialect and types, the same parsing of numbers and text, the same messages
+    for a file that cannot be read. ``where`` names the data in messages (by default the
+    opened table's label, such as "the pandas DataFrame")."""
+    if isinstance(data, Mapping) and not data:
+        raise InputError("the mapping of columns has no columns.")
+    with open_table(data, None if column is None else [column]) as source:
+        where = source.label if where is None else where
         name = source.columns[_select_index(source.columns, column, where)]
         con, v = source.con, quote(name)
         described = con.execute(f"DESCRIBE SELECT {v} FROM {source.view}").fetchall()
@@ -159,17 +188,18 @@ def _load_file(path: str, column: str | None, *, indicator: bool = False) -> Flo
         # TRY_CAST pushed into its CSV reader would fail on text instead of giving NULL
         text = f"trim({v})" if sql_type == "VARCHAR" else v
         number = f"TRY_CAST({text} AS DOUBLE)"
-        flags = con.execute(
-            f"SELECT bool_or({v} IS NOT NULL AND {number} IS NULL), bool_or({v} IS NULL) "
-            f"FROM {source.view}"
-        ).fetchone()
-        not_numbers, nulls = (bool(f) for f in flags) if flags is not None else (False, False)
-        if not_numbers:
-            raise InputError(
-                f"column {name!r} of {where} must be numeric, but some rows are not numbers "
-                "(text, empty or missing); clean or drop those rows."
-            )
-        values = con.execute(f"SELECT {number} AS v FROM {source.view}").fetchnumpy()["v"]
+        got = con.execute(
+            f"SELECT {number} AS v, {v} IS NULL AS missing FROM {source.view}"
+        ).fetchnumpy()
+    missing = np.asarray(got["missing"], dtype=bool)
+    cast_null = np.ma.getmaskarray(got["v"])
+    if (cast_null & ~missing).any():  # an entry that is not a number
+        raise InputError(
+            f"column {name!r} of {where} must be numeric, but some rows are not numbers "
+            "(text or other values); clean or drop those rows, or choose a numeric column."
+        )
+    nulls = bool(missing.any())
+    values = got["v"]
     values = np.asarray(np.ma.filled(values, np.nan), dtype=np.float64)
     if nulls or np.isnan(values).any():
         raise InputError(
