@@ -107,8 +107,9 @@ def _as_floats(arr: np.ndarray, name: str, where: str) -> FloatArray:
         )
     out = np.empty(arr.shape[0], dtype=np.float64)
     for i, v in enumerate(arr.tolist()):
-        if v is None:
-            out[i] = np.nan  # a missing value, as in a numeric column
+        if v is None or type(v).__name__ == "NAType":
+            # a missing value (None, pandas' NA), as in a numeric column and in a table
+            out[i] = np.nan
             continue
         try:
             out[i] = float(v)

@@ -297,6 +297,18 @@ def test_in_memory_tables_are_opened_as_a_release_opens_them() -> None:
         load_column({}, None)
 
 
+def test_pandas_na_is_a_missing_value_in_a_series_as_in_a_table() -> None:
+    """pandas' NA (here in a nullable boolean column) is a missing value whether the
+    column is read alone or from its table."""
+    import pandas as pd
+
+    series = pd.Series([True, None, False], dtype="boolean", name="v")
+    for read in (lambda: load_column(series), lambda: load_column(series.to_frame(), "v")):
+        with pytest.raises(InputError, match="contains missing values"):
+            read()
+    np.testing.assert_array_equal(load_column(series.dropna()), [1.0, 0.0])
+
+
 def test_structured_array() -> None:
     arr = np.array([(1, 2.5), (3, 4.5)], dtype=[("a", "i8"), ("b", "f8")])
     np.testing.assert_array_equal(load_column(arr, "b"), [2.5, 4.5])
