@@ -29,7 +29,7 @@ import numpy as np
 from dpsense.data.csv_files import csv_delimiter, csv_problem
 from dpsense.errors import InputError
 
-__all__ = ["PARQUET_SUFFIXES", "TableSource", "is_table", "open_table"]
+__all__ = ["PARQUET_SUFFIXES", "TableSource", "is_csv_path", "is_table", "open_table"]
 
 PARQUET_SUFFIXES = (".parquet", ".pq")
 """The suffixes of a Parquet file (any other file is read as CSV)."""
@@ -107,11 +107,23 @@ def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+def is_csv_path(path: str) -> bool:
+    """True for a path read as CSV (column types inferred from the values): ``-``, or
+    any file, glob or path that is not Parquet (a ``.parquet``/``.pq`` file, a glob of
+    ``.parquet`` files, a directory of them), from the path alone."""
+    if path == "-":
+        return True
+    lowered = path.lower()
+    is_glob = any(ch in path for ch in "*?[")
+    if os.path.isdir(path):
+        return False
+    return not (lowered.endswith(PARQUET_SUFFIXES) or (is_glob and ".parquet" in lowered))
+
+
 def _path_source(con: Any, path: str, where: str) -> Callable[[str], str] | None:
     """Create view ``src`` over the file; its CSV reader (:func:`_csv_reader`), or None for
     Parquet (typed: a CSV file's types are inferred from its values). ``where`` names the
     file in messages (its path, or standard input)."""
-    lowered = path.lower()
     is_glob = any(ch in path for ch in "*?[")
     if os.path.isdir(path):
         if next(Path(path).rglob("*.parquet"), None) is None:
@@ -124,7 +136,7 @@ def _path_source(con: Any, path: str, where: str) -> Callable[[str], str] | None
         return None
     if not is_glob and not os.path.exists(path):
         raise InputError(f"file not found: {where}")
-    if lowered.endswith(PARQUET_SUFFIXES) or (is_glob and ".parquet" in lowered):
+    if not is_csv_path(path):
         con.execute(f"CREATE TEMP VIEW src AS SELECT * FROM read_parquet({_literal(path)})")
         return None
     first = sorted(glob.glob(path))[:1] if is_glob else [path]
@@ -255,7 +267,7 @@ def open_table(data: Any, needed: Sequence[str] | None = None) -> Iterator[Table
                 declared = csv_reader is None
                 columns = [d[0] for d in con.execute("SELECT * FROM src LIMIT 0").description]
             except duckdb.Error as exc:
-                plain_csv = os.path.isfile(path) and not path.lower().endswith(PARQUET_SUFFIXES)
+                plain_csv = os.path.isfile(path) and is_csv_path(path)
                 problem = csv_problem(Path(path), where) if plain_csv else None
                 if problem is not None:
                     raise problem from None

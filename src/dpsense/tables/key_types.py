@@ -37,24 +37,12 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from dpsense.data.source import is_csv_path
 from dpsense.tables.engines import engine_for
 from dpsense.tables.rows.plan import TablePlan
-from dpsense.tables.rows.source import _PARQUET_SUFFIXES
 from dpsense.tables.schema import Cast, column_type
 
 __all__ = ["check_keys", "key_casts", "undeclared_column"]
-
-
-def _inferred_file(path: str) -> bool:
-    """True for a path DuckDB reads as CSV (column types inferred from the values): the
-    rule of ``tables.rows.source._path_source``, from the path alone."""
-    if path == "-":
-        return True
-    lowered = path.lower()
-    is_glob = any(ch in path for ch in "*?[")
-    if os.path.isdir(path):
-        return False
-    return not (lowered.endswith(_PARQUET_SUFFIXES) or (is_glob and ".parquet" in lowered))
 
 
 def undeclared_column(data: Any, column: str) -> bool:
@@ -63,7 +51,7 @@ def undeclared_column(data: Any, column: str) -> bool:
     if engine_for(data).declares_every_type:
         return False
     if isinstance(data, str | os.PathLike):
-        return _inferred_file(os.fspath(data))
+        return is_csv_path(os.fspath(data))
     if type(data).__module__.split(".")[0] == "duckdb":
         return False
     declared = column_type(data, None, column)
