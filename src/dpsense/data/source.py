@@ -19,7 +19,7 @@ import shutil
 import sys
 import tempfile
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -32,6 +32,8 @@ from dpsense.errors import InputError
 __all__ = ["PARQUET_SUFFIXES", "TableSource", "is_csv_path", "is_table", "open_table"]
 
 PARQUET_SUFFIXES = (".parquet", ".pq")
+CsvReader = Callable[[Mapping[str, str]], str]
+"""A CSV file's ``read_csv(...)`` call, given the column types to override."""
 """The suffixes of a Parquet file (any other file is read as CSV)."""
 
 
@@ -54,9 +56,10 @@ class TableSource:
         self.declared_types = declared_types
         """False when DuckDB inferred the column types from the values (CSV): such types
         are not public (docs/tables.md §7)."""
-        self.csv_reader: Callable[[str], str] | None = None
-        """For a CSV file: the ``read_csv(...)`` call with a ``types`` override (DuckDB
-        struct text) inserted, so declared columns can be read as the file's own text."""
+        self.csv_reader: CsvReader | None = None
+        """For a CSV file: its ``read_csv(...)`` call with some column types overridden
+        (column name to DuckDB type), so declared columns can be read as the file's own
+        text."""
         self.scan_needs: tuple[Any, ...] = ()
         """What a query's statistics read from the engine's first pass
         (``held_scan.announce``); empty for a release of one statistic."""
@@ -120,7 +123,7 @@ def is_csv_path(path: str) -> bool:
     return not (lowered.endswith(PARQUET_SUFFIXES) or (is_glob and ".parquet" in lowered))
 
 
-def _path_source(con: Any, path: str, where: str) -> Callable[[str], str] | None:
+def _path_source(con: Any, path: str, where: str) -> CsvReader | None:
     """Create view ``src`` over the file; its CSV reader (:func:`_csv_reader`), or None for
     Parquet (typed: a CSV file's types are inferred from its values). ``where`` names the
     file in messages (its path, or standard input)."""
@@ -141,34 +144,59 @@ def _path_source(con: Any, path: str, where: str) -> Callable[[str], str] | None
         return None
     first = sorted(glob.glob(path))[:1] if is_glob else [path]
     delimiter = csv_delimiter(Path(first[0]), where) if first else ","
-    reader = _csv_reader(path, delimiter)
-    con.execute(f"CREATE TEMP VIEW src AS SELECT * FROM {reader('')}")
+    dialect = (
+        f"header = true, delim = {_literal(delimiter)}, quote = '\"', escape = '\"', "
+        "skip = 0, comment = '', strict_mode = true, null_padding = false"
+    )
+    typed: list[tuple[str, str]] | None = None
+    if not is_glob:
+        # the types, inferred once from every row; the view then reads with them stated,
+        # so that a query on it does not infer them again
+        found = con.execute(
+            f"SELECT Columns FROM sniff_csv({_literal(path)}, {dialect}, {_SNIFF})"
+        ).fetchone()
+        typed = [(str(c["name"]), str(c["type"])) for c in found[0]] if found else None
+    reader = _csv_reader(path, dialect, typed)
+    con.execute(f"CREATE TEMP VIEW src AS SELECT * FROM {reader({})}")
     columns = [d[0] for d in con.execute("SELECT * FROM src LIMIT 0").description]
     if len(columns) == 1:
-        reader = _csv_reader(path, delimiter, columns[0])
-        con.execute(f"CREATE OR REPLACE TEMP VIEW src AS SELECT * FROM {reader('')}")
+        reader = _csv_reader(path, dialect, typed, columns[0])
+        con.execute(f"CREATE OR REPLACE TEMP VIEW src AS SELECT * FROM {reader({})}")
     return reader
 
 
-def _csv_reader(path: str, delimiter: str, one_column: str | None = None) -> Callable[[str], str]:
-    """``read_csv`` of ``path`` with a ``types`` override (DuckDB struct fields, or '').
+# numbers, booleans and text only: DuckDB would read a lone "-inf" as a DATE (the infinite
+# date), which no longer converts to a number once a finite row is gone
+_SNIFF = "sample_size = -1, auto_type_candidates = ['BOOLEAN', 'BIGINT', 'DOUBLE', 'VARCHAR']"
+
+
+def _csv_reader(
+    path: str,
+    dialect: str,
+    typed: list[tuple[str, str]] | None,
+    one_column: str | None = None,
+) -> CsvReader:
+    """``read_csv`` of ``path`` with some column types overridden (a mapping of column
+    names to DuckDB types, or empty).
 
     The dialect is stated (module docstring of :mod:`dpsense.data.csv_files`), not
     sniffed: a row with more or fewer fields than the header is an error, never a reason
-    to read another line as the header. ``one_column`` names the column of a file that
-    has one: its blank lines are no rows (as in a file of several columns)."""
+    to read another line as the header. ``typed`` lists the columns and their inferred
+    types (None for a glob of files: inferred at each read). ``one_column`` names the
+    column of a file that has one: its blank lines are no rows (as in a file of several
+    columns)."""
 
-    def reader(types: str) -> str:
-        extra = f", types = {{{types}}}" if types else ""
-        # numbers, booleans and text only: DuckDB would read a lone "-inf" as a DATE (the
-        # infinite date), which no longer converts to a number once a finite row is gone
-        call = (
-            f"read_csv({_literal(path)}, header = true, auto_detect = true, "
-            f"delim = {_literal(delimiter)}, quote = '\"', escape = '\"', skip = 0, "
-            "strict_mode = true, null_padding = false, "
-            "sample_size = -1, auto_type_candidates = ['BOOLEAN', 'BIGINT', 'DOUBLE', "
-            f"'VARCHAR']{extra})"
-        )
+    def reader(types: Mapping[str, str]) -> str:
+        def struct(pairs: Iterable[tuple[str, str]]) -> str:
+            return "{" + ", ".join(f"{_literal(n)}: {_literal(t)}" for n, t in pairs) + "}"
+
+        if typed is not None:
+            stated = struct((n, types.get(n, t)) for n, t in typed)
+            options = f"auto_detect = false, columns = {stated}"
+        else:
+            extra = f", types = {struct(types.items())}" if types else ""
+            options = f"auto_detect = true, {_SNIFF}{extra}"
+        call = f"read_csv({_literal(path)}, {dialect}, {options})"
         if one_column is None:
             return call
         return f"(SELECT * FROM {call} WHERE {_quote(one_column)} IS NOT NULL)"
@@ -256,7 +284,7 @@ def open_table(data: Any, needed: Sequence[str] | None = None) -> Iterator[Table
         data = stdin_copy
     con = _connection()
     declared = True
-    csv_reader: Callable[[str], str] | None = None
+    csv_reader: CsvReader | None = None
     try:
         if isinstance(data, str | os.PathLike):
             path = os.fspath(data)

@@ -47,7 +47,7 @@ def apply_duckdb_schema(source: Any, casts: Mapping[str, Cast]) -> None:
     reader = getattr(source, "csv_reader", None)
     if reader is not None and source.view == "src":
         # read the declared columns as the file's own text, whatever DuckDB would infer
-        text = ", ".join(f"{_sql_text(n)}: 'VARCHAR'" for n in casts)
+        text = dict.fromkeys(casts, "VARCHAR")
         con.execute(f"CREATE OR REPLACE TEMP VIEW src AS SELECT * FROM {reader(text)}")
     described = con.execute(f"DESCRIBE SELECT * FROM {source.view}").fetchall()
     types = {str(r[0]): str(r[1]) for r in described}
@@ -61,7 +61,3 @@ def apply_duckdb_schema(source: Any, casts: Mapping[str, Cast]) -> None:
         f"FROM {source.view} WHERE {fits_sql}"
     )
     source.view = "dpsense_schema"
-
-
-def _sql_text(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
