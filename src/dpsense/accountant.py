@@ -34,7 +34,7 @@ from dpsense.noise.rng import resolve_rng
 from dpsense.params import check_delta, check_epsilon
 from dpsense.query import QueryResult
 from dpsense.query.plan import QueryPlan, ReleaseArgs, release_arguments
-from dpsense.query.run import run_plan
+from dpsense.query.run import reads_column, run_plan
 from dpsense.query.steps import checked_table, with_key_casts
 from dpsense.release import plan_zcdp_cost, prepare_release
 from dpsense.statistics import Statistic
@@ -142,7 +142,7 @@ class Accountant(Budget):
         args, options = release_arguments(kwargs)
         # validate, then charge, then release: everything refused from the arguments and
         # the table's columns is refused here, before the charge (docs/accounting.md)
-        plan, tabular = prepare_release(
+        plan = prepare_release(
             x, statistic, args, epsilon=epsilon, delta=delta, options=options, where=where
         )
         source = resolve_rng(rng, where=where)
@@ -153,14 +153,14 @@ class Accountant(Budget):
         )
         labels = {"dataset": dataset, "statistic": name, "method": args.method}
         with readable_twice(x) as data:
-            if tabular:
+            if not reads_column(plan, data):
                 plan = checked_table(with_key_casts(plan, data), data)
             checked = plan
             return self._run(
                 plan.epsilon,
                 plan.delta,
                 labels,
-                lambda: run_plan(checked, data, source, tabular=tabular),
+                lambda: run_plan(checked, data, source),
                 lambda: plan_zcdp_cost(checked),
                 _log_request(plan, args),
             )

@@ -27,10 +27,9 @@ from dpsense.query.plan import (
     release_arguments,
     statistic_split,
 )
-from dpsense.query.run import run_plan
+from dpsense.query.run import reads_column, run_plan
 from dpsense.statistics import Statistic
 from dpsense.tables.grouped import GroupedRelease
-from dpsense.tables.rows.source import is_table
 from dpsense.tables.zcdp import release_zcdp_cost, selection_rho
 
 __all__ = [
@@ -182,25 +181,16 @@ def prepare_release(
     delta: float,
     options: dict[str, Any],
     where: str = "release",
-) -> tuple[QueryPlan, bool]:
-    """The checked plan of :func:`release` and whether it runs on a table (an InputError
-    for anything refused from the arguments alone, before any data is read)."""
+) -> QueryPlan:
+    """The checked plan of :func:`release` (an InputError for anything refused from the
+    arguments alone, before any data is read)."""
     plan = plan_query(statistic, args, epsilon=epsilon, delta=delta, options=options, where=where)
-    tabular = (
-        bool(plan.by)
-        or plan.unit is not None
-        or args.column is not None
-        or bool(plan.casts)
-        or plan.row_filter is not None
-        or not plan.single
-        or is_table(x)
-    )
-    if tabular and plan.neighbours == "substitute":
+    if plan.neighbours == "substitute" and not reads_column(plan, x):
         raise InputError(
             "Tables, groups and privacy units use add-remove neighbours (the number of "
             "rows of a unit is private): pass neighbours='add-remove'."
         )
-    return plan, tabular
+    return plan
 
 
 def run_release(
@@ -215,11 +205,11 @@ def run_release(
     where: str = "release",
 ) -> Release | GroupedRelease | QueryResult:
     """:func:`release` with its data-independent arguments gathered in ``args``."""
-    plan, tabular = prepare_release(
+    plan = prepare_release(
         x, statistic, args, epsilon=epsilon, delta=delta, options=options, where=where
     )
     source = resolve_rng(rng, where=where)
-    return run_plan(plan, x, source, tabular=tabular)
+    return run_plan(plan, x, source)
 
 
 def zcdp_cost(

@@ -91,6 +91,9 @@ class QueryPlan:
     selection: tuple[float, float] | None = None
     """(epsilon, delta) of the shared private partition selection, for several statistics."""
     parameters: Mapping[str, Any] = field(default_factory=dict)
+    column: str | None = None
+    """The ``column`` argument (a count reads no column, but one named makes the data a
+    table: ``query.run.reads_column``)."""
 
     @property
     def bounds_epsilon(self) -> float:
@@ -302,6 +305,7 @@ def plan_query(
         bounds_columns=tuple(bounds_cols),
         selection=selection,
         parameters=_split_receipt(entries, selection),
+        column=args.column,
     )
     _check_methods(plan)
     return plan

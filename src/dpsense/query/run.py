@@ -1,18 +1,28 @@
 """Running a query plan: one bounding, one selection, each statistic, one result.
 
-A bare statistic (or a dict of one) runs the engine's grouped path as it always has. A
-query of several statistics opens the table once, applies ``where`` and checks every
-column once, bounds each unit once over all the query's columns, selects the groups once
-from the bounded table's unit counts, then runs each statistic's release on the bounded
-rows at its share of the budget, with the selected groups as its keys. It is written once
-against the engine interface (``tables.engines``): the engine checks and bounds the rows
-(``duckdb/query_rows.py``, ``spark/query_rows.py``) and counts units per group; the draws
-are the same, in the same order, whichever engine runs. docs/queries.md derives the
-total.
+Every release runs here, a bare statistic as a query of one. A query opens the table
+once, applies ``where`` and checks every column once, bounds each unit once over all the
+query's columns, selects the groups once from the bounded table's unit counts, then runs
+each statistic's release on the bounded rows at its share of the budget, with the
+selected groups as its keys. It is written once against the engine interface
+(``tables.engines``): the engine checks and bounds the rows (``duckdb/query_rows.py``,
+``spark/query_rows.py``) and counts units per group; the draws are the same, in the same
+order, whichever engine runs. docs/queries.md derives the total.
+
+A query of one statistic is the same steps with nothing to share, and draws exactly as
+its statistic alone: the statistic's random source is the query's own
+(``steps.statistic_sources``), its one check and contribution bounding are its engine
+pass's (nothing is bounded twice), its groups are its own partition selection's
+(``plan.selection`` is None), and its receipt is the query's (the bounds step included).
+One column of numbers that is not a table (:func:`reads_column`) is released without an
+engine: the method on its clipped values (``query.methods.release_column``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from dataclasses import replace
 from typing import Any
 
 from dpsense.methods import Release
@@ -23,9 +33,9 @@ from dpsense.query.plan import QueryPlan
 from dpsense.query.result import QueryResult
 from dpsense.query.steps import (
     as_query,
-    bounds_step,
     counted_columns,
     opened_query,
+    reads_twice,
     release_entries,
     select_shared,
     statistic_release,
@@ -35,101 +45,153 @@ from dpsense.query.steps import (
     with_private_bounds,
     with_value_column,
 )
-from dpsense.statistics import BoundedStatistic, Statistic
+from dpsense.statistics import Count, Statistic
 from dpsense.tables.engines import KeptRows, engine_for
-from dpsense.tables.grouped import (
-    GroupedRelease,
-    release_table,
-    table_plan,
-)
+from dpsense.tables.grouped import GroupedRelease, table_plan
 from dpsense.tables.presence import add_presence
 from dpsense.tables.request import Budget
 from dpsense.tables.rows.plan import TablePlan
-from dpsense.tables.rows.source import readable_twice
+from dpsense.tables.rows.source import is_table, readable_twice
 from dpsense.tables.rows.unit_bounding import QueryRows
 
-__all__ = ["run_plan", "statistic_sources"]
+__all__ = ["reads_column", "run_plan", "statistic_sources"]
+
+
+def reads_column(plan: QueryPlan, x: Any) -> bool:
+    """True when ``x`` is released as one column of numbers, without an engine: a bare
+    statistic of data that is not a table, asking nothing of a table (no groups, privacy
+    unit, named column, declared types or ``where``). Only such a release may use
+    substitute neighbours (``release.prepare_release``). The one place this is decided."""
+    return not (
+        bool(plan.by)
+        or plan.unit is not None
+        or plan.column is not None
+        or bool(plan.casts)
+        or plan.row_filter is not None
+        or not plan.single
+        or is_table(x)
+    )
 
 
 def run_plan(
-    plan: QueryPlan, x: Any, source: RandomSource, *, tabular: bool
+    plan: QueryPlan, x: Any, source: RandomSource
 ) -> Release | GroupedRelease | QueryResult:
-    """Run ``plan`` on the data ``x`` with the random source ``source``."""
+    """Run ``plan`` on the data ``x`` with the random source ``source``: the bare
+    statistic's release for a bare statistic, else the query's result."""
+    column = reads_column(plan, x)
     plan = with_key_casts(plan, x)
-    if len(plan.entries) == 1:
-        result = _run_one(plan, x, source, tabular=tabular)
-        if plan.single:
-            return result
-        return as_query(plan, {plan.entries[0].name: result}, {})
-    return _run_several(plan, x, source)
-
-
-def _run_one(
-    plan: QueryPlan, x: Any, source: RandomSource, *, tabular: bool
-) -> Release | GroupedRelease:
-    """One statistic: the bounds step if any, then the engine's grouped path."""
-    entry = plan.entries[0]
-
-    def run(data: Any, stat: Statistic, eps: float) -> Release | GroupedRelease:
-        if not tabular:
-            return release_column(
+    rngs = statistic_sources(source, len(plan.entries))
+    with _readable(plan, x) as data:
+        plan = with_value_column(plan, data)
+        stats, receipts = with_private_bounds(plan, data, source)
+        if column:
+            (entry,) = plan.entries
+            got = release_column(
                 data,
-                stat,
-                eps,
-                plan.delta,
+                stats[entry.name],
+                entry.epsilon,
+                entry.delta,
                 entry.chosen,
                 dict(entry.options),
                 plan.neighbours,
                 plan.nulls,
                 source,
             )
-        request = statistic_release(
-            plan, entry, source, budget=Budget(epsilon=eps, delta=plan.delta), keys=plan.keys
-        )
-        return release_table(data, stat, request, source, row_filter=plan.row_filter)
-
-    if plan.bounds is None:
-        return run(x, entry.statistic, plan.epsilon)
-    assert isinstance(entry.statistic, BoundedStatistic)  # plan_bounds checked it
-    with readable_twice(x) as data:
-        bounded, receipt = bounds_step(
-            plan, data, entry.statistic, plan.bounds, entry.column, source
-        )
-        result = run(data, bounded, plan.bounds.rest)
-    return with_bounds_receipt(
-        result, receipt, epsilon=plan.epsilon, delta=plan.delta, release_epsilon=plan.bounds.rest
-    )
+            results, extra = _with_receipts(plan, {entry.name: got}, receipts)
+        else:
+            results, extra = _on_engine(plan, data, stats, receipts, rngs, source)
+    if plan.single:
+        return results[plan.entries[0].name]
+    return as_query(plan, results, extra)
 
 
-def _run_several(plan: QueryPlan, x: Any, source: RandomSource) -> QueryResult:
-    """Several statistics over one bounded table, in whichever engine reads ``x``
-    (module docstring)."""
-    plan = with_value_column(plan, x)
-    engine = engine_for(x)
-    rngs = statistic_sources(source, len(plan.entries))
-    with readable_twice(x) as data:
-        stats, receipts = with_private_bounds(plan, data, source)
-        with opened_query(plan, data) as (opened, values, public):
-            # each COUNT(col)'s 0/1 column, hashed and carried by the bounding
-            flags = tuple(add_presence(opened, counted_columns(plan)).values())
-            rows = QueryRows(
-                values=values,
-                by=plan.by,
-                unit=plan.unit,
-                nulls=plan.nulls,
-                bounding=(
-                    unit_bounding(plan, (*values, *flags), public, source)
-                    if plan.unit is not None
-                    else None
-                ),
+def _readable(plan: QueryPlan, x: Any) -> AbstractContextManager[Any]:
+    """``x``, readable twice when the query reads it twice (``steps.reads_twice``)."""
+    return readable_twice(x) if reads_twice(plan) else nullcontext(x)
+
+
+def _on_engine(
+    plan: QueryPlan,
+    data: Any,
+    stats: dict[str, Statistic],
+    receipts: dict[str, dict[str, Any]],
+    rngs: list[RandomSource],
+    source: RandomSource,
+) -> tuple[dict[str, Release | GroupedRelease], dict[str, Any]]:
+    """Each statistic's release on the query's rows, in whichever engine reads ``data``
+    (module docstring), and the query's receipts."""
+    engine = engine_for(data)
+    with opened_query(plan, data) as (plan, opened, values, public):
+        # each COUNT(col)'s 0/1 column, hashed and carried by the bounding
+        flags = tuple(add_presence(opened, counted_columns(plan)).values())
+        if len(plan.entries) == 1:
+            # nothing to share: the statistic's engine pass checks and bounds its rows
+            results = release_entries(
+                plan, data, stats, plan.keys, None, rngs, _as_is(opened), prebounded=False
             )
-            with engine.kept(opened, rows) as kept:
-                keys, selection = _shared_groups(plan, kept, source)
-                if kept.shares_first_pass:
-                    kept.announce(_needs(plan, data, kept.source, stats, source))
-                return release_entries(
-                    plan, data, stats, receipts, keys, selection, rngs, kept.opened
-                )
+            return _with_receipts(plan, results, receipts)
+        rows = QueryRows(
+            values=values,
+            by=plan.by,
+            unit=plan.unit,
+            nulls=plan.nulls,
+            bounding=(
+                unit_bounding(plan, (*values, *flags), public, source)
+                if plan.unit is not None
+                else None
+            ),
+        )
+        with engine.kept(opened, rows) as kept:
+            keys, selection = _shared_groups(plan, kept, source)
+            if kept.shares_first_pass:
+                kept.announce(_needs(plan, data, kept.source, stats, source))
+            results = release_entries(
+                plan, data, stats, keys, selection, rngs, kept.opened, prebounded=True
+            )
+    return _with_receipts(plan, results, receipts, selection)
+
+
+def _as_is(opened: Any) -> Any:
+    @contextmanager
+    def rows() -> Iterator[Any]:
+        yield opened
+
+    def opener() -> AbstractContextManager[Any]:
+        return rows()
+
+    return opener
+
+
+def _with_receipts(
+    plan: QueryPlan,
+    results: dict[str, Release | GroupedRelease],
+    receipts: dict[str, dict[str, Any]],
+    selection: dict[str, Any] | None = None,
+) -> tuple[dict[str, Release | GroupedRelease], dict[str, Any]]:
+    """The statistics' releases with the bounds they used, and the query's receipts (its
+    shared selection, each column's bounds). A statistic alone carries the whole
+    guarantee: its receipt states the total, the bounds step included (the query's
+    lifts its bounds from it, ``steps.as_query``)."""
+    if not receipts:
+        return results, {} if selection is None else {"selection": selection}
+    if len(results) == 1:
+        assert plan.bounds is not None
+        (name, got), (receipt,) = next(iter(results.items())), receipts.values()
+        whole = with_bounds_receipt(
+            got, receipt, epsilon=plan.epsilon, delta=plan.delta, release_epsilon=plan.bounds.rest
+        )
+        return {name: whole}, {}
+    out = dict(results)
+    for entry in plan.entries:
+        if entry.column in receipts and not isinstance(entry.statistic, Count):
+            # the statistic's receipt names the bounds it used (the bounds step's cost is
+            # the query's, in QueryResult.parameters["bounds"])
+            got = out[entry.name]
+            out[entry.name] = replace(
+                got, parameters={**got.parameters, "bounds": receipts[entry.column]}
+            )
+    extra: dict[str, Any] = {} if selection is None else {"selection": selection}
+    return out, {**extra, "bounds": receipts}
 
 
 def _needs(

@@ -36,7 +36,6 @@ from dpsense.tables.request import (
     StatisticRelease,
     normalise_keys,
 )
-from dpsense.tables.rows.source import readable_twice
 from dpsense.tables.rows.unit_bounding import UnitBounding
 
 __all__ = [
@@ -45,6 +44,7 @@ __all__ = [
     "checked_table",
     "counted_columns",
     "opened_query",
+    "reads_twice",
     "release_entries",
     "select_shared",
     "statistic_release",
@@ -94,10 +94,12 @@ def statistic_release(
 
 
 def statistic_sources(source: RandomSource, count: int) -> list[RandomSource]:
-    """One random source per statistic of a query of ``count``: for a seeded source, a
-    generator seeded by each of its next ``count`` words (drawn first, so each statistic's
-    draws are reproducible on their own); the OS's CSPRNG is shared."""
-    if not source.seeded:
+    """One random source per statistic of a query of ``count``: for a seeded source and
+    several statistics, a generator seeded by each of its next ``count`` words (drawn
+    first, so each statistic's draws are reproducible on their own); the OS's CSPRNG is
+    shared. A statistic alone draws from ``source`` itself, as a bare statistic always
+    has (a query of one is its statistic's release, seed for seed)."""
+    if not source.seeded or count == 1:
         return [source] * count
     return [SeededRandom(int(w)) for w in source.words(count)]
 
@@ -177,14 +179,17 @@ def release_entries(
     plan: QueryPlan,
     data: Any,
     stats: dict[str, Statistic],
-    receipts: dict[str, dict[str, Any]],
     keys: Any,
     selection: dict[str, Any] | None,
     rngs: list[RandomSource],
     rows: Callable[[], AbstractContextManager[Any]],
-) -> QueryResult:
-    """Each statistic's grouped release on the bounded rows (``rows()`` opens them for
-    one statistic) at its share, with the shared groups as its keys; the query's result."""
+    *,
+    prebounded: bool,
+) -> dict[str, Release | GroupedRelease]:
+    """Each statistic's grouped release on the query's rows (``rows()`` opens them for
+    one statistic) at its share, with the shared groups as its keys. ``prebounded``: the
+    rows are the query's bounded rows (several statistics); else the statistic's engine
+    pass checks and bounds them (a query of one, whose bounding is its statistic's)."""
     results: dict[str, Release | GroupedRelease] = {}
     flags = presence_names(counted_columns(plan))
     for entry, rng in zip(plan.entries, rngs, strict=True):
@@ -196,22 +201,15 @@ def release_entries(
             request, present=flags[entry.present] if entry.present is not None else None
         )
         with rows() as source:
-            got = release_opened(data, source, stats[entry.name], request, rng, prebounded=True)
+            got = release_opened(
+                data, source, stats[entry.name], request, rng, prebounded=prebounded
+            )
         if isinstance(got, GroupedRelease) and selection is not None:
             got = replace(
                 got, selection="private", parameters={**got.parameters, "selection": selection}
             )
-        if entry.column in receipts and not isinstance(entry.statistic, Count):
-            # the statistic's receipt names the bounds it used (the bounds step's cost is
-            # the query's, in QueryResult.parameters["bounds"])
-            got = replace(got, parameters={**got.parameters, "bounds": receipts[entry.column]})
         results[entry.name] = got
-    extra: dict[str, Any] = {}
-    if selection is not None:
-        extra["selection"] = selection
-    if receipts:
-        extra["bounds"] = receipts
-    return as_query(plan, results, extra)
+    return results
 
 
 def as_query(
@@ -239,11 +237,15 @@ def as_query(
 @contextmanager
 def opened_query(
     plan: QueryPlan, data: Any
-) -> Iterator[tuple[Any, tuple[str, ...], list[tuple[Any, ...]] | None]]:
+) -> Iterator[tuple[QueryPlan, Any, tuple[str, ...], list[tuple[Any, ...]] | None]]:
     """The table opened in its engine for the query (its schema casts and ``where``
-    applied), with the query's value columns and its public keys (or None). The columns
-    of its ``COUNT(col)`` statistics are checked to exist, not as value columns (a
-    missing value in them is what the count counts around)."""
+    applied), with the query's plan (the table's one value column given to the statistics
+    that name none, found as the table opens), its value columns and its public keys (or
+    None). The columns of its ``COUNT(col)`` statistics are checked to exist, not as value
+    columns (a missing value in them is what the count counts around)."""
+    counted = counted_columns(plan)
+    # a query with a COUNT(col) resolves its value column first (with_value_column)
+    resolve = bool(_missing_column(plan)) and not counted
     values = tuple(
         dict.fromkeys(
             e.column
@@ -254,14 +256,16 @@ def opened_query(
     public = normalise_keys(plan.keys, plan.by) if plan.keys is not None else None
     with opened_table(
         data,
-        tuple(dict.fromkeys((*values, *counted_columns(plan)))),
+        tuple(dict.fromkeys((*values, *counted))),
         plan.by,
         plan.unit,
-        resolve_value=False,
+        resolve_value=resolve,
         schema=plan.casts,
         row_filter=plan.row_filter,
-    ) as (opened, _):
-        yield opened, values, public
+    ) as (opened, columns):
+        if resolve:
+            plan, values = _with_column(plan, columns[0]), (columns[0],)
+        yield plan, opened, values, public
 
 
 def unit_bounding(
@@ -280,17 +284,23 @@ def unit_bounding(
 
 def with_value_column(plan: QueryPlan, x: Any) -> QueryPlan:
     """``plan`` with the table's one value column given to the statistics that name none
-    (data of one column, such as an array); an InputError when the table has several.
-    (A query whose statistics name columns for some and not others is refused by its
-    plan, ``query.plan.MIXED_COLUMNS``.)"""
-    if not _missing_column(plan):
+    (data of one column, such as an array), for a query that also counts a named column's
+    values (``COUNT(col)``); an InputError when the table has several. (Otherwise
+    :func:`opened_query` finds it as it opens the table; a query whose statistics name
+    columns for some and not others is refused by its plan, ``query.plan.MIXED_COLUMNS``.)
+    ``x`` must be readable twice (``tables.rows.source.readable_twice``)."""
+    if not (_missing_column(plan) and counted_columns(plan)):
         return plan
-    with (
-        readable_twice(x) as data,
-        opened_table(data, (), plan.by, plan.unit, resolve_value=True) as (_, (column,)),
-    ):
+    with opened_table(x, (), plan.by, plan.unit, resolve_value=True) as (_, (column,)):
         pass
     return _with_column(plan, column)
+
+
+def reads_twice(plan: QueryPlan) -> bool:
+    """True when a query reads its data twice: the private bounds step and the release,
+    or :func:`with_value_column` and the release (standard input is then copied first,
+    ``tables.rows.source.readable_twice``)."""
+    return plan.bounds is not None or bool(_missing_column(plan) and counted_columns(plan))
 
 
 def checked_table(plan: QueryPlan, data: Any) -> QueryPlan:
