@@ -106,6 +106,7 @@ def _check(request: ReleaseRequest) -> _Checked:
     """Every option checked, in the order the errors are reported: nothing is read or
     spent yet."""
     from dpsense.cli.tables_io import check_output
+    from dpsense.query.plan import ReleaseArgs, asks_for_table
     from dpsense.tables.schema import parse_schema_items
 
     if request.method not in CLI_METHODS:
@@ -120,16 +121,23 @@ def _check(request: ReleaseRequest) -> _Checked:
     if request.output is not None:
         check_output(request.output)  # before any budget is spent
     schema = parse_schema_items(request.schema) if request.schema else None
+    # the release's own test of its arguments (a table, or one column of numbers), and
+    # the reasons to read DATA as a table that only a file has
+    args = ReleaseArgs(
+        by=request.by,
+        keys=request.keys,
+        privacy_unit=request.privacy_unit,
+        max_rows_per_unit=1 if request.max_rows_per_unit is None else request.max_rows_per_unit,
+        max_groups_per_unit=(
+            1 if request.max_groups_per_unit is None else request.max_groups_per_unit
+        ),
+        schema=schema,
+    )
     tabular = (
-        _source(request.data) == "-"
-        or schema is not None
+        asks_for_table(args)
+        or _source(request.data) == "-"  # standard input is a CSV table
         or bool(bounds)  # both steps read the file (and a Parquet file's types)
-        or request.by is not None
-        or request.keys is not None
-        or request.privacy_unit is not None
-        or request.max_rows_per_unit is not None
-        or request.max_groups_per_unit is not None
-        or request.nulls != "error"
+        or request.nulls != "error"  # the table reader drops (or refuses) missing values
     )
     return _Checked(stat=stat, bounds=bounds, schema=schema, tabular=tabular)
 

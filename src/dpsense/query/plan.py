@@ -37,6 +37,7 @@ __all__ = [
     "Entry",
     "QueryPlan",
     "ReleaseArgs",
+    "asks_for_table",
     "by_columns",
     "plan_query",
     "release_arguments",
@@ -91,9 +92,8 @@ class QueryPlan:
     selection: tuple[float, float] | None = None
     """(epsilon, delta) of the shared private partition selection, for several statistics."""
     parameters: Mapping[str, Any] = field(default_factory=dict)
-    column: str | None = None
-    """The ``column`` argument (a count reads no column, but one named makes the data a
-    table: ``query.run.reads_column``)."""
+    table_arguments: bool = False
+    """The arguments ask something only a table has (:func:`asks_for_table`)."""
 
     @property
     def bounds_epsilon(self) -> float:
@@ -244,6 +244,24 @@ class ReleaseArgs:
     where: str | None = None
 
 
+def asks_for_table(args: ReleaseArgs) -> bool:
+    """True when ``args`` ask something only a table has: groups or public keys, a privacy
+    unit or its contribution bounds, a named column (a count's included), declared types or
+    a ``where`` filter. One column of numbers is then read as a table (of one column,
+    "value"), not released as a column (``query.run.reads_column``; the CLI asks the
+    same of its options before it reads a file)."""
+    return (
+        args.by is not None
+        or args.keys is not None
+        or args.privacy_unit is not None
+        or args.max_rows_per_unit != 1
+        or args.max_groups_per_unit != 1
+        or args.column is not None
+        or bool(args.schema)
+        or args.where is not None
+    )
+
+
 def release_arguments(kwargs: Mapping[str, Any]) -> tuple[ReleaseArgs, dict[str, Any]]:
     """The :class:`ReleaseArgs` among ``kwargs`` (keyword arguments of ``release`` other
     than the budget and ``rng``), and the rest: the method's options."""
@@ -305,7 +323,7 @@ def plan_query(
         bounds_columns=tuple(bounds_cols),
         selection=selection,
         parameters=_split_receipt(entries, selection),
-        column=args.column,
+        table_arguments=asks_for_table(args),
     )
     _check_methods(plan)
     return plan

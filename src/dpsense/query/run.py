@@ -59,18 +59,10 @@ __all__ = ["reads_column", "run_plan", "statistic_sources"]
 
 def reads_column(plan: QueryPlan, x: Any) -> bool:
     """True when ``x`` is released as one column of numbers, without an engine: a bare
-    statistic of data that is not a table, asking nothing of a table (no groups, privacy
-    unit, named column, declared types or ``where``). Only such a release may use
-    substitute neighbours (``release.prepare_release``). The one place this is decided."""
-    return not (
-        bool(plan.by)
-        or plan.unit is not None
-        or plan.column is not None
-        or bool(plan.casts)
-        or plan.row_filter is not None
-        or not plan.single
-        or is_table(x)
-    )
+    statistic of data that is not a table, whose arguments ask nothing of a table
+    (``query.plan.asks_for_table``). Only such a release may use substitute neighbours
+    (``release.prepare_release``). The one place this is decided."""
+    return plan.single and not plan.table_arguments and not is_table(x)
 
 
 def run_plan(
