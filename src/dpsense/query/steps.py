@@ -1,7 +1,8 @@
-"""The steps of a query of several statistics that do not depend on the engine.
+"""The steps of a query that do not depend on the engine.
 
-:mod:`dpsense.query.run` runs a plan on any engine (``tables.engines``) in one order with
-the same draws: one seed per statistic, the private bounds steps, the engine's checks and
+:mod:`dpsense.query.run` runs a plan (a bare statistic's is a query of one) on any engine
+(``tables.engines``) in one order with the same draws: one seed per statistic (the
+caller's source for a statistic alone), the private bounds steps, the engine's checks and
 bounding, one partition selection from the bounded rows' unit counts, then each
 statistic's grouped release on the bounded rows. The engines differ only in how they read
 rows; these are the steps around them.
