@@ -20,7 +20,7 @@ engine: the method on its clipped values (``query.methods.release_column``).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import replace
 from typing import Any
@@ -112,46 +112,52 @@ def _on_engine(
 ) -> tuple[dict[str, Release | GroupedRelease], dict[str, Any]]:
     """Each statistic's release on the query's rows, in whichever engine reads ``data``
     (module docstring), and the query's receipts."""
-    engine = engine_for(data)
-    with opened_query(plan, data) as (plan, opened, values, public):
-        # each COUNT(col)'s 0/1 column, hashed and carried by the bounding
-        flags = tuple(add_presence(opened, counted_columns(plan)).values())
-        if len(plan.entries) == 1:
-            # nothing to share: the statistic's engine pass checks and bounds its rows
-            results = release_entries(
-                plan, data, stats, plan.keys, None, rngs, _as_is(opened), prebounded=False
-            )
-            return _with_receipts(plan, results, receipts)
-        rows = QueryRows(
-            values=values,
-            by=plan.by,
-            unit=plan.unit,
-            nulls=plan.nulls,
-            bounding=(
-                unit_bounding(plan, (*values, *flags), public, source)
-                if plan.unit is not None
-                else None
-            ),
+    with (
+        opened_query(plan, data) as (plan, opened, values, public),
+        _kept(plan, data, opened, values, public, stats, source) as (keys, selection, rows),
+    ):
+        results = release_entries(
+            plan, data, stats, keys, selection, rngs, rows, prebounded=len(plan.entries) > 1
         )
-        with engine.kept(opened, rows) as kept:
-            keys, selection = _shared_groups(plan, kept, source)
-            if kept.shares_first_pass:
-                kept.announce(_needs(plan, data, kept.source, stats, source))
-            results = release_entries(
-                plan, data, stats, keys, selection, rngs, kept.opened, prebounded=True
-            )
     return _with_receipts(plan, results, receipts, selection)
 
 
-def _as_is(opened: Any) -> Any:
-    @contextmanager
-    def rows() -> Iterator[Any]:
-        yield opened
-
-    def opener() -> AbstractContextManager[Any]:
-        return rows()
-
-    return opener
+@contextmanager
+def _kept(
+    plan: QueryPlan,
+    data: Any,
+    opened: Any,
+    values: tuple[str, ...],
+    public: list[tuple[Any, ...]] | None,
+    stats: dict[str, Statistic],
+    source: RandomSource,
+) -> Iterator[tuple[Any, dict[str, Any] | None, Callable[[], AbstractContextManager[Any]]]]:
+    """The query's rows, checked and bounded once for all its statistics, with the groups
+    they release (the public keys or one selection's, and its receipt) and how a
+    statistic opens them. A query of one shares nothing: its statistic's engine pass
+    checks and bounds the opened table, and selects its own groups (``plan.selection`` is
+    None), as a bare statistic always has."""
+    # each COUNT(col)'s 0/1 column, hashed and carried by the bounding
+    flags = tuple(add_presence(opened, counted_columns(plan)).values())
+    if len(plan.entries) == 1:
+        yield plan.keys, None, lambda: nullcontext(opened)
+        return
+    rows = QueryRows(
+        values=values,
+        by=plan.by,
+        unit=plan.unit,
+        nulls=plan.nulls,
+        bounding=(
+            unit_bounding(plan, (*values, *flags), public, source)
+            if plan.unit is not None
+            else None
+        ),
+    )
+    with engine_for(data).kept(opened, rows) as kept:
+        keys, selection = _shared_groups(plan, kept, source)
+        if kept.shares_first_pass:
+            kept.announce(_needs(plan, data, kept.source, stats, source))
+        yield keys, selection, kept.opened
 
 
 def _with_receipts(
