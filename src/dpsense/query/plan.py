@@ -295,14 +295,13 @@ def plan_query(
     public = public_key_count(args.keys, by_cols)
     groups = m_groups if args.privacy_unit is not None else 1
     bounds_plan, bounds_cols = _bounds_steps(
-        single, items, args, epsilon=epsilon, neighbours=neighbours, where=where
+        items, args, epsilon=epsilon, neighbours=neighbours, where=where
     )
     rest = epsilon if bounds_plan is None else bounds_plan.rest
     selection, eps_stats, dlt_stats = _shared_selection(
-        len(items) > 1 and not single, rest, delta, by_cols, public, groups
+        len(items) > 1, rest, delta, by_cols, public, groups
     )
-    whole = (epsilon, delta) if single else None
-    entries = _entries_at_shares(items, w, (eps_stats, dlt_stats), whole, args, options, neighbours)
+    entries = _entries_at_shares(items, w, (eps_stats, dlt_stats), args, options, neighbours)
     plan = QueryPlan(
         entries=tuple(entries),
         single=single,
@@ -372,22 +371,19 @@ def _entries_at_shares(
     items: list[tuple[str, Any, Any, str | None]],
     weights: dict[str, Fraction],
     budget: tuple[float, float],
-    whole: tuple[float, float] | None,
     args: ReleaseArgs,
     options: dict[str, Any],
     neighbours: Neighbours,
 ) -> list[Entry]:
     """Each statistic at its weight's share of ``budget`` (the whole of it alone), with
-    its method chosen and checked at that share, or at ``whole`` (a bare statistic's
-    whole budget, as always)."""
+    its method chosen and checked at that share."""
     total_w = sum(weights.values())
     entries = []
     for name, stat, col, present in items:
         share = weights[name] / total_w
         eps_i = budget[0] if len(items) == 1 else product_down(share, budget[0])
         dlt_i = budget[1] if len(items) == 1 else product_down(share, budget[1])
-        eps_m, dlt_m = whole if whole is not None else (eps_i, dlt_i)
-        chosen, opts = checked_method(stat, args.method, dict(options), eps_m, dlt_m, neighbours)
+        chosen, opts = checked_method(stat, args.method, dict(options), eps_i, dlt_i, neighbours)
         entries.append(
             Entry(name, stat, col, args.method, chosen, opts, weights[name], eps_i, dlt_i, present)
         )
@@ -415,7 +411,6 @@ def _units_and_groups(args: ReleaseArgs, where: str) -> tuple[tuple[str, ...], i
 
 
 def _bounds_steps(
-    single: bool,
     items: list[tuple[str, Statistic, str | None, str | None]],
     args: ReleaseArgs,
     *,
@@ -423,15 +418,15 @@ def _bounds_steps(
     neighbours: Neighbours,
     where: str,
 ) -> tuple[BoundsPlan | None, list[str | None]]:
-    """The bounds step's plan and the columns it finds bounds for: one step for a bare
-    statistic (as always); one per column for a dict."""
+    """The bounds step's plan and the columns it finds bounds for: one step per column
+    whose statistics are built without bounds (a bare statistic's one)."""
     bounds, share = args.bounds, args.bounds_share
     bounds_plan: BoundsPlan | None = None
     bounds_cols: list[str | None] = []
-    if single or bounds is None:
+    if bounds is None:
         for _, stat, _, _ in items:
-            bounds_plan = plan_bounds(stat, bounds, share, epsilon, neighbours, where=where)
-        return bounds_plan, ([items[0][2]] if bounds_plan is not None else [])
+            plan_bounds(stat, bounds, share, epsilon, neighbours, where=where)
+        return None, []
     for _, stat, col, _ in items:
         if isinstance(stat, BoundedStatistic) and not stat.has_bounds:
             bounds_plan = plan_bounds(stat, bounds, share, epsilon, neighbours, where=where)
