@@ -118,6 +118,12 @@ def plan_bounds(
             "bounds='private' finds bounds with add-remove differential privacy: pass "
             "neighbours='add-remove', or give public bounds."
         )
+    return _bounds_split(bounds_share, epsilon, where)
+
+
+def _bounds_split(bounds_share: object, epsilon: float, where: str) -> BoundsPlan:
+    """The bounds step's share of epsilon and the rest (rounded so that they add up to at
+    most epsilon), or an InputError for a share outside (0, 1) or one that leaves nothing."""
     share = BOUNDS_SHARE if bounds_share is None else bounds_share
     if (
         isinstance(share, bool)
