@@ -25,6 +25,7 @@ from dpsense.accounting.budget import NOT_ZCDP, Budget
 from dpsense.accounting.composition import ZcdpCharge
 from dpsense.accounting.release_log import outputs_of
 from dpsense.bounds import check_bounds_delta, private_bounds
+from dpsense.data.source import readable_twice
 from dpsense.errors import InputError
 from dpsense.methods import Release
 from dpsense.methods.ratio import private_ratio
@@ -39,7 +40,6 @@ from dpsense.query.steps import checked_table, with_key_casts
 from dpsense.release import plan_zcdp_cost, prepare_release
 from dpsense.statistics import Statistic
 from dpsense.tables import GroupedRelease
-from dpsense.tables.rows.source import readable_twice
 
 R = TypeVar("R", bound=Release | GroupedRelease | QueryResult)
 

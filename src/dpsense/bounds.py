@@ -44,6 +44,7 @@ from numpy.typing import NDArray
 
 from dpsense._arrays import as_data
 from dpsense._exact_budget import exact, quotient_down
+from dpsense.data.source import is_table
 from dpsense.errors import InputError
 from dpsense.methods import Release
 from dpsense.noise.choice import ExponentialChoice
@@ -51,7 +52,6 @@ from dpsense.noise.rng import RandomSource, resolve_rng
 from dpsense.params import check_epsilon
 from dpsense.tables.grouped import bounded_values
 from dpsense.tables.row_filter import RowFilter
-from dpsense.tables.rows.source import is_table
 from dpsense.tables.schema import Cast, parse_schema
 
 __all__ = [

@@ -13,10 +13,10 @@ import pytest
 
 import dpsense as ds
 from dpsense.accounting.ledger import Ledger
+from dpsense.data.source import open_table
 from dpsense.mechanisms.partition_selection import SelectionRule, select_groups
 from dpsense.noise.rng import SeededRandom
 from dpsense.tables.engines.duckdb.query_rows import BOUNDED, bound_rows, checked_rows
-from dpsense.tables.rows.source import open_table
 from dpsense.tables.rows.unit_bounding import UnitBounding
 
 pytestmark = pytest.mark.filterwarnings("ignore::dpsense.SeededRandomnessWarning")

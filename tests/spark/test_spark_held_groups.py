@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import dpsense as ds
+from dpsense.data.source import connection
 from dpsense.mechanisms._quantile_sampler import sample_quantile_indices
 from dpsense.mechanisms.quantile import quantile_score
 from dpsense.methods.ksw import QUANTA
@@ -21,7 +22,6 @@ from dpsense.statistics._exact import RecordGrid
 from dpsense.statistics._grid import PowerOfTwoGrid
 from dpsense.tables.engines.spark import groups as spark_groups
 from dpsense.tables.engines.spark.held import PAD, SparkRowGroups
-from dpsense.tables.rows.source import connection
 from tests.tables.helpers import release_rows
 from tests.tables.windows_check import assert_windows_equal_the_arrays
 

@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 
 import dpsense as ds
+from dpsense.data.source import open_table
 from dpsense.tables.engines.duckdb.query_rows import BOUNDED, bound_rows, checked_rows
 from dpsense.tables.engines.spark import long_hash as spark_hash
 from dpsense.tables.engines.spark import query_rows as spark_bounding
 from dpsense.tables.engines.spark.frame import open_spark
-from dpsense.tables.rows.source import open_table
 from dpsense.tables.rows.unit_bounding import UnitBounding, canonical, keyed_hash
 from tests.spark.conftest import to_spark
 

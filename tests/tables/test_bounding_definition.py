@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from dpsense.data.source import open_table
 from dpsense.tables.engines.duckdb.bound import TablePlan, bound_table, keyed_hash
-from dpsense.tables.rows.source import open_table
 
 pd = pytest.importorskip("pandas")
 duckdb = pytest.importorskip("duckdb")

@@ -17,13 +17,13 @@ from rich.measure import Measurement
 from rich.table import Table
 
 from dpsense.cli._shared import _console, _fmt, _print_json
+from dpsense.data.source import open_table, quote
 from dpsense.defaults import ACCURACY_ALPHA
 from dpsense.errors import InputError
 from dpsense.methods import Release
 from dpsense.methods._release import format_value
 from dpsense.query import QueryResult
 from dpsense.tables import GroupedRelease
-from dpsense.tables.rows.source import open_table, quote
 
 __all__ = [
     "check_output",

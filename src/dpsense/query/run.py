@@ -25,6 +25,7 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import replace
 from typing import Any
 
+from dpsense.data.source import is_table, readable_twice
 from dpsense.methods import Release
 from dpsense.noise.rng import RandomSource
 from dpsense.query.bounds_step import with_bounds_receipt
@@ -51,7 +52,6 @@ from dpsense.tables.grouped import GroupedRelease, table_plan
 from dpsense.tables.presence import add_presence
 from dpsense.tables.request import Budget
 from dpsense.tables.rows.plan import TablePlan
-from dpsense.tables.rows.source import is_table, readable_twice
 from dpsense.tables.rows.unit_bounding import QueryRows
 
 __all__ = ["reads_column", "run_plan", "statistic_sources"]

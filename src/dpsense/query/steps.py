@@ -289,7 +289,7 @@ def with_value_column(plan: QueryPlan, x: Any) -> QueryPlan:
     values (``COUNT(col)``); an InputError when the table has several. (Otherwise
     :func:`opened_query` finds it as it opens the table; a query whose statistics name
     columns for some and not others is refused by its plan, ``query.plan.MIXED_COLUMNS``.)
-    ``x`` must be readable twice (``tables.rows.source.readable_twice``)."""
+    ``x`` must be readable twice (``data.source.readable_twice``)."""
     if not (_missing_column(plan) and counted_columns(plan)):
         return plan
     with opened_table(x, (), plan.by, plan.unit, resolve_value=True) as (_, (column,)):
@@ -300,7 +300,7 @@ def with_value_column(plan: QueryPlan, x: Any) -> QueryPlan:
 def reads_twice(plan: QueryPlan) -> bool:
     """True when a query reads its data twice: the private bounds step and the release,
     or :func:`with_value_column` and the release (standard input is then copied first,
-    ``tables.rows.source.readable_twice``)."""
+    ``data.source.readable_twice``)."""
     return plan.bounds is not None or bool(_missing_column(plan) and counted_columns(plan))
 
 
@@ -314,7 +314,7 @@ def checked_table(plan: QueryPlan, data: Any) -> QueryPlan:
     schema casts and the filter bind, the public keys read as values of the by-columns'
     (public) types. ``Accountant.release`` runs this before its
     charge (validate, then charge, then release: docs/accounting.md). ``data`` must be
-    readable twice (``tables.rows.source.readable_twice``)."""
+    readable twice (``data.source.readable_twice``)."""
     missing = _missing_column(plan)
     named = (*(e.column for e in plan.entries), *counted_columns(plan))
     values = tuple(dict.fromkeys(c for c in named if c is not None))

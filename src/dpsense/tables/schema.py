@@ -46,11 +46,11 @@ from typing import Any, Final
 
 import numpy as np
 
+from dpsense.data.source import PARQUET_SUFFIXES, open_table, quote
 from dpsense.errors import InputError
 from dpsense.statistics import Quantile, Quantiles, Statistic
 from dpsense.tables.rows.casts import Cast, ColumnType
 from dpsense.tables.rows.checks import SQL_INTEGERS as _SQL_INTEGERS
-from dpsense.tables.rows.source import _PARQUET_SUFFIXES, open_table, quote
 
 __all__ = [
     "Cast",
@@ -300,7 +300,7 @@ def parquet_column_type(path: Any, column: str | None) -> ColumnType | None:
     caller's reader reports those)."""
     if not isinstance(path, str | os.PathLike):
         return None
-    if not os.fspath(path).lower().endswith(_PARQUET_SUFFIXES) or not os.path.isfile(path):
+    if not os.fspath(path).lower().endswith(PARQUET_SUFFIXES) or not os.path.isfile(path):
         return None
     with open_table(path) as source:
         if column is None and len(source.columns) == 1:

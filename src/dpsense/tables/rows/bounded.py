@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from dpsense.data.source import TableSource, quote
 from dpsense.tables.rows.plan import TablePlan
-from dpsense.tables.rows.source import TableSource, quote
 from dpsense.tables.rows.unit_bounding import canonical
 from dpsense.tables.rows.windows import BATCH_ROWS, HistogramRecords
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
+from dpsense.data.source import TableSource, quote
 from dpsense.errors import InputError
-from dpsense.tables.rows.source import TableSource, quote
 
 if TYPE_CHECKING:
     from dpsense.tables.rows.plan import TablePlan

@@ -19,11 +19,11 @@ from typing import Any
 
 import numpy as np
 
+from dpsense.data.source import TableSource
 from dpsense.errors import InputError
 from dpsense.tables.engines.duckdb.held_scan import held_table
 from dpsense.tables.rows.bounded import BoundedTable, TablePlan, stage_sql, summarise
 from dpsense.tables.rows.checks import check_table, raise_on_flags
-from dpsense.tables.rows.source import TableSource
 from dpsense.tables.rows.unit_bounding import bound_units, canonical, keyed_hash
 
 __all__ = [

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from dpsense.data.source import quote
 from dpsense.tables.rows.casts import Cast, CastDialect, fitting_cast
 from dpsense.tables.rows.checks import SQL_INTEGERS as _SQL_INTEGERS
-from dpsense.tables.rows.source import quote
 
 __all__ = ["apply_duckdb_schema"]
 

@@ -7,6 +7,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any, Final
 
+from dpsense.data.source import TableSource, open_table, quote
 from dpsense.errors import InputError
 from dpsense.tables.engines.duckdb.bound import bound_table, load_keys
 from dpsense.tables.engines.duckdb.casts import apply_duckdb_schema
@@ -16,7 +17,6 @@ from dpsense.tables.rows.bounded import BoundedTable
 from dpsense.tables.rows.casts import Cast
 from dpsense.tables.rows.checks import is_nan
 from dpsense.tables.rows.plan import TablePlan
-from dpsense.tables.rows.source import TableSource, open_table, quote
 from dpsense.tables.rows.unit_bounding import QueryRows
 
 __all__ = ["DUCKDB", "DuckDBEngine"]

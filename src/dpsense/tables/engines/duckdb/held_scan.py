@@ -28,6 +28,7 @@ from typing import Any, Final
 
 import numpy as np
 
+from dpsense.data.source import TableSource, quote
 from dpsense.methods.ksw import QUANTA
 from dpsense.statistics._exact import RecordGrid
 from dpsense.tables.engines.duckdb.groups import (
@@ -40,7 +41,6 @@ from dpsense.tables.engines.duckdb.groups import (
 )
 from dpsense.tables.rows.bounded import BoundedTable, TablePlan, stage_sql, summarise
 from dpsense.tables.rows.checks import FLOAT_TYPES, check_exprs, exact_numeric, raise_on_flags
-from dpsense.tables.rows.source import TableSource, quote
 from dpsense.tables.rows.windows import split_by_group
 
 __all__ = ["HOLD_DISTINCT", "HOLD_ROWS", "HOLD_SUM_ROWS", "ScanNeed", "announce", "held_table"]

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from dpsense.data.source import quote
 from dpsense.tables.engines.duckdb.bound import TablePlan, load_keys
 from dpsense.tables.rows.checks import is_nan
-from dpsense.tables.rows.source import quote
 from dpsense.tables.rows.unit_bounding import (
     UnitBounding,
     canonical,

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from dpsense.data.source import TableSource, connection
 from dpsense.errors import InputError
 from dpsense.tables.engines.spark import groups as spark_groups
 from dpsense.tables.engines.spark import held as spark_held
@@ -36,7 +37,6 @@ from dpsense.tables.engines.spark.workers import _with_keyed_hash, worker_errors
 from dpsense.tables.rows.bounded import BoundedTable
 from dpsense.tables.rows.checks import raise_on_flags
 from dpsense.tables.rows.plan import TablePlan
-from dpsense.tables.rows.source import TableSource, connection
 from dpsense.tables.rows.unit_bounding import keyed_hash
 
 __all__ = ["SparkSource", "bound_spark_table", "open_spark"]

@@ -32,6 +32,7 @@ from typing import Any, Final
 
 import numpy as np
 
+from dpsense.data.source import TableSource
 from dpsense.mechanisms._quantile_sampler import window_ranks
 from dpsense.methods.ksw import QUANTA
 from dpsense.statistics._exact import RecordGrid
@@ -48,7 +49,6 @@ from dpsense.tables.engines.spark.groups import (
     quanta_k,
 )
 from dpsense.tables.rows.bounded import BoundedTable, TablePlan, summarise
-from dpsense.tables.rows.source import TableSource
 from dpsense.tables.rows.windows import SAMPLE_MOD, _distinct, window_rows
 
 __all__ = ["PAD", "SparkRowGroups", "bracket", "held_spark_table", "margin"]
