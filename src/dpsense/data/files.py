@@ -167,41 +167,68 @@ def _load_table(
     in-memory table, opened as a release opens it (:func:`dpsense.data.source.open_table`):
     the same dialect and types, the same parsing of numbers and text, the same messages
     for a file that cannot be read. ``where`` names the data in messages (by default the
-    opened table's label, such as "the pandas DataFrame")."""
+    opened table's label, such as "the pandas DataFrame").
+
+    A CSV column is read first as the file's text, each cell cast to a double: one pass
+    over the file, and for a column of numbers the same doubles as with the types inferred
+    from every row (what a release does). Only when a cell is not a number is the file
+    opened again with its inferred types, which decide: a column of true/false reads as
+    1/0, anything else is an error."""
     if isinstance(data, Mapping) and not data:
         raise InputError("the mapping of columns has no columns.")
-    with open_table(data, None if column is None else [column]) as source:
-        where = source.label if where is None else where
-        name = source.columns[_select_index(source.columns, column, where)]
-        con, v = source.con, quote(name)
-        described = con.execute(f"DESCRIBE SELECT {v} FROM {source.view}").fetchall()
-        sql_type = str(described[0][1])
+    needed = None if column is None else [column]
+    text_first = not indicator and isinstance(data, str | os.PathLike) and os.fspath(data) != "-"
+    if text_first:
+        with open_table(data, needed, infer_types=False) as source:
+            read = _numbers(source, column, where)
+        if read is not None:
+            return read
+    with open_table(data, needed) as source:
         if indicator:
-            raw = con.execute(f"SELECT {v} AS v FROM {source.view}").fetchnumpy()["v"]
-            if isinstance(raw, np.ma.MaskedArray):  # nulls: missing entries
-                filled = raw.data.astype(object)
-                filled[np.ma.getmaskarray(raw)] = None
-                raw = filled
-            out: FloatArray = as_indicator(raw, name=name, where=where)
-            return out
-        # text is trimmed first: DuckDB's casts ignore surrounding spaces anyway, and a bare
-        # TRY_CAST pushed into its CSV reader would fail on text instead of giving NULL
-        text = f"trim({v})" if sql_type == "VARCHAR" else v
-        number = f"TRY_CAST({text} AS DOUBLE)"
-        got = con.execute(
-            f"SELECT {number} AS v, {v} IS NULL AS missing FROM {source.view}"
-        ).fetchnumpy()
-    missing = np.asarray(got["missing"], dtype=bool)
-    cast_null = np.ma.getmaskarray(got["v"])
-    if (cast_null & ~missing).any():  # an entry that is not a number
+            return _indicator(source, column, where)
+        read = _numbers(source, column, where)
+    if read is None:
+        shown = source.label if where is None else where
+        name = source.columns[_select_index(source.columns, column, shown)]
         raise InputError(
-            f"column {name!r} of {where} must be numeric, but some rows are not numbers "
+            f"column {name!r} of {shown} must be numeric, but some rows are not numbers "
             "(text or other values); clean or drop those rows, or choose a numeric column."
         )
-    nulls = bool(missing.any())
-    values = got["v"]
-    values = np.asarray(np.ma.filled(values, np.nan), dtype=np.float64)
-    if nulls or np.isnan(values).any():
+    return read
+
+
+def _indicator(source: Any, column: str | None, where: str | None) -> FloatArray:
+    """The column as per-user 0/1 values (:func:`load_indicator`)."""
+    where = source.label if where is None else where
+    name = source.columns[_select_index(source.columns, column, where)]
+    v = quote(name)
+    raw = source.con.execute(f"SELECT {v} AS v FROM {source.view}").fetchnumpy()["v"]
+    if isinstance(raw, np.ma.MaskedArray):  # nulls: missing entries
+        filled = raw.data.astype(object)
+        filled[np.ma.getmaskarray(raw)] = None
+        raw = filled
+    out: FloatArray = as_indicator(raw, name=name, where=where)
+    return out
+
+
+def _numbers(source: Any, column: str | None, where: str | None) -> FloatArray | None:
+    """The column as doubles, an InputError for missing values, or None when some entry is
+    not a number."""
+    where = source.label if where is None else where
+    name = source.columns[_select_index(source.columns, column, where)]
+    con, v = source.con, quote(name)
+    described = con.execute(f"DESCRIBE SELECT {v} FROM {source.view}").fetchall()
+    # text is trimmed first: DuckDB's casts ignore surrounding spaces anyway, and a bare
+    # TRY_CAST pushed into its CSV reader would fail on text instead of giving NULL
+    text = f"trim({v})" if str(described[0][1]) == "VARCHAR" else v
+    got = con.execute(
+        f"SELECT TRY_CAST({text} AS DOUBLE) AS v, {v} IS NULL AS missing FROM {source.view}"
+    ).fetchnumpy()
+    missing = np.asarray(got["missing"], dtype=bool)
+    if (np.ma.getmaskarray(got["v"]) & ~missing).any():  # an entry that is not a number
+        return None
+    values = np.asarray(np.ma.filled(got["v"], np.nan), dtype=np.float64)
+    if missing.any() or np.isnan(values).any():
         raise InputError(
             f"column {name!r} of {where} contains missing values (empty cells, nulls or "
             "NaN); drop or impute them first (a release drops them with nulls='drop')."

@@ -123,7 +123,7 @@ def is_csv_path(path: str) -> bool:
     return not (lowered.endswith(PARQUET_SUFFIXES) or (is_glob and ".parquet" in lowered))
 
 
-def _path_source(con: Any, path: str, where: str) -> CsvReader | None:
+def _path_source(con: Any, path: str, where: str, *, infer_types: bool = True) -> CsvReader | None:
     """Create view ``src`` over the file; its CSV reader (:func:`_csv_reader`), or None for
     Parquet (typed: a CSV file's types are inferred from its values). ``where`` names the
     file in messages (its path, or standard input)."""
@@ -151,9 +151,11 @@ def _path_source(con: Any, path: str, where: str) -> CsvReader | None:
     typed: list[tuple[str, str]] | None = None
     if not is_glob:
         # the types, inferred once from every row; the view then reads with them stated,
-        # so that a query on it does not infer them again
+        # so that a query on it does not infer them again (without infer_types, every
+        # column is the file's text: its names come from the header, no pass over the rows)
+        sniff = _SNIFF if infer_types else "all_varchar = true"
         found = con.execute(
-            f"SELECT Columns FROM sniff_csv({_literal(path)}, {dialect}, {_SNIFF})"
+            f"SELECT Columns FROM sniff_csv({_literal(path)}, {dialect}, {sniff})"
         ).fetchone()
         typed = [(str(c["name"]), str(c["type"])) for c in found[0]] if found else None
     reader = _csv_reader(path, dialect, typed)
@@ -271,11 +273,15 @@ def _numpy_frame(columns: dict[str, np.ndarray]) -> Any:
 
 
 @contextmanager
-def open_table(data: Any, needed: Sequence[str] | None = None) -> Iterator[TableSource]:
+def open_table(
+    data: Any, needed: Sequence[str] | None = None, *, infer_types: bool = True
+) -> Iterator[TableSource]:
     """A private DuckDB connection with the data as view ``src`` (closed on exit).
 
     ``needed`` names the columns the release uses; sources that must be computed first
-    (a Polars LazyFrame) compute only those.
+    (a Polars LazyFrame) compute only those. ``infer_types=False`` reads every column of a
+    CSV file as its text (VARCHAR), with the same dialect, without the pass over every row
+    that infers the types.
     """
     duckdb = _duckdb()
     stdin_copy: str | None = None
@@ -291,7 +297,7 @@ def open_table(data: Any, needed: Sequence[str] | None = None) -> Iterator[Table
             label = "standard input" if stdin_copy else f"the file {Path(path).name!r}"
             where = "standard input" if stdin_copy else path
             try:
-                csv_reader = _path_source(con, path, where)
+                csv_reader = _path_source(con, path, where, infer_types=infer_types)
                 declared = csv_reader is None
                 columns = [d[0] for d in con.execute("SELECT * FROM src LIMIT 0").description]
             except duckdb.Error as exc:
