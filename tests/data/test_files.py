@@ -136,7 +136,7 @@ def test_rows_with_more_or_fewer_fields_are_refused(tmp_path: Path, row: str) ->
     path = write(tmp_path, "d.csv", f"v,w\n1,2\n{row}\n3,4\n")
     for read in (
         lambda: load_column(path, "v"),
-        lambda: ds.release(path, ds.Sum(0, 10), column="v", epsilon=1.0, rng=1),
+        lambda: ds.release(path, ds.Sum(0, 10), column="v", epsilon=1.0),
     ):
         with pytest.raises(InputError, match="more or fewer fields than the header") as info:
             read()
@@ -438,3 +438,50 @@ def test_column_read_as_text_is_the_inferred_read(tmp_path: Path, cells: list[st
     np.testing.assert_array_equal(
         got.view(np.int64), np.asarray(inferred, np.float64).view(np.int64)
     )
+
+
+def test_a_malformed_row_past_the_sample_is_the_files_message(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A row with more fields than the header, far past any sample a CSV reader takes, is
+    refused with the file's own message on every path (a bare column, a release on the
+    table, SQL, the CLI), never with the reader's text, which quotes the line."""
+    from dpsense.cli import main
+
+    rows = [f"{i},{i % 7}" for i in range(50_000)]
+    path = write(tmp_path, "d.csv", "a,b\n" + "\n".join(rows) + "\n901,902,903\n4,5\n")
+    mean = ds.Mean(0, 10)
+    calls = [
+        lambda: load_column(path, "a"),
+        lambda: ds.release(path, mean, column="a", epsilon=1.0),
+        lambda: ds.release(path, mean, column="a", by="b", keys=[0, 1], epsilon=1.0),
+        lambda: ds.sql(
+            "SELECT AVG(a) AS m FROM t",
+            tables={"t": str(path)},
+            bounds={"a": (0, 10)},
+            epsilon=1.0,
+        ),
+    ]
+    for call in calls:
+        with pytest.raises(InputError, match="more or fewer fields than the header") as info:
+            call()
+        assert "901" not in str(info.value)
+    code = main(
+        [
+            "release",
+            str(path),
+            "-c",
+            "a",
+            "-s",
+            "mean",
+            "--lower",
+            "0",
+            "--upper",
+            "10",
+            "--epsilon",
+            "1",
+        ]
+    )
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "more or fewer fields" in err and "901" not in err

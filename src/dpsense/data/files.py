@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from dpsense._arrays import FloatArray, as_data, as_indicator
-from dpsense.data.source import open_table, quote
+from dpsense.data.source import open_table, quote, unreadable
 from dpsense.errors import InputError
 
 __all__ = ["load_column", "load_indicator"]
@@ -179,8 +179,14 @@ def _load_table(
     needed = None if column is None else [column]
     text_first = not indicator and isinstance(data, str | os.PathLike) and os.fspath(data) != "-"
     if text_first:
-        with open_table(data, needed, infer_types=False) as source:
-            read = _numbers(source, column, where)
+        import duckdb
+
+        path = os.fspath(data)
+        with open_table(path, needed, infer_types=False) as source:
+            try:
+                read = _numbers(source, column, where)
+            except duckdb.Error as exc:  # a malformed row, met as the rows are read
+                raise unreadable(path, where or path, source.label, exc) from None
         if read is not None:
             return read
     with open_table(data, needed) as source:

@@ -29,7 +29,14 @@ import numpy as np
 from dpsense.data.csv_files import csv_delimiter, csv_problem
 from dpsense.errors import InputError
 
-__all__ = ["PARQUET_SUFFIXES", "TableSource", "is_csv_path", "is_table", "open_table"]
+__all__ = [
+    "PARQUET_SUFFIXES",
+    "TableSource",
+    "is_csv_path",
+    "is_table",
+    "open_table",
+    "unreadable",
+]
 
 PARQUET_SUFFIXES = (".parquet", ".pq")
 CsvReader = Callable[[Mapping[str, str]], str]
@@ -160,6 +167,12 @@ def _path_source(con: Any, path: str, where: str, *, infer_types: bool = True) -
         typed = [(str(c["name"]), str(c["type"])) for c in found[0]] if found else None
     reader = _csv_reader(path, dialect, typed)
     con.execute(f"CREATE TEMP VIEW src AS SELECT * FROM {reader({})}")
+    if infer_types:
+        # one parse of every row now, so that a malformed row (more or fewer fields than
+        # the header) is refused here, with the file's message, and never by a later query
+        # with DuckDB's, which quotes the line; without infer_types the caller reads every
+        # row at once and maps the error itself (:func:`unreadable`)
+        con.execute("SELECT count(*) FROM src").fetchall()
     columns = [d[0] for d in con.execute("SELECT * FROM src LIMIT 0").description]
     if len(columns) == 1:
         reader = _csv_reader(path, dialect, typed, columns[0])
@@ -272,6 +285,20 @@ def _numpy_frame(columns: dict[str, np.ndarray]) -> Any:
     return out
 
 
+def unreadable(path: str, where: str, label: str, exc: Exception) -> InputError:
+    """The one message for a file DuckDB could not read (``exc``): the precise cause of a
+    malformed CSV file (:func:`dpsense.data.csv_files.csv_problem`) where it can be named,
+    else a generic one. Never DuckDB's own text, which quotes the offending line."""
+    plain_csv = os.path.isfile(path) and is_csv_path(path)
+    problem = csv_problem(Path(path), where) if plain_csv else None
+    if problem is not None:
+        return problem
+    return InputError(
+        f"Could not read {label}: it is not a readable CSV (with a header row) or "
+        f"Parquet file ({type(exc).__name__})."
+    )
+
+
 @contextmanager
 def open_table(
     data: Any, needed: Sequence[str] | None = None, *, infer_types: bool = True
@@ -301,14 +328,7 @@ def open_table(
                 declared = csv_reader is None
                 columns = [d[0] for d in con.execute("SELECT * FROM src LIMIT 0").description]
             except duckdb.Error as exc:
-                plain_csv = os.path.isfile(path) and is_csv_path(path)
-                problem = csv_problem(Path(path), where) if plain_csv else None
-                if problem is not None:
-                    raise problem from None
-                raise InputError(
-                    f"Could not read {label}: it is not a readable CSV (with a header row) or "
-                    f"Parquet file ({type(exc).__name__})."
-                ) from None
+                raise unreadable(path, where, label, exc) from None
         elif isinstance(data, duckdb.DuckDBPyRelation):
             label = "the DuckDB relation"
             arrow = _relation_to_scan(data)
