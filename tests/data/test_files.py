@@ -484,4 +484,33 @@ def test_a_malformed_row_past_the_sample_is_the_files_message(
     )
     err = capsys.readouterr().err
     assert code == 2
-    assert "more or fewer fields" in err and "901" not in err
+    assert "more or fewer fields" in err
+    assert "901" not in err
+
+
+def test_a_value_met_while_reading_is_refused_without_it(tmp_path: Path) -> None:
+    """Parquet files of one folder whose column types differ: the value that does not
+    convert is met only as a release reads the rows. Every path refuses with one message
+    that names the data, never the value (DuckDB's own text quotes it)."""
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    folder = tmp_path / "parts"
+    folder.mkdir()
+    pq.write_table(pa.table({"g": ["a", "b"], "v": [1.5, 2.5]}), folder / "a.parquet")
+    pq.write_table(pa.table({"g": ["a", "b"], "v": ["SECRETV", "x"]}), folder / "b.parquet")
+    mean = ds.Mean(0, 10)
+    calls = [
+        lambda: ds.release(str(folder), mean, column="v", epsilon=1.0),
+        lambda: ds.release(str(folder), mean, column="v", by="g", keys=["a", "b"], epsilon=1.0),
+        lambda: ds.sql(
+            "SELECT g, AVG(v) AS m FROM t GROUP BY g",
+            tables={"t": str(folder)},
+            bounds={"v": (0, 10)},
+            keys={"g": ["a", "b"]},
+            epsilon=1.0,
+        ),
+    ]
+    for call in calls:
+        with pytest.raises(InputError, match="parts") as info:
+            call()
+        assert "SECRETV" not in str(info.value)

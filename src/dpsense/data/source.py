@@ -285,6 +285,28 @@ def _numpy_frame(columns: dict[str, np.ndarray]) -> Any:
     return out
 
 
+def _value_errors(duckdb: Any) -> tuple[type[Exception], ...]:
+    """DuckDB's errors about the data itself (a value that does not convert, a file or page
+    that cannot be read), as opposed to errors in the SQL dpsense writes."""
+    return (duckdb.ConversionException, duckdb.InvalidInputException, duckdb.IOException)
+
+
+def _unreadable_rows(data: Any, label: str, where: str, exc: Exception) -> InputError:
+    """The message for a value or a part of the source DuckDB could not read once the
+    source was open (:func:`open_table`)."""
+    if isinstance(data, str | os.PathLike):
+        path = os.fspath(data)
+        problem = unreadable(path, where, label, exc)
+        if not problem.args[0].startswith("Could not read"):
+            return problem
+    return InputError(
+        f"Could not read every row of {label}: some value cannot be read as its column's "
+        f"type, or part of the data is damaged ({type(exc).__name__}). Check the data "
+        "(for a CSV file, declare the columns' types with schema=... to read them as text "
+        "first), or convert it to Parquet."
+    )
+
+
 def unreadable(path: str, where: str, label: str, exc: Exception) -> InputError:
     """The one message for a file DuckDB could not read (``exc``): the precise cause of a
     malformed CSV file (:func:`dpsense.data.csv_files.csv_problem`) where it can be named,
@@ -342,7 +364,14 @@ def open_table(
             columns = [d[0] for d in con.execute("SELECT * FROM src LIMIT 0").description]
         source = TableSource(con, "src", columns, label, declared_types=declared)
         source.csv_reader = csv_reader
-        yield source
+        try:
+            yield source
+        except _value_errors(duckdb) as exc:
+            # a value DuckDB could not read as its column's type, or a file it could not
+            # read, met while a release reads the rows: DuckDB's text quotes the value or
+            # the line, so the message is the file's own (never the reader's)
+            where = "standard input" if stdin_copy else label
+            raise _unreadable_rows(data, label, where, exc) from None
     finally:
         con.close()
         if stdin_copy:
