@@ -35,8 +35,7 @@ from dpsense.methods.zcdp import method_rho
 from dpsense.neighbours import Neighbours
 from dpsense.noise.rng import SeededRandom
 from dpsense.query import methods as query_methods
-from dpsense.query import steps
-from dpsense.tables import grouped
+from dpsense.tables import grouped, query_release
 
 pd = pytest.importorskip("pandas")
 
@@ -93,7 +92,7 @@ def watched(monkeypatch: pytest.MonkeyPatch) -> Iterator[Spy]:
             return _release(call, **options)
 
         monkeypatch.setitem(query_methods.DISPATCH, name, wrapped)
-    for module in (steps, grouped):
+    for module in (query_release, grouped):
         select = module.select_groups
 
         def selecting(units: Any, rule: SelectionRule, rng: Any, _select: Any = select) -> Any:

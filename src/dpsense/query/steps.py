@@ -1,24 +1,18 @@
-"""The steps of a query that do not depend on the engine.
+"""The steps of a query on the query's side of the tables.
 
-:mod:`dpsense.query.run` runs a plan (a bare statistic's is a query of one) on any engine
-(``tables.engines``) in one order with the same draws: one seed per statistic (the
-caller's source for a statistic alone), the private bounds steps, the engine's checks and
-bounding, one partition selection from the bounded rows' unit counts, then each
-statistic's grouped release on the bounded rows. The engines differ only in how they read
-rows; these are the steps around them.
+:mod:`dpsense.query.run` runs a plan (a bare statistic's is a query of one) in one order
+with the same draws: one seed per statistic (the caller's source for a statistic alone),
+the private bounds steps, then the whole query handed to the tables as one request
+(:func:`table_query`, released by ``tables.query_release``: the checks and bounding, one
+partition selection, each statistic's grouped release). These are the steps around that
+call: the plan's casts and value column, the bounds, the requests, the result.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
 from dataclasses import replace
 from typing import Any
 
-import numpy as np
-
-from dpsense._exact_budget import float_up
-from dpsense.mechanisms.partition_selection import SelectionRule, select_groups
 from dpsense.methods import Release
 from dpsense.methods.call import MethodCall
 from dpsense.noise.rng import RandomSource, SeededRandom
@@ -27,30 +21,28 @@ from dpsense.query.methods import DISPATCH
 from dpsense.query.plan import Entry, QueryPlan, statistic_split
 from dpsense.query.result import QueryResult
 from dpsense.statistics import BoundedStatistic, Count, Statistic
-from dpsense.tables.grouped import GroupedRelease, opened_table, release_opened
+from dpsense.tables.grouped import GroupedRelease, opened_table
 from dpsense.tables.key_types import check_keys, key_casts
-from dpsense.tables.presence import presence_names
 from dpsense.tables.request import (
     Budget,
     Grouping,
     PrivacyUnit,
+    QueryStatistic,
     StatisticRelease,
+    TableQuery,
     normalise_keys,
 )
-from dpsense.tables.rows.unit_bounding import UnitBounding
 
 __all__ = [
     "as_query",
     "bounds_step",
     "checked_table",
     "counted_columns",
-    "opened_query",
     "reads_twice",
-    "release_entries",
-    "select_shared",
     "statistic_release",
     "statistic_sources",
-    "unit_bounding",
+    "table_query",
+    "with_column",
     "with_key_casts",
     "with_private_bounds",
     "with_value_column",
@@ -74,24 +66,53 @@ def _release_one(entry: Entry, plan: QueryPlan, rng: RandomSource) -> Any:
     return one
 
 
-def statistic_release(
-    plan: QueryPlan, entry: Entry, rng: RandomSource, *, budget: Budget, keys: Any
-) -> StatisticRelease:
-    """The engine's request for one statistic of ``plan`` at ``budget`` with the groups
-    ``keys`` (the public keys, or a query's shared selection): among them its budget split
-    over its groups, the split the charge prices (``query.plan.statistic_split``)."""
+def statistic_release(plan: QueryPlan, entry: Entry, rng: RandomSource) -> StatisticRelease:
+    """The engine's request for one statistic of ``plan`` at its share, with the query's
+    public keys (the tables replace them by a shared selection's groups): among them its
+    budget split over its groups, the split the charge prices
+    (``query.plan.statistic_split``), and its method's release of a group."""
     return StatisticRelease(
         method=entry.chosen,
         column=entry.column,
-        budget=budget,
+        budget=Budget(epsilon=entry.epsilon, delta=entry.delta),
         split=statistic_split(plan, entry),
-        grouping=Grouping(by=plan.by, keys=keys),
-        unit=PrivacyUnit(column=plan.unit, max_rows=plan.max_rows, max_groups=plan.max_groups),
+        grouping=Grouping(by=plan.by, keys=plan.keys),
+        unit=_unit(plan),
         nulls=plan.nulls,
         release_one=_release_one(entry, plan, rng),
         schema=plan.casts,
         present=entry.present,
     )
+
+
+def table_query(
+    plan: QueryPlan, stats: dict[str, Statistic], rngs: list[RandomSource]
+) -> TableQuery:
+    """The whole query as the tables release it (``tables.query_release``): each
+    statistic with the bounds it releases with (``stats``), its request and its random
+    source (``rngs``, in the query's order), and what its statistics share."""
+    return TableQuery(
+        statistics=tuple(
+            QueryStatistic(
+                name=e.name,
+                statistic=stats[e.name],
+                request=statistic_release(plan, e, rng),
+                rng=rng,
+            )
+            for e, rng in zip(plan.entries, rngs, strict=True)
+        ),
+        grouping=Grouping(by=plan.by, keys=plan.keys),
+        unit=_unit(plan),
+        nulls=plan.nulls,
+        schema=plan.casts,
+        row_filter=plan.row_filter,
+        selection=plan.selection,
+    )
+
+
+def _unit(plan: QueryPlan) -> PrivacyUnit:
+    """The query's privacy unit and its contribution bounds."""
+    return PrivacyUnit(column=plan.unit, max_rows=plan.max_rows, max_groups=plan.max_groups)
 
 
 def statistic_sources(source: RandomSource, count: int) -> list[RandomSource]:
@@ -157,62 +178,6 @@ def with_private_bounds(
     return stats, receipts
 
 
-def select_shared(
-    plan: QueryPlan, groups: list[tuple[Any, ...]], counts: Any, source: RandomSource
-) -> tuple[list[tuple[Any, ...]], dict[str, Any]]:
-    """The groups one private partition selection keeps from the bounded rows' unit
-    counts (``groups`` in the order of their values), and its receipt."""
-    assert plan.selection is not None
-    eps_sel, dlt_sel = plan.selection
-    g = plan.max_groups if plan.unit is not None else 1
-    rule = SelectionRule.for_budget(eps_sel, dlt_sel, g)
-    chosen = select_groups(np.asarray(counts, dtype=np.int64), rule, source)
-    receipt = {
-        "epsilon": eps_sel,
-        "delta": dlt_sel,
-        "threshold": rule.threshold,
-        "scale": float_up(rule.scale),
-    }
-    return [groups[int(i)] for i in chosen], receipt
-
-
-def release_entries(
-    plan: QueryPlan,
-    data: Any,
-    stats: dict[str, Statistic],
-    keys: Any,
-    selection: dict[str, Any] | None,
-    rngs: list[RandomSource],
-    rows: Callable[[], AbstractContextManager[Any]],
-    *,
-    prebounded: bool,
-) -> dict[str, Release | GroupedRelease]:
-    """Each statistic's grouped release on the query's rows (``rows()`` opens them for
-    one statistic) at its share, with the shared groups as its keys. ``prebounded``: the
-    rows are the query's bounded rows (several statistics); else the statistic's engine
-    pass checks and bounds them (a query of one, whose bounding is its statistic's)."""
-    results: dict[str, Release | GroupedRelease] = {}
-    flags = presence_names(counted_columns(plan))
-    for entry, rng in zip(plan.entries, rngs, strict=True):
-        request = statistic_release(
-            plan, entry, rng, budget=Budget(epsilon=entry.epsilon, delta=entry.delta), keys=keys
-        )
-        # a COUNT(col) reads the 0/1 column the query derived before bounding
-        request = replace(
-            request, present=flags[entry.present] if entry.present is not None else None
-        )
-        with rows() as source:
-            got = release_opened(
-                data, source, stats[entry.name], request, rng, prebounded=prebounded
-            )
-        if isinstance(got, GroupedRelease) and selection is not None:
-            got = replace(
-                got, selection="private", parameters={**got.parameters, "selection": selection}
-            )
-        results[entry.name] = got
-    return results
-
-
 def as_query(
     plan: QueryPlan, results: dict[str, Release | GroupedRelease], extra: dict[str, Any]
 ) -> QueryResult:
@@ -235,66 +200,19 @@ def as_query(
     return QueryResult(plan.epsilon, plan.delta, plan.by, results, params)
 
 
-@contextmanager
-def opened_query(
-    plan: QueryPlan, data: Any
-) -> Iterator[tuple[QueryPlan, Any, tuple[str, ...], list[tuple[Any, ...]] | None]]:
-    """The table opened in its engine for the query (its schema casts and ``where``
-    applied), with the query's plan (the table's one value column given to the statistics
-    that name none, found as the table opens), its value columns and its public keys (or
-    None). The columns of its ``COUNT(col)`` statistics are checked to exist, not as value
-    columns (a missing value in them is what the count counts around)."""
-    counted = counted_columns(plan)
-    # a query with a COUNT(col) resolves its value column first (with_value_column)
-    resolve = bool(_missing_column(plan)) and not counted
-    values = tuple(
-        dict.fromkeys(
-            e.column
-            for e in plan.entries
-            if e.column is not None and not isinstance(e.statistic, Count)
-        )
-    )
-    public = normalise_keys(plan.keys, plan.by) if plan.keys is not None else None
-    with opened_table(
-        data,
-        tuple(dict.fromkeys((*values, *counted))),
-        plan.by,
-        plan.unit,
-        resolve_value=resolve,
-        schema=plan.casts,
-        row_filter=plan.row_filter,
-    ) as (opened, columns):
-        if resolve:
-            plan, values = _with_column(plan, columns[0]), (columns[0],)
-        yield plan, opened, values, public
-
-
-def unit_bounding(
-    plan: QueryPlan,
-    values: tuple[str, ...],
-    public: list[tuple[Any, ...]] | None,
-    source: RandomSource,
-) -> UnitBounding:
-    """The query's one contribution bounding, with its secret keys (groups, rows) drawn
-    from the query's source in the order both engines draw them."""
-    assert plan.unit is not None
-    salt = (int(source.words(1)[0] >> np.uint64(1)), int(source.words(1)[0] >> np.uint64(1)))
-    groups = plan.max_groups if plan.by else 1
-    return UnitBounding(values, plan.by, plan.unit, plan.max_rows, groups, public, salt)
-
-
 def with_value_column(plan: QueryPlan, x: Any) -> QueryPlan:
     """``plan`` with the table's one value column given to the statistics that name none
     (data of one column, such as an array), for a query that also counts a named column's
-    values (``COUNT(col)``); an InputError when the table has several. (Otherwise
-    :func:`opened_query` finds it as it opens the table; a query whose statistics name
-    columns for some and not others is refused by its plan, ``query.plan.MIXED_COLUMNS``.)
+    values (``COUNT(col)``); an InputError when the table has several. (Otherwise the
+    tables find it as they open it, ``tables.query_release``; a query whose statistics
+    name columns for some and not others is refused by its plan,
+    ``query.plan.MIXED_COLUMNS``.)
     ``x`` must be readable twice (``data.source.readable_twice``)."""
     if not (_missing_column(plan) and counted_columns(plan)):
         return plan
     with opened_table(x, (), plan.by, plan.unit, resolve_value=True) as (_, (column,)):
         pass
-    return _with_column(plan, column)
+    return with_column(plan, column)
 
 
 def reads_twice(plan: QueryPlan) -> bool:
@@ -330,7 +248,7 @@ def checked_table(plan: QueryPlan, data: Any) -> QueryPlan:
     ) as (source, columns):
         if public is not None:
             check_keys(source, plan.by, public)
-    return _with_column(plan, columns[0]) if missing else plan
+    return with_column(plan, columns[0]) if missing else plan
 
 
 def with_key_casts(plan: QueryPlan, x: Any) -> QueryPlan:
@@ -362,7 +280,7 @@ def _missing_column(plan: QueryPlan) -> list[Entry]:
     return [e for e in plan.entries if e.column is None and not isinstance(e.statistic, Count)]
 
 
-def _with_column(plan: QueryPlan, column: str) -> QueryPlan:
+def with_column(plan: QueryPlan, column: str) -> QueryPlan:
     """``plan`` with ``column`` for every statistic that names none, and for their
     private bounds step (its column was None too)."""
     entries = tuple(

@@ -1,6 +1,7 @@
 """The value objects of a table release: who a person is (:class:`PrivacyUnit`), how rows
-are grouped (:class:`Grouping`), what is spent (:class:`Budget`, :class:`BudgetSplit`) and
-one statistic's whole request (:class:`StatisticRelease`). Each is validated where the
+are grouped (:class:`Grouping`), what is spent (:class:`Budget`, :class:`BudgetSplit`),
+one statistic's whole request (:class:`StatisticRelease`) and a whole query's
+(:class:`TableQuery`, its statistics :class:`QueryStatistic`). Each is validated where the
 public call is parsed (``query.plan``) and passed down whole, never as a chain of loose
 arguments."""
 
@@ -15,7 +16,9 @@ import numpy as np
 from dpsense._exact_budget import difference_down, product_down, quotient_down
 from dpsense.errors import InputError
 from dpsense.methods import Release
+from dpsense.noise.rng import RandomSource
 from dpsense.statistics import Statistic
+from dpsense.tables.row_filter import RowFilter
 from dpsense.tables.rows.casts import Cast
 
 __all__ = [
@@ -24,7 +27,9 @@ __all__ = [
     "BudgetSplit",
     "Grouping",
     "PrivacyUnit",
+    "QueryStatistic",
     "StatisticRelease",
+    "TableQuery",
     "budget_split",
     "normalise_keys",
 ]
@@ -133,6 +138,35 @@ class StatisticRelease:
     release_one: Callable[[Any, Statistic, float, float], Release]
     schema: Mapping[str, Cast] | None = None
     present: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class QueryStatistic:
+    """One statistic of a query: its name, the statistic (with the bounds it releases
+    with), its request (its ``grouping.keys`` the query's public keys, replaced by the
+    shared selection's groups when there is one; its ``present`` the column a
+    ``COUNT(col)`` counts) and its own random source."""
+
+    name: str
+    statistic: Statistic
+    request: StatisticRelease
+    rng: RandomSource
+
+
+@dataclass(frozen=True, kw_only=True)
+class TableQuery:
+    """A whole query as the tables release it (``tables.query_release``): its statistics
+    in the order they draw, the grouping, the privacy unit, the rule for missing values,
+    the schema casts, the ``where`` filter, and the (epsilon, delta) of the partition
+    selection its statistics share (None: public keys, no groups, or one statistic)."""
+
+    statistics: tuple[QueryStatistic, ...]
+    grouping: Grouping
+    unit: PrivacyUnit
+    nulls: str
+    schema: Mapping[str, Cast]
+    row_filter: RowFilter | None
+    selection: tuple[float, float] | None
 
 
 def normalise_keys(keys: Any, by: tuple[str, ...]) -> list[tuple[Any, ...]]:
