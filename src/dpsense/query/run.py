@@ -12,7 +12,7 @@ here. docs/queries.md derives the total.
 
 A query of one statistic is the same steps with nothing to share, and draws exactly as
 its statistic alone: the statistic's random source is the query's own
-(``steps.statistic_sources``), its one check and contribution bounding are its engine
+(:func:`statistic_sources`), its one check and contribution bounding are its engine
 pass's (nothing is bounded twice), its groups are its own partition selection's
 (``plan.selection`` is None), and its receipt is the query's (the bounds step included).
 One column of numbers that is not a table (:func:`reads_column`) is released without an
@@ -27,17 +27,14 @@ from typing import Any
 
 from dpsense.data.source import is_table, readable_twice
 from dpsense.methods import Release
-from dpsense.noise.rng import RandomSource
+from dpsense.noise.rng import RandomSource, SeededRandom
 from dpsense.query.bounds_step import with_bounds_receipt
 from dpsense.query.methods import release_column
 from dpsense.query.plan import QueryPlan
 from dpsense.query.result import QueryResult
 from dpsense.query.steps import (
-    as_query,
     reads_twice,
-    statistic_sources,
     table_query,
-    with_column,
     with_key_casts,
     with_private_bounds,
     with_value_column,
@@ -86,7 +83,18 @@ def run_plan(
             results, extra = _on_engine(plan, data, stats, receipts, rngs, source)
     if plan.single:
         return results[plan.entries[0].name]
-    return as_query(plan, results, extra)
+    return _as_query(plan, results, extra)
+
+
+def statistic_sources(source: RandomSource, count: int) -> list[RandomSource]:
+    """One random source per statistic of a query of ``count``: for a seeded source and
+    several statistics, a generator seeded by each of its next ``count`` words (drawn
+    first, so each statistic's draws are reproducible on their own); the OS's CSPRNG is
+    shared. A statistic alone draws from ``source`` itself, as a bare statistic always
+    has (a query of one is its statistic's release, seed for seed)."""
+    if not source.seeded or count == 1:
+        return [source] * count
+    return [SeededRandom(int(w)) for w in source.words(count)]
 
 
 def _readable(plan: QueryPlan, x: Any) -> AbstractContextManager[Any]:
@@ -106,9 +114,7 @@ def _on_engine(
     (``tables.query_release``, whichever engine reads ``data``), and the query's
     receipts."""
     got = release_query(data, table_query(plan, stats, rngs), source)
-    if got.column is not None:
-        plan = with_column(plan, got.column)
-    return _with_receipts(plan, got.results, receipts, got.selection)
+    return _with_receipts(plan, got.results, receipts, got.selection, got.column)
 
 
 def _with_receipts(
@@ -116,11 +122,13 @@ def _with_receipts(
     results: dict[str, Release | GroupedRelease],
     receipts: dict[str, dict[str, Any]],
     selection: dict[str, Any] | None = None,
+    found: str | None = None,
 ) -> tuple[dict[str, Release | GroupedRelease], dict[str, Any]]:
     """The statistics' releases with the bounds they used, and the query's receipts (its
-    shared selection, each column's bounds). A statistic alone carries the whole
-    guarantee: its receipt states the total, the bounds step included (the query's
-    lifts its bounds from it, ``steps.as_query``)."""
+    shared selection, each column's bounds; ``found``: the table's one value column, for
+    the statistics that name none). A statistic alone carries the whole guarantee: its
+    receipt states the total, the bounds step included (the query's lifts its bounds
+    from it, :func:`_as_query`)."""
     if not receipts:
         return results, {} if selection is None else {"selection": selection}
     if len(results) == 1:
@@ -132,12 +140,36 @@ def _with_receipts(
         return {name: whole}, {}
     out = dict(results)
     for entry in plan.entries:
-        if entry.column in receipts and not isinstance(entry.statistic, Count):
+        column = entry.column if entry.column is not None else found
+        if column in receipts and not isinstance(entry.statistic, Count):
             # the statistic's receipt names the bounds it used (the bounds step's cost is
             # the query's, in QueryResult.parameters["bounds"])
             got = out[entry.name]
             out[entry.name] = replace(
-                got, parameters={**got.parameters, "bounds": receipts[entry.column]}
+                got, parameters={**got.parameters, "bounds": receipts[column]}
             )
     extra: dict[str, Any] = {} if selection is None else {"selection": selection}
     return out, {**extra, "bounds": receipts}
+
+
+def _as_query(
+    plan: QueryPlan, results: dict[str, Release | GroupedRelease], extra: dict[str, Any]
+) -> QueryResult:
+    """The query's result: its statistics' releases and the query's receipt."""
+    params = {
+        **plan.parameters,
+        "privacy_unit": plan.unit,
+        "max_rows_per_unit": plan.max_rows if plan.unit is not None else 1,
+        "max_groups_per_unit": plan.max_groups if plan.unit is not None else 1,
+        **extra,
+    }
+    if plan.row_filter is not None:
+        params["where"] = plan.row_filter.text
+    if plan.casts:
+        params["schema"] = {name: cast.text for name, cast in plan.casts.items()}
+        params["schema_rule"] = "a row whose value does not fit its declared type is dropped"
+    if len(results) == 1 and plan.bounds is not None:
+        only = next(iter(results.values()))
+        if "bounds" in only.parameters:
+            params["bounds"] = {str(plan.entries[0].column): only.parameters["bounds"]}
+    return QueryResult(plan.epsilon, plan.delta, plan.by, results, params)

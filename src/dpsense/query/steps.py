@@ -1,11 +1,11 @@
 """The steps of a query on the query's side of the tables.
 
 :mod:`dpsense.query.run` runs a plan (a bare statistic's is a query of one) in one order
-with the same draws: one seed per statistic (the caller's source for a statistic alone),
-the private bounds steps, then the whole query handed to the tables as one request
+with the same draws: one seed per statistic (``run.statistic_sources``), the private
+bounds steps, then the whole query handed to the tables as one request
 (:func:`table_query`, released by ``tables.query_release``: the checks and bounding, one
 partition selection, each statistic's grouped release). These are the steps around that
-call: the plan's casts and value column, the bounds, the requests, the result.
+call: the plan's casts and value column, the bounds, the requests.
 """
 
 from __future__ import annotations
@@ -15,13 +15,12 @@ from typing import Any
 
 from dpsense.methods import Release
 from dpsense.methods.call import MethodCall
-from dpsense.noise.rng import RandomSource, SeededRandom
+from dpsense.noise.rng import RandomSource
 from dpsense.query.bounds_step import BoundsPlan, bounded_statistic, find_bounds
 from dpsense.query.methods import DISPATCH
 from dpsense.query.plan import Entry, QueryPlan, statistic_split
-from dpsense.query.result import QueryResult
 from dpsense.statistics import BoundedStatistic, Count, Statistic
-from dpsense.tables.grouped import GroupedRelease, opened_table
+from dpsense.tables.grouped import opened_table
 from dpsense.tables.key_types import check_keys, key_casts
 from dpsense.tables.request import (
     Budget,
@@ -34,13 +33,11 @@ from dpsense.tables.request import (
 )
 
 __all__ = [
-    "as_query",
     "bounds_step",
     "checked_table",
     "counted_columns",
     "reads_twice",
     "statistic_release",
-    "statistic_sources",
     "table_query",
     "with_column",
     "with_key_casts",
@@ -115,17 +112,6 @@ def _unit(plan: QueryPlan) -> PrivacyUnit:
     return PrivacyUnit(column=plan.unit, max_rows=plan.max_rows, max_groups=plan.max_groups)
 
 
-def statistic_sources(source: RandomSource, count: int) -> list[RandomSource]:
-    """One random source per statistic of a query of ``count``: for a seeded source and
-    several statistics, a generator seeded by each of its next ``count`` words (drawn
-    first, so each statistic's draws are reproducible on their own); the OS's CSPRNG is
-    shared. A statistic alone draws from ``source`` itself, as a bare statistic always
-    has (a query of one is its statistic's release, seed for seed)."""
-    if not source.seeded or count == 1:
-        return [source] * count
-    return [SeededRandom(int(w)) for w in source.words(count)]
-
-
 def bounds_step(
     plan: QueryPlan,
     data: Any,
@@ -176,28 +162,6 @@ def with_private_bounds(
             assert isinstance(e.statistic, BoundedStatistic)
             stats[e.name] = bounded_statistic(e.statistic, receipt["lower"], receipt["upper"])[0]
     return stats, receipts
-
-
-def as_query(
-    plan: QueryPlan, results: dict[str, Release | GroupedRelease], extra: dict[str, Any]
-) -> QueryResult:
-    params = {
-        **plan.parameters,
-        "privacy_unit": plan.unit,
-        "max_rows_per_unit": plan.max_rows if plan.unit is not None else 1,
-        "max_groups_per_unit": plan.max_groups if plan.unit is not None else 1,
-        **extra,
-    }
-    if plan.row_filter is not None:
-        params["where"] = plan.row_filter.text
-    if plan.casts:
-        params["schema"] = {name: cast.text for name, cast in plan.casts.items()}
-        params["schema_rule"] = "a row whose value does not fit its declared type is dropped"
-    if len(results) == 1 and plan.bounds is not None:
-        only = next(iter(results.values()))
-        if "bounds" in only.parameters:
-            params["bounds"] = {str(plan.entries[0].column): only.parameters["bounds"]}
-    return QueryResult(plan.epsilon, plan.delta, plan.by, results, params)
 
 
 def with_value_column(plan: QueryPlan, x: Any) -> QueryPlan:
