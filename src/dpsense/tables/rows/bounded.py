@@ -93,7 +93,7 @@ def stage_sql(
     source: TableSource,
     plan: TablePlan,
     types: dict[str, str],
-    where: str,
+    row_test: str,
     public: bool,
     flags: Sequence[str] = (),
 ) -> str:
@@ -113,7 +113,7 @@ def stage_sql(
     cols += [f"{f} AS f{i}" for i, f in enumerate(flags)]
     if not cols:
         cols.append("1 AS one")
-    stage = f"SELECT {', '.join(cols)} FROM {source.view} WHERE {where}"
+    stage = f"SELECT {', '.join(cols)} FROM {source.view} WHERE {row_test}"
     if public:
         gs = ", ".join(f"g{i}" for i in range(len(plan.by)))
         join = "LEFT JOIN" if flags else "JOIN"

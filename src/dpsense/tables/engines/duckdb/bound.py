@@ -69,8 +69,8 @@ def bound_table(
         and (plan.column is None or (plan.lower is not None and plan.upper is not None))
     ):
         return held_table(source, plan, keys if public else None, types)
-    where = check_table(source, plan, types)
-    stage = stage_sql(source, plan, types, where, public)
+    row_test = check_table(source, plan, types)
+    stage = stage_sql(source, plan, types, row_test, public)
     group_cols = ["gid"] if (public or not by) else gs
     hist_src, unit_src = _histogram_sources(source, plan, stage, types, group_cols, keys)
     if group_cols == ["gid"]:

@@ -86,7 +86,7 @@ class ScanNeed:
 class _Pass:
     """One first pass: rows per group, samples per column, sums per key."""
 
-    where: str
+    row_test: str
     rows: np.ndarray
     samples: dict[str | None, dict[int, np.ndarray]]
     """Each group's value-hash sample of a column, raw (not clipped)."""
@@ -114,15 +114,15 @@ def _first_pass(
     needs: tuple[ScanNeed, ...],
     keys: list[tuple[Any, ...]] | None,
     types: dict[str, str],
-    where: str | None,
+    row_test: str | None,
 ) -> _Pass:
     """The aggregation of the module docstring for ``needs``. The checks are aggregates of
     it rather than row tests: a value column has a non-numeric entry when fewer of its
     entries read as numbers than are present (``count``), a missing one when fewer read
     as numbers than there are rows, or a NaN when its ``max`` is NaN (NaN sorts above every
     number); a by-column has a missing value when a group's key is null or NaN. With
-    ``where`` None and missing values under nulls='drop', the pass is taken again with
-    those rows dropped (``where`` the row test)."""
+    ``row_test`` None and missing values under nulls='drop', the pass is taken again
+    with those rows dropped (``row_test`` the SQL test of a kept row)."""
     con = source.con
     columns = list(dict.fromkeys(n.column for n in needs if n.column is not None))
     alias = {c: f"x{i}" for i, c in enumerate(columns)}
@@ -131,7 +131,7 @@ def _first_pass(
     texts = [c for c in columns if not _numeric(types.get(c, ""))]
     cols += [f"{quote(c)} AS y{i}" for i, c in enumerate(texts)]
     cols += [f"{quote(b)} AS {g}" for b, g in zip(plan.by, gs, strict=True)]
-    inner = f"SELECT {', '.join(cols) or '1 AS one'} FROM {source.view} WHERE {where or 'TRUE'}"
+    inner = f"SELECT {', '.join(cols) or '1 AS one'} FROM {source.view} WHERE {row_test or 'TRUE'}"
     aggs = ["count(*)::BIGINT AS n"]
     sampled = [c for c in columns if any(n.column == c and n.hold == "window" for n in needs)]
     aggs += [
@@ -154,7 +154,7 @@ def _first_pass(
     else:
         got = con.execute(sql).fetchall()
     first = 1 + len(gs)  # n
-    if where is None and _checks(plan, got, columns, texts, first, len(sampled) + len(sum_sql)):
+    if row_test is None and _checks(plan, got, columns, texts, first, len(sampled) + len(sum_sql)):
         any_null = " OR ".join(
             f"({t})"
             for c in _or_none(columns)
@@ -163,7 +163,7 @@ def _first_pass(
         return _first_pass(source, plan, needs, keys, types, f"NOT ({any_null})")
     ngroups = len(keys) if keys is not None else 1
     sampled_cols = {c: alias[c] for c in sampled}
-    return _read_pass(con, got, first, ngroups, sampled_cols, sum_sql, where or "TRUE")
+    return _read_pass(con, got, first, ngroups, sampled_cols, sum_sql, row_test or "TRUE")
 
 
 def _read_pass(
@@ -173,7 +173,7 @@ def _read_pass(
     ngroups: int,
     sampled: dict[str, str],
     sum_sql: list[tuple[tuple[Any, ...], str]],
-    where: str,
+    row_test: str,
 ) -> _Pass:
     """The first pass's rows (``got``: gid, group columns, n, then the samples' and the
     sums' columns) as rows per group, the value-hash samples (read from ``dpsense_scan``
@@ -201,7 +201,7 @@ def _read_pass(
             samples[c][gid] = got_c.get(gid, np.zeros(0))  # raw values
     if sampled:
         con.execute("DROP TABLE dpsense_scan")
-    return _Pass(where, rows, samples, sums, outside)
+    return _Pass(row_test, rows, samples, sums, outside)
 
 
 def _checks(
@@ -288,7 +288,7 @@ def held_table(
         empty = np.zeros(len(rows), dtype=np.int64)
         return BoundedTable(source, group_keys, rows.copy(), rows.copy(), empty, False)
     public = keys is not None
-    kept = stage_sql(source, plan, types, scan.where, public)
+    kept = stage_sql(source, plan, types, scan.row_test, public)
     stage = f"SELECT gid, v FROM ({kept})"
     samples = {
         g: np.unique(_clip(s, plan.lower, plan.upper), return_counts=True)
@@ -335,14 +335,14 @@ def _raw_rows(
     if gs:
         cols = ", ".join(f"{quote(b)} AS {g}" for b, g in zip(plan.by, gs, strict=True))
         return RawRows(
-            f"SELECT {cols}, {x} AS x FROM {source.view} WHERE {scan.where}",
+            f"SELECT {cols}, {x} AS x FROM {source.view} WHERE {scan.row_test}",
             gs,
             "SELECT * FROM dpsense_keys",
             need.lower,
             need.upper,
         )
     return RawRows(
-        f"SELECT 0::BIGINT AS gid, {x} AS x FROM {source.view} WHERE {scan.where}",
+        f"SELECT 0::BIGINT AS gid, {x} AS x FROM {source.view} WHERE {scan.row_test}",
         ("gid",),
         None,
         need.lower,
