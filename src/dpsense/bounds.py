@@ -67,8 +67,9 @@ K_LOW: Final = 30
 """The smallest non-zero magnitude on the grid is 2^-K_LOW."""
 K_HIGH: Final = 60
 """The largest magnitude on the grid is 2^K_HIGH."""
-WIDTH_STEPS: Final = 5
-"""W: a bound costs nothing for width while a tenth of the data reach 2^-W of its size."""
+WIDTH_STEPS: Final = 8
+"""W: the levels of the width term: a bound v costs s n / W for each level j = 1..W at
+which fewer than a tenth of the rows on its side of 0 reach v / 2^j."""
 WIDTH_SHARE: Final = Fraction(1, 10)
 """s: the share of the data that must reach |bound| / 2^W."""
 BULK_STEPS: Final = 7
@@ -86,32 +87,59 @@ def bounds_grid() -> F64:
     return np.concatenate([-powers[::-1], [0.0], powers])
 
 
+def _same_side_reach(x: F64, grid: F64, steps: int) -> NDArray[np.int64]:
+    """``#{x >= v / 2^steps}`` for each grid point v > 0 and ``#{x <= v / 2^steps}`` for
+    v < 0 (rows on v's side of 0 whose magnitude is within a factor 2^steps of v's); 0
+    at v = 0. Exact: v / 2^steps is a power of two."""
+    ordered = np.sort(x)
+    scaled = np.ldexp(grid, -steps)
+    above = ordered.size - np.searchsorted(ordered, scaled, side="left")
+    below = np.searchsorted(ordered, scaled, side="right")
+    return np.where(grid > 0, above, np.where(grid < 0, below, 0)).astype(np.int64)
+
+
 def bound_scores(
     x: F64, grid: F64, t_lo: Fraction, t_hi: Fraction
 ) -> tuple[list[Fraction], list[Fraction]]:
     """The exact scores of every grid point as a lower and as an upper bound (in rows).
 
     ``lower: max(0, a - t_lo n, [v < 0] w)``, ``upper: max(0, b - t_hi n, [v > 0] w)``
-    with ``a = #{x < v}``, ``b = #{x > v}``, ``w = max(s n - r_W, h n0 - r_H)``,
-    ``r_W = #{|x| >= |v|/2^W}`` and n0 the non-zero rows (infinities count as beyond
+    with ``a = #{x < v}``, ``b = #{x > v}``, the width term
+    ``w = max(mean_j max(0, s n - r_j), h n0 - r_H)`` over the levels j = 1..W,
+    ``r_j`` the rows on v's side of 0 within a factor 2^j of v (:func:`_same_side_reach`),
+    ``r_H = #{|x| >= |v|/2^H}`` and n0 the non-zero rows (infinities count as beyond
     every grid point; NaN must be gone).
     """
     n = int(x.size)
     nonzero = int(np.count_nonzero(x))
-    ordered = np.sort(x)
     magnitudes = np.sort(np.abs(x))
+    ordered = np.sort(x)
     below = np.searchsorted(ordered, grid, side="left")
     above = n - np.searchsorted(ordered, grid, side="right")
-    # |v| / 2^W is exact in binary floating point (a power of two times a power of two)
-    reach = n - np.searchsorted(magnitudes, np.ldexp(np.abs(grid), -WIDTH_STEPS), side="left")
     bulk = n - np.searchsorted(magnitudes, np.ldexp(np.abs(grid), -BULK_STEPS), side="left")
+    # the target of each level: a share s of the rows of the larger of v's side of 0 and
+    # the rest (half the rows for symmetric data; all of them for a bound on a side with
+    # no rows, which then pays for it); it moves by at most s when a row is added or removed
+    positive, negative = int(np.count_nonzero(x > 0)), int(np.count_nonzero(x < 0))
+    targets = [
+        WIDTH_SHARE * max(side, n - side)
+        for side in (positive if v > 0 else negative for v in grid.tolist())
+    ]
+    # the mean over the levels of max(0, target - r_j): each term moves by at most 1 when
+    # a row is added or removed, so their mean does too; it grows by target / W per
+    # doubling beyond the data, where one level alone is flat
+    short = [
+        [max(Fraction(0), target - r) for target, r in zip(targets, reach, strict=True)]
+        for reach in (_same_side_reach(x, grid, j).tolist() for j in range(1, WIDTH_STEPS + 1))
+    ]
     lows: list[Fraction] = []
     highs: list[Fraction] = []
-    for v, a, b, r, q in zip(
-        grid.tolist(), below.tolist(), above.tolist(), reach.tolist(), bulk.tolist(), strict=True
+    for i, (v, a, b, q) in enumerate(
+        zip(grid.tolist(), below.tolist(), above.tolist(), bulk.tolist(), strict=True)
     ):
         # at v = 0 the counts include zeros, but the width terms apply only for v != 0
-        width = max(WIDTH_SHARE * n - r, BULK_SHARE * nonzero - q)
+        levels = sum((level[i] for level in short), Fraction(0)) / WIDTH_STEPS
+        width = max(levels, BULK_SHARE * nonzero - q)
         lows.append(max(Fraction(0), a - t_lo * n, width if v < 0 else Fraction(0)))
         highs.append(max(Fraction(0), b - t_hi * n, width if v > 0 else Fraction(0)))
     return lows, highs

@@ -188,36 +188,44 @@ def test_the_sampler_draws_the_stated_distribution() -> None:
     ),
     st.sampled_from([Fraction(1, 50), Fraction(1, 10), Fraction(0)]),
 )
-def test_a_zero_score_clips_at_most_the_target_and_is_not_too_wide(
-    values: list[float], t: Fraction
-) -> None:
-    """The scores mean what docs/bounds.md says: a grid point scores 0 as a lower
-    (upper) bound exactly when it clips at most t n rows below (above) it and, if negative
-    (positive), a tenth of the data reach |v| / 2^W and half the non-zero rows reach
-    |v| / 2^H; and on data with n >= 20 some grid point scores 0 on each side when the
-    data's tails are no heavier than that."""
+def test_the_scores_are_the_documented_formula(values: list[float], t: Fraction) -> None:
+    """The scores mean what docs/bounds.md says, recomputed here row by row: a lower
+    (upper) bound v costs the rows it clips beyond t n and, when v lies on the outer side
+    of 0, the width term: the mean over the levels j = 1..W of how far the rows on v's
+    side of 0 with magnitude >= |v| / 2^j fall short of s times the larger of that side's
+    rows and the rest, or how far the non-zero rows
+    with magnitude >= |v| / 2^H fall short of h n0, whichever is larger. A zero score
+    therefore clips at most t n rows; and beyond the data the width term grows by s n / W
+    per doubling of v (up to W doublings), so a bound far beyond the data costs more
+    than one near it."""
     x = np.asarray(values)
     n = x.size
     lows, highs = _scores(x, t)
-    reach = np.array([np.count_nonzero(np.abs(x) >= abs(v) / 2**WIDTH_STEPS) for v in GRID])
-    bulk = np.array([np.count_nonzero(np.abs(x) >= abs(v) / 2**BULK_STEPS) for v in GRID])
-    wide = (reach < WIDTH_SHARE * n) | (bulk < BULK_SHARE * np.count_nonzero(x))
+    nonzero = np.count_nonzero(x)
     for i, v in enumerate(GRID):
-        low_ok = np.count_nonzero(x < v) <= t * n and not (v < 0 and wide[i])
-        high_ok = np.count_nonzero(x > v) <= t * n and not (v > 0 and wide[i])
-        assert (lows[i] == 0) == low_ok
-        assert (highs[i] == 0) == high_ok
-    magnitude = np.quantile(np.abs(x), 0.9)
-    nonzero = np.abs(x[x != 0])
-    middle = np.quantile(nonzero, 0.5) if nonzero.size else 0.0
-    top = np.max(np.abs(x))
-    if (
-        magnitude > 2.0**-20
-        and top <= 2**WIDTH_STEPS * magnitude
-        and top <= 2 ** (BULK_STEPS - 1) * middle
-    ):
-        assert min(lows) == 0
-        assert min(highs) == 0
+        same_side = x[x > 0] if v > 0 else -x[x < 0]
+        target = WIDTH_SHARE * max(same_side.size, n - same_side.size)
+        levels = [
+            max(Fraction(0), target - np.count_nonzero(same_side >= abs(v) / 2**j))
+            for j in range(1, WIDTH_STEPS + 1)
+        ]
+        bulk = BULK_SHARE * nonzero - np.count_nonzero(np.abs(x) >= abs(v) / 2**BULK_STEPS)
+        width = max(sum(levels, Fraction(0)) / WIDTH_STEPS, bulk)
+        clip_low = np.count_nonzero(x < v) - t * n
+        clip_high = np.count_nonzero(x > v) - t * n
+        assert lows[i] == max(Fraction(0), clip_low, width if v < 0 else Fraction(0))
+        assert highs[i] == max(Fraction(0), clip_high, width if v > 0 else Fraction(0))
+        if lows[i] == 0:
+            assert clip_low <= 0
+        if highs[i] == 0:
+            assert clip_high <= 0
+    top = float(np.max(np.abs(x)))
+    if top > 0 and WIDTH_SHARE * n >= 1:
+        # two grid points beyond every row: the farther costs more as an upper bound
+        k = int(np.ceil(np.log2(top))) + 1
+        near, far = np.searchsorted(GRID, [2.0**k, 2.0 ** (k + 2)])
+        if x.max() > 0:
+            assert highs[far] > highs[near]
 
 
 @pytest.mark.parametrize(("m", "eps"), [(1, 1.0), (8, 0.5)])
@@ -318,14 +326,16 @@ def test_useful_at_small_budgets_and_with_many_zeros(
     ],
 )
 def test_heavy_tailed_data_get_tight_covering_bounds(data: np.ndarray) -> None:
-    """At n = 20,000 and epsilon 1 each end clips at most 2.5% (target 2% plus the noise)
-    and each bound is within 2^6 of M = max(|q_0.01|, |q_0.99|)."""
+    """At n = 20,000 and epsilon 1 each end clips at most 3% (target 2%, plus the noise
+    and the trade against width where the tail is heavier than the width terms allow: a
+    Pareto tail of index 1.2 clips 2.6%) and each bound is within a factor 2 of
+    M = max(|q_0.01|, |q_0.99|) (it was 2^6 before the width levels)."""
     magnitude = float(np.max(np.abs(np.quantile(data, [0.01, 0.99]))))
     for seed in range(5):
         lower, upper = ds.private_bounds(data, epsilon=1.0, rng=seed).value
-        assert np.mean(data < lower) <= 0.025
-        assert np.mean(data > upper) <= 0.025
-        assert max(abs(lower), abs(upper)) <= 64 * magnitude
+        assert np.mean(data < lower) <= 0.03
+        assert np.mean(data > upper) <= 0.03
+        assert max(abs(lower), abs(upper)) <= 2 * magnitude
 
 
 def test_it_always_answers_finite_ordered_grid_points() -> None:
