@@ -44,6 +44,42 @@ class Mutant:
 
 MUTANTS = (
     Mutant(
+        "interval-halved",
+        "the interval of a noise-law release (counts, sums, global statistics) halved",
+        "src/dpsense/methods/intervals.py",
+        (
+            (
+                '    return _clipped(value - halfwidth, value + halfwidth, spec["range"])\n',
+                '    return _clipped(value - halfwidth / 2, value + halfwidth / 2, spec["range"])\n',
+            ),
+        ),
+        ("tests/methods/test_intervals.py",),
+    ),
+    Mutant(
+        "quantile-interval-shift-halved",
+        "a quantile's interval endpoints moved half as far as the selection's tail needs",
+        "src/dpsense/methods/quantile_interval.py",
+        (
+            (
+                "    return max(1, math.ceil(log_ratio / per_row))\n",
+                "    return max(1, math.ceil(log_ratio / per_row) // 2)\n",
+            ),
+        ),
+        ("tests/methods/test_intervals.py",),
+    ),
+    Mutant(
+        "mean-interval-count-noise-ignored",
+        "the noisy-sum-over-noisy-count mean's interval without the count's noise",
+        "src/dpsense/methods/intervals.py",
+        (
+            (
+                '    c_half = float(discrete_laplace_halfwidth(spec["count_scale"], half))\n',
+                "    c_half = 0.0\n",
+            ),
+        ),
+        ("tests/methods/test_intervals.py",),
+    ),
+    Mutant(
         "smooth-noise-divided-by-3",
         "smooth sensitivity noise scale divided by 3",
         "src/dpsense/methods/smooth.py",
@@ -155,8 +191,9 @@ MUTANTS = (
         "src/dpsense/methods/exponential.py",
         (
             (
-                "        group_privacy_budget(epsilon, 0.0, rows_per_unit(statistic))[0],\n",
-                "        epsilon,\n",
+                "    row_epsilon = group_privacy_budget(epsilon, 0.0, rows_per_unit(statistic))[0]\n"
+                "    point, each = interval_budget(row_epsilon)\n",
+                "    row_epsilon = epsilon\n    point, each = interval_budget(row_epsilon)\n",
             ),
         ),
         ("tests/tables/test_unit_shortcuts.py",),

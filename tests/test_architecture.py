@@ -29,6 +29,7 @@ LAYERS = {
     "tables": 5,
     "release": 6,
     "sql_release": 6,
+    "planning": 6,
     "bounds": 6,
     "accountant": 6,
     "cli": 6,

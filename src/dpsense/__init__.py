@@ -43,6 +43,7 @@ if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers
     from dpsense.neighbours import NEIGHBOURS
     from dpsense.noise import SeededRandomnessWarning
     from dpsense.params import smooth_beta
+    from dpsense.planning import Plan, plan
     from dpsense.query import QueryResult
     from dpsense.release import release
     from dpsense.report import report
@@ -101,6 +102,8 @@ _LAZY: dict[str, str] = {
     "lab": "dpsense.lab",
     "laplace": "dpsense.mechanisms",
     "make_statistic": "dpsense.statistics",
+    "plan": "dpsense.planning",
+    "Plan": "dpsense.planning",
     "private_bounds": "dpsense.bounds",
     "private_ratio": "dpsense.methods.ratio",
     "release": "dpsense.release",
@@ -161,6 +164,7 @@ __all__ = [
     "LedgerError",
     "Mean",
     "Median",
+    "Plan",
     "Quantile",
     "Quantiles",
     "QueryResult",
@@ -180,6 +184,7 @@ __all__ = [
     "lab",
     "laplace",
     "make_statistic",
+    "plan",
     "private_bounds",
     "private_ratio",
     "release",

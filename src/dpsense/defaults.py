@@ -9,7 +9,14 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["ACCURACY_ALPHA", "BOUNDS_SHARE", "METHODS", "STATISTIC_NAMES"]
+__all__ = [
+    "ACCURACY_ALPHA",
+    "BOUNDS_SHARE",
+    "INTERVAL_SHARE",
+    "METHODS",
+    "SMOOTH_INTERVAL_SHARE",
+    "STATISTIC_NAMES",
+]
 
 METHODS: Final = (
     "auto",
@@ -41,6 +48,14 @@ BOUNDS_SHARE: Final = 0.3
 its median and mean errors are within 2 times the best share's in every cell of the study
 (the smallest worst case of the shares tried; 0.15 is better in the typical cell, 2.4 times
 worse in its worst)."""
+
+INTERVAL_SHARE: Final = 0.2
+"""The share of a quantile's epsilon spent on its interval's two endpoints (half each):
+the point keeps the rest (docs/intervals.md §3)."""
+
+SMOOTH_INTERVAL_SHARE: Final = 0.25
+"""The share of a smooth-sensitivity release's epsilon spent on a private upper bound on
+its noise scale, for its interval (docs/intervals.md §4)."""
 
 ACCURACY_ALPHA: Final = 0.05
 """Accuracy columns and receipts give the half-width at 95%."""

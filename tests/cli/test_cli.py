@@ -70,8 +70,9 @@ def test_analyze_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
     assert payload["sensitivity_at_distance"][0] == payload["local_sensitivity"]
     assert payload["smooth_sensitivity"] >= payload["local_sensitivity"]
     assert payload["global_sensitivity"] == 100.0
-    # the beta of release --method smooth at the same defaults (delta = 0: Student's t, 3 dof)
-    assert payload["beta"] == pytest.approx(1.0 / 4 / 2)
+    # the beta of release --method smooth at the same defaults (delta = 0: Student's t, 3
+    # dof; the value has three quarters of epsilon, the rest is its interval's)
+    assert payload["beta"] == pytest.approx(0.75 / 4 / 2)
     assert payload["smooth_noise"] == "student-t"
     assert "distance_to_instability" not in payload
 

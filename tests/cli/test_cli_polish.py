@@ -19,7 +19,7 @@ import pytest
 
 import dpsense as ds
 from dpsense.cli import main
-from dpsense.methods.smooth import plan_smooth
+from dpsense.methods.smooth import point_plan
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -177,7 +177,8 @@ def test_analyze_and_release_smooth_use_the_same_beta(
         "100", "--epsilon", "1", "--method", "smooth", "--json",
     )  # fmt: skip
     assert code == 0
-    assert json.loads(out)["parameters"]["beta"] == beta == plan_smooth(1.0, 0.0).beta
+    # the value's beta: a quarter of epsilon bounds the noise scale for the interval
+    assert json.loads(out)["parameters"]["beta"] == beta == point_plan(1.0, 0.0)[0].beta
 
 
 def test_analyze_reports_how_many_values_were_clipped(

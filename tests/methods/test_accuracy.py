@@ -162,7 +162,8 @@ def test_grouped_to_pandas_has_an_accuracy_column() -> None:
     assert isinstance(counts, ds.GroupedRelease)
     assert isinstance(medians, ds.GroupedRelease)
     frame = counts.to_pandas()
-    columns = ["g", "value", "refused", "method", "noise", "scale", "accuracy", "rank_accuracy"]
+    columns = ["g", "value", "refused", "method", "noise", "scale", "low", "high", "unreliable"]
+    columns += ["accuracy", "rank_accuracy"]
     assert list(frame.columns) == columns
     assert list(frame["accuracy"]) == [counts[k].accuracy() for k in ("low", "high")]
     assert frame["accuracy"].notna().all()

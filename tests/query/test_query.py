@@ -73,17 +73,14 @@ def test_dict_release_by_year(wagepan: Any) -> None:
     assert [split[n]["epsilon"] for n in res] == [0.25, 0.5, 0.25]
     assert res["median_wage"][1985].epsilon == 0.5 / 8  # a man is in the 8 years
     frame = res.to_pandas()
+    parts = ("low", "high", "unreliable", "accuracy", "rank_accuracy")
     assert list(frame.columns) == [
         "year",
-        "n",
-        "n_accuracy",
-        "n_rank_accuracy",
-        "median_wage",
-        "median_wage_accuracy",
-        "median_wage_rank_accuracy",
-        "mean_hours",
-        "mean_hours_accuracy",
-        "mean_hours_rank_accuracy",
+        *(
+            c
+            for name in ("n", "median_wage", "mean_hours")
+            for c in (name, *(f"{name}_{p}" for p in parts))
+        ),
     ]
     assert frame["year"].tolist() == YEARS
     assert frame["n"].tolist() == [res["n"][y].value for y in YEARS]

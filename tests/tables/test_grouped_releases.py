@@ -173,6 +173,9 @@ def test_two_by_columns_and_tuple_keys(frame: Any) -> None:
         "method",
         "noise",
         "scale",
+        "low",
+        "high",
+        "unreliable",
         "accuracy",
         "rank_accuracy",
     ]

@@ -26,6 +26,7 @@ import pytest
 import dpsense as ds
 import dpsense.methods.exponential as exponential_method
 from dpsense.mechanisms.quantiles import QuantileCall, RecursiveQuantiles
+from dpsense.methods.exponential import interval_budget
 from dpsense.statistics.units import group_privacy_budget, per_unit
 from tests.mechanisms.test_several_quantiles import GRID, call_pmf, exact_law
 from tests.tables.test_unit_quantile_profile import SMALL_UNIVERSE, _Counts, _unit_sensitivities
@@ -128,7 +129,8 @@ def test_one_quantile_by_the_exponential_mechanism_per_person(
         rng=3,
     )
     (mech,) = seen
-    assert mech.epsilon == group_privacy_budget(eps, 0.0, m)[0]
+    # the value's share of the row-level epsilon (the rest: its interval's endpoints)
+    assert mech.epsilon == interval_budget(group_privacy_budget(eps, 0.0, m)[0])[0]
     call = QuantileCall(0, mech._grid, mech._score)
 
     def law(x: list[float]) -> np.ndarray:

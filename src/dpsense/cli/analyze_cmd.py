@@ -24,7 +24,7 @@ from dpsense.cli._shared import (
 )
 from dpsense.data import load_column
 from dpsense.errors import InputError
-from dpsense.methods.smooth import plan_smooth
+from dpsense.methods.smooth import point_plan
 from dpsense.neighbours import Neighbours, validate_neighbours
 from dpsense.params import check_delta, check_epsilon, check_finite, check_int
 from dpsense.statistics import (
@@ -89,7 +89,7 @@ def profile_of(
 ) -> dict[str, Any]:
     """Every diagnostic of ``analyze`` as plain Python numbers (non-finite kept)."""
     n = int(x.shape[0])
-    plan = plan_smooth(epsilon, delta)  # the beta 'release --method smooth' would use
+    plan, _ = point_plan(epsilon, delta)  # the beta 'release --method smooth' would use
     beta = plan.beta
     a_of_k = np.atleast_1d(
         np.asarray(stat.sensitivity_at_distance(x, np.arange(max_k + 1), neighbours), float)

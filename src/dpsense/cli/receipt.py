@@ -14,7 +14,7 @@ from dpsense.defaults import ACCURACY_ALPHA
 if TYPE_CHECKING:
     from dpsense.methods import Release
 
-__all__ = ["emit_receipt", "print_receipt", "receipt_json"]
+__all__ = ["emit_receipt", "interval_source", "print_receipt", "receipt_json"]
 
 
 def emit_receipt(result: Release, json_output: bool, label: str | None) -> None:
@@ -28,6 +28,9 @@ def emit_receipt(result: Release, json_output: bool, label: str | None) -> None:
 def receipt_json(result: Release) -> dict[str, Any]:
     """The contract's ``--json`` keys first, then the rest of the receipt."""
     payload = result.to_dict()
+    interval = result.interval(ACCURACY_ALPHA)
+    payload["interval"] = None if interval is None else list(interval)
+    payload["unreliable"] = result.unreliable(ACCURACY_ALPHA)
     payload["accuracy"] = result.accuracy(ACCURACY_ALPHA)
     payload["rank_accuracy"] = result.rank_accuracy(ACCURACY_ALPHA)
     for key in ("value", "scale", "rho", "accuracy"):
@@ -39,7 +42,7 @@ def receipt_json(result: Release) -> dict[str, Any]:
 
 def print_receipt(result: Release, column: str | None) -> None:
     """A readable receipt: the answer and how it was made."""
-    from dpsense.cli.tables_io import shown_accuracy, shown_value
+    from dpsense.cli.tables_io import shown_accuracy, shown_interval, shown_value
 
     console = _console()
     title = f"Private {result.statistic}" + (f" of {column}" if column else "")
@@ -51,6 +54,7 @@ def print_receipt(result: Release, column: str | None) -> None:
         "refused (propose-test-release)" if result.refused else shown_value(result),
     )
     if not result.refused:
+        table.add_row("95% interval", shown_interval(result) or "none for this method")
         table.add_row(
             "accuracy",
             shown_accuracy(result) or "not public (the error depends on the data)",
@@ -73,6 +77,9 @@ def print_receipt(result: Release, column: str | None) -> None:
     )
     table.add_row("neighbours", result.neighbours)
     for key, value in result.parameters.items():
+        if key == "interval":
+            table.add_row("interval from", interval_source(value))
+            continue
         table.add_row(key, _parameter(key, value))
     if result.seeded:
         table.add_row("randomness", "SEEDED: reproducible, not secure (tests/demos only)")
@@ -98,3 +105,16 @@ def _parameter(key: str, value: Any) -> str:
     if key == "release" and isinstance(value, dict):
         return f"epsilon={value['epsilon']:g}, delta={value['delta']:g}"
     return _fmt(value) if isinstance(value, float) else str(value)
+
+
+def interval_source(spec: Any) -> str:
+    """Where a release's interval comes from, in words (docs/intervals.md)."""
+    kind = spec.get("kind") if isinstance(spec, dict) else None
+    share = spec.get("share") if isinstance(spec, dict) else None
+    if kind == "released":
+        return f"two more quantiles, {share:g} of epsilon (at ranks moved outward)"
+    if kind == "smooth":
+        return f"a private upper bound on the noise scale, {share:g} of epsilon"
+    if kind in ("ratio", "fraction"):
+        return "the released sums and count (no extra budget)"
+    return "the noise's public scale (no extra budget)"

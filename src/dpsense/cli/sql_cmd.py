@@ -98,14 +98,22 @@ def _cell(value: Any, statistic: bool) -> str:
     return format_value(np.asarray(value, dtype=float) if isinstance(value, list) else value)
 
 
+def _screen_parts(name: str) -> tuple[str, ...]:
+    """The accuracy columns shown on screen (--json has them all)."""
+    return (f"{name}_low", f"{name}_high", f"{name}_accuracy", f"{name}_rank_accuracy")
+
+
 def _columns(spec: SqlQuery, rows: list[dict[str, Any]], *, all_accuracy: bool) -> list[str]:
     """The released columns: by-columns, then each statistic and its accuracy columns
     (on screen only those that are public for some row: which are is a property of the
     statistic and method, not of the data)."""
+    from dpsense.tables.grouped_result import INTERVAL_PARTS
+
     out = list(spec.by)
     for agg in spec.aggregates:
         out.append(agg.name)
-        for extra in (f"{agg.name}_accuracy", f"{agg.name}_rank_accuracy"):
+        every = tuple(f"{agg.name}_{part}" for part in INTERVAL_PARTS)
+        for extra in every if all_accuracy else _screen_parts(agg.name):
             if any(extra in r for r in rows) and (
                 all_accuracy or any(r.get(extra) is not None for r in rows)
             ):
@@ -152,7 +160,8 @@ def _emit(spec: SqlQuery, result: Any, json_output: bool) -> None:
     console.print(
         f"{len(rows)} rows; total guarantee per "
         f"{result.parameters.get('privacy_unit') or 'row'}: epsilon={result.epsilon:g}, "
-        f"delta={result.delta:g}; accuracy columns are 95% half-widths where public."
+        f"delta={result.delta:g}; _low/_high: 95% intervals; accuracy columns are 95% "
+        "half-widths where public."
     )
     if _seeded(result):
         console.print("SEEDED: reproducible, not secure (tests and demos only).")

@@ -24,6 +24,7 @@ from dpsense.methods import Release
 from dpsense.methods._release import format_value
 from dpsense.query import QueryResult
 from dpsense.tables import GroupedRelease
+from dpsense.tables.grouped_result import INTERVAL_PARTS, interval_columns
 
 __all__ = [
     "check_output",
@@ -32,11 +33,12 @@ __all__ = [
     "read_keys",
     "result_rows",
     "shown_accuracy",
+    "shown_interval",
     "shown_value",
     "write_output",
 ]
 
-_RESULT_COLUMNS = ("value", "refused", "method", "noise", "scale", "accuracy", "rank_accuracy")
+_RESULT_COLUMNS = ("value", "refused", "method", "noise", "scale", *INTERVAL_PARTS)
 _OUTPUT_SUFFIXES = (".csv", ".parquet", ".json")
 _WIDEST = 10_000
 """Measure tables as if the page were this wide (their natural width)."""
@@ -120,6 +122,16 @@ def shown_value(rel: Release) -> str:
     return "refused" if rel.refused else format_value(rel.value)
 
 
+def shown_interval(rel: Release) -> str:
+    """ "[low, high]" (the 95% interval of :meth:`Release.interval`), marked "unreliable"
+    when it is wider than half the bounds; "" without one."""
+    interval = rel.interval(ACCURACY_ALPHA)
+    if interval is None or rel.refused:
+        return ""
+    shown = f"[{_fmt(interval[0])}, {_fmt(interval[1])}]"
+    return shown + (" unreliable" if rel.unreliable(ACCURACY_ALPHA) else "")
+
+
 def shown_accuracy(rel: Release) -> str:
     """ "± a (95%)" where the half-width is public, "± t ranks (95%)" where the rank error
     is, else "" (docs/accuracy.md)."""
@@ -140,10 +152,8 @@ def result_rows(
         return [*result.by, *_RESULT_COLUMNS], [
             {k: _clean(v) for k, v in row.items()} for row in result.to_dicts()
         ]
-    accuracies = ("accuracy", "rank_accuracy")
-    row = {k: _clean(getattr(result, k)) for k in _RESULT_COLUMNS if k not in accuracies}
-    row["accuracy"] = result.accuracy(ACCURACY_ALPHA)
-    row["rank_accuracy"] = result.rank_accuracy(ACCURACY_ALPHA)
+    row = {k: _clean(getattr(result, k)) for k in _RESULT_COLUMNS if k not in INTERVAL_PARTS}
+    row.update(interval_columns(result))
     return list(_RESULT_COLUMNS), [row]
 
 
@@ -182,7 +192,7 @@ def _grouped_table(result: GroupedRelease, column: str | None) -> Table:
         words = [w for key, _ in result for w in str(_part(key, i, result.by)).split()]
         table.add_column(name, overflow="fold", min_width=min(max(map(len, words), default=1), 30))
     table.add_column("value", justify="right")
-    table.add_column("accuracy", justify="right")
+    table.add_column("95% interval", justify="right")
     table.add_column("method")
     table.add_column("noise")
     for key, rel in result:
@@ -190,7 +200,7 @@ def _grouped_table(result: GroupedRelease, column: str | None) -> Table:
         table.add_row(
             *(str(p) for p in parts),
             shown_value(rel),
-            shown_accuracy(rel),
+            shown_interval(rel) or shown_accuracy(rel),
             rel.method,
             str(rel.noise),
         )

@@ -113,6 +113,11 @@ class RecordSource(Protocol):
         """#{x > v}."""
         ...
 
+    def counts_below(self, points: F64) -> I64:
+        """#{x < c} for each of the increasing ``points`` (one pass where the records
+        live: a quantile's interval, ``methods.quantile_interval``)."""
+        ...
+
     def sorted_values(self) -> F64:
         """Every record, sorted (the full path: small data or a tail that is not
         negligible)."""
@@ -138,6 +143,9 @@ class ArrayRecords:
 
     def count_above(self, v: float) -> int:
         return int(np.count_nonzero(self.x > v))
+
+    def counts_below(self, points: F64) -> I64:
+        return np.searchsorted(np.sort(self.x), points, side="left").astype(np.int64)
 
     def sorted_values(self) -> F64:
         self.x.sort()

@@ -68,6 +68,11 @@ def accuracy_parameters(statistic: object, grid: float) -> dict[str, Any]:
     return out
 
 
+_SHOWN = frozenset({"kind", "share", "alpha", "steps", "shift_rows", "epsilon_each"})
+"""The keys of an interval's record shown in ``parameters``: how it was built. The rest
+(released values, scales, ranges) stay in ``interval_parts``."""
+
+
 def _frozen(mapping: Mapping[str, Any] | None) -> Mapping[str, Any]:
     return MappingProxyType(dict(mapping or {}))
 
@@ -123,9 +128,21 @@ class Release:
     seeded: bool = False
     rho: float | None = None
     parameters: Mapping[str, Any] = field(default_factory=dict)
+    interval_parts: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    """What :meth:`interval` is built from: public quantities and values released with
+    the value (noisy parts, endpoints). A method hands them over as
+    ``parameters["interval"]``; the released ones are moved here, so that ``parameters``
+    keeps only public ones (docs/intervals.md)."""
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "parameters", _frozen(self.parameters))
+        params = dict(self.parameters or {})
+        spec = params.get("interval")
+        if isinstance(spec, Mapping) and spec.keys() - _SHOWN:
+            object.__setattr__(self, "interval_parts", _frozen(spec))
+            params["interval"] = {k: v for k, v in spec.items() if k in _SHOWN}
+        else:
+            object.__setattr__(self, "interval_parts", _frozen(self.interval_parts))
+        object.__setattr__(self, "parameters", _frozen(params))
         if self.refused and self.value is not None:
             raise ValueError("a refused release carries no value")
 
@@ -165,6 +182,61 @@ class Release:
         # the noisy grid value becomes a double (half an ulp, unless clipped to a bound)
         to_double = 0.5 * math.ulp(abs(float(self.value)) + rounding)
         return grid_halfwidth(self.noise, self.scale, float(grid), error, a) + rounding + to_double
+
+    def interval(self, alpha: float = 0.05) -> tuple[float, float] | None:
+        r"""A ``(low, high)`` that holds the statistic's value f(x) with probability at
+        least :math:`1 - \alpha` over the release's randomness, built only from public
+        quantities and released values (docs/intervals.md).
+
+        f(x) is the statistic of the records as released (clipped to the bounds, bounded
+        per unit). Counts, sums and other global-noise statistics: the value plus or minus
+        :meth:`accuracy`, within the statistic's range. A mean released as a noisy sum over
+        a noisy count: the range of the quotient over both parts' noise intervals at
+        ``alpha / 2``. A quantile by the exponential mechanism: two more quantiles released
+        with a share of its budget at ranks moved outward (docs/intervals.md §3); they are
+        released for alpha = 0.05, so a smaller ``alpha`` gives None. None for refusals and
+        methods that do not build one (smooth sensitivity, KSW, bounded local
+        sensitivity, sample-and-aggregate, several quantiles, bounds).
+        """
+        from dpsense.methods.intervals import (
+            fraction_interval,
+            noise_interval,
+            ratio_interval,
+            released_interval,
+        )
+        from dpsense.params import check_probability
+
+        a = check_probability(alpha, "alpha", where="Release.interval")
+        spec = self.interval_parts
+        if self.refused or not spec or not isinstance(self.value, float | int):
+            return None
+        value = float(self.value)
+        if spec["kind"] == "noise":
+            return noise_interval(value, self.accuracy(a), spec)
+        if spec["kind"] in ("ratio", "fraction"):
+            build = ratio_interval if spec["kind"] == "ratio" else fraction_interval
+            low, high = build(spec, a)
+            return min(low, value), max(high, value)
+        if spec["kind"] == "released":
+            return released_interval(value, spec, a)
+        if spec["kind"] == "smooth":
+            from dpsense.methods.smooth_interval import smooth_interval
+
+            return smooth_interval(value, spec, a)
+        return None
+
+    def unreliable(self, alpha: float = 0.05) -> bool:
+        """True when the :meth:`interval` is wider than half the statistic's public range
+        (its bounds' width, for a mean or a quantile): the release says little about the
+        value. False without an interval or a finite range (counts, sums)."""
+        interval = self.interval(alpha)
+        spec = self.interval_parts
+        if interval is None or "range" not in spec:
+            return False
+        lo, hi = (float(v) for v in spec["range"])
+        if not (math.isfinite(lo) and math.isfinite(hi)):
+            return False
+        return interval[1] - interval[0] > 0.5 * (hi - lo)
 
     def rank_accuracy(self, alpha: float = 0.05) -> int | None:
         r"""A number of ranks t: with probability at least :math:`1 - \alpha` the released

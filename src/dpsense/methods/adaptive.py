@@ -113,4 +113,5 @@ def release_adaptive(
         rng.seeded,
         inner.rho,
         params,
+        inner.interval_parts,
     )

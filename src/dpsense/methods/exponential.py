@@ -6,19 +6,24 @@ data needed. See :mod:`dpsense.mechanisms.quantile` and docs/quantile_mechanisms
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 from dpsense._arrays import FloatArray
+from dpsense._exact_budget import difference_down, exact, product_down
+from dpsense.defaults import ACCURACY_ALPHA, INTERVAL_SHARE
 from dpsense.errors import InputError
 from dpsense.mechanisms.quantile import ExponentialQuantile
 from dpsense.mechanisms.quantiles import RecursiveQuantiles, dithered
 from dpsense.methods._release import Release
 from dpsense.methods.call import MethodCall
+from dpsense.methods.quantile_interval import quantile_endpoints
 from dpsense.neighbours import Neighbours
 from dpsense.noise.rng import RandomSource
 from dpsense.statistics import Quantile, Quantiles, Statistic
 from dpsense.statistics._grid import PowerOfTwoGrid
 from dpsense.statistics.units import group_privacy_budget, rows_per_unit
 
-__all__ = ["check_exponential", "release_exponential"]
+__all__ = ["check_exponential", "interval_budget", "release_exponential"]
 
 
 def _grid_parameters(statistic: Quantile | Quantiles, spacing: float) -> dict[str, object]:
@@ -53,6 +58,14 @@ def _release(
     )
 
 
+def interval_budget(epsilon: float) -> tuple[float, float]:
+    """(point, each): a quantile's epsilon split between its value and each of its
+    interval's two endpoints (``INTERVAL_SHARE / 2`` each, the value the rest; all rounded
+    down, so the three releases compose to at most ``epsilon``)."""
+    each = product_down(Fraction(INTERVAL_SHARE) / 2, epsilon)
+    return difference_down(epsilon, 2 * exact(each)), each
+
+
 def check_exponential(statistic: Statistic) -> None:
     """The exponential mechanism releases quantiles: refused otherwise, from the statistic
     alone (``query.methods.check_parameters`` runs it before any charge)."""
@@ -75,20 +88,42 @@ def release_exponential(call: MethodCall) -> Release:
         return _release_several(xc, statistic, epsilon=epsilon, neighbours=neighbours, rng=rng)
     assert isinstance(statistic, Quantile)
     # a unit moves every score by at most m times a row's change (m = 1 without a unit)
+    row_epsilon = group_privacy_budget(epsilon, 0.0, rows_per_unit(statistic))[0]
+    point, each = interval_budget(row_epsilon)
     mech = ExponentialQuantile(
         statistic.p,
         statistic.lower,
         statistic.upper,
-        group_privacy_budget(epsilon, 0.0, rows_per_unit(statistic))[0],
+        point,
         statistic.resolution,
         neighbours,
     )
     out = mech.release_clipped(xc, rng)
+    value = float(out.value)
+    low, high, receipt = quantile_endpoints(
+        xc,
+        statistic.p,
+        statistic.lower,
+        statistic.upper,
+        each,
+        neighbours,
+        ACCURACY_ALPHA,
+        rng,
+    )
     params = _grid_parameters(statistic, mech.grid)
     bound = mech.rank_bound()
     if bound is not None:  # public: epsilon, the score's sensitivity, the grid
         params["rank_bound"] = {"eta": bound[0], "candidates": bound[1]}
-    return _release(float(out.value), mech.selection, epsilon, neighbours, statistic, rng, params)
+    params["interval"] = {
+        "kind": "released",
+        "low": statistic.round_to_resolution_down(low),
+        "high": statistic.round_to_resolution_up(high),
+        "alpha": ACCURACY_ALPHA,
+        "share": INTERVAL_SHARE,
+        "range": (statistic.lower, statistic.upper),
+        **receipt,
+    }
+    return _release(value, mech.selection, epsilon, neighbours, statistic, rng, params)
 
 
 def _release_several(

@@ -38,6 +38,7 @@ from dpsense.methods._release import (
     resolution_parameters,
 )
 from dpsense.methods.call import MethodCall
+from dpsense.methods.intervals import ratio_parts
 from dpsense.neighbours import Neighbours
 from dpsense.noise.rng import RandomSource
 from dpsense.statistics import BoundedStatistic, Count, Mean, Statistic
@@ -107,6 +108,8 @@ class _Receipt:
     epsilon: float
     neighbours: Neighbours
     rng: RandomSource
+    n: int | None = None
+    """The public number of records (substitute), for a sum's range; None: private."""
 
     def __call__(
         self,
@@ -121,6 +124,9 @@ class _Receipt:
         params = resolution_parameters(statistic)
         if grid is not None:  # public: the noise grid and the proven error of the value
             params.update(accuracy_parameters(statistic, grid))
+        if kind is None or grid is not None or kind == "discrete-laplace":
+            # value ± accuracy within the statistic's public range
+            params["interval"] = {"kind": "noise", "range": output_range(statistic, self.n)}
         return Release(
             value,
             False,
@@ -148,7 +154,7 @@ def release_global(
     noise = checked_global_noise(noise, delta)
     n = record_count(xc)
     public_n = n if neighbours == "substitute" else None
-    receipt = _Receipt(statistic, epsilon, neighbours, rng)
+    receipt = _Receipt(statistic, epsilon, neighbours, rng, public_n)
 
     if isinstance(statistic, Count):
         if neighbours == "substitute":  # n is public: no noise is needed
@@ -196,9 +202,21 @@ def _noisy_sum_over_count(
     n = record_count(xc)  # the records may be held by an engine: the same exact sums
     centred_sum = Fraction(grid.grid) * grid_sum(grid, xc)
     sensitivity = float_up(m * grid.max_offset)  # an integer below 2^42 times 2^j, times m
-    noisy_sum = LaplaceMechanism(sensitivity, half).release(centred_sum, rng).value
-    noisy_count = DiscreteLaplaceMechanism.for_privacy(m, half).release(n, rng).value
+    sum_out = LaplaceMechanism(sensitivity, half).release(centred_sum, rng)
+    count_out = DiscreteLaplaceMechanism.for_privacy(m, half).release(n, rng)
+    noisy_sum, noisy_count = sum_out.value, count_out.value
     value = grid.centre + noisy_sum / max(noisy_count, 1)
+    # the interval reads both released parts (post-processing, docs/intervals.md §2)
+    parts = ratio_parts(
+        noisy_sum=noisy_sum,
+        sum_scale=sum_out.scale,
+        sum_grid=sum_out.grid,
+        noisy_count=int(noisy_count),
+        count_scale=count_out.scale,
+        centre=grid.centre,
+        value_error=float(grid.grid),
+        span=output_range(statistic),
+    )
     return Release(
         _clip(value, statistic, None),
         False,
@@ -211,5 +229,5 @@ def _noisy_sum_over_count(
         statistic.name,
         rng.seeded,
         None,
-        {"construction": "noisy sum / noisy count", "budget_split": 0.5},
+        {"construction": "noisy sum / noisy count", "budget_split": 0.5, "interval": parts},
     )

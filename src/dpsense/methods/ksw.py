@@ -44,12 +44,13 @@ from numpy.typing import NDArray
 from dpsense._arrays import as_data
 from dpsense.mechanisms.additive import LaplaceMechanism
 from dpsense.methods._release import Release
+from dpsense.methods.intervals import fraction_parts
 from dpsense.neighbours import ADD_REMOVE, Neighbours, validate_neighbours
 from dpsense.noise.rng import RandomSource, resolve_rng
 from dpsense.params import check_epsilon, validate_bounds
 from dpsense.statistics._records import HeldRecords
 
-__all__ = ["QUANTA", "ksw_mean", "ksw_sensitivity"]
+__all__ = ["QUANTA", "fractions_of", "ksw_draws", "ksw_mean", "ksw_sensitivity", "noisy_pairs"]
 
 FloatArray = NDArray[np.float64]
 
@@ -128,6 +129,23 @@ def ksw_draws(
     scale : float
         The Laplace scale actually used per coordinate (public).
     """
+    noisy, scale, _ = noisy_pairs(
+        ones, zeros, sensitivity=sensitivity, epsilon=epsilon, source=source, size=size
+    )
+    return fractions_of(noisy), scale
+
+
+def noisy_pairs(
+    ones: float | Fraction,
+    zeros: float | Fraction,
+    *,
+    sensitivity: float,
+    epsilon: float,
+    source: RandomSource,
+    size: int = 1,
+) -> tuple[FloatArray, float, float | None]:
+    r"""The released pairs :math:`(\hat s, \hat z)` of :func:`ksw_draws` (shape (size, 2)),
+    the Laplace scale per coordinate and the noise grid (both public)."""
     pair = [Fraction(ones), Fraction(zeros)]
     mechanism = LaplaceMechanism(sensitivity, epsilon)
     if all(Fraction(float(v)) == v for v in pair):
@@ -136,11 +154,17 @@ def ksw_draws(
         counts = pair * size
     result = mechanism.release(counts, source)
     noisy = np.asarray(result.value, dtype=np.float64).reshape(size, 2)
+    return noisy, float(result.scale), result.grid
+
+
+def fractions_of(noisy: FloatArray) -> FloatArray:
+    """Post-processing: clip(s / (s + z), 0, 1) of each released pair, 1/2 when s + z <= 0."""
+    size = noisy.shape[0]
     denominator = noisy[:, 0] + noisy[:, 1]
     positive = denominator > 0.0
     fraction = np.full(size, 0.5)
     fraction[positive] = noisy[positive, 0] / denominator[positive]
-    return np.clip(fraction, 0.0, 1.0), float(result.scale)
+    return np.asarray(np.clip(fraction, 0.0, 1.0), dtype=np.float64)
 
 
 def unit_sums(x: Any, lower: float, upper: float, *, where: str) -> tuple[Fraction, Fraction]:
@@ -240,11 +264,21 @@ def ksw_mean(
     relation = validate_neighbours(neighbours, where=where)
     ones, zeros = unit_sums(x, bounds.lower, bounds.upper, where=where)
     source = resolve_rng(rng, where=where)
-    fraction, scale = ksw_draws(
+    noisy, scale, grid = noisy_pairs(
         ones, zeros, sensitivity=ksw_sensitivity(relation), epsilon=eps, source=source
     )
+    fraction = fractions_of(noisy)
     width = bounds.upper - bounds.lower
     value = min(max(bounds.lower + width * float(fraction[0]), bounds.lower), bounds.upper)
+    # the interval reads the released pair (post-processing, docs/intervals.md §2); the
+    # rescaled records are rounded to 2^-24, so their mean moves by at most w 2^-25
+    interval = fraction_parts(
+        noisy=(float(noisy[0, 0]), float(noisy[0, 1])),
+        scale=scale,
+        grid=grid,
+        span=(bounds.lower, bounds.upper),
+        value_error=width * UNIT_QUANTUM,
+    )
     return Release(
         value=value,
         refused=False,
@@ -260,5 +294,6 @@ def ksw_mean(
             "lower": bounds.lower,
             "upper": bounds.upper,
             "scale_units": SCALE_UNITS,
+            "interval": interval,
         },
     )

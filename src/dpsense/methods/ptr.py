@@ -151,4 +151,6 @@ def release_ptr(
     value = on_resolution(statistic, float(min(max(out.value, lo), hi)))
     if out.grid is not None:  # public: the noise grid and the proven error of the value
         params.update(accuracy_parameters(statistic, out.grid))
+        # the answer is the value plus Laplace noise of a public scale, test or no test
+        params["interval"] = {"kind": "noise", "range": (lo, hi)}
     return Release(value, False, epsilon, delta, "ptr", "laplace", out.scale, **common)  # type: ignore[arg-type]

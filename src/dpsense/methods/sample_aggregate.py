@@ -313,5 +313,6 @@ def _aggregate_median(
         "sample-aggregate median",
         source.seeded,
         inner.rho,
-        {**inner.parameters, **aggregation.params},
+        # no interval: the estimate differs from f(x) by more than the noise
+        {**{k: v for k, v in inner.parameters.items() if k != "interval"}, **aggregation.params},
     )

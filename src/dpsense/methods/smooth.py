@@ -48,11 +48,13 @@ from fractions import Fraction
 from typing import Any, Final
 
 from dpsense._arrays import FloatArray
-from dpsense._exact_budget import sqrt_bounds
+from dpsense._exact_budget import difference_down, float_up, product_down, sqrt_bounds
+from dpsense.defaults import SMOOTH_INTERVAL_SHARE
 from dpsense.errors import InputError
 from dpsense.methods._release import Release, on_resolution, resolution_parameters
 from dpsense.methods.call import MethodCall
 from dpsense.methods.global_sensitivity import output_range
+from dpsense.methods.smooth_interval import INTERVAL_NOISES, noisy_log_scale
 from dpsense.neighbours import Neighbours
 from dpsense.noise.lattice import NoiseShape, OutputLattice, sample_on_lattice
 from dpsense.params import check_finite, check_int, smooth_beta
@@ -64,6 +66,7 @@ __all__ = [
     "SmoothPlan",
     "check_smooth",
     "plan_smooth",
+    "point_plan",
     "release_smooth",
     "smooth_scale",
     "zcdp_rho_for",
@@ -287,6 +290,21 @@ def profile_value(profile: object, statistic: Statistic, xc: FloatArray) -> Frac
     return statistic._value_exact(xc)
 
 
+def point_plan(
+    epsilon: float, delta: float, noise: str | None = None, **noise_options: object
+) -> tuple[SmoothPlan, float]:
+    """The plan of a smooth release's value and the epsilon of its interval's share: for
+    the noises whose plan is chosen from epsilon alone (``INTERVAL_NOISES``, no options
+    set), ``SMOOTH_INTERVAL_SHARE`` of epsilon bounds the noise scale privately
+    (:mod:`dpsense.methods.smooth_interval`) and the value is released with the rest;
+    otherwise the value has all of it (and no interval)."""
+    plan = plan_smooth(epsilon, delta, noise, **noise_options)
+    if plan.noise not in INTERVAL_NOISES or noise_options:
+        return plan, 0.0
+    eps_bound = product_down(Fraction(SMOOTH_INTERVAL_SHARE), epsilon)
+    return plan_smooth(difference_down(epsilon, eps_bound), delta, noise), eps_bound
+
+
 def _check_smooth_statistic(statistic: Statistic) -> None:
     if isinstance(statistic, Count | Sum):
         raise InputError(
@@ -321,10 +339,29 @@ def release_smooth(
     _check_smooth_statistic(statistic)
     assert isinstance(statistic, BoundedStatistic)
     plan = plan_smooth(epsilon, delta, noise, **noise_options)
+    main, eps_bound = point_plan(epsilon, delta, noise, **noise_options)
+    with_interval = eps_bound > 0
     lo, hi = output_range(statistic, xc.shape[0] if neighbours == "substitute" else None)
     lattice = OutputLattice.for_range(lo, hi)
-    scale, value = _scale_and_value(xc, statistic, neighbours, plan)
-    k = sample_on_lattice(rng, plan.shape, value, scale, lattice)
+    scale, value = _scale_and_value(xc, statistic, neighbours, main)
+    k = sample_on_lattice(rng, main.shape, value, scale, lattice)
+    params = {
+        **main.parameters,
+        "lattice": lattice.spacing,
+        "note": LATTICE_NOTE,
+        **resolution_parameters(statistic),
+    }
+    if with_interval:
+        params["interval"] = {
+            "kind": "smooth",
+            **noisy_log_scale(scale, main.beta, eps_bound, rng),
+            "shape": main.noise,
+            "dof": main.shape.dof,
+            "lattice": lattice.spacing,
+            "value_error": float_up(Fraction(statistic.exact_value_error)),
+            "range": (lo, hi),
+            "share": SMOOTH_INTERVAL_SHARE,
+        }
     return Release(
         on_resolution(statistic, lattice.value(k)),
         False,
@@ -337,10 +374,5 @@ def release_smooth(
         statistic.name,
         rng.seeded,
         plan.rho,
-        {
-            **plan.parameters,
-            "lattice": lattice.spacing,
-            "note": LATTICE_NOTE,
-            **resolution_parameters(statistic),
-        },
+        params,
     )

@@ -9,9 +9,14 @@ from typing import Any
 
 import numpy as np
 
-from dpsense.defaults import ACCURACY_ALPHA
 from dpsense.methods import Release
-from dpsense.tables.grouped_result import GroupedRelease, rows_frame, shown_value
+from dpsense.tables.grouped_result import (
+    INTERVAL_PARTS,
+    GroupedRelease,
+    interval_columns,
+    rows_frame,
+    shown_value,
+)
 
 __all__ = ["QueryResult"]
 
@@ -68,17 +73,20 @@ class QueryResult:
         return [key for key, _ in first]
 
     def columns(self) -> list[str]:
-        """The frame's columns: the by-columns, then per statistic its value,
+        """The frame's columns: the by-columns, then per statistic its value, its 95%
+        interval ``<name>_low`` / ``<name>_high``, ``<name>_unreliable``,
         ``<name>_accuracy`` and ``<name>_rank_accuracy``."""
         out = list(self.by)
         for name in self.results:
-            out += [name, f"{name}_accuracy", f"{name}_rank_accuracy"]
+            out += [name, *(f"{name}_{part}" for part in INTERVAL_PARTS)]
         return out
 
     def to_dicts(self) -> list[dict[str, Any]]:
         """One dict per group (one without ``by``): the by-columns, each statistic's value
-        (None when refused), its 95% half-width ``<name>_accuracy`` and rank error bar
-        ``<name>_rank_accuracy`` (None where they would depend on the data)."""
+        (None when refused), its 95% interval ``<name>_low`` / ``<name>_high``
+        (:meth:`Release.interval`), ``<name>_unreliable`` (:meth:`Release.unreliable`),
+        its 95% half-width ``<name>_accuracy`` and rank error bar ``<name>_rank_accuracy``
+        (None where they would depend on the data)."""
         rows = []
         for key in self._groups():
             parts = key if len(self.by) > 1 else (key,)
@@ -87,8 +95,8 @@ class QueryResult:
                 rel = result[key] if isinstance(result, GroupedRelease) else result
                 value = rel.value.tolist() if isinstance(rel.value, np.ndarray) else rel.value
                 row[name] = value
-                row[f"{name}_accuracy"] = rel.accuracy(ACCURACY_ALPHA)
-                row[f"{name}_rank_accuracy"] = rel.rank_accuracy(ACCURACY_ALPHA)
+                for part, shown in interval_columns(rel).items():
+                    row[f"{name}_{part}"] = shown
             rows.append(row)
         return rows
 

@@ -289,6 +289,22 @@ class Quantile(BoundedStatistic):
             return value
         return float(self._grid.nearest(np.array([value]))[0])
 
+    def round_to_resolution_down(self, value: float) -> float:
+        """The largest point of the declared resolution grid at or below ``value`` (within
+        the bounds; identity without a resolution): an interval's lower end, rounded out."""
+        if self._grid is None:
+            return value
+        k = max(int(self._grid.count_at_most(np.array([value]))[0]) - 1, 0)
+        return float(self._grid.values(np.array([k]))[0])
+
+    def round_to_resolution_up(self, value: float) -> float:
+        """The smallest point of the declared resolution grid at or above ``value`` (within
+        the bounds; identity without a resolution): an interval's upper end, rounded out."""
+        if self._grid is None:
+            return value
+        k = min(int(self._grid.count_below(np.array([value]))[0]), self._grid.size - 1)
+        return float(self._grid.values(np.array([k]))[0])
+
     @property
     def name(self) -> str:
         return f"quantile(p={self.p:g})"

@@ -15,7 +15,7 @@ from dpsense.errors import InputError
 from dpsense.methods import Release
 from dpsense.methods._release import format_value
 
-__all__ = ["GroupedRelease", "rows_frame"]
+__all__ = ["INTERVAL_PARTS", "GroupedRelease", "interval_columns", "rows_frame"]
 
 
 @dataclass(frozen=True)
@@ -57,8 +57,9 @@ class GroupedRelease:
         return key in self.groups
 
     def to_dicts(self) -> list[dict[str, Any]]:
-        """One dict per group: the by-columns, value, refused, method, noise, scale,
-        accuracy (the 95% half-width of :meth:`Release.accuracy`, None where it would
+        """One dict per group: the by-columns, value, refused, method, noise, scale, the
+        95% interval low / high (:meth:`Release.interval`), unreliable, accuracy (the 95%
+        half-width of :meth:`Release.accuracy`, None where it would
         depend on the data) and rank_accuracy (:meth:`Release.rank_accuracy` at 95%)."""
         rows = []
         for key, rel in self.groups.items():
@@ -71,8 +72,7 @@ class GroupedRelease:
                 method=rel.method,
                 noise=rel.noise,
                 scale=rel.scale,
-                accuracy=rel.accuracy(ACCURACY_ALPHA),
-                rank_accuracy=rel.rank_accuracy(ACCURACY_ALPHA),
+                **interval_columns(rel),
             )
             rows.append(row)
         return rows
@@ -110,7 +110,22 @@ def rows_frame(rows: list[dict[str, Any]], columns: list[str], kind: str, owner:
     return module.table({n: [r[n] for r in rows] for n in columns})
 
 
-_RESULT_COLUMNS = ("value", "refused", "method", "noise", "scale", "accuracy", "rank_accuracy")
+INTERVAL_PARTS = ("low", "high", "unreliable", "accuracy", "rank_accuracy")
+"""The columns of a release's accuracy, at 95%, in every table of results."""
+_RESULT_COLUMNS = ("value", "refused", "method", "noise", "scale", *INTERVAL_PARTS)
+
+
+def interval_columns(rel: Release) -> dict[str, Any]:
+    """A release's 95% interval (low, high: None without one), whether it is unreliable
+    (wider than half the bounds), its 95% half-width and rank error bar."""
+    interval = rel.interval(ACCURACY_ALPHA)
+    return {
+        "low": None if interval is None else interval[0],
+        "high": None if interval is None else interval[1],
+        "unreliable": rel.unreliable(ACCURACY_ALPHA),
+        "accuracy": rel.accuracy(ACCURACY_ALPHA),
+        "rank_accuracy": rel.rank_accuracy(ACCURACY_ALPHA),
+    }
 
 
 def shown_value(rel: Release) -> str:

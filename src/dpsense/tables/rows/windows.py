@@ -61,6 +61,10 @@ class GroupAnswers(Protocol):
         """Every record of the group, sorted."""
         ...
 
+    def counts_below(self, gid: int, points: F64) -> I64:
+        """The group's numbers of records below each point, in one pass."""
+        ...
+
     def grid_sum(self, gid: int, grid: RecordGrid) -> int:
         """The exact sum of ``grid.integers`` over the group's records."""
         ...
@@ -90,6 +94,9 @@ class HeldGroup:
 
     def count_above(self, v: float) -> int:
         return self.groups.count(self.gid, ">", v)
+
+    def counts_below(self, points: F64) -> I64:
+        return self.groups.counts_below(self.gid, points)
 
     def sorted_values(self) -> F64:
         return self.groups.values(self.gid)
@@ -126,6 +133,10 @@ class HistogramRecords:
 
     def count_above(self, v: float) -> int:
         return int(self.counts[np.searchsorted(self.values, v, "right") :].sum())
+
+    def counts_below(self, points: F64) -> I64:
+        cumulative = np.concatenate([[0], np.cumsum(self.counts)])
+        return cumulative[np.searchsorted(self.values, points, "left")].astype(np.int64)
 
     def sorted_values(self) -> F64:
         return np.repeat(self.values, self.counts)

@@ -182,6 +182,7 @@ class DuckGroups:
         """Fetched whole brackets per group: (rows below, sorted clipped rows inside)."""
         self._sums: dict[tuple[Any, ...], dict[int, int]] = {}
         self._chunk: dict[int, tuple[F64, I64]] = {}
+        self._below: dict[tuple[float, ...], dict[int, I64]] = {}
         """Histograms of a run of consecutive held groups (for :meth:`values`)."""
         self._held_distinct: dict[int, int] = {}
         self.queries = 0
@@ -406,6 +407,19 @@ class DuckGroups:
         ).fetchone()
         self.queries += 1
         return int(row[0]) if row is not None else 0
+
+    def counts_below(self, gid: int, points: F64) -> I64:
+        """One pass answers every group (an interval's grid is the same for all of them:
+        the statistic's bounds), cached by the points."""
+        key = tuple(float(c) for c in points)
+        if key not in self._below:
+            filters = ", ".join("count(*) FILTER (WHERE v < ?)" for _ in key)
+            rows = self.con.execute(
+                f"SELECT gid, {filters} FROM ({self.stage}) GROUP BY gid", list(key)
+            ).fetchall()
+            self.queries += 1
+            self._below[key] = {int(r[0]): np.array(r[1:], dtype=np.int64) for r in rows}
+        return self._below[key].get(gid, np.zeros(points.size, dtype=np.int64))
 
     def values(self, gid: int) -> F64:
         """Every record of the group, sorted. The first call builds the histogram of every

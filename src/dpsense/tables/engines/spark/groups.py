@@ -96,6 +96,7 @@ class SparkHeld(ABC):
         self.con = con
         self._windows: dict[tuple[int, int, int], dict[int, Any]] = {}
         self._sums: dict[tuple[Any, ...], dict[int, int]] = {}
+        self._below: dict[tuple[float, ...], dict[int, I64]] = {}
         self.jobs = 0
         """Spark jobs run for the windows, counts, sums and histograms."""
         self.rows_collected = 0
@@ -192,6 +193,24 @@ class SparkGroups(SparkHeld):
             )
         )
         return int(rows[0]["n"])
+
+    def counts_below(self, gid: int, points: F64) -> I64:
+        """One job answers every group (an interval's grid is the same for all of them),
+        cached by the points."""
+        key = tuple(float(c) for c in points)
+        cache = self._below
+        if key not in cache:
+            sf = self._sf()
+            sums = [
+                sf.coalesce(sf.sum(sf.when(sf.col("v") < c, sf.col("c"))), sf.lit(0)).alias(f"n{i}")
+                for i, c in enumerate(key)
+            ]
+            rows = self._collect(self.hist.groupBy("gid").agg(*sums))
+            cache[key] = {
+                int(r["gid"]): np.array([int(r[f"n{i}"]) for i in range(len(key))], np.int64)
+                for r in rows
+            }
+        return cache[key].get(gid, np.zeros(points.size, dtype=np.int64))
 
     def values(self, gid: int) -> F64:
         """Every record of the group, sorted. The first call streams every large group's

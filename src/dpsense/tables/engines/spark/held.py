@@ -116,6 +116,7 @@ class SparkRowGroups(SparkHeld):
         self.fallbacks = 0
         """Groups whose bracket missed their window (answered from their histogram)."""
         self.histograms = 0
+        self._below: dict[tuple[float, ...], dict[int, I64]] = {}
         """Groups whose whole histogram was built (a missed bracket or a full read)."""
 
     def group(self, gid: int) -> SparkGroup:
@@ -220,6 +221,25 @@ class SparkRowGroups(SparkHeld):
         n = self.stage.where((sf.col("gid") == gid) & compare(sf.col("v"), op, v)).count()
         self.jobs += 1
         return int(n)
+
+    def counts_below(self, gid: int, points: F64) -> I64:
+        """One job answers every held group (an interval's grid is the same for all of
+        them), cached by the points."""
+        key = tuple(float(c) for c in points)
+        cache = self._below
+        if key not in cache:
+            sf = _functions()
+            sums = [
+                sf.coalesce(sf.sum(sf.when(sf.col("v") < c, 1)), sf.lit(0)).alias(f"n{i}")
+                for i, c in enumerate(key)
+            ]
+            rows = self.stage.groupBy("gid").agg(*sums).collect()
+            self.jobs += 1
+            cache[key] = {
+                int(r["gid"]): np.array([int(r[f"n{i}"]) for i in range(len(key))], np.int64)
+                for r in rows
+            }
+        return cache[key].get(gid, np.zeros(points.size, dtype=np.int64))
 
     def values(self, gid: int) -> F64:
         """Every record of the group, sorted. The first call streams every held group's

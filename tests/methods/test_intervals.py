@@ -1,0 +1,240 @@
+"""Intervals on releases (docs/intervals.md): coverage over many draws, the exact privacy
+of the quantile endpoints on neighbouring data, and the bounds they are built from."""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Any
+
+import numpy as np
+import pytest
+from scipy import stats
+
+import dpsense as ds
+from dpsense.mechanisms.quantile import quantile_score
+from dpsense.methods.quantile_interval import (
+    INTERVAL_STEPS,
+    endpoint_grid,
+    endpoint_scores,
+    interval_shift,
+)
+
+DATA = np.random.default_rng(11).lognormal(2.0, 0.6, 1500)
+LOWER, UPPER = 0.0, 64.0
+CLIPPED = np.clip(DATA, LOWER, UPPER)
+
+
+@pytest.fixture(autouse=True)
+def _quiet() -> Any:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ds.SeededRandomnessWarning)
+        yield
+
+
+def _truth(statistic: ds.Statistic, x: np.ndarray) -> float:
+    if isinstance(statistic, ds.Count):
+        return float(x.size)
+    return float(statistic(np.clip(x, LOWER, UPPER)))
+
+
+CASES = [
+    ("count", ds.Count(), {}),
+    ("sum", ds.Sum(LOWER, UPPER), {}),
+    ("mean-ksw", ds.Mean(LOWER, UPPER), {"method": "ksw"}),
+    ("mean-global", ds.Mean(LOWER, UPPER), {"method": "global"}),
+    ("variance-global", ds.Variance(LOWER, UPPER), {"method": "global"}),
+    ("median-exponential", ds.Median(LOWER, UPPER), {"method": "exponential"}),
+    ("p90-exponential", ds.Quantile(0.9, LOWER, UPPER), {"method": "exponential"}),
+    ("median-smooth-t", ds.Median(LOWER, UPPER), {"method": "smooth"}),
+    ("variance-smooth-laplace", ds.Variance(LOWER, UPPER), {"method": "smooth", "delta": 1e-6}),
+    ("std-smooth-cauchy", ds.Std(LOWER, UPPER), {"method": "smooth", "noise": "cauchy"}),
+    ("mean-ptr", ds.Mean(LOWER, UPPER), {"method": "ptr", "bound": 0.1, "delta": 1e-6}),
+]
+
+
+def _coverage(statistic: ds.Statistic, options: dict[str, Any], draws: int, x: Any) -> float:
+    truth = _truth(statistic, x)
+    hits = 0
+    answered = 0
+    for seed in range(draws):
+        rel = ds.release(x, statistic, epsilon=0.5, rng=seed, **options)
+        interval = rel.interval()
+        if rel.refused:
+            assert interval is None
+            continue
+        assert interval is not None, rel.method
+        low, high = interval
+        assert low <= high
+        answered += 1
+        hits += low <= truth <= high
+    assert answered > draws // 2
+    return hits / answered
+
+
+@pytest.mark.parametrize(("name", "statistic", "options"), CASES, ids=[c[0] for c in CASES])
+def test_every_method_covers_the_value_in_most_draws(
+    name: str, statistic: ds.Statistic, options: dict[str, Any]
+) -> None:
+    """60 draws each: at least 52 cover (a 95% interval covers fewer than 52 of 60 with
+    probability below 0.3%); a halved interval of the noise-law kinds misses about a
+    fifth."""
+    assert _coverage(statistic, options, 60, DATA) >= 52 / 60
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("name", "statistic", "options"), CASES, ids=[c[0] for c in CASES])
+def test_coverage_audit(name: str, statistic: ds.Statistic, options: dict[str, Any]) -> None:
+    """1,000 draws on a small and a skewed table: the coverage is not significantly
+    below 95% (one-sided binomial test at level 1e-4)."""
+    small = np.random.default_rng(5).pareto(1.5, 120) * 4
+    for x in (DATA[:400], small):
+        rate = _coverage(statistic, options, 1000, x)
+        p_value = stats.binomtest(round(rate * 1000), 1000, 0.95, alternative="less").pvalue
+        assert p_value > 1e-4, (name, rate)
+
+
+def test_count_interval_is_the_exact_discrete_laplace_half_width() -> None:
+    """At epsilon 0.2 the count's noise is discrete Laplace of scale 5: P(|Z| > 15) =
+    2 e^{-16/5} / (1 + e^{-1/5}) = 0.0449 <= 0.05 < P(|Z| > 14), so the interval is
+    value ± 15."""
+    rel = ds.release(DATA, ds.Count(), epsilon=0.2, rng=1)
+    low, high = rel.interval()
+    assert (rel.value - low, high - rel.value) == (15.0, 15.0)
+    assert rel.interval(0.5) is not None
+    assert rel.interval(0.5)[1] - rel.interval(0.5)[0] < 30.0
+
+
+def test_the_shift_is_the_smallest_that_bounds_the_tail() -> None:
+    """s is the least integer with G e^{-eta s} <= alpha / 2 (eta per row): the
+    construction's coverage rests on it (docs/intervals.md §3)."""
+    for p, eps in ((0.5, 0.1), (0.9, 0.04), (0.25, 1.0)):
+        s = interval_shift(p, eps, "add-remove", 0.05)
+        score = quantile_score(p, eps, "add-remove", "test")
+        per_row = score.eta * score.den
+        tail = (INTERVAL_STEPS + 1) * math.exp(-per_row * s)
+        assert tail <= 0.025 * (1 + 1e-9)
+        assert (INTERVAL_STEPS + 1) * math.exp(-per_row * (s - 1)) > 0.025
+
+
+@pytest.mark.parametrize("neighbours", ["add-remove", "substitute"])
+@pytest.mark.parametrize("p", [0.1, 0.5, 0.9])
+def test_each_endpoint_is_epsilon_dp_on_neighbouring_data(neighbours: str, p: float) -> None:
+    """The exact output distribution of each endpoint (P(j) ∝ exp(-eta u_j) over the
+    padded scores) changes by at most e^epsilon when a record is added, removed or
+    replaced: brute force over random small tables and every neighbour."""
+    rng = np.random.default_rng(3)
+    eps = 0.7
+    grid = endpoint_grid(0.0, 10.0)
+    score = quantile_score(p, eps, neighbours, "test")  # type: ignore[arg-type]
+    shift = interval_shift(p, eps, neighbours, 0.05)  # type: ignore[arg-type]
+    pads = [
+        (-(-shift * score.den // (score.den - score.num)), 0),
+        (0, -(-shift * score.den // score.num)),
+    ]
+
+    def log_pmf(x: np.ndarray, pad: tuple[int, int]) -> np.ndarray:
+        below = np.searchsorted(np.sort(x), grid, side="left").astype(np.int64)
+        u = endpoint_scores(below, x.size, pad[0], pad[1], score).astype(float)
+        z = -score.eta * u
+        return z - (z.max() + np.log(np.exp(z - z.max()).sum()))
+
+    worst = 0.0
+    for _ in range(40):
+        x = np.round(rng.uniform(0, 10, rng.integers(1, 12)), 1)
+        if neighbours == "add-remove":
+            others = [np.append(x, rng.uniform(0, 10))] + [np.delete(x, i) for i in range(x.size)]
+        else:
+            others = [
+                np.concatenate([np.delete(x, i), [rng.uniform(0, 10)]]) for i in range(x.size)
+            ]
+        for pad in pads:
+            base = log_pmf(x, pad)
+            for y in others:
+                worst = max(worst, float(np.max(np.abs(base - log_pmf(y, pad)))))
+    assert worst <= eps + 1e-9
+
+
+def test_a_quantile_interval_is_informative_on_a_large_group() -> None:
+    """On 20,000 records at epsilon 1 the median's interval is a few percent wide and not
+    flagged; on 50 records at epsilon 0.1 it spans the bounds and is flagged."""
+    big = np.random.default_rng(2).lognormal(2.0, 0.6, 20_000)
+    rel = ds.release(big, ds.Median(LOWER, UPPER), epsilon=1.0, rng=4)
+    low, high = rel.interval()
+    assert high - low < 0.1 * np.median(big) + 2 * UPPER / INTERVAL_STEPS
+    assert not rel.unreliable()
+    tiny = ds.release(big[:50], ds.Median(LOWER, UPPER), epsilon=0.1, rng=4)
+    assert tiny.unreliable()
+    spec = tiny.parameters["interval"]
+    assert spec["share"] == 0.2 and spec["alpha"] == 0.05
+    assert tiny.interval(0.01) is None  # released for alpha = 0.05 only
+    assert tiny.interval(0.1) == tiny.interval(0.05)
+
+
+def test_no_interval_where_none_is_built() -> None:
+    refused = ds.release(
+        DATA[:30], ds.Median(LOWER, UPPER), epsilon=0.1, delta=1e-6, method="ptr", bound=1e-9, rng=1
+    )
+    assert refused.refused and refused.interval() is None and not refused.unreliable()
+    several = ds.release(DATA, ds.Quantiles([0.25, 0.75], LOWER, UPPER), epsilon=1.0, rng=1)
+    assert several.interval() is None
+    lln = ds.release(
+        DATA, ds.Median(LOWER, UPPER), epsilon=1.0, delta=1e-6, method="smooth", noise="lln", rng=1
+    )
+    assert lln.interval() is None
+
+
+def test_intervals_reach_every_table_of_results() -> None:
+    frame = {"g": np.repeat(["a", "b"], 750), "v": DATA}
+    grouped = ds.release(
+        frame, ds.Median(LOWER, UPPER), column="v", by="g", keys=["a", "b"], epsilon=1.0, rng=2
+    )
+    for row in grouped.to_dicts():
+        assert row["low"] <= row["value"] <= row["high"]
+        assert isinstance(row["unreliable"], bool)
+    query = ds.release(
+        frame,
+        {"n": ds.Count(), "m": ("v", ds.Mean(LOWER, UPPER))},
+        by="g",
+        keys=["a", "b"],
+        epsilon=1.0,
+        rng=2,
+    )
+    for row in query.to_dicts():
+        for name in ("n", "m"):
+            assert row[f"{name}_low"] <= row[name] <= row[f"{name}_high"]
+    assert {"m_low", "m_high", "m_unreliable"} <= set(query.to_pandas().columns)
+
+
+@pytest.mark.parametrize("noisy_count", [3, 40, 400])
+@pytest.mark.parametrize("noisy_sum", [-900.0, 0.0, 350.0])
+def test_the_ratio_interval_holds_every_mean_of_the_noise_box(
+    noisy_sum: float, noisy_count: int
+) -> None:
+    """Brute force of docs/intervals.md §2: every centred sum S and count n >= 1 within
+    their noise half-widths at alpha/2 of the released parts gives a mean c + S/n inside
+    the interval (clipped to the bounds)."""
+    from dpsense.mechanisms.accuracy import discrete_laplace_halfwidth, grid_halfwidth
+    from dpsense.methods.intervals import ratio_interval, ratio_parts
+
+    spec = ratio_parts(
+        noisy_sum=noisy_sum, sum_scale=64.0, sum_grid=2.0**-10, noisy_count=noisy_count,
+        count_scale=4.0, centre=32.0, value_error=0.0, span=(0.0, 64.0),
+    )  # fmt: skip
+    low, high = ratio_interval(spec, 0.05)
+    a_s = grid_halfwidth("laplace", 64.0, 2.0**-10, 0.0, 0.025)
+    a_n = discrete_laplace_halfwidth(4.0, 0.025)
+    for s in np.linspace(noisy_sum - a_s, noisy_sum + a_s, 41):
+        for n in range(max(1, noisy_count - a_n), noisy_count + a_n + 1):
+            mean = min(max(32.0 + s / n, 0.0), 64.0)
+            assert low <= mean <= high
+
+
+def test_the_mean_interval_covers_where_the_count_noise_matters() -> None:
+    """Few records near the upper bound: the centred sum is large, so the noisy count moves
+    the quotient as much as the noisy sum does, and an interval that ignored it would cover
+    too rarely (400 draws: at least 370 cover, a 95% interval misses that with probability
+    below 1e-3)."""
+    x = np.full(40, 60.0) + np.random.default_rng(8).uniform(-2, 2, 40)
+    stat = ds.Mean(LOWER, UPPER)
+    assert _coverage(stat, {"method": "global"}, 400, x) >= 370 / 400
