@@ -50,7 +50,8 @@ MUTANTS = (
         (
             (
                 '    return _clipped(value - halfwidth, value + halfwidth, spec["range"])\n',
-                '    return _clipped(value - halfwidth / 2, value + halfwidth / 2, spec["range"])\n',
+                '    return _clipped(value - halfwidth / 2, value + halfwidth / 2, spec["range"])'
+                "\n",
             ),
         ),
         ("tests/methods/test_intervals.py",),
@@ -191,7 +192,8 @@ MUTANTS = (
         "src/dpsense/methods/exponential.py",
         (
             (
-                "    row_epsilon = group_privacy_budget(epsilon, 0.0, rows_per_unit(statistic))[0]\n"
+                "    row_epsilon = group_privacy_budget(epsilon, 0.0, "
+                "rows_per_unit(statistic))[0]\n"
                 "    point, each = interval_budget(row_epsilon)\n",
                 "    row_epsilon = epsilon\n    point, each = interval_budget(row_epsilon)\n",
             ),

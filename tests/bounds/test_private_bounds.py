@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 import dpsense as ds
@@ -188,6 +188,7 @@ def test_the_sampler_draws_the_stated_distribution() -> None:
     ),
     st.sampled_from([Fraction(1, 50), Fraction(1, 10), Fraction(0)]),
 )
+@example(values=[0.0] * 18 + [0.00390625, -1.0], t=Fraction(1, 50))  # tiny positive rows
 def test_the_scores_are_the_documented_formula(values: list[float], t: Fraction) -> None:
     """The scores mean what docs/bounds.md says, recomputed here row by row: a lower
     (upper) bound v costs the rows it clips beyond t n and, when v lies on the outer side
@@ -219,13 +220,16 @@ def test_the_scores_are_the_documented_formula(values: list[float], t: Fraction)
             assert clip_low <= 0
         if highs[i] == 0:
             assert clip_high <= 0
-    top = float(np.max(np.abs(x)))
-    if top > 0 and WIDTH_SHARE * n >= 1:
-        # two grid points beyond every row: the farther costs more as an upper bound
-        k = int(np.ceil(np.log2(top))) + 1
-        near, far = np.searchsorted(GRID, [2.0**k, 2.0 ** (k + 2)])
-        if x.max() > 0:
-            assert highs[far] > highs[near]
+    positive = x[x > 0]
+    if positive.size and WIDTH_SHARE * n >= 1:
+        # beyond the positive rows the upper bound's score never falls, and it rises with
+        # each doubling while the bulk term does not dominate it
+        near = 2.0 ** np.ceil(np.log2(positive.max()))
+        i_near, i_far = np.searchsorted(GRID, [near, 4 * near])
+        assert highs[i_far] >= highs[i_near]
+        bulk_free = np.count_nonzero(np.abs(x) >= 4 * near / 2**BULK_STEPS) >= BULK_SHARE * nonzero
+        if bulk_free and near * 4 <= GRID[-1]:
+            assert highs[i_far] > highs[i_near]
 
 
 @pytest.mark.parametrize(("m", "eps"), [(1, 1.0), (8, 0.5)])

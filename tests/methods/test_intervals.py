@@ -166,7 +166,8 @@ def test_a_quantile_interval_is_informative_on_a_large_group() -> None:
     tiny = ds.release(big[:50], ds.Median(LOWER, UPPER), epsilon=0.1, rng=4)
     assert tiny.unreliable()
     spec = tiny.parameters["interval"]
-    assert spec["share"] == 0.2 and spec["alpha"] == 0.05
+    assert spec["share"] == 0.2
+    assert spec["alpha"] == 0.05
     assert tiny.interval(0.01) is None  # released for alpha = 0.05 only
     assert tiny.interval(0.1) == tiny.interval(0.05)
 
@@ -175,7 +176,9 @@ def test_no_interval_where_none_is_built() -> None:
     refused = ds.release(
         DATA[:30], ds.Median(LOWER, UPPER), epsilon=0.1, delta=1e-6, method="ptr", bound=1e-9, rng=1
     )
-    assert refused.refused and refused.interval() is None and not refused.unreliable()
+    assert refused.refused
+    assert refused.interval() is None
+    assert not refused.unreliable()
     several = ds.release(DATA, ds.Quantiles([0.25, 0.75], LOWER, UPPER), epsilon=1.0, rng=1)
     assert several.interval() is None
     lln = ds.release(

@@ -15,6 +15,7 @@ from dpsense.cli import main
 from dpsense.methods._release import format_value
 from dpsense.noise.rng import SeededRandom
 from dpsense.report import render_report
+from dpsense.report.model import format_number
 from tests.pages.browser import open_page
 
 pytest.importorskip("jinja2")
@@ -177,7 +178,7 @@ def test_one_charge_of_several_named_statistics_shows_each(tmp_path: Path) -> No
     from dpsense.accounting.release_log import outputs_of
 
     path = tmp_path / "q.db"
-    ledger = Ledger.create(path, epsilon=1.0)
+    ledger = Ledger.create(path, epsilon=1.5)
     x = _table()
     mean = ds.release(np.array(RAW), ds.Count(), epsilon=0.25, rng=SeededRandom(1))
     grouped = ds.release(
@@ -212,6 +213,20 @@ def test_one_charge_of_several_named_statistics_shows_each(tmp_path: Path) -> No
     for name in ("n", "mid"):
         for _, rel in res[name]:
             assert f"<td>{format_value(rel.value)}</td>" in html
+    # each statistic's share of the query, its bounds' source and how its intervals were
+    # built; each group's 95% interval
+    assert html.count("share of the query") >= 2
+    assert "50% of its epsilon" in html
+    assert "given by the analyst" in html
+    assert "two more quantiles at ranks moved outward, 0.2 of the statistic" in html
+    for _, rel in res["n"]:
+        low, high = rel.interval()
+        assert f"[{format_number(low)}, {format_number(high)}]" in html
+    found = acct.release(x, ds.Median(), column="income", bounds="private", epsilon=0.5,
+                         rng=SeededRandom(4))  # fmt: skip
+    html = render_report(path)
+    assert "found privately, with 0.3 of epsilon (epsilon 0.15), before the release" in html
+    assert found.interval() is not None
 
 
 def test_the_guarantee_in_words() -> None:

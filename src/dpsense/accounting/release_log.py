@@ -14,12 +14,18 @@ or refused and stores, in the same transaction, the dictionary :func:`outputs_of
      "statistics": [
         {"name": "median", "statistic": "median", "column": "income" | None,
          "bounds": [lower, upper] | None, "p": 0.5 | [..] | None,
+         "bounds_source": {"source": "private" | "public", "share": 0.3 | None,
+                           "epsilon": e | None} | None,
+         "interval": {"kind": "noise" | "ratio" | "fraction" | "released" | "smooth",
+                      "share": 0.2 | None} | None,
+         "share": 0.2 | None,               (of the query's epsilon; None alone)
          "by": ["region"], "selection": "public keys" | "private" | None,
          "method": "exponential", "noise": ..., "scale": ... | None,
          "epsilon": e, "delta": d, "rho": r | None, "seeded": False,
          "parameters": {<public parameters named in PUBLIC_PARAMETERS>},
          "rows": [{"group": {"region": "north"}, "value": 41.0 | [..] | None,
-                   "refused": False, "accuracy": 2.5 | None, "rank_accuracy": 3 | None,
+                   "refused": False, "low": 39.0 | None, "high": 43.0 | None,
+                   "unreliable": False, "accuracy": 2.5 | None, "rank_accuracy": 3 | None,
                    "method": ..., "noise": ..., "scale": ... | None}]}]}
 
 One charge may hold several named statistics (a query of several statistics is one
@@ -123,10 +129,15 @@ def _key_part(part: Any) -> Any:
 
 
 def _row(group: dict[str, Any], rel: Release) -> dict[str, Any]:
+    interval = rel.interval(ACCURACY_ALPHA)
     return {
         "group": group,
         "value": _value(rel.value),
         "refused": bool(rel.refused),
+        # the 95% interval: released values and public quantities only (docs/intervals.md)
+        "low": None if interval is None else _number(interval[0]),
+        "high": None if interval is None else _number(interval[1]),
+        "unreliable": bool(rel.unreliable(ACCURACY_ALPHA)),
         "accuracy": _number(rel.accuracy(ACCURACY_ALPHA)),
         "rank_accuracy": rel.rank_accuracy(ACCURACY_ALPHA),
         "method": rel.method,
@@ -145,6 +156,29 @@ def _bounds(statistic: object, parameters: Mapping[str, Any]) -> list[float] | N
     if isinstance(found, Mapping) and "lower" in found and "upper" in found:
         return [float(found["lower"]), float(found["upper"])]
     return None
+
+
+def _bounds_source(statistic: object, parameters: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Where the bounds came from: found privately (with the share and epsilon spent on
+    them) or given by the analyst; None for a statistic without bounds (a count)."""
+    found = parameters.get("bounds")
+    if isinstance(found, Mapping) and found.get("source") == "private":
+        return {
+            "source": "private",
+            "share": _number(found.get("share")),
+            "epsilon": _number(found.get("epsilon")),
+        }
+    if getattr(statistic, "lower", None) is not None:
+        return {"source": "public", "share": None, "epsilon": None}
+    return None
+
+
+def _interval_source(first: Release | None) -> dict[str, Any] | None:
+    """How the statistic's intervals were built (public: the kind and its budget share)."""
+    shown = first.parameters.get("interval") if first is not None else None
+    if not isinstance(shown, Mapping):
+        return None
+    return {"kind": str(shown.get("kind")), "share": _number(shown.get("share"))}
 
 
 def _p(statistic: object) -> Any:
@@ -197,6 +231,8 @@ def statistic_outputs(
         "statistic": stat_name or getattr(statistic, "name", ""),
         "column": column,
         "bounds": _bounds(statistic, outer),
+        "bounds_source": _bounds_source(statistic, outer),
+        "interval": _interval_source(first),
         "p": _p(statistic),
         "by": by,
         "selection": selection,
@@ -275,7 +311,9 @@ def outputs_of(
     for name, rel in items:
         col = column.get(name) if isinstance(column, Mapping) else column
         stat = statistic.get(name) if isinstance(statistic, Mapping) else statistic
-        entries.append(statistic_outputs(rel, name=name or None, statistic=stat, column=col))
+        entry = statistic_outputs(rel, name=name or None, statistic=stat, column=col)
+        entry["share"] = _share(result, name)
+        entries.append(entry)
     results = [rel for _, rel in items]
     return {
         "format": FORMAT,
@@ -289,6 +327,17 @@ def outputs_of(
         },
         "statistics": entries,
     }
+
+
+def _share(result: Any, name: str) -> float | None:
+    """A query's statistic's share of the query's epsilon (its split); None alone."""
+    parameters = getattr(result, "parameters", None)
+    split = parameters.get("split") if isinstance(parameters, Mapping) else None
+    total = getattr(result, "epsilon", None)
+    if not isinstance(split, Mapping) or name not in split or not total:
+        return None
+    share: float = float(split[name]["epsilon"]) / float(total)
+    return share
 
 
 def encode(outputs: Mapping[str, Any]) -> str:

@@ -62,6 +62,14 @@ def spending_figure(budget: BudgetView, statuses: Sequence[str]) -> Markup | Non
     return figure_svg(fig, f"{measure} spent after each charge, against the total budget")
 
 
+def _bar(r: RowView) -> list[list[float]] | None:
+    """The error bar of a row: its 95% interval, else its accuracy, else none."""
+    assert r.number is not None
+    if r.low is not None and r.high is not None:
+        return [[max(r.number - r.low, 0.0)], [max(r.high - r.number, 0.0)]]
+    return None if r.halfwidth is None else [[r.halfwidth], [r.halfwidth]]
+
+
 def grouped_figure(stat: StatisticView) -> Markup | None:
     """Value per group with its 95% accuracy as an error bar; refused groups marked."""
     rows: list[RowView] = list(stat.figure_rows)[:_MAX_GROUPS]
@@ -77,23 +85,27 @@ def grouped_figure(stat: StatisticView) -> Markup | None:
         ax.errorbar(
             [r.number],
             [y],
-            xerr=None if r.halfwidth is None else [[r.halfwidth], [r.halfwidth]],
+            xerr=_bar(r),
             fmt="o",
-            color=_ACCENT,
+            color=_BAD if r.unreliable else _ACCENT,
             capsize=4,
         )
     numbers = [r.number for _, r in drawn if r.number is not None]
-    widths = [r.number + (r.halfwidth or 0.0) for _, r in drawn if r.number is not None]
-    left = min(numbers) if numbers else 0.0
-    right = max(widths) if widths else 1.0
+    lows = [r.low if r.low is not None else r.number for _, r in drawn if r.number is not None]
+    highs = [
+        r.high if r.high is not None else r.number + (r.halfwidth or 0.0)
+        for _, r in drawn
+        if r.number is not None
+    ]
+    left = min(min(numbers), min(lows)) if numbers else 0.0
+    right = max(highs) if highs else 1.0
     pad = (right - left) * 0.25 or 1.0
     ax.set_xlim(left - pad, right + pad)
     for y, r in zip(ys, rows, strict=True):
         if r.refused:
             ax.text(left, y, "refused", color=_BAD, va="center", fontsize=10, fontweight="bold")
         elif r.number is not None:
-            text = r.value + (f" {r.accuracy}" if r.accuracy else "")
-            text += f" {r.rank_accuracy}" if r.rank_accuracy else ""
+            text = r.value + (f" {r.interval}" if r.interval else "")
             ax.annotate(
                 text,
                 (r.number, y),
@@ -107,9 +119,9 @@ def grouped_figure(stat: StatisticView) -> Markup | None:
     ax.set_yticklabels(labels)
     ax.set_ylim(-0.7, len(rows) - 0.3)
     ax.set_xlabel(
-        "released value (bars: 95% accuracy where it is public)"
-        if any(r.halfwidth for r in rows)
-        else "released value (no public accuracy in value units for this method)"
+        "released value (bars: 95% intervals; red: wider than half the bounds)"
+        if any(r.low is not None or r.halfwidth for r in rows)
+        else "released value (no interval for this method)"
     )
     ax.set_ylabel(", ".join(stat.by))
     ax.spines[["top", "right"]].set_visible(False)

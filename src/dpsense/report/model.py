@@ -170,6 +170,12 @@ class RowView:
     number: float | None
     """The value as a float for a figure (None: refused, several values, non-finite)."""
     halfwidth: float | None
+    interval: str = ""
+    """"[low, high]" (the 95% interval), with "unreliable" when it is wider than half the
+    bounds; "" without one."""
+    low: float | None = None
+    high: float | None = None
+    unreliable: bool = False
 
 
 @dataclass(frozen=True)
@@ -214,6 +220,14 @@ def _row(stored: Mapping[str, Any], by: Sequence[str]) -> RowView:
     accuracy = stored.get("accuracy")
     rank = stored.get("rank_accuracy")
     number = value if isinstance(value, int | float) and not isinstance(value, bool) else None
+    low, high = stored.get("low"), stored.get("high")
+    has_interval = not refused and isinstance(low, int | float) and isinstance(high, int | float)
+    unreliable = bool(stored.get("unreliable")) and has_interval
+    interval = (
+        f"[{format_number(low)}, {format_number(high)}]" + (" unreliable" if unreliable else "")
+        if has_interval
+        else ""
+    )
     return RowView(
         group=[
             format_number(group.get(b)) if not isinstance(group.get(b), str) else group[b]
@@ -225,6 +239,10 @@ def _row(stored: Mapping[str, Any], by: Sequence[str]) -> RowView:
         rank_accuracy="" if refused or rank is None else f"± {rank} ranks",
         number=None if refused or number is None else float(number),
         halfwidth=None if refused or not isinstance(accuracy, int | float) else float(accuracy),
+        interval=interval,
+        low=float(low) if isinstance(low, int | float) and has_interval else None,
+        high=float(high) if isinstance(high, int | float) and has_interval else None,
+        unreliable=unreliable,
     )
 
 
@@ -236,6 +254,14 @@ def _receipt(stat: Mapping[str, Any]) -> list[tuple[str, str]]:
     if stat.get("bounds") is not None:
         lower, upper = stat["bounds"]
         out.append(("clipping bounds", f"[{format_number(lower)}, {format_number(upper)}]"))
+    source = stat.get("bounds_source")
+    if isinstance(source, Mapping):
+        out.append(("bounds from", _bounds_words(source)))
+    if stat.get("share") is not None:
+        out.append(("share of the query", f"{100 * float(stat['share']):.3g}% of its epsilon"))
+    interval = stat.get("interval")
+    if isinstance(interval, Mapping):
+        out.append(("95% interval from", _interval_words(interval)))
     if stat.get("by"):
         out.append(("grouped by", ", ".join(stat["by"])))
         selection = stat.get("selection")
@@ -272,6 +298,28 @@ def _receipt(stat: Mapping[str, Any]) -> list[tuple[str, str]]:
     if stat.get("seeded"):
         out.append(("randomness", "SEEDED: reproducible, not secure (tests and demos only)"))
     return out
+
+
+def _bounds_words(source: Mapping[str, Any]) -> str:
+    if source.get("source") != "private":
+        return "given by the analyst (public, chosen without the data)"
+    share, eps = source.get("share"), source.get("epsilon")
+    spent = f"{format_number(share)} of epsilon" if share is not None else "a share of epsilon"
+    if eps is not None:
+        spent += f" (epsilon {format_number(eps)})"
+    return f"found privately, with {spent}, before the release"
+
+
+def _interval_words(interval: Mapping[str, Any]) -> str:
+    kind, share = interval.get("kind"), interval.get("share")
+    spent = f"{format_number(share)} of the statistic's epsilon" if share is not None else ""
+    if kind == "released":
+        return f"two more quantiles at ranks moved outward, {spent}"
+    if kind == "smooth":
+        return f"a private upper bound on the noise scale, {spent}"
+    if kind in ("ratio", "fraction"):
+        return "the released sums and count (no extra budget)"
+    return "the noise's public scale (no extra budget)"
 
 
 def _title(stat: Mapping[str, Any]) -> str:

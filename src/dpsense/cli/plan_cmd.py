@@ -1,0 +1,133 @@
+"""``dpsense plan``: the accuracy a SQL release would have, before anything is spent."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+from rich import box
+from rich.table import Table
+
+from dpsense.cli import _options as opt
+from dpsense.cli._shared import _console, _fmt, _print_json
+from dpsense.errors import InputError
+
+__all__ = ["PLAN_EXAMPLES", "plan_command"]
+
+PLAN_EXAMPLES = (
+    "Examples:\n\n\b\n"
+    "  dpsense plan \"SELECT female, COUNT(*) AS n, MEDIAN(wage) AS med FROM 'wage1.csv' \\\n"
+    '      GROUP BY female" --epsilon 1 --rows-per-group 250 --bounds wage=0:50 \\\n'
+    "      --keys female=0,1 --privacy-unit pid\n"
+    "  dpsense plan \"SELECT AVG(hours) FROM 'panel.csv'\" --epsilon 1 --rows-per-group 1000 \\\n"
+    "      --bounds hours=0:80 --target hours=1\n"
+)
+"""The examples that end ``--help``."""
+
+ROWS_PER_GROUP = typer.Option(help="The declared number of rows in each group (or in all).")
+TARGET = typer.Option(
+    help="A 95%% error to reach, NAME=ERROR (value units; a share of the rows for a "
+    "quantile), repeatable: the plan also gives the epsilon that meets them."
+)
+SPREAD = typer.Option(
+    help="For quantiles: the share of the bounds the data fill, from the lower bound "
+    "(an assumption; an empty stretch inside the bounds draws a quantile away)."
+)
+
+
+def _targets(items: list[str] | None) -> dict[str, float] | None:
+    if not items:
+        return None
+    out: dict[str, float] = {}
+    for item in (part for text in items for part in text.split(",") if part):
+        name, sep, value = item.partition("=")
+        try:
+            number = float(value)
+        except ValueError:
+            number = float("nan")
+        if not sep or not name or not number > 0:
+            raise InputError(
+                f"--target takes NAME=ERROR with ERROR > 0, e.g. med=0.5; got {item!r}."
+            )
+        out[name] = number
+    return out
+
+
+def plan_command(
+    query: Annotated[str, opt.SQL_QUERY],
+    epsilon: Annotated[float, opt.SQL_EPSILON],
+    rows_per_group: Annotated[int, ROWS_PER_GROUP],
+    delta: Annotated[float, opt.DELTA] = 0.0,
+    privacy_unit: Annotated[str | None, opt.PRIVACY_UNIT] = None,
+    max_rows_per_unit: Annotated[int | None, opt.MAX_ROWS] = None,
+    max_groups_per_unit: Annotated[int | None, opt.MAX_GROUPS] = None,
+    bounds: Annotated[list[str] | None, opt.SQL_BOUNDS] = None,
+    bounds_share: Annotated[float | None, opt.BOUNDS_SHARE] = None,
+    keys: Annotated[str | None, opt.SQL_KEYS] = None,
+    target: Annotated[list[str] | None, TARGET] = None,
+    spread: Annotated[float, SPREAD] = 1.0,
+    json_output: Annotated[bool, opt.JSON] = False,
+) -> None:
+    """Forecast the error of each aggregate of a SQL query at a declared group size (or the
+    epsilon that reaches --target), as `dpsense sql` would release it: nothing is spent and
+    no data is read."""
+    from dpsense.cli.sql_cmd import _checked
+    from dpsense.planning import plan
+
+    _, _, bounds_arg, key_list = _checked(query, bounds, keys, None)
+    result = plan(
+        None,
+        query,
+        epsilon=epsilon,
+        delta=delta,
+        rows_per_group=rows_per_group,
+        target=_targets(target),
+        spread=spread,
+        privacy_unit=privacy_unit,
+        max_rows_per_unit=1 if max_rows_per_unit is None else max_rows_per_unit,
+        max_groups_per_unit=1 if max_groups_per_unit is None else max_groups_per_unit,
+        bounds=bounds_arg,
+        keys=key_list,
+        bounds_share=bounds_share,
+    )
+    if json_output:
+        _print_json(
+            {
+                "epsilon": result.epsilon,
+                "delta": result.delta,
+                "rows_per_group": result.rows_per_group,
+                "target_epsilon": result.target_epsilon,
+                "statistics": result.to_dicts(),
+            }
+        )
+        return
+    _table(result)
+
+
+def _table(result: Any) -> None:
+    console = _console()
+    table = Table(title="Planned accuracy (nothing spent, no data read)", box=box.SIMPLE_HEAVY)
+    for col in ("statistic", "method", "epsilon per group", "median error", "95% error",
+                "95% interval width"):  # fmt: skip
+        table.add_column(col, justify="left" if col in ("statistic", "method") else "right")
+    for f in result.statistics:
+        unit = " ranks" if f.units == "ranks" else ""
+
+        def shown(v: float | None, unit: str = unit) -> str:
+            return "—" if v is None else _fmt(v) + unit
+
+        table.add_row(
+            f.name,
+            f.method,
+            _fmt(f.epsilon),
+            shown(f.median_error),
+            shown(f.error_95),
+            shown(f.interval_width),
+        )
+    console.print(table)
+    console.print(
+        f"{result.rows_per_group} rows per group; total epsilon={result.epsilon:g}, "
+        f"delta={result.delta:g}. Quantiles in ranks (rows); '—': depends on the data."
+    )
+    if result.target_epsilon is not None:
+        console.print(f"The target is met from epsilon = {result.target_epsilon:.4g}.")

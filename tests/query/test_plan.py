@@ -1,0 +1,106 @@
+"""``ds.plan`` and ``dpsense plan``: forecasts from public parameters only."""
+
+from __future__ import annotations
+
+import json
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+import dpsense as ds
+from dpsense.cli import main
+
+QUERY = "SELECT g, COUNT(*) AS n, MEDIAN(v) AS med, AVG(v) AS mean FROM 'missing.csv' GROUP BY g"
+ARGS = {"bounds": {"v": (0.0, 100.0)}, "keys": {"g": ["a", "b"]}}
+
+
+def test_a_plan_reads_nothing_and_splits_as_the_release_does() -> None:
+    """The FROM file does not exist: a plan never reads it; each statistic's epsilon per
+    group is the release's split."""
+    p = ds.plan(None, QUERY, epsilon=1.0, rows_per_group=500, **ARGS)
+    assert [f.name for f in p.statistics] == ["n", "med", "mean"]
+    assert all(math.isclose(f.epsilon, 1 / 3, rel_tol=1e-9) for f in p.statistics)
+    assert [f.units for f in p.statistics] == ["value", "ranks", "value"]
+    assert p["med"].method == "exponential"
+    assert "nothing spent" in str(p)
+
+
+def test_the_count_forecast_is_the_noise_law() -> None:
+    """Discrete Laplace of scale 3 at epsilon 1/3: median |Z| is about 3 ln 2 = 2.1 (2 as an
+    integer), P(|Z| > 9) = 0.05 gives a 95% error of 8 or 9."""
+    p = ds.plan(None, QUERY, epsilon=1.0, rows_per_group=500, **ARGS)
+    assert p["n"].median_error in (2.0, 3.0)
+    assert 8.0 <= p["n"].error_95 <= 10.0
+
+
+def test_the_forecast_matches_releases() -> None:
+    """The mean's forecast median error is within a factor 2 of 200 releases' (uniform
+    data on the bounds), and the count's too."""
+    rng = np.random.default_rng(1)
+    frame = {"g": np.repeat(["a", "b"], 500), "v": rng.uniform(0, 100, 1000)}
+    p = ds.plan(None, QUERY, epsilon=1.0, rows_per_group=500, **ARGS)
+    errors: dict[str, list[float]] = {"n": [], "mean": []}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ds.SeededRandomnessWarning)
+        for seed in range(200):
+            res = ds.sql(QUERY.replace("'missing.csv'", "t"), tables={"t": frame}, epsilon=1.0,
+                         rng=seed, **ARGS)  # fmt: skip
+            for row in res.to_dicts():
+                part = frame["v"][frame["g"] == row["g"]]
+                errors["n"].append(abs(row["n"] - 500))
+                errors["mean"].append(abs(row["mean"] - part.mean()))
+    for name, got in errors.items():
+        forecast = p[name].median_error
+        assert forecast is not None
+        assert 0.5 <= forecast / max(float(np.median(got)), 1e-9) <= 2.0, name
+
+
+def test_a_target_gives_the_smallest_epsilon_that_meets_it() -> None:
+    p = ds.plan(None, QUERY, epsilon=1.0, rows_per_group=500, target={"mean": 0.5}, **ARGS)
+    eps = p.target_epsilon
+    assert eps is not None
+    at = ds.plan(None, QUERY, epsilon=eps, rows_per_group=500, **ARGS)
+    below = ds.plan(None, QUERY, epsilon=eps * 0.95, rows_per_group=500, **ARGS)
+    assert at["mean"].error_95 <= 0.5 < below["mean"].error_95  # type: ignore[operator]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"rows_per_group": 0}, "rows_per_group"),
+        ({"rows_per_group": 10, "target": {"nope": 1.0}}, "nope"),
+        ({"rows_per_group": 10, "target": {"mean": -1.0}}, "must be a number > 0"),
+        ({"rows_per_group": 10, "spread": 0.0}, "spread"),
+    ],
+)
+def test_bad_arguments_are_one_clear_error(kwargs: dict, message: str) -> None:
+    with pytest.raises(ds.InputError, match=message):
+        ds.plan(None, QUERY, epsilon=1.0, **ARGS, **kwargs)
+
+
+def test_dicts_of_statistics_plan_like_sql() -> None:
+    stats = {"n": ds.Count(), "mean": ("v", ds.Mean(0, 100))}
+    p = ds.plan(None, stats, epsilon=1.0, rows_per_group=500, by="g", keys=["a", "b"])
+    q = ds.plan(
+        None, "SELECT g, COUNT(*) AS n, AVG(v) AS mean FROM t GROUP BY g", epsilon=1.0,
+        rows_per_group=500, **ARGS,
+    )  # fmt: skip
+    assert p.to_dicts() == q.to_dicts()
+
+
+def test_cli_plan(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["plan", QUERY, "--epsilon", "1", "--rows-per-group", "500", "--bounds",
+                 "v=0:100", "--keys", "g=a,b", "--target", "mean=0.5", "--json"])  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 0
+    payload = json.loads(out)
+    assert payload["target_epsilon"] > 1.0
+    assert [s["name"] for s in payload["statistics"]] == ["n", "med", "mean"]
+    code = main(["plan", QUERY, "--epsilon", "1", "--rows-per-group", "500", "--bounds",
+                 "v=0:100", "--target", "mean=0"])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.count("\n") == 1
+    assert "--target" in err
