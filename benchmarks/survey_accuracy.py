@@ -61,14 +61,16 @@ def _rank_error(frame: Any, group: int, name: str, value: float) -> float:
     )
 
 
-def _runs(frame: Any, bounds: Any, runs: int, epsilon: float = 1.0) -> dict[str, dict[str, Any]]:
+def _runs(
+    frame: Any, bounds: Any, runs: int, epsilon: float = 1.0, weights: Any = None
+) -> dict[str, dict[str, Any]]:
     truth = _truth(frame)
     out: dict[str, dict[str, list[float]]] = {
         k: {"rel": [], "abs": [], "cov": [], "unrel": [], "rank": []} for k in NAMES
     }
     for r in range(runs):
         res = ds.sql(QUERY, tables={"t": frame}, epsilon=epsilon, privacy_unit="pid",
-                     bounds=bounds, keys=KEYS, rng=1000 + r)  # fmt: skip
+                     bounds=bounds, keys=KEYS, rng=1000 + r, weights=weights)  # fmt: skip
         for row in res.to_dicts():
             g = int(row["female"])
             for k in NAMES:
@@ -148,6 +150,10 @@ def main() -> None:
             ratio = f.median_error / max(measured, 1e-12)
             print(f"  {k:>5}: forecast median error {f.median_error:.3g} {f.units}, "
                   f"measured {measured:.3g} (ratio {ratio:.2f})")  # fmt: skip
+    weighted = dict(plan.weights)
+    by_need = _runs(frame, PUBLIC, args.runs, weights=weighted)
+    print(f"with the plan's weights {weighted} (public bounds), median relative error %:")
+    print("  " + ", ".join(f"{k} {100 * by_need[k]['rel']:.1f}" for k in NAMES))
     goal = 1.0
     targeted = ds.plan(None, QUERY, epsilon=1.0, rows_per_group=n, privacy_unit="pid",
                        bounds=PUBLIC, keys=KEYS, target={"mean": goal})  # fmt: skip

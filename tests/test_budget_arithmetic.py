@@ -36,6 +36,7 @@ from dpsense.mechanisms.additive import (
 from dpsense.mechanisms.calibration import analytic_gaussian_sigma, classic_gaussian_sigma
 from dpsense.mechanisms.partition_selection import SelectionRule
 from dpsense.methods.bounded_ls import private_lower_bound
+from dpsense.methods.exponential import interval_budget
 from dpsense.methods.ptr import _test_scale, ptr_threshold
 from dpsense.methods.sample_aggregate import sample_and_aggregate
 from dpsense.noise.rng import SeededRandom
@@ -168,9 +169,13 @@ def test_quantiles_depths_add_up_to_at_most_epsilon(
             rng=rng,
         )
     per_call, depth = rel.parameters["epsilon_per_call"], rel.parameters["depth"]
-    assert exact(per_call) * depth * m <= exact(eps)
-    # the largest such double for the row-level budget (itself the largest <= eps / m)
-    row = group_privacy_budget(eps, 0.0, m)[0]
+    # the values and the intervals' 2 endpoints per level, all per row, within epsilon
+    each = rel.parameters["interval"]["epsilon_each"]
+    spent = exact(per_call) * depth + 2 * len(levels) * exact(each)
+    assert spent * m <= exact(eps)
+    # the largest such double for the values' share of the row-level budget (itself the
+    # largest <= eps / m)
+    row = interval_budget(group_privacy_budget(eps, 0.0, m)[0])[0]
     assert exact(math.nextafter(per_call, math.inf)) * depth > exact(row)
 
 

@@ -73,6 +73,10 @@ class Plan:
     statistics: tuple[StatisticForecast, ...]
     target_epsilon: float | None = None
     parameters: Mapping[str, Any] = field(default_factory=dict)
+    weights: Mapping[str, float] = field(default_factory=dict)
+    """Weights that give every forecast statistic the same 95% error relative to its scale
+    (a count's rows, a bounded statistic's half-range, a quantile's rows): pass them as
+    ``weights=`` to spend where the question needs it (docs/intervals.md §7)."""
 
     def __getitem__(self, name: str) -> StatisticForecast:
         for forecast in self.statistics:
@@ -108,6 +112,9 @@ class Plan:
             )
         if self.target_epsilon is not None:
             lines.append(f"  the target is met from epsilon = {self.target_epsilon:.4g}")
+        if self.weights:
+            shown = ", ".join(f"{k}: {v:.3g}" for k, v in self.weights.items())
+            lines.append(f"  weights for equal relative errors: {{{shown}}}")
         return "\n".join(lines)
 
 
@@ -291,7 +298,36 @@ def plan(
         statistics=forecasts,
         target_epsilon=found,
         parameters=dict(planned.parameters),
+        weights=_needs(planned, forecasts, n),
     )
+
+
+def _needs(
+    planned: QueryPlan, forecasts: tuple[StatisticForecast, ...], n: int
+) -> dict[str, float]:
+    """Weights proportional to the epsilon each statistic needs for a common relative 95%
+    error: its error scales as 1/epsilon, so its need is error x epsilon / scale. A
+    statistic without a forecast keeps weight 1; one statistic alone needs no weights."""
+    if len(forecasts) < 2:
+        return {}
+    needs: dict[str, float | None] = {}
+    for entry, f in zip(planned.entries, forecasts, strict=True):
+        stat = entry.statistic
+        if f.error_95 is None:
+            needs[f.name] = None
+            continue
+        if f.units == "ranks" or isinstance(stat, Count):
+            scale = float(n)
+        else:
+            lower, upper = getattr(stat, "lower", None), getattr(stat, "upper", None)
+            scale = 0.5 * (upper - lower) if lower is not None and upper is not None else 1.0
+            scale *= n if stat.name == "sum" else 1.0
+        needs[f.name] = f.error_95 * f.epsilon / max(scale, 1e-300)
+    known = [v for v in needs.values() if v is not None and v > 0]
+    if not known:
+        return {}
+    unit = float(np.exp(np.mean(np.log(known))))  # the geometric mean weighs 1
+    return {k: (1.0 if v is None or v <= 0 else round(v / unit, 3)) for k, v in needs.items()}
 
 
 def _request(request: Any, kwargs: dict[str, Any]) -> tuple[Any, dict[str, Any]]:

@@ -49,7 +49,9 @@ CASES = [
     ("median-smooth-t", ds.Median(LOWER, UPPER), {"method": "smooth"}),
     ("variance-smooth-laplace", ds.Variance(LOWER, UPPER), {"method": "smooth", "delta": 1e-6}),
     ("std-smooth-cauchy", ds.Std(LOWER, UPPER), {"method": "smooth", "noise": "cauchy"}),
-    ("mean-ptr", ds.Mean(LOWER, UPPER), {"method": "ptr", "bound": 0.1, "delta": 1e-6}),
+    ("mean-ptr", ds.Mean(LOWER, UPPER), {"method": "ptr", "bound": 1.0, "delta": 1e-6}),
+    ("median-adaptive", ds.Median(LOWER, UPPER), {"method": "adaptive"}),
+    ("quantile-resolution", ds.Quantile(0.3, LOWER, UPPER, resolution=0.25), {}),
 ]
 
 
@@ -179,8 +181,10 @@ def test_no_interval_where_none_is_built() -> None:
     assert refused.refused
     assert refused.interval() is None
     assert not refused.unreliable()
-    several = ds.release(DATA, ds.Quantiles([0.25, 0.75], LOWER, UPPER), epsilon=1.0, rng=1)
-    assert several.interval() is None
+    bounded = ds.release(
+        DATA, ds.Mean(LOWER, UPPER), epsilon=1.0, delta=1e-6, method="bounded-ls", rng=1
+    )
+    assert bounded.interval() is None
     lln = ds.release(
         DATA, ds.Median(LOWER, UPPER), epsilon=1.0, delta=1e-6, method="smooth", noise="lln", rng=1
     )
@@ -241,3 +245,48 @@ def test_the_mean_interval_covers_where_the_count_noise_matters() -> None:
     x = np.full(40, 60.0) + np.random.default_rng(8).uniform(-2, 2, 40)
     stat = ds.Mean(LOWER, UPPER)
     assert _coverage(stat, {"method": "global"}, 400, x) >= 370 / 400
+
+
+def test_several_quantiles_have_an_interval_per_level() -> None:
+    """Recursive halving for the values, two endpoints per level (a fifth of the budget
+    over all of them): each level's interval covers its quantile in at least 112 of 120
+    draws, and a declared resolution rounds the ends outward onto its grid."""
+    ps = [0.1, 0.5, 0.9]
+    truth = np.array([np.sort(DATA)[max(1, math.ceil(p * DATA.size)) - 1] for p in ps])
+    hits = np.zeros(len(ps))
+    for seed in range(120):
+        rel = ds.release(DATA, ds.Quantiles(ps, LOWER, UPPER), epsilon=1.0, rng=seed)
+        low, high = rel.interval()
+        assert np.all(low <= rel.value)
+        assert np.all(rel.value <= high)
+        hits += (low <= truth) & (truth <= high)
+    assert np.all(hits >= 112)
+    on_grid = ds.release(DATA, ds.Quantiles([0.25, 0.75], LOWER, UPPER, resolution=0.5),
+                         epsilon=1.0, rng=2)  # fmt: skip
+    low, high = on_grid.interval()
+    assert np.all(np.mod(np.concatenate([low, high]), 0.5) == 0)
+    frame = {"v": DATA}
+    row = ds.release(frame, {"q": ("v", ds.Quantiles(ps, LOWER, UPPER))}, epsilon=1.0,
+                     rng=3).to_dicts()[0]  # fmt: skip
+    assert len(row["q_low"]) == len(row["q_high"]) == 3
+
+
+@pytest.mark.slow
+def test_ratio_and_several_quantiles_coverage_audit() -> None:
+    """1,000 draws each: the KSW ratio's interval and each level of several quantiles'."""
+    hits = sum(
+        lo <= 0.3 <= hi
+        for lo, hi in (
+            ds.private_ratio(30, 100, epsilon=0.5, rng=s).interval() for s in range(1000)
+        )
+    )
+    assert stats.binomtest(hits, 1000, 0.95, alternative="less").pvalue > 1e-4
+    ps = [0.2, 0.8]
+    x = DATA[:400]
+    truth = np.array([np.sort(x)[max(1, math.ceil(p * x.size)) - 1] for p in ps])
+    covered = np.zeros(2)
+    for seed in range(1000):
+        low, high = ds.release(x, ds.Quantiles(ps, LOWER, UPPER), epsilon=1.0, rng=seed).interval()
+        covered += (low <= truth) & (truth <= high)
+    for level in covered:
+        assert stats.binomtest(int(level), 1000, 0.95, alternative="less").pvalue > 1e-4

@@ -16,6 +16,7 @@ import dpsense as ds
 from dpsense.data.source import connection
 from dpsense.mechanisms._quantile_sampler import sample_quantile_indices
 from dpsense.mechanisms.quantile import quantile_score
+from dpsense.methods.exponential import interval_budget
 from dpsense.methods.ksw import QUANTA
 from dpsense.noise.rng import SeededRandom
 from dpsense.statistics._exact import RecordGrid
@@ -63,7 +64,7 @@ def test_held_groups_release_what_pandas_releases_without_theirrelease_rows(
     spark: Any, table: Any, held: list[Any], stat: str, grouping: str
 ) -> None:
     statistic, extra = STATS[stat]
-    kwargs = {"column": "v", "epsilon": 1.5, **extra, **GROUPINGS[grouping]}
+    kwargs = {"column": "v", "epsilon": 2.0, **extra, **GROUPINGS[grouping]}
     expected = ds.release(table, statistic, rng=5, **kwargs)
     shuffled = spark.createDataFrame(table.sample(frac=1.0, random_state=3)).repartition(3)
     got = ds.release(shuffled, statistic, rng=5, **kwargs)
@@ -75,11 +76,13 @@ def test_held_groups_release_what_pandas_releases_without_theirrelease_rows(
     assert rows_kept == (grouping != "private")
     if isinstance(statistic, ds.Quantile):
         grouped = isinstance(got, ds.GroupedRelease)
-        eps = got.parameters["per_group"]["epsilon"] if grouped else 1.5
-        score = quantile_score(statistic.p, eps, "add-remove", "test")
+        eps = got.parameters["per_group"]["epsilon"] if grouped else 2.0
+        # the value's share of epsilon (the rest: its interval's endpoints)
+        score = quantile_score(statistic.p, interval_budget(eps)[0], "add-remove", "test")
         w = score.window(2**33)
-        # rows kept in Spark: a slice of the window's ranks and PAD more each side
-        per_group = 4 * w + 2 * PAD + 4 if rows_kept else 2 * w + 6
+        # rows kept in Spark: a slice of the window's ranks and PAD more each side; and one
+        # row of the interval's counts per group
+        per_group = (4 * w + 2 * PAD + 4 if rows_kept else 2 * w + 6) + 1
         assert 0 < held[0].rows_collected <= len(held[0].sizes) * per_group
     elif rows_kept:  # the sums came with the job that counted the groups
         assert held[0].rows_collected == 0

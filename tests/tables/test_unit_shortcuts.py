@@ -154,7 +154,8 @@ def test_several_quantiles_per_person(monkeypatch: pytest.MonkeyPatch, m: int) -
         rng=3,
     )
     (built,) = seen
-    row_epsilon = group_privacy_budget(eps, 0.0, m)[0]
+    # the values' share of the row-level epsilon (the rest: their intervals' endpoints)
+    row_epsilon = interval_budget(group_privacy_budget(eps, 0.0, m)[0])[0]
     assert built.epsilon == row_epsilon
     mech = RecursiveQuantiles(built.levels, GRID, row_epsilon, "add-remove")
     outcomes: list[tuple[float, ...]] = sorted(exact_law(mech, np.array([1.0, 2.0])))

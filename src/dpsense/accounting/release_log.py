@@ -135,8 +135,8 @@ def _row(group: dict[str, Any], rel: Release) -> dict[str, Any]:
         "value": _value(rel.value),
         "refused": bool(rel.refused),
         # the 95% interval: released values and public quantities only (docs/intervals.md)
-        "low": None if interval is None else _number(interval[0]),
-        "high": None if interval is None else _number(interval[1]),
+        "low": None if interval is None else _value(interval[0]),
+        "high": None if interval is None else _value(interval[1]),
         "unreliable": bool(rel.unreliable(ACCURACY_ALPHA)),
         "accuracy": _number(rel.accuracy(ACCURACY_ALPHA)),
         "rank_accuracy": rel.rank_accuracy(ACCURACY_ALPHA),

@@ -29,7 +29,11 @@ def receipt_json(result: Release) -> dict[str, Any]:
     """The contract's ``--json`` keys first, then the rest of the receipt."""
     payload = result.to_dict()
     interval = result.interval(ACCURACY_ALPHA)
-    payload["interval"] = None if interval is None else list(interval)
+    payload["interval"] = (
+        None
+        if interval is None
+        else [getattr(end, "tolist", lambda e=end: e)() for end in interval]
+    )
     payload["unreliable"] = result.unreliable(ACCURACY_ALPHA)
     payload["accuracy"] = result.accuracy(ACCURACY_ALPHA)
     payload["rank_accuracy"] = result.rank_accuracy(ACCURACY_ALPHA)

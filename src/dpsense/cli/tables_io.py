@@ -128,7 +128,10 @@ def shown_interval(rel: Release) -> str:
     interval = rel.interval(ACCURACY_ALPHA)
     if interval is None or rel.refused:
         return ""
-    shown = f"[{_fmt(interval[0])}, {_fmt(interval[1])}]"
+    low, high = (np.atleast_1d(np.asarray(end, dtype=np.float64)) for end in interval)
+    shown = ", ".join(
+        f"[{_fmt(float(a))}, {_fmt(float(b))}]" for a, b in zip(low, high, strict=True)
+    )
     return shown + (" unreliable" if rel.unreliable(ACCURACY_ALPHA) else "")
 
 

@@ -183,7 +183,7 @@ class Release:
         to_double = 0.5 * math.ulp(abs(float(self.value)) + rounding)
         return grid_halfwidth(self.noise, self.scale, float(grid), error, a) + rounding + to_double
 
-    def interval(self, alpha: float = 0.05) -> tuple[float, float] | None:
+    def interval(self, alpha: float = 0.05) -> tuple[Any, Any] | None:
         r"""A ``(low, high)`` that holds the statistic's value f(x) with probability at
         least :math:`1 - \alpha` over the release's randomness, built only from public
         quantities and released values (docs/intervals.md).
@@ -208,7 +208,11 @@ class Release:
 
         a = check_probability(alpha, "alpha", where="Release.interval")
         spec = self.interval_parts
-        if self.refused or not spec or not isinstance(self.value, float | int):
+        if self.refused or not spec:
+            return None
+        if isinstance(self.value, np.ndarray) and spec["kind"] == "released":
+            return released_interval(self.value, spec, a)  # several quantiles: arrays
+        if not isinstance(self.value, float | int):
             return None
         value = float(self.value)
         if spec["kind"] == "noise":
@@ -236,7 +240,10 @@ class Release:
         lo, hi = (float(v) for v in spec["range"])
         if not (math.isfinite(lo) and math.isfinite(hi)):
             return False
-        return interval[1] - interval[0] > 0.5 * (hi - lo)
+        width = np.asarray(interval[1], dtype=np.float64) - np.asarray(
+            interval[0], dtype=np.float64
+        )
+        return bool(np.any(width > 0.5 * (hi - lo)))
 
     def rank_accuracy(self, alpha: float = 0.05) -> int | None:
         r"""A number of ranks t: with probability at least :math:`1 - \alpha` the released

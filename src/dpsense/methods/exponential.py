@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+import numpy as np
+
 from dpsense._arrays import FloatArray
-from dpsense._exact_budget import difference_down, exact, product_down
+from dpsense._exact_budget import difference_down, exact, product_down, quotient_down
 from dpsense.defaults import ACCURACY_ALPHA, INTERVAL_SHARE
 from dpsense.errors import InputError
 from dpsense.mechanisms.quantile import ExponentialQuantile
@@ -64,6 +66,18 @@ def interval_budget(epsilon: float) -> tuple[float, float]:
     down, so the three releases compose to at most ``epsilon``)."""
     each = product_down(Fraction(INTERVAL_SHARE) / 2, epsilon)
     return difference_down(epsilon, 2 * exact(each)), each
+
+
+def _outward(statistic: Quantiles, value: float, *, down: bool) -> float:
+    """An interval's end on the declared resolution's grid, rounded outward."""
+    if statistic.resolution is None:
+        return value
+    points = statistic.candidates()
+    if down:
+        k = max(int(points.count_at_most(np.array([value]))[0]) - 1, 0)
+    else:
+        k = min(int(points.count_below(np.array([value]))[0]), points.size - 1)
+    return float(points.values(np.array([k]))[0])
 
 
 def check_exponential(statistic: Statistic) -> None:
@@ -136,18 +150,29 @@ def _release_several(
 ) -> Release:
     # a unit's rows change the calls of one depth by at most m rows in total
     row_epsilon = group_privacy_budget(epsilon, 0.0, rows_per_unit(statistic))[0]
+    # the intervals: two endpoints per level, INTERVAL_SHARE / (2 m) each (sequential
+    # composition); the levels themselves the rest
+    levels = len(statistic.ps)
+    point, shared = interval_budget(row_epsilon)
+    each = quotient_down(2 * exact(shared), 2 * levels)
     res = statistic.resolution
     if res is None:
         grid = statistic.candidates()
-        mech = RecursiveQuantiles(statistic.levels, grid, row_epsilon, neighbours)
-        values = mech.release_clipped(xc, rng)
+        mech = RecursiveQuantiles(statistic.levels, grid, point, neighbours)
+        values = mech.release_clipped(xc.copy(), rng)
     else:  # ties removed by dithering, releases rounded back to the resolution grid
         half = 0.5 * res
         grid = PowerOfTwoGrid.build(statistic.lower - half, statistic.upper + half, "Quantiles")
-        mech = RecursiveQuantiles(statistic.levels, grid, row_epsilon, neighbours)
+        mech = RecursiveQuantiles(statistic.levels, grid, point, neighbours)
         raw = mech.release_clipped(dithered(xc, res, rng), rng)
         values = statistic.candidates().nearest(raw)
     values.setflags(write=False)
+    ends = [
+        quantile_endpoints(
+            xc, p, statistic.lower, statistic.upper, each, neighbours, ACCURACY_ALPHA, rng
+        )
+        for p in statistic.ps
+    ]
     params = _grid_parameters(statistic, grid.spacing if res is None else res)
     params.update(
         ps=list(statistic.ps),
@@ -158,4 +183,13 @@ def _release_several(
         epsilon_per_call=mech.per_call,
         selection="exponential mechanism; permute-and-flip on sub-grids of at most 2^16 points",
     )
+    params["interval"] = {
+        "kind": "released",
+        "low": [_outward(statistic, low, down=True) for low, _, _ in ends],
+        "high": [_outward(statistic, high, down=False) for _, high, _ in ends],
+        "alpha": ACCURACY_ALPHA,
+        "share": INTERVAL_SHARE,
+        "range": (statistic.lower, statistic.upper),
+        **ends[0][2],
+    }
     return _release(values, "exponential-mechanism", epsilon, neighbours, statistic, rng, params)

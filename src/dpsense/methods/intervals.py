@@ -26,6 +26,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+
 from dpsense.mechanisms.accuracy import discrete_laplace_halfwidth, grid_halfwidth
 
 __all__ = [
@@ -114,13 +116,16 @@ def ratio_interval(spec: Mapping[str, Any], alpha: float) -> tuple[float, float]
     return _clipped(low - slack, high + slack, spec["range"])
 
 
-def released_interval(
-    value: float, spec: Mapping[str, Any], alpha: float
-) -> tuple[float, float] | None:
+def released_interval(value: Any, spec: Mapping[str, Any], alpha: float) -> tuple[Any, Any] | None:
     """Released endpoints (valid for ``alpha`` at least the one they were released for),
-    widened to contain the released value."""
+    widened to contain the released value; arrays for several quantiles (one interval per
+    level, each at ``alpha``)."""
     if alpha < float(spec["alpha"]):
         return None
+    if isinstance(value, np.ndarray):
+        low = np.minimum(np.asarray(spec["low"], dtype=np.float64), value)
+        high = np.maximum(np.asarray(spec["high"], dtype=np.float64), value)
+        return low, high
     return min(float(spec["low"]), value), max(float(spec["high"]), value)
 
 

@@ -221,12 +221,17 @@ def _row(stored: Mapping[str, Any], by: Sequence[str]) -> RowView:
     rank = stored.get("rank_accuracy")
     number = value if isinstance(value, int | float) and not isinstance(value, bool) else None
     low, high = stored.get("low"), stored.get("high")
+    if isinstance(low, list) and isinstance(high, list) and not refused:  # several quantiles
+        low_text = ", ".join(
+            f"[{format_number(a)}, {format_number(b)}]" for a, b in zip(low, high, strict=True)
+        )
+        low = high = None
+    else:
+        low_text = ""
     has_interval = not refused and isinstance(low, int | float) and isinstance(high, int | float)
-    unreliable = bool(stored.get("unreliable")) and has_interval
-    interval = (
-        f"[{format_number(low)}, {format_number(high)}]" + (" unreliable" if unreliable else "")
-        if has_interval
-        else ""
+    unreliable = bool(stored.get("unreliable")) and (has_interval or bool(low_text))
+    interval = (f"[{format_number(low)}, {format_number(high)}]" if has_interval else low_text) + (
+        " unreliable" if unreliable and (has_interval or low_text) else ""
     )
     return RowView(
         group=[

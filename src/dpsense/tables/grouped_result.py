@@ -119,9 +119,10 @@ def interval_columns(rel: Release) -> dict[str, Any]:
     """A release's 95% interval (low, high: None without one), whether it is unreliable
     (wider than half the bounds), its 95% half-width and rank error bar."""
     interval = rel.interval(ACCURACY_ALPHA)
-    return {
-        "low": None if interval is None else interval[0],
-        "high": None if interval is None else interval[1],
+    low, high = (None, None) if interval is None else interval
+    return {  # several quantiles: a list per end, one interval per level
+        "low": low.tolist() if isinstance(low, np.ndarray) else low,
+        "high": high.tolist() if isinstance(high, np.ndarray) else high,
         "unreliable": rel.unreliable(ACCURACY_ALPHA),
         "accuracy": rel.accuracy(ACCURACY_ALPHA),
         "rank_accuracy": rel.rank_accuracy(ACCURACY_ALPHA),
