@@ -21,6 +21,7 @@ import dpsense as ds
 from dpsense.bounds import (
     BULK_SHARE,
     BULK_STEPS,
+    K_LOW,
     WIDTH_SHARE,
     WIDTH_STEPS,
     bound_scores,
@@ -189,6 +190,7 @@ def test_the_sampler_draws_the_stated_distribution() -> None:
     st.sampled_from([Fraction(1, 50), Fraction(1, 10), Fraction(0)]),
 )
 @example(values=[0.0] * 18 + [0.00390625, -1.0], t=Fraction(1, 50))  # tiny positive rows
+@example(values=[0.0] * 19 + [2.093185612038767e-100], t=Fraction(1, 50))  # below the grid
 def test_the_scores_are_the_documented_formula(values: list[float], t: Fraction) -> None:
     """The scores mean what docs/bounds.md says, recomputed here row by row: a lower
     (upper) bound v costs the rows it clips beyond t n and, when v lies on the outer side
@@ -228,7 +230,8 @@ def test_the_scores_are_the_documented_formula(values: list[float], t: Fraction)
         i_near, i_far = np.searchsorted(GRID, [near, 4 * near])
         assert highs[i_far] >= highs[i_near]
         bulk_free = np.count_nonzero(np.abs(x) >= 4 * near / 2**BULK_STEPS) >= BULK_SHARE * nonzero
-        if bulk_free and near * 4 <= GRID[-1]:
+        on_grid = 2.0**-K_LOW <= near and near * 4 <= GRID[-1]  # both points on the grid
+        if bulk_free and on_grid:
             assert highs[i_far] > highs[i_near]
 
 
