@@ -230,7 +230,7 @@ def test_the_scores_are_the_documented_formula(values: list[float], t: Fraction)
         i_near, i_far = np.searchsorted(GRID, [near, 4 * near])
         assert highs[i_far] >= highs[i_near]
         bulk_free = np.count_nonzero(np.abs(x) >= 4 * near / 2**BULK_STEPS) >= BULK_SHARE * nonzero
-        on_grid = 2.0**-K_LOW <= near and near * 4 <= GRID[-1]  # both points on the grid
+        on_grid = near >= 2.0**-K_LOW and near * 4 <= GRID[-1]  # both points on the grid
         if bulk_free and on_grid:
             assert highs[i_far] > highs[i_near]
 
