@@ -113,12 +113,8 @@ def _parameter(key: str, value: Any) -> str:
 
 def interval_source(spec: Any) -> str:
     """Where a release's interval comes from, in words (docs/intervals.md)."""
-    kind = spec.get("kind") if isinstance(spec, dict) else None
-    share = spec.get("share") if isinstance(spec, dict) else None
-    if kind == "released":
-        return f"two more quantiles, {share:g} of epsilon (at ranks moved outward)"
-    if kind == "smooth":
-        return f"a private upper bound on the noise scale, {share:g} of epsilon"
-    if kind in ("ratio", "fraction"):
-        return "the released sums and count (no extra budget)"
-    return "the noise's public scale (no extra budget)"
+    from dpsense.methods.intervals import built_from
+
+    if not isinstance(spec, dict):
+        return built_from(None, None)
+    return built_from(spec.get("kind"), spec.get("share"))

@@ -31,6 +31,7 @@ import numpy as np
 from dpsense.mechanisms.accuracy import discrete_laplace_halfwidth, grid_halfwidth
 
 __all__ = [
+    "built_from",
     "fraction_interval",
     "fraction_parts",
     "noise_interval",
@@ -172,3 +173,15 @@ def fraction_interval(spec: Mapping[str, Any], alpha: float) -> tuple[float, flo
     low, high = lo + width * f_lo - error, lo + width * f_hi + error
     slack = 4.0 * math.ulp(max(abs(low), abs(high), 1e-300))
     return _clipped(low - slack, high + slack, spec["range"])
+
+
+def built_from(kind: object, share: object) -> str:
+    """Where an interval comes from, in words (receipts and the report)."""
+    spent = f", {share:g} of the statistic's epsilon" if isinstance(share, int | float) else ""
+    if kind == "released":
+        return f"two more quantiles at ranks moved outward{spent}"
+    if kind == "smooth":
+        return f"a private upper bound on the noise scale{spent}"
+    if kind in ("ratio", "fraction"):
+        return "the released sums and count (no extra budget)"
+    return "the noise's public scale (no extra budget)"

@@ -316,15 +316,9 @@ def _bounds_words(source: Mapping[str, Any]) -> str:
 
 
 def _interval_words(interval: Mapping[str, Any]) -> str:
-    kind, share = interval.get("kind"), interval.get("share")
-    spent = f"{format_number(share)} of the statistic's epsilon" if share is not None else ""
-    if kind == "released":
-        return f"two more quantiles at ranks moved outward, {spent}"
-    if kind == "smooth":
-        return f"a private upper bound on the noise scale, {spent}"
-    if kind in ("ratio", "fraction"):
-        return "the released sums and count (no extra budget)"
-    return "the noise's public scale (no extra budget)"
+    from dpsense.methods.intervals import built_from
+
+    return built_from(interval.get("kind"), interval.get("share"))
 
 
 def _title(stat: Mapping[str, Any]) -> str:
