@@ -137,7 +137,7 @@ def test_each_endpoint_is_epsilon_dp_on_neighbouring_data(neighbours: str, p: fl
 
     def log_pmf(x: np.ndarray, pad: tuple[int, int]) -> np.ndarray:
         below = np.searchsorted(np.sort(x), grid, side="left").astype(np.int64)
-        u = endpoint_scores(below, x.size, pad[0], pad[1], score).astype(float)
+        u = np.array(endpoint_scores(below, x.size, pad[0], pad[1], score), dtype=float)
         z = -score.eta * u
         return z - (z.max() + np.log(np.exp(z - z.max()).sum()))
 
@@ -290,3 +290,39 @@ def test_ratio_and_several_quantiles_coverage_audit() -> None:
         covered += (low <= truth) & (truth <= high)
     for level in covered:
         assert stats.binomtest(int(level), 1000, 0.95, alternative="less").pvalue > 1e-4
+
+
+@pytest.mark.parametrize("spread", [False, True])
+def test_a_smooth_interval_never_raises_on_extreme_scales(spread: bool) -> None:
+    """Bounds near the largest double (a scale beyond every double when the data spread
+    out) and bounds near the smallest (a scale below every double at a huge epsilon): the
+    noisy log-scale is taken of the exact rational, so neither raises, whatever the data
+    (an exception after the charge would tell the data apart)."""
+    huge = np.r_[np.full(2500, -2e307), np.full(2500, 2e307)] if spread else np.zeros(5000)
+    rel = ds.release(huge, ds.Median(-2e307, 2e307), epsilon=0.2, delta=1e-6, method="smooth",
+                     rng=1)  # fmt: skip
+    low, high = rel.interval()
+    assert -2e307 <= low <= rel.value <= high <= 2e307
+    tiny = np.r_[np.zeros(25), np.full(25, 1e-250)] if spread else np.zeros(50)
+    rel = ds.release(tiny, ds.Median(0, 1e-250), epsilon=1e60, delta=1e-6, method="smooth",
+                     rng=1)  # fmt: skip
+    assert rel.interval() is not None
+
+
+@pytest.mark.parametrize("n", [100, 3000])
+def test_huge_padding_never_overflows(n: int) -> None:
+    """A level near 1 at a tiny epsilon pads with about 10^13 records: the endpoints' scores
+    are Python integers, so no size of the data makes them overflow (the interval is then
+    the bounds)."""
+    x = np.random.default_rng(0).uniform(0, 1, n)
+    rel = ds.release(x, ds.Quantile(0.999999, 0, 1), epsilon=1e-7, method="exponential", rng=1)
+    assert rel.interval() == (0.0, 1.0)
+
+
+def test_a_smooth_release_refused_by_its_value_plan_is_refused_before_the_charge() -> None:
+    """The value is planned at three quarters of epsilon: an epsilon too small for that
+    plan is refused by the checks that run before anything is charged."""
+    acct = ds.Accountant(epsilon=1.0)
+    with pytest.raises(ds.InputError, match="too small"):
+        acct.release(DATA, ds.Median(LOWER, UPPER), epsilon=8e-9, method="smooth", rng=1)
+    assert acct.spent == (0.0, 0.0)

@@ -194,9 +194,11 @@ class Release:
         a noisy count: the range of the quotient over both parts' noise intervals at
         ``alpha / 2``. A quantile by the exponential mechanism: two more quantiles released
         with a share of its budget at ranks moved outward (docs/intervals.md §3); they are
-        released for alpha = 0.05, so a smaller ``alpha`` gives None. None for refusals and
-        methods that do not build one (smooth sensitivity, KSW, bounded local
-        sensitivity, sample-and-aggregate, several quantiles, bounds).
+        released for alpha = 0.05, so a smaller ``alpha`` gives None; several quantiles give
+        two arrays, one interval per level. A KSW mean or ratio: from its released pair of
+        noisy sums. Smooth sensitivity: from a private upper bound on its noise scale. None
+        for refusals and where none is built (bounded local sensitivity, sample-and-
+        aggregate, Laplace-log-normal smooth noise, private bounds).
         """
         from dpsense.methods.intervals import (
             fraction_interval,

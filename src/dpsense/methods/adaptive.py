@@ -41,7 +41,7 @@ from dpsense.errors import InputError
 from dpsense.methods._release import Release
 from dpsense.methods.call import MethodCall
 from dpsense.methods.exponential import release_exponential
-from dpsense.methods.smooth import plan_smooth, release_smooth
+from dpsense.methods.smooth import point_plan, release_smooth
 from dpsense.noise.exact import discrete_laplace
 from dpsense.params import check_finite, rest_of_budget
 from dpsense.statistics import INFINITE_DISTANCE, Quantile, Statistic
@@ -82,7 +82,7 @@ def release_adaptive(
     assert isinstance(statistic, Quantile)
     eps_test = frac * epsilon
     eps_main = rest_of_budget(epsilon, eps_test)
-    plan = plan_smooth(eps_main, 0.0, _SMOOTH_NOISE)
+    plan, _ = point_plan(eps_main, 0.0, _SMOOTH_NOISE)  # the smooth branch's value's plan
     bound = statistic.width * 2.0**-_BOUND_BITS
     d0 = math.ceil(math.log(max(_BREAK_EVEN / eps_main, math.e)) / plan.beta)
     threshold = max(d0, math.ceil(_CONFIDENCE / eps_test))

@@ -190,6 +190,8 @@ def _release_several(
         "alpha": ACCURACY_ALPHA,
         "share": INTERVAL_SHARE,
         "range": (statistic.lower, statistic.upper),
-        **ends[0][2],
+        "steps": ends[0][2]["steps"],
+        "epsilon_each": each,
+        "shift_rows": [receipt["shift_rows"] for _, _, receipt in ends],
     }
     return _release(values, "exponential-mechanism", epsilon, neighbours, statistic, rng, params)

@@ -34,6 +34,7 @@ relation (the score's sensitivity is the point release's: ``quantile_score``).
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from typing import Any, Final
 
 import numpy as np
@@ -90,17 +91,24 @@ def interval_shift(p: float, epsilon: float, neighbours: Neighbours, alpha: floa
     return max(1, math.ceil(log_ratio / per_row))
 
 
-def endpoint_scores(below: I64, n: int, pad_low: int, pad_high: int, score: QuantileScore) -> I64:
-    """The integer scores of the candidates for the records (``below[j] = #{x < c_j}``, n
-    of them) plus ``pad_low`` records at the lower bound and ``pad_high`` at the upper,
-    each record counted at its cell."""
-    a = below.copy()
-    a[1:] += pad_low  # the records added at the lower bound lie below every c_j, j >= 1
-    b = np.empty_like(below)
-    b[:-1] = n - below[1:]  # cells above c_j: records at or above c_{j+1}
-    b[-1] = 0
-    b[:-1] += pad_high  # the records added at the upper bound lie above every c_j, j < K
-    return score.scores(a, b, n + pad_low + pad_high)
+def endpoint_scores(
+    below: I64, n: int, pad_low: int, pad_high: int, score: QuantileScore
+) -> list[int]:
+    """The integer scores ``max(0, den a - num N, den b - (den - num) N)`` of the candidates
+    for the records (``below[j] = #{x < c_j}``, n of them) plus ``pad_low`` records at the
+    lower bound and ``pad_high`` at the upper (N in all), each record counted at its cell.
+    Python integers: the padding can be large (a level near 0 or 1 at a small epsilon),
+    and no size of it may overflow."""
+    counts = [int(c) for c in below]
+    total = n + pad_low + pad_high
+    num, den = score.num, score.den
+    out = []
+    for j, c in enumerate(counts):
+        a = c + (pad_low if j > 0 else 0)  # the lower records lie below every c_j, j >= 1
+        # cells above c_j: records at or above c_{j+1}, and the upper records for j < K
+        b = (n - counts[j + 1] + pad_high) if j + 1 < len(counts) else 0
+        out.append(max(0, den * a - num * total, den * b - (den - num) * total))
+    return out
 
 
 def _draw(
@@ -117,8 +125,13 @@ def _draw(
     exactly with P(j) ∝ exp(-eta u_j)."""
     score = quantile_score(p, epsilon, neighbours, "interval")
     scores = endpoint_scores(below, n, pad_low, pad_high, score)
+    floats = np.array([float(s) for s in scores], dtype=np.float64)  # each correctly rounded
     choice = ExponentialChoice(
-        weights=np.ones(scores.size), scores=scores.astype(np.float64), eta=score.eta
+        weights=np.ones(len(scores)),
+        scores=floats,
+        eta=score.eta,
+        exact_score=lambda j: Fraction(scores[j]),
+        score_error=float(np.max(floats)) * 2.0**-52,
     )
     return int(choice.sample(rng)[0])
 

@@ -325,21 +325,25 @@ def check_smooth(
     noise and its options at this budget), without data (``query.methods.check_parameters``
     runs it before any charge)."""
     _check_smooth_statistic(statistic)
-    plan_smooth(epsilon, delta, noise, **noise_options)
+    point_plan(epsilon, delta, noise, **noise_options)  # the value's plan: what runs
 
 
 def release_smooth(
     call: MethodCall,
     *,
     noise: str | None = None,
+    with_interval: bool = True,
     **noise_options: object,
 ) -> Release:
-    """Release ``statistic`` on clipped data with smooth-sensitivity noise."""
+    """Release ``statistic`` on clipped data with smooth-sensitivity noise (and, unless
+    ``with_interval`` is False, a private bound on its noise scale for its interval)."""
     xc, statistic, epsilon, delta, neighbours, rng = call.parts()
     _check_smooth_statistic(statistic)
     assert isinstance(statistic, BoundedStatistic)
     plan = plan_smooth(epsilon, delta, noise, **noise_options)
     main, eps_bound = point_plan(epsilon, delta, noise, **noise_options)
+    if not with_interval:
+        main, eps_bound = plan, 0.0
     with_interval = eps_bound > 0
     lo, hi = output_range(statistic, xc.shape[0] if neighbours == "substitute" else None)
     lattice = OutputLattice.for_range(lo, hi)

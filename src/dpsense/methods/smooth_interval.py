@@ -30,9 +30,13 @@ from dpsense.noise.rng import RandomSource
 
 __all__ = ["INTERVAL_NOISES", "LOG_ERROR", "noisy_log_scale", "smooth_interval"]
 
-LOG_ERROR: Final = 2.0**-40
-"""A bound on |computed ln(scale) - ln(scale)|: the scale's rounding to a double (relative
-2^-53) and the logarithm's (one ulp of a result below 746 in magnitude)."""
+LOG_ERROR: Final = 2.0**-30
+"""A bound on |computed ln(scale) - ln(scale)|: ``ln(numerator) - ln(denominator)`` of the
+exact rational scale, each within an ulp, and the subtraction's rounding (:func:`exact_log`)."""
+LOG_CAP: Final = 2.0**20
+"""The log-scale is clamped to [-LOG_CAP, LOG_CAP]: within it every ulp is below 2^-32, so
+the two logarithms and their difference stay within LOG_ERROR (their integers, from the
+doubles and rationals of a smooth bound, have far fewer than 2^20 bits)."""
 INTERVAL_NOISES: Final = ("laplace", "cauchy", "student-t")
 """The smooth noises whose releases carry an interval (Laplace-log-normal releases are
 zCDP: a pure-epsilon share would change what they are charged)."""
@@ -43,7 +47,7 @@ def noisy_log_scale(
 ) -> dict[str, Any]:
     """Release ln(scale) with Laplace noise for sensitivity ``beta`` (epsilon-DP) and return
     the interval's record of it: the released log, its public noise scale and grid."""
-    log_value = math.log(float(scale))
+    log_value = exact_log(scale)
     mech = LaplaceMechanism(float_up(Fraction(beta) + 2 * Fraction(LOG_ERROR)), epsilon)
     out = mech.release(log_value, rng)
     return {
@@ -51,6 +55,16 @@ def noisy_log_scale(
         "log_noise_scale": float(out.scale),
         "log_grid": None if out.grid is None else float(out.grid),
     }
+
+
+def exact_log(scale: Fraction) -> float:
+    """ln(scale) of a positive rational within LOG_ERROR, for any size, clamped to
+    [-LOG_CAP, LOG_CAP]: the logarithms of its numerator and denominator (``math.log`` of an
+    int is within an ulp of its value whatever its size, with no overflow), then their
+    difference. Clamping is 1-Lipschitz, so the result is still beta-smooth; a scale past
+    the cap is beyond every double, and its interval is the statistic's range."""
+    logs = math.log(scale.numerator) - math.log(scale.denominator)
+    return min(max(logs, -LOG_CAP), LOG_CAP)
 
 
 def _noise_quantile(shape: str, dof: int, tail: float) -> float:
