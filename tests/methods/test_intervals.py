@@ -50,6 +50,12 @@ CASES = [
     ("variance-smooth-laplace", ds.Variance(LOWER, UPPER), {"method": "smooth", "delta": 1e-6}),
     ("std-smooth-cauchy", ds.Std(LOWER, UPPER), {"method": "smooth", "noise": "cauchy"}),
     ("mean-ptr", ds.Mean(LOWER, UPPER), {"method": "ptr", "bound": 1.0, "delta": 1e-6}),
+    ("mean-bounded-ls", ds.Mean(LOWER, UPPER), {"method": "bounded-ls", "delta": 1e-6}),
+    (
+        "mean-bounded-ls-substitute",
+        ds.Mean(LOWER, UPPER),
+        {"method": "bounded-ls", "delta": 1e-6, "neighbours": "substitute"},
+    ),
     ("median-adaptive", ds.Median(LOWER, UPPER), {"method": "adaptive"}),
     ("quantile-resolution", ds.Quantile(0.3, LOWER, UPPER, resolution=0.25), {}),
 ]
@@ -181,10 +187,10 @@ def test_no_interval_where_none_is_built() -> None:
     assert refused.refused
     assert refused.interval() is None
     assert not refused.unreliable()
-    bounded = ds.release(
-        DATA, ds.Mean(LOWER, UPPER), epsilon=1.0, delta=1e-6, method="bounded-ls", rng=1
+    blocks = ds.sample_and_aggregate(
+        DATA, np.median, blocks=10, lower=LOWER, upper=UPPER, epsilon=1.0, rng=1
     )
-    assert bounded.interval() is None
+    assert blocks.interval() is None
     lln = ds.release(
         DATA, ds.Median(LOWER, UPPER), epsilon=1.0, delta=1e-6, method="smooth", noise="lln", rng=1
     )

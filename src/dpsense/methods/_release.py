@@ -68,6 +68,10 @@ def accuracy_parameters(statistic: object, grid: float) -> dict[str, Any]:
     return out
 
 
+_PUBLIC_SCALE = frozenset({"global", "ptr", "bounded-ls"})
+"""Methods whose noise scale is public or released, so that :meth:`Release.accuracy` is
+a function of released values."""
+
 _SHOWN = frozenset({"kind", "share", "alpha", "steps", "shift_rows", "epsilon_each"})
 """The keys of an interval's record shown in ``parameters``: how it was built. The rest
 (released values, scales, ranges) stay in ``interval_parts``."""
@@ -156,22 +160,23 @@ class Release:
         noise grid, discrete Laplace on the integers for counts, 0 for a count under
         substitute (public).
 
-        None where the error depends on the data, and so would itself be private:
-        smooth sensitivity and the means' data-dependent scales (``scale`` is None), the
-        exponential mechanism (its error in value units is the gap between records),
-        sample-and-aggregate (the estimate differs from f(x) by more than the noise), private
-        ratios and bounds, refusals.
+        The bounded-local-sensitivity mean's scale is a function of its released bound,
+        so its half-width is one too. None where the error depends on the data, and so
+        would itself be private: smooth sensitivity and the means' data-dependent scales
+        (``scale`` is None), the exponential mechanism (its error in value units is the
+        gap between records), sample-and-aggregate (the estimate differs from f(x) by more
+        than the noise), private ratios and bounds, refusals.
         """
         from dpsense.mechanisms.accuracy import discrete_laplace_halfwidth, grid_halfwidth
         from dpsense.params import check_probability
 
         a = check_probability(alpha, "alpha", where="Release.accuracy")
-        if self.refused or self.scale is None or self.method not in ("global", "ptr"):
+        if self.refused or self.scale is None or self.method not in _PUBLIC_SCALE:
             return None
         if not isinstance(self.value, float | int) or isinstance(self.value, bool):
             return None
-        if self.noise is None:
-            return 0.0
+        if self.noise is None or (self.method == "bounded-ls" and self.scale == 0.0):
+            return 0.0  # no noise: a public count, or the empty mean's convention
         if self.noise == "discrete-laplace":  # integer counts, exact as doubles
             return float(discrete_laplace_halfwidth(self.scale, a))
         grid = self.parameters.get("noise_grid")
@@ -189,7 +194,8 @@ class Release:
         quantities and released values (docs/intervals.md).
 
         f(x) is the statistic of the records as released (clipped to the bounds, bounded
-        per unit). Counts, sums and other global-noise statistics: the value plus or minus
+        per unit). Counts, sums, other global-noise statistics and the bounded-local-
+        sensitivity mean (noise of a released scale): the value plus or minus
         :meth:`accuracy`, within the statistic's range. A mean released as a noisy sum over
         a noisy count: the range of the quotient over both parts' noise intervals at
         ``alpha / 2``. A quantile by the exponential mechanism: two more quantiles released
@@ -197,8 +203,8 @@ class Release:
         released for alpha = 0.05, so a smaller ``alpha`` gives None; several quantiles give
         two arrays, one interval per level. A KSW mean or ratio: from its released pair of
         noisy sums. Smooth sensitivity: from a private upper bound on its noise scale. None
-        for refusals and where none is built (bounded local sensitivity, sample-and-
-        aggregate, Laplace-log-normal smooth noise, private bounds).
+        for refusals and where none is built (sample-and-aggregate, Laplace-log-normal
+        smooth noise, private bounds: docs/intervals.md §5 says why).
         """
         from dpsense.methods.intervals import (
             fraction_interval,

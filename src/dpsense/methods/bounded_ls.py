@@ -43,7 +43,7 @@ from dpsense.methods._discrete_laplace_tail import (
     discrete_laplace_margin as discrete_laplace_margin,
 )
 from dpsense.methods._discrete_laplace_tail import discrete_laplace_tail as discrete_laplace_tail
-from dpsense.methods._release import Release
+from dpsense.methods._release import Release, accuracy_parameters
 from dpsense.neighbours import ADD_REMOVE, validate_neighbours
 from dpsense.noise.rng import RandomSource, resolve_rng
 from dpsense.params import (
@@ -233,11 +233,30 @@ def bounded_ls_mean_draws(
     margin : int
         The public tail margin T.
     """
+    values, scales, _, margin = _draws(
+        mean, count, (lower, upper), (epsilon_bound, epsilon_noise), delta, source, size
+    )
+    return values, scales, margin
+
+
+def _draws(
+    mean: float | Fraction,
+    count: int,
+    bounds: tuple[float, float],
+    epsilons: tuple[float, float],
+    delta: float,
+    source: RandomSource,
+    size: int,
+) -> tuple[FloatArray, FloatArray, FloatArray, int]:
+    """:func:`bounded_ls_mean_draws`, with each draw's noise grid (public: a function of
+    the released bound), which its interval needs."""
+    lower, upper = bounds
     lows, margin, _ = private_lower_bound(
-        count, epsilon=epsilon_bound, delta=delta, source=source, size=size
+        count, epsilon=epsilons[0], delta=delta, source=source, size=size
     )
     values = np.empty(size, dtype=np.float64)
     scales = np.empty(size, dtype=np.float64)
+    grids = np.empty(size, dtype=np.float64)
     for low in np.unique(lows).tolist():
         chosen = lows == low
         bound = mean_sensitivity_bound(int(low), lower, upper)
@@ -245,10 +264,11 @@ def bounded_ls_mean_draws(
         repeated: Any = (
             [mean] * count_chosen if isinstance(mean, Fraction) else np.full(count_chosen, mean)
         )
-        result = laplace_with_private_bound(repeated, bound, epsilon=epsilon_noise, rng=source)
+        result = laplace_with_private_bound(repeated, bound, epsilon=epsilons[1], rng=source)
         values[chosen] = result.value
         scales[chosen] = result.scale
-    return np.clip(values, lower, upper), scales, margin
+        grids[chosen] = result.grid
+    return np.clip(values, lower, upper), scales, grids, margin
 
 
 def bounded_ls_mean(
@@ -391,15 +411,8 @@ def _add_remove_mean(
     """n private: a private lower bound of n, then noise scaled to the bound it implies."""
     eps_bound = fraction * eps
     eps_noise = rest_of_budget(eps, eps_bound)
-    draws, scales, margin = bounded_ls_mean_draws(
-        mean,
-        n,
-        lower=bounds.lower,
-        upper=bounds.upper,
-        epsilon_bound=eps_bound,
-        epsilon_noise=eps_noise,
-        delta=dlt,
-        source=source,
+    draws, scales, grids, margin = _draws(
+        mean, n, (bounds.lower, bounds.upper), (eps_bound, eps_noise), dlt, source, 1
     )
     value = float(draws[0])
     scale: float | None = float(scales[0])
@@ -409,8 +422,20 @@ def _add_remove_mean(
         "epsilon_bound": eps_bound,
         "epsilon_noise": eps_noise,
         "tail_margin": margin,
+        **_interval_parameters(bounds, float(grids[0])),
     }
     return _MeanOutcome(value, scale, guarantee, parameters)
+
+
+def _interval_parameters(bounds: Bounds, grid: float | None) -> dict[str, Any]:
+    """The released value is the mean plus grid Laplace noise of the released scale, so
+    its interval is the value plus or minus that noise's half-width (docs/intervals.md
+    §1): the noise grid, the proven error of the computed mean, the mean's range."""
+    statistic = Mean(bounds.lower, bounds.upper)
+    out: dict[str, Any] = {"interval": {"kind": "noise", "range": (bounds.lower, bounds.upper)}}
+    if grid is not None:
+        out.update(accuracy_parameters(statistic, grid))
+    return out
 
 
 def _substitute_mean(
@@ -424,11 +449,13 @@ def _substitute_mean(
     }
     guarantee = (eps, 0.0)
     scale: float | None
-    if n == 0:
+    if n == 0:  # the public convention, exactly: an interval of one point
         value, scale = midpoint, 0.0
+        parameters["interval"] = {"kind": "noise", "range": (midpoint, midpoint)}
     else:
         # LS <= w/n (n public); w/max(n, 2) would be wrong for n = 1 (LS = w there)
         bound = width / n * (1.0 + _SCALE_SLACK) + _float_pad(bounds.lower, bounds.upper)
         released = LaplaceMechanism(bound, eps).release(mean, source)
         value, scale = float(released.value), float(released.scale)
+        parameters.update(_interval_parameters(bounds, released.grid))
     return _MeanOutcome(value, scale, guarantee, parameters)
