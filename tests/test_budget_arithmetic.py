@@ -308,3 +308,21 @@ def test_global_sensitivities_are_rounded_up(lower: float, span: float, n: int, 
     if n > 2:
         assert gs(ds.TrimmedMean(1, lower, upper), "substitute") >= w / (n - 2)
     assert gs(per_unit(ds.Mean(lower, upper), m)) >= m * w / 2
+
+
+def test_remembered_answers_are_the_answers() -> None:
+    """The budget functions remember answers by exact value: an int, a double and a
+    Fraction of one value give one answer, a different value another, an unhashable
+    argument (a 0-d array) goes to the function itself (which refuses it, as before),
+    and a refused value is refused each time."""
+    from dpsense._exact_budget import float_up, quotient_down, quotient_up
+
+    third = quotient_up(1, 3)
+    assert third == quotient_up(1.0, 3) == quotient_up(Fraction(1), Fraction(3))
+    assert Fraction(third) >= Fraction(1, 3) > Fraction(quotient_down(1, 3))
+    with pytest.raises(TypeError, match="Rational"):
+        quotient_up(np.array(1.0), 3)
+    assert quotient_up(2, 3) != third
+    for _ in range(2):
+        with pytest.raises(ValueError):
+            float_up(math.inf)

@@ -21,10 +21,12 @@ the end that is on its safe side.
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
+from collections.abc import Callable
 from fractions import Fraction
-from typing import Any, Final, TypeAlias
+from typing import Any, Final, TypeAlias, TypeVar
 
 __all__ = [
     "difference_down",
@@ -52,6 +54,27 @@ _WIDEN: Final = Fraction(1, 2**80)
 that an error of a few units in mpmath's directed rounding cannot put a bound inside."""
 _MAX_DOUBLE: Final = Fraction(sys.float_info.max)
 
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _memo(fn: _F) -> _F:
+    """``fn`` remembering its last few thousand answers. Each function here is a pure
+    function of the exact values of its arguments, and equal keys are equal exact values
+    (an int, a double and a Fraction of one value hash alike and give one answer), so a
+    remembered answer is the answer; an unhashable argument is computed afresh. A release
+    asks the same few budget questions each time (its shares, scales and thresholds)."""
+    cached = functools.lru_cache(maxsize=4096)(fn)
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            hash((args, tuple(kwargs.items())))
+        except TypeError:
+            return fn(*args, **kwargs)
+        return cached(*args, **kwargs)
+
+    return call  # type: ignore[return-value]
+
 
 def exact(value: Real) -> Fraction:
     """The exact rational value of a finite int, double or Fraction."""
@@ -60,6 +83,7 @@ def exact(value: Real) -> Fraction:
     return Fraction(value)
 
 
+@_memo
 def float_up(value: Real) -> float:
     """The smallest double >= ``value`` (``inf`` above the largest double)."""
     q = exact(value)
@@ -73,31 +97,37 @@ def float_up(value: Real) -> float:
     return f + 0.0  # -0.0 (a tiny negative q) prints as "-0": zero has one sign here
 
 
+@_memo
 def float_down(value: Real) -> float:
     """The largest double <= ``value`` (``-inf`` below the smallest double)."""
     return -float_up(-exact(value)) + 0.0
 
 
+@_memo
 def quotient_up(numerator: Real, denominator: Real) -> float:
     """The smallest double >= ``numerator / denominator`` (a noise scale, a threshold)."""
     return float_up(exact(numerator) / exact(denominator))
 
 
+@_memo
 def quotient_down(numerator: Real, denominator: Real) -> float:
     """The largest double <= ``numerator / denominator`` (an epsilon share, a delta)."""
     return float_down(exact(numerator) / exact(denominator))
 
 
+@_memo
 def product_up(left: Real, right: Real) -> float:
     """The smallest double >= ``left * right``."""
     return float_up(exact(left) * exact(right))
 
 
+@_memo
 def product_down(left: Real, right: Real) -> float:
     """The largest double <= ``left * right``."""
     return float_down(exact(left) * exact(right))
 
 
+@_memo
 def difference_down(total: Real, used: Real) -> float:
     """The largest double r with ``used + r <= total`` exactly: the rest of a budget."""
     return float_down(exact(total) - exact(used))
@@ -117,6 +147,7 @@ def rational_at_least(value: Real, max_denominator: int) -> Fraction:
     return rational_ceil(q, max_denominator)
 
 
+@_memo
 def sqrt_bounds(value: Real, bits: int = 64) -> tuple[Fraction, Fraction]:
     """Rationals ``lo <= sqrt(value) <= hi``, equal when the root is rational, else
     consecutive multiples of ``2^-bits / d`` (d the denominator of ``value``)."""
@@ -130,6 +161,7 @@ def sqrt_bounds(value: Real, bits: int = 64) -> tuple[Fraction, Fraction]:
     return low, (low if root * root == scaled else Fraction(root + 1, scale))
 
 
+@_memo
 def log_bounds(value: Real) -> tuple[Fraction, Fraction]:
     """Rationals ``lo <= ln(value) <= hi`` for ``value > 0`` (relative width about 2^-80)."""
     q = exact(value)
@@ -142,6 +174,7 @@ def log_bounds(value: Real) -> tuple[Fraction, Fraction]:
     return _widened(mi.mpi_log(_enclose(q), _PRECISION))
 
 
+@_memo
 def exp_bounds(value: Real) -> tuple[Fraction, Fraction]:
     """Rationals ``lo <= exp(value) <= hi`` (relative width about 2^-80)."""
     q = exact(value)
