@@ -149,10 +149,21 @@ def test_every_method_passes_catastrophe_and_histogram_audits(
 
 @pytest.mark.parametrize("relation", ["add-remove", "substitute"])
 def test_adaptive_passes_the_audit_where_its_private_test_is_a_coin_flip(relation: str) -> None:
-    # a tie block whose distance to instability sits at the test threshold (37 for
-    # epsilon = 1, test_fraction = 0.5), so both branches are taken often
-    # (under substitute the window can slide, so the block must be about twice as long)
-    block = 37 if relation == "add-remove" else 75
+    # a tie block whose distance to instability sits at the test threshold T (a public
+    # function of epsilon and test_fraction, read from a receipt: 50 for epsilon = 1,
+    # test_fraction = 0.5), so both branches are taken often (under substitute the window
+    # can slide, so the block must be about twice as long)
+    probe = release(
+        np.array([0.0, 0.5, 1.0]),
+        MEDIAN,
+        epsilon=1.0,
+        method="adaptive",
+        neighbours=relation,
+        rng=SeededRandom(0),
+        test_fraction=0.5,
+    )
+    threshold = int(probe.parameters["test_threshold"])
+    block = threshold if relation == "add-remove" else 2 * threshold + 1
     x = [0.0] * 30 + [0.5] * block + [1.0] * 30
     y = [0.0] * 29 + [0.5] * (block + 1) + [1.0] * 30 if relation == "substitute" else [0.5, *x]
     options = {"test_fraction": 0.5}
