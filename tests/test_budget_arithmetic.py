@@ -324,5 +324,5 @@ def test_remembered_answers_are_the_answers() -> None:
         quotient_up(np.array(1.0), 3)
     assert quotient_up(2, 3) != third
     for _ in range(2):
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match="finite"):
             float_up(math.inf)

@@ -57,6 +57,28 @@ def test_table_on_stdout(panel: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert "SEEDED" in out
 
 
+def test_the_table_shows_each_interval_and_flags_the_unreliable(
+    panel: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One "<name> 95%" column per statistic, "[low, high]", and "unreliable" as often on
+    each row as its --json flags statistics (here the median of lwage, whose interval at
+    this budget spans its bounds (-1, 4); the count and the mean are not flagged)."""
+    code, out, _ = run(capsys, [*args(panel), "--output", str(panel.parent / "shown.csv")])
+    assert code == 0
+    for column in ("n 95%", "median_wage 95%", "mean_hours 95%"):
+        assert column in out
+    shown = [line for line in out.splitlines() if line.strip()[:4].isdigit()]
+    assert len(shown) == 5
+    code, out, _ = run(capsys, [*args(panel), "--json"])
+    rows = json.loads(out)["rows"]
+    names = ("n", "median_wage", "mean_hours")
+    flagged = {r["year"]: sum(bool(r[f"{k}_unreliable"]) for k in names) for r in rows}
+    assert 0 < sum(flagged.values()) < 3 * len(rows)
+    for line in shown:
+        assert line.count("unreliable") == flagged[int(line.split()[0])]
+        assert line.count("[") == 3
+
+
 def test_json_rows_equal_ds_sql(panel: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, args(panel, "--json"))
     assert code == 0

@@ -99,8 +99,30 @@ def _cell(value: Any, statistic: bool) -> str:
 
 
 def _screen_parts(name: str) -> tuple[str, ...]:
-    """The accuracy columns shown on screen (--json has them all)."""
-    return (f"{name}_low", f"{name}_high", f"{name}_accuracy", f"{name}_rank_accuracy")
+    """The accuracy columns shown on screen (--json has them all): the 95% interval as one
+    column, then the public half-widths."""
+    return (f"{name}{_INTERVAL}", f"{name}_accuracy", f"{name}_rank_accuracy")
+
+
+_INTERVAL = " 95%"
+"""The suffix of the screen's interval column: "[low, high]", marked "unreliable"."""
+
+
+def _with_intervals(spec: SqlQuery, row: dict[str, Any]) -> dict[str, Any]:
+    """The row with each statistic's interval as one screen cell (None without one)."""
+    from dpsense.cli._shared import _fmt
+
+    out = dict(row)
+    for agg in spec.aggregates:
+        low, high = row.get(f"{agg.name}_low"), row.get(f"{agg.name}_high")
+        if low is None or high is None:
+            out[f"{agg.name}{_INTERVAL}"] = None
+            continue
+        pairs = zip(np.atleast_1d(low), np.atleast_1d(high), strict=True)
+        shown = ", ".join(f"[{_fmt(float(a))}, {_fmt(float(b))}]" for a, b in pairs)
+        unreliable = np.any(np.asarray(row.get(f"{agg.name}_unreliable", False), dtype=bool))
+        out[f"{agg.name}{_INTERVAL}"] = shown + (" unreliable" if unreliable else "")
+    return out
 
 
 def _columns(spec: SqlQuery, rows: list[dict[str, Any]], *, all_accuracy: bool) -> list[str]:
@@ -136,6 +158,8 @@ def _emit(spec: SqlQuery, result: Any, json_output: bool) -> None:
     from dpsense.cli.tables_io import _fit, _jsonable
 
     rows = [dict(r) for r in result.to_dicts()]
+    if not json_output:
+        rows = [_with_intervals(spec, r) for r in rows]
     columns = _columns(spec, rows, all_accuracy=json_output)
     if json_output:
         _print_json(
@@ -160,8 +184,8 @@ def _emit(spec: SqlQuery, result: Any, json_output: bool) -> None:
     console.print(
         f"{len(rows)} rows; total guarantee per "
         f"{result.parameters.get('privacy_unit') or 'row'}: epsilon={result.epsilon:g}, "
-        f"delta={result.delta:g}; _low/_high: 95% intervals; accuracy columns are 95% "
-        "half-widths where public."
+        f"delta={result.delta:g}; 95%: intervals (unreliable: wider than half the bounds); "
+        "accuracy columns are 95% half-widths where public."
     )
     if _seeded(result):
         console.print("SEEDED: reproducible, not secure (tests and demos only).")
