@@ -44,6 +44,47 @@ class Mutant:
 
 MUTANTS = (
     Mutant(
+        "join-ignores-path",
+        "a row whose unit is found through a foreign-key path takes the key as its unit",
+        "src/dpsense/tables/joined.py",
+        (
+            (
+                "    joins: list[str] = []\n    current_alias, current = alias, table\n",
+                '    return f"{_q(alias)}.{_q(path.via[0])}", []\n'
+                "    joins: list[str] = []\n    current_alias, current = alias, table\n",
+            ),
+        ),
+        ("tests/tables/test_join_definition.py",),
+    ),
+    Mutant(
+        "join-units-not-equated",
+        "a join of private tables on a path key without the units' equality (a row may "
+        "hold two people's data)",
+        "src/dpsense/tables/joined.py",
+        (
+            (
+                "            conditions.append("
+                'f"{unit_expr[before[0]]} = {unit_expr[added.alias]}")\n',
+                "            pass\n",
+            ),
+        ),
+        ("tests/tables/test_join_definition.py",),
+    ),
+    Mutant(
+        "join-loses-unit",
+        "the joined rows lose their unit (each row its own): bounding after the join "
+        "bounds nothing, as if rows were bounded before a join that fans them out",
+        "src/dpsense/tables/joined.py",
+        (
+            (
+                '    selected = [f"{unit_expr[private[0].alias]} AS {_q(unit_name)}"]\n',
+                "    selected = [f\"{unit_expr[private[0].alias]} || '.' || "
+                'random() AS {_q(unit_name)}"]\n',
+            ),
+        ),
+        ("tests/tables/test_join_definition.py",),
+    ),
+    Mutant(
         "interval-halved",
         "the interval of a noise-law release (counts, sums, global statistics) halved",
         "src/dpsense/methods/intervals.py",
@@ -424,7 +465,12 @@ MUTANTS = (
         "schema-cast-failure-becomes-null",
         "a value that does not fit its declared type becomes a null (nulls='error' raises)",
         "src/dpsense/tables/engines/duckdb/casts.py",
-        (('        f"FROM {source.view} WHERE {fits_sql}"\n', '        f"FROM {source.view}"\n'),),
+        (
+            (
+                '    return f"SELECT * REPLACE ({exprs_sql}) FROM {view} WHERE {fits_sql}"\n',
+                '    return f"SELECT * REPLACE ({exprs_sql}) FROM {view}"\n',
+            ),
+        ),
         ("tests/tables/test_total_where.py", "tests/neighbours/test_entry_points.py"),
     ),
 )

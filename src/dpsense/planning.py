@@ -342,7 +342,22 @@ def _request(request: Any, kwargs: dict[str, Any]) -> tuple[Any, dict[str, Any]]
     from dpsense.sql_release import sql_arguments
 
     spec = parse_sql(request)
-    args = sql_arguments(spec, kwargs.pop("bounds", None), kwargs.pop("keys", None))
+    public = kwargs.pop("public_tables", None)
+    unit = kwargs.get("privacy_unit")
+    from dpsense.query.join_input import reads_several_tables, unit_names
+
+    if reads_several_tables(spec, unit, public):
+        # the declared units alone (no table is read): the joined table's unit column
+        kwargs["privacy_unit"], names = unit_names(spec, unit, public)
+    else:
+        names = frozenset({unit}) if isinstance(unit, str) else frozenset()
+    args = sql_arguments(
+        spec,
+        kwargs.pop("bounds", None),
+        kwargs.pop("keys", None),
+        names,
+        kwargs.get("max_rows_per_unit", 1),
+    )
     statistics = args.pop("statistics")
     return statistics, {**kwargs, **{k: v for k, v in args.items() if v is not None}}
 

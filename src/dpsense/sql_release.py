@@ -9,11 +9,12 @@ and its rows ordered and cut by ORDER BY / LIMIT (post-processing). docs/sql.md.
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from dpsense.errors import InputError
+from dpsense.query.join_input import joined_input, reads_several_tables
 from dpsense.query.result import QueryResult
 from dpsense.query.sql_plan import (
     check_bounds_argument,
@@ -51,7 +52,12 @@ def _spark_view(name: str) -> Any:
 
 
 def resolve_table(spec: SqlQuery, tables: Mapping[str, Any] | None) -> Any:
-    """The data the query reads FROM.
+    """The data the query reads FROM (:func:`resolve_named`)."""
+    return resolve_named(spec.table, spec.table_is_path, tables)
+
+
+def resolve_named(name: str, is_path: bool, tables: Mapping[str, Any] | None) -> Any:
+    """The data of the table ``name``.
 
     In order: the entry of ``tables`` with that name (exact, else the only one equal
     ignoring case, as SQL names are); a quoted path (FROM 'data.parquet') or
@@ -64,32 +70,36 @@ def resolve_table(spec: SqlQuery, tables: Mapping[str, Any] | None) -> Any:
             f"e.g. tables={{'males': df}}. Got {type(tables).__name__} instead."
         )
     named = dict(tables or {})
-    if spec.table in named:
-        return named[spec.table]
-    alike = [k for k in named if isinstance(k, str) and k.lower() == spec.table.lower()]
+    if name in named:
+        return named[name]
+    alike = [k for k in named if isinstance(k, str) and k.lower() == name.lower()]
     if len(alike) == 1:
         return named[alike[0]]
-    if spec.table_is_path:
-        return spec.table
-    view = _spark_view(spec.table)
+    if is_path:
+        return name
+    view = _spark_view(name)
     if view is not None:
         return view
     known = ", ".join(repr(k) for k in named) or "none"
     raise InputError(
-        f"The SQL query reads FROM {spec.table!r}, which is not in the 'tables' "
-        f"parameter (it has {known}): pass tables={{{spec.table!r}: data}} (a DataFrame, "
+        f"The SQL query reads {name!r}, which is not in the 'tables' "
+        f"parameter (it has {known}): pass tables={{{name!r}: data}} (a DataFrame, "
         "Arrow table, DuckDB relation, path or Spark DataFrame), or read a file with FROM "
         "'data.parquet'."
     )
 
 
 def sql_arguments(
-    spec: SqlQuery, bounds: Mapping[str, Any] | str | None, keys: Any
+    spec: SqlQuery,
+    bounds: Mapping[str, Any] | str | None,
+    keys: Any,
+    units: frozenset[str] = frozenset(),
+    rows_per_unit: int = 1,
 ) -> dict[str, Any]:
     """The arguments of the one release the query makes (besides the data and budget)."""
     check_rows_clauses(spec)
     checked = check_bounds_argument(bounds)
-    stats = statistics(spec, checked)
+    stats = statistics(spec, checked, units, rows_per_unit)
     args: dict[str, Any] = {
         "statistics": stats,
         "by": list(spec.by) or None,
@@ -109,7 +119,8 @@ def sql(
     tables: Mapping[str, Any] | None = None,
     epsilon: float,
     delta: float = 0.0,
-    privacy_unit: str | None = None,
+    privacy_unit: str | Mapping[str, Any] | None = None,
+    public_tables: Sequence[str] | None = None,
     max_rows_per_unit: int = 1,
     max_groups_per_unit: int = 1,
     bounds: Mapping[str, tuple[float, float]] | str | None = None,
@@ -131,8 +142,10 @@ def sql(
         ...] [LIMIT n]`` in DuckDB's dialect, parsed with sqlglot. Aggregates: COUNT(*),
         COUNT(col), SUM, AVG, MEDIAN, QUANTILE_CONT / QUANTILE_DISC / PERCENTILE_CONT (a
         list of levels gives several quantiles), VAR_POP / VARIANCE, STDDEV_POP / STDDEV.
-        Anything else (JOIN, subqueries, DISTINCT, HAVING, window functions, MIN/MAX,
-        UNION, WITH, SELECT *) is an InputError naming it (docs/sql.md).
+        ``COUNT(DISTINCT unit)`` counts people. Tables are joined with JOIN / LEFT JOIN
+        ... ON equalities or USING (docs/joins.md). Anything else (subqueries, other
+        DISTINCT, HAVING, window functions, MIN/MAX, UNION, WITH, SELECT *) is an
+        InputError naming it (docs/sql.md).
     tables : mapping of str to data, optional
         The tables by name: a pandas/Polars DataFrame, an Arrow table, a DuckDB relation,
         a CSV/Parquet path or a Spark DataFrame. A query may also read FROM 'data.parquet'
@@ -141,9 +154,17 @@ def sql(
         The total budget of the query, split between its statistics by ``weights``
         (equal by default). Without ``keys`` the groups are chosen by private partition
         selection, which needs ``delta > 0``.
-    privacy_unit, max_rows_per_unit, max_groups_per_unit
-        As in :func:`dpsense.release`: the column identifying a person and the bounds on
-        what one person contributes.
+    privacy_unit : str or mapping, optional
+        The column identifying a person (in every private table), or per table its unit
+        column or a foreign-key path ``(column, table, key)`` to a table that holds it:
+        ``{"orders": "customer_id", "items": ("order_id", "orders", "order_id")}``.
+    public_tables : list of str, optional
+        Tables that hold no one's data (codes, regions, calendars): joined freely, and
+        when every GROUP BY column comes from them their distinct values are the groups.
+        Every other table is private (docs/joins.md).
+    max_rows_per_unit, max_groups_per_unit
+        As in :func:`dpsense.release`: the bounds on what one person contributes, applied
+        to the joined rows.
     bounds : mapping of column to (lower, upper), or "private"
         Public bounds of each aggregated column (SQL carries none), chosen without looking
         at the data; or "private" to find them privately (``bounds_share`` of epsilon).
@@ -167,8 +188,24 @@ def sql(
     from dpsense.query.sql import parse_sql
 
     spec = parse_sql(query)
-    data = resolve_table(spec, tables)
-    args = sql_arguments(spec, bounds, keys)
+    label = spec.table
+    if reads_several_tables(spec, privacy_unit, public_tables):
+        joined = joined_input(
+            spec,
+            lambda name, is_path: resolve_named(name, is_path, tables),
+            tables,
+            privacy_unit,
+            public_tables,
+            keys,
+            schema,
+        )
+        data, privacy_unit, keys, label = joined.data, joined.unit, joined.keys, joined.label
+        units = joined.unit_names
+        schema = joined.schema
+    else:
+        data = resolve_table(spec, tables)
+        units = frozenset({privacy_unit}) if isinstance(privacy_unit, str) else frozenset()
+    args = sql_arguments(spec, bounds, keys, units, max_rows_per_unit)
     stats = args.pop("statistics")
     options: dict[str, Any] = {
         "epsilon": epsilon,
@@ -192,7 +229,7 @@ def sql(
                 f"{type(accountant).__name__} instead."
             )
         result = accountant.release(
-            data, stats, dataset=spec.table if dataset is None else dataset, **options
+            data, stats, dataset=label if dataset is None else dataset, **options
         )
     else:
         result = release(data, stats, **options)

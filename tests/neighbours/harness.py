@@ -359,12 +359,16 @@ class Request:
         return query, {}
 
     def sql_text(self, source: str) -> str:
-        select = [*self.by, *(s.sql() for s in self.stats)]
+        by = ("label",) if self.entry == "sql-join-public" else self.by
+        select = [*by, *(s.sql() for s in self.stats)]
         text = f"SELECT {', '.join(select)} FROM {source}"
+        if self.entry in JOIN_ENTRIES:
+            # the person's rows, their row in the people table, a public lookup (fan-out)
+            text += f" JOIN people USING (id) JOIN lk ON {source}.grp = lk.g2"
         if self.where is not None:
             text += f" WHERE {self.where}"
-        if self.by:
-            text += f" GROUP BY {', '.join(self.by)}"
+        if by:
+            text += f" GROUP BY {', '.join(by)}"
         return text
 
     def sql_keys(self) -> dict[str, list[Any]] | None:
@@ -384,6 +388,15 @@ class Request:
     def code(self, data: str = "data") -> str:
         """The request as Python (for the failure report)."""
         kw = self.common()
+        if self.entry in JOIN_ENTRIES:
+            return (
+                f"ds.sql({self.sql_text(TABLE)!r}, tables={{{TABLE!r}: {data}, 'people': "
+                f"people, 'lk': lk}}, privacy_unit='id', public_tables=['lk'], "
+                f"max_rows_per_unit={self.max_rows_per_unit}, max_groups_per_unit="
+                f"{self.max_groups_per_unit}, schema={dict(self.schema)!r}, bounds="
+                f"{self.sql_bounds()!r}, keys={self.sql_keys()!r}, nulls={self.nulls!r}, "
+                f"epsilon={self.epsilon!r}, delta={self.delta!r}, rng={self.seed})"
+            )
         if self.entry in ("sql", "sql-accountant"):
             args = [
                 repr(self.sql_text(TABLE)),
@@ -846,6 +859,20 @@ def run_python(request: Request, data: Any) -> Outcome:
 
 def _call(request: Request, data: Any, accountant: Any) -> Any:
     kw = request.common()
+    if request.entry in JOIN_ENTRIES:
+        kw = {k: v for k, v in kw.items() if k in ("epsilon", "delta", "max_rows_per_unit",
+              "max_groups_per_unit", "nulls", "schema", "rng")}  # fmt: skip
+        if request.sql_bounds() is not None:
+            kw["bounds"] = request.sql_bounds()
+        if request.sql_keys() is not None and request.entry == "sql-join":
+            kw["keys"] = request.sql_keys()
+        return ds.sql(
+            request.sql_text(TABLE),
+            tables=data,
+            privacy_unit="id",
+            public_tables=["lk"],
+            **kw,
+        )
     if request.entry in ("sql", "sql-accountant"):
         kw = {
             k: v
@@ -1040,6 +1067,21 @@ def run_cli(request: Request, data: Path, folder: Path) -> Outcome:
 
 # D (``which="D"``) or D' of the tables as the entry point reads it
 Source = Callable[[Tables, str, Path], Any]
+
+JOIN_ENTRIES = ("sql-join", "sql-join-public")
+"""ds.sql of the table joined with a people table (the person's row is in it) and a
+public lookup table whose keys repeat (each row fans out): grouped by the table's own
+columns, or (``sql-join-public``) by the lookup's label, whose groups are public."""
+LOOKUP = pd.DataFrame({"g2": [1, 2, 2, 3, 5], "label": ["one", "two", "deux", "three", "five"]})
+
+
+def joined_tables(tables: Tables, which: str, folder: Path) -> dict[str, Any]:
+    """D or D' as three tables: the rows (in the tables' container), the people (one row
+    per id, the person's included in D'), the public lookup."""
+    rows = tables.base if which == "D" else tables.neighbour
+    ids = sorted({r[0] for r in rows if r[0] is not None})
+    people = pd.DataFrame({"id": pd.Series(ids, dtype="int64"), "since": [2000 + i for i in ids]})
+    return {TABLE: materialise(tables, which, folder), "people": people, "lk": LOOKUP}
 
 
 @dataclass

@@ -50,11 +50,22 @@ about a minute in all; the ``slow`` tier runs many more with other seeds.
 from __future__ import annotations
 
 import zlib
+from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from tests.neighbours.harness import CONTAINERS, check_cases
+from tests.neighbours.harness import (
+    CONTAINERS,
+    FULL_SCHEMA,
+    JOIN_ENTRIES,
+    Request,
+    Tables,
+    check_cases,
+    draw_request,
+    joined_tables,
+)
 
 pytestmark = pytest.mark.filterwarnings("ignore::dpsense.SeededRandomnessWarning")
 
@@ -88,6 +99,34 @@ def test_python_entry_point(entry: str, tmp_path: Path) -> None:
 @pytest.mark.parametrize("entry", CLI)
 def test_command_line(entry: str, tmp_path: Path) -> None:
     check_cases(entry, FILES, QUICK[entry], _seed(entry, "quick"), tmp_path)
+
+
+def _join_request(rs: np.random.Generator, entry: str, tables: Tables, index: int) -> Request:
+    """A ds.sql request on the joined tables: the unit is the person's id; with public
+    groups (``sql-join-public``) no keys and no selection."""
+    request = draw_request(rs, entry, tables, index)
+    request = replace(request, privacy_unit="id")
+    if tables.container == "csv" and rs.random() < 0.8:
+        # a join compares CSV columns only once their types are declared
+        request = replace(request, schema=tuple(sorted(FULL_SCHEMA.items())))
+    if entry == "sql-join-public":
+        request = replace(request, by=(), keys=None)
+    return request
+
+
+@pytest.mark.parametrize("entry", JOIN_ENTRIES)
+def test_joins(entry: str, tmp_path: Path) -> None:
+    check_cases(
+        entry, CONTAINERS, 40, _seed(entry, "quick"), tmp_path, _join_request, joined_tables
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("entry", JOIN_ENTRIES)
+def test_joins_many(entry: str, tmp_path: Path) -> None:
+    check_cases(
+        entry, CONTAINERS, SLOW, _seed(entry, "slow"), tmp_path, _join_request, joined_tables
+    )
 
 
 @pytest.mark.slow

@@ -9,7 +9,7 @@ import pytest
 
 import dpsense as ds
 from dpsense.errors import InputError
-from dpsense.query.sql import OrderKey, SqlAggregate, SqlQuery, parse_sql
+from dpsense.query.sql import OrderKey, SqlAggregate, SqlQuery, SqlSource, parse_sql
 from dpsense.query.sql_plan import group_keys, ordered_rows, statistics
 
 DESIGN_QUERY = (
@@ -20,7 +20,10 @@ DESIGN_QUERY = (
 
 def test_the_design_query() -> None:
     spec = parse_sql(DESIGN_QUERY)
-    assert spec == SqlQuery(
+    assert spec.sources == (SqlSource("males", False, "males"),)
+    assert spec.joins == ()
+    assert dict(spec.column_tables) == {"year": None, "wage": None, "hours": None, "school": None}
+    assert dataclasses.replace(spec, sources=(), column_tables=()) == SqlQuery(
         table="males",
         table_is_path=False,
         by=("year",),

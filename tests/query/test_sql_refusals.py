@@ -17,8 +17,8 @@ SECRET = 987654.321  # a data value that no message may contain
 
 # (query with {t} for the table, a word the message must contain, a word of the remedy)
 REFUSED = [
-    ("SELECT a, COUNT(*) FROM {t} JOIN u ON a = b GROUP BY a", "JOIN", "beforehand"),
-    ("SELECT COUNT(*) FROM {t}, u", "JOIN", "one table"),
+    ("SELECT a, COUNT(*) FROM {t} JOIN u ON a = b GROUP BY a", "join condition", "a.col = b.col"),
+    ("SELECT COUNT(*) FROM {t}, u", "without a condition", "JOIN ... ON"),
     ("SELECT COUNT(*) FROM (SELECT * FROM {t})", "subquery in FROM", "WHERE"),
     ("SELECT COUNT(*) FROM {t} WHERE a IN (SELECT a FROM {t})", "subquery in WHERE", "IN (1"),
     ("SELECT COUNT(*) FROM {t} WHERE EXISTS (SELECT 1 FROM u)", "subquery in WHERE", "IN (1"),

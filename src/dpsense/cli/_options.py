@@ -98,6 +98,20 @@ SQL_KEYS = typer.Option(
 SQL_SCHEMA = typer.Option(help="Declared column types, COL=TYPE (int, float, decimal(p,s), text).")
 SQL_OUTPUT = typer.Option(help="Also write the released rows to FILE.csv, .parquet or .json.")
 SQL_DATASET = typer.Option(help="Dataset label recorded in the ledger (default: FROM).")
+SQL_TABLE = typer.Option(
+    "--table", help="A private table the query names, NAME=PATH (CSV or Parquet); repeatable."
+)
+SQL_PUBLIC = typer.Option(
+    "--public",
+    help="A public table (codes, regions: no one's data), NAME=PATH; repeatable. Joined "
+    "freely; its distinct values are the groups when every GROUP BY column comes from it.",
+)
+SQL_PRIVACY_UNIT = typer.Option(
+    "--privacy-unit",
+    help="Column identifying a person (in every private table), or per table TABLE=COL, "
+    "or a foreign-key path TABLE=COL:OTHER.KEY (the row belongs to the person of OTHER's "
+    "row whose KEY equals COL); repeatable.",
+)
 
 # ``dpsense bounds`` alone.
 BOUNDS_DATA = typer.Argument(help="A CSV or Parquet file (or - for CSV on standard input).")

@@ -74,7 +74,7 @@ def plan_command(
     from dpsense.cli.sql_cmd import _checked
     from dpsense.planning import plan
 
-    _, _, bounds_arg, key_list = _checked(query, bounds, keys, None)
+    _, bounds_arg, key_list = _checked(query, bounds, keys, None)
     result = plan(
         None,
         query,

@@ -25,6 +25,10 @@ SQL_EXAMPLES = (
     "      --privacy-unit nr --max-groups-per-unit 8 --keys year=1980,1981,1982\n"
     "  dpsense sql \"SELECT AVG(hours) FROM 'panel.csv' WHERE educ >= 12\" --epsilon 0.5 \\\n"
     "      --bounds private --json\n"
+    '  dpsense sql "SELECT r.region, COUNT(DISTINCT c.id) AS people FROM orders o \\\n'
+    "      JOIN customers c ON o.id = c.id JOIN regions r ON c.country = r.country \\\n"
+    '      GROUP BY r.region" --table orders=orders.csv --table customers=customers.csv \\\n'
+    "      --public regions=regions.csv --privacy-unit id --schema id=int --epsilon 1\n"
 )
 """The examples that end ``--help``."""
 
@@ -66,7 +70,9 @@ def _check_bounds(spec: SqlQuery, bounds: dict[str, tuple[float, float]] | str |
     if bounds == "private":
         return
     for agg in spec.aggregates:
-        if agg.statistic != "count" and (bounds is None or agg.column not in bounds):
+        if agg.statistic not in ("count", "people") and (
+            bounds is None or agg.column not in bounds
+        ):
             raise InputError(
                 f"--bounds has no bounds for the column {agg.column!r} (aggregated as "
                 f"{agg.name!r}); SQL carries none. Pass --bounds {agg.column}=LOWER:UPPER, "
@@ -75,13 +81,72 @@ def _check_bounds(spec: SqlQuery, bounds: dict[str, tuple[float, float]] | str |
             )
 
 
-def _table_of(spec: SqlQuery) -> str:
-    if spec.table_is_path:
-        return spec.table
-    raise InputError(
-        f"The query reads FROM {spec.table!r}; on the command line FROM takes a quoted CSV "
-        f"or Parquet path: FROM '{spec.table}.parquet'."
-    )
+def _named_paths(items: list[str] | None, option: str) -> dict[str, str]:
+    """--table / --public NAME=PATH entries (each path must exist)."""
+    out: dict[str, str] = {}
+    for item in items or []:
+        name, sep, path = item.partition("=")
+        name, path = name.strip(), path.strip()
+        if not sep or not name or not path:
+            raise InputError(f"{option} takes NAME=PATH (e.g. {option} orders=orders.csv).")
+        if name in out:
+            raise InputError(f"{option} names the table {name!r} twice.")
+        if not Path(path).exists() and not any(ch in path for ch in "*?["):
+            raise InputError(f"file not found: {path}")
+        out[name] = path
+    return out
+
+
+def _tables_of(spec: SqlQuery, private: dict[str, str], public: dict[str, str]) -> dict[str, str]:
+    """The file of each table the query reads: --table/--public, or a quoted path."""
+    both = set(private) & set(public)
+    if both:
+        raise InputError(
+            f"--table and --public both name {', '.join(map(repr, sorted(both)))}; a table "
+            "is private or public."
+        )
+    named = {**private, **public}
+    out: dict[str, str] = {}
+    for source in spec.sources:
+        if source.table in named:
+            out[source.table] = named[source.table]
+        elif source.is_path:
+            out[source.table] = source.table
+        else:
+            raise InputError(
+                f"The query reads {source.table!r}; on the command line pass its file with "
+                f"--table {source.table}=PATH (--public for a public table), or write FROM "
+                f"'{source.table}.parquet' (a quoted path)."
+            )
+    return {**named, **out}
+
+
+def _privacy_unit(items: list[str] | None) -> str | dict[str, Any] | None:
+    """--privacy-unit COL, or per table TABLE=COL / TABLE=COL:OTHER.KEY."""
+    if not items:
+        return None
+    plain = [i.strip() for i in items if "=" not in i]
+    if plain and len(items) == 1:
+        return plain[0]
+    if plain:
+        raise InputError(
+            "--privacy-unit takes one column (COL) or one entry per table (TABLE=COL or "
+            "TABLE=COL:OTHER.KEY), not both."
+        )
+    out: dict[str, Any] = {}
+    for item in items:
+        table, _, target = (p.strip() for p in item.partition("="))
+        column, colon, path = target.partition(":")
+        other, dot, key = path.partition(".")
+        if not table or not column or (colon and not (dot and other and key)):
+            raise InputError(
+                "--privacy-unit entries are TABLE=COL or TABLE=COL:OTHER.KEY (e.g. "
+                "--privacy-unit items=order_id:orders.order_id)."
+            )
+        if table in out:
+            raise InputError(f"--privacy-unit names the table {table!r} twice.")
+        out[table] = (column, other, key) if colon else column
+    return out
 
 
 def _cell(value: Any, statistic: bool) -> str:
@@ -195,7 +260,9 @@ def sql_command(
     query: Annotated[str, opt.SQL_QUERY],
     epsilon: Annotated[float, opt.SQL_EPSILON],
     delta: Annotated[float, opt.DELTA] = 0.0,
-    privacy_unit: Annotated[str | None, opt.PRIVACY_UNIT] = None,
+    privacy_unit: Annotated[list[str] | None, opt.SQL_PRIVACY_UNIT] = None,
+    table: Annotated[list[str] | None, opt.SQL_TABLE] = None,
+    public: Annotated[list[str] | None, opt.SQL_PUBLIC] = None,
     max_rows_per_unit: Annotated[int | None, opt.MAX_ROWS] = None,
     max_groups_per_unit: Annotated[int | None, opt.MAX_GROUPS] = None,
     bounds: Annotated[list[str] | None, opt.SQL_BOUNDS] = None,
@@ -213,23 +280,32 @@ def sql_command(
 
     Supported: SELECT of GROUP BY columns and COUNT(*), COUNT(col), SUM, AVG, MEDIAN,
     QUANTILE_CONT/QUANTILE_DISC/PERCENTILE_CONT (a list of levels for several),
-    VAR_POP/VARIANCE, STDDEV_POP/STDDEV; FROM one quoted CSV/Parquet path; WHERE on rows;
-    GROUP BY; ORDER BY and LIMIT on the released rows. JOIN, subqueries, DISTINCT,
-    HAVING, window functions and MIN/MAX are refused with what to do instead.
+    VAR_POP/VARIANCE, STDDEV_POP/STDDEV, COUNT(DISTINCT unit); FROM a quoted CSV/Parquet
+    path or tables named with --table/--public, JOIN ... ON equalities (private tables on
+    their privacy units, public tables on any keys); WHERE on rows; GROUP BY; ORDER BY and
+    LIMIT on the released rows. Subqueries, other DISTINCT, HAVING, window functions and
+    MIN/MAX are refused with what to do instead.
     """
     from dpsense.cli.tables_io import write_output
     from dpsense.sql_release import sql
     from dpsense.tables.schema import parse_schema_items
 
-    spec, path, bounds_arg, key_list = _checked(query, bounds, keys, output)
+    spec, bounds_arg, key_list = _checked(query, bounds, keys, output)
+    private_files = _named_paths(table, "--table")
+    public_files = _named_paths(public, "--public")
+    files = _tables_of(spec, private_files, public_files)
+    unit = _privacy_unit(privacy_unit)
+    several = len(spec.sources) > 1 or isinstance(unit, dict) or bool(public_files)
+    label = dataset if dataset is not None else (None if several else Path(files[spec.table]).name)
     accountant = _accountant(ledger)
     with _seeded_quietly():  # the output says so
         result = sql(
             query,
-            tables={spec.table: path},
+            tables=files,
+            public_tables=sorted(public_files) if several else None,
             epsilon=epsilon,
             delta=delta,
-            privacy_unit=privacy_unit,
+            privacy_unit=unit,
             max_rows_per_unit=1 if max_rows_per_unit is None else max_rows_per_unit,
             max_groups_per_unit=1 if max_groups_per_unit is None else max_groups_per_unit,
             bounds=bounds_arg,
@@ -239,7 +315,7 @@ def sql_command(
             rng=seed,
             bounds_share=bounds_share,
             accountant=accountant,
-            dataset=dataset if dataset is not None else Path(path).name,
+            dataset=label,
         )
     if output is not None:
         write_output(output, result)
@@ -248,14 +324,13 @@ def sql_command(
 
 def _checked(
     query: str, bounds: list[str] | None, keys: str | None, output: Path | None
-) -> tuple[SqlQuery, str, dict[str, tuple[float, float]] | str | None, list[Any] | None]:
+) -> tuple[SqlQuery, dict[str, tuple[float, float]] | str | None, list[Any] | None]:
     """The query parsed and --bounds, --output and --keys checked against it, before
-    anything is read or spent: the query, its file, its bounds and its public keys."""
+    anything is read or spent: the query, its bounds and its public keys."""
     from dpsense.cli.tables_io import check_output, keys_option
     from dpsense.query.sql import parse_sql
 
     spec = parse_sql(query)
-    path = _table_of(spec)
     bounds_arg = parse_bounds_items(bounds) if bounds else None
     _check_bounds(spec, bounds_arg)
     if output is not None:
@@ -263,4 +338,4 @@ def _checked(
     if keys is not None and not spec.by:
         raise InputError("--keys lists groups, but the query has no GROUP BY.")
     key_list = keys_option(keys, spec.by) if keys is not None else None
-    return spec, path, bounds_arg, key_list
+    return spec, bounds_arg, key_list

@@ -32,9 +32,12 @@ from dpsense.errors import InputError
 __all__ = [
     "PARQUET_SUFFIXES",
     "TableSource",
+    "connection",
     "is_csv_path",
     "is_table",
     "open_table",
+    "path_view",
+    "scannable",
     "unreadable",
 ]
 
@@ -130,8 +133,11 @@ def is_csv_path(path: str) -> bool:
     return not (lowered.endswith(PARQUET_SUFFIXES) or (is_glob and ".parquet" in lowered))
 
 
-def _path_source(con: Any, path: str, where: str, *, infer_types: bool = True) -> CsvReader | None:
-    """Create view ``src`` over the file; its CSV reader (:func:`_csv_reader`), or None for
+def _path_source(
+    con: Any, path: str, where: str, *, infer_types: bool = True, view: str = "src"
+) -> CsvReader | None:
+    """Create view ``view`` (``src``) over the file; its CSV reader (:func:`_csv_reader`), or
+    None for
     Parquet (typed: a CSV file's types are inferred from its values). ``where`` names the
     file in messages (its path, or standard input)."""
     is_glob = any(ch in path for ch in "*?[")
@@ -142,12 +148,12 @@ def _path_source(con: Any, path: str, where: str, *, infer_types: bool = True) -
                 "data file (CSV or Parquet) or a folder of Parquet files."
             )
         pattern = os.path.join(path, "**", "*.parquet")
-        con.execute(f"CREATE TEMP VIEW src AS SELECT * FROM read_parquet({_literal(pattern)})")
+        con.execute(f"CREATE TEMP VIEW {view} AS SELECT * FROM read_parquet({_literal(pattern)})")
         return None
     if not is_glob and not os.path.exists(path):
         raise InputError(f"file not found: {where}")
     if not is_csv_path(path):
-        con.execute(f"CREATE TEMP VIEW src AS SELECT * FROM read_parquet({_literal(path)})")
+        con.execute(f"CREATE TEMP VIEW {view} AS SELECT * FROM read_parquet({_literal(path)})")
         return None
     first = sorted(glob.glob(path))[:1] if is_glob else [path]
     delimiter = csv_delimiter(Path(first[0]), where) if first else ","
@@ -166,17 +172,17 @@ def _path_source(con: Any, path: str, where: str, *, infer_types: bool = True) -
         ).fetchone()
         typed = [(str(c["name"]), str(c["type"])) for c in found[0]] if found else None
     reader = _csv_reader(path, dialect, typed)
-    con.execute(f"CREATE TEMP VIEW src AS SELECT * FROM {reader({})}")
+    con.execute(f"CREATE TEMP VIEW {view} AS SELECT * FROM {reader({})}")
     if infer_types:
         # one parse of every row now, so that a malformed row (more or fewer fields than
         # the header) is refused here, with the file's message, and never by a later query
         # with DuckDB's, which quotes the line; without infer_types the caller reads every
         # row at once and maps the error itself (:func:`unreadable`)
-        con.execute("SELECT count(*) FROM src").fetchall()
-    columns = [d[0] for d in con.execute("SELECT * FROM src LIMIT 0").description]
+        con.execute(f"SELECT count(*) FROM {view}").fetchall()
+    columns = [d[0] for d in con.execute(f"SELECT * FROM {view} LIMIT 0").description]
     if len(columns) == 1:
         reader = _csv_reader(path, dialect, typed, columns[0])
-        con.execute(f"CREATE OR REPLACE TEMP VIEW src AS SELECT * FROM {reader({})}")
+        con.execute(f"CREATE OR REPLACE TEMP VIEW {view} AS SELECT * FROM {reader({})}")
     return reader
 
 
@@ -386,6 +392,25 @@ def _relation_to_scan(relation: Any) -> Any:
         return relation.fetchnumpy()
 
 
+def scannable(data: Any) -> Any:
+    """In-memory data (a frame, Arrow table, mapping or array) as an object DuckDB scans;
+    a DuckDB relation (which lives on its own connection) as an Arrow stream."""
+    if isinstance(data, _duckdb().DuckDBPyRelation):
+        return _relation_to_scan(data)
+    return _in_memory(data)[0]
+
+
+def path_view(con: Any, path: str, view: str) -> CsvReader | None:
+    """Create view ``view`` over a CSV or Parquet file (as a release of the file reads
+    it); the CSV file's reader, or None for Parquet. Raises InputError for a missing or
+    unreadable file (no line of it quoted)."""
+    duckdb = _duckdb()
+    try:
+        return _path_source(con, path, path, view=view)
+    except duckdb.Error as exc:
+        raise unreadable(path, path, f"the file {Path(path).name!r}", exc) from None
+
+
 def copy_stdin() -> str:
     folder = tempfile.mkdtemp(prefix="dpsense-stdin-")
     path = os.path.join(folder, "stdin.csv")
@@ -409,7 +434,7 @@ def is_table(x: Any) -> bool:
         return True
     if module == "pyarrow" and kind == "Table":
         return True
-    if module in ("duckdb", "pyspark"):
+    if module in ("duckdb", "pyspark") or kind == "JoinedTables":
         return True
     return isinstance(x, Mapping)
 

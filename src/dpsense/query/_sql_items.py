@@ -69,7 +69,8 @@ class SqlAggregate:
         The released column: the alias, or the default name (``count``, ``avg_hours``,
         ``median_wage``, ``quantile_wage``, ``var_wage``, ``stddev_wage``, ...).
     statistic : str
-        count, sum, mean, median, quantile, quantiles, variance or std.
+        count, sum, mean, median, quantile, quantiles, variance, std, or people
+        (``COUNT(DISTINCT unit)``: the privacy units per group).
     column : str or None
         The aggregated column; None for ``COUNT(*)``.
     levels : tuple of float
@@ -103,8 +104,8 @@ def column_name(node: exp.Column, qualifiers: frozenset[str], where: str) -> str
     table = node.table
     if node.args.get("db") or node.args.get("catalog") or (table and table not in qualifiers):
         raise refuse(
-            f"qualifies the column {node.name!r} in {where} with a table that is not the "
-            "FROM table; a query reads one table."
+            f"qualifies the column {node.name!r} in {where} with a table that is not one "
+            "of FROM or JOIN."
         )
     return str(node.name)
 
@@ -173,6 +174,12 @@ def _aggregate(node: exp.Expression, alias: str | None, qualifiers: frozenset[st
     else:
         kind, target, levels_node = _function_call(node)
     statistic, prefix = _FUNCTIONS[kind]
+    if isinstance(node, exp.Count) and isinstance(target, exp.Distinct):
+        counted = target.expressions
+        if len(counted) == 1 and isinstance(counted[0], exp.Column):
+            # people per group: checked against the privacy unit by the release
+            column = column_name(counted[0], qualifiers, "COUNT(DISTINCT ...)")
+            return SqlAggregate(name=alias or f"people_{column}", statistic="people", column=column)
     if isinstance(target, exp.Distinct):
         raise refuse(
             f"uses {prefix.upper()}(DISTINCT ...): the number of distinct values is not "

@@ -30,17 +30,19 @@ from dpsense.query._sql_items import (
     select_items,
     where_text,
 )
+from dpsense.query.sql_joins import SqlJoin, SqlSource, column_tables, sources_and_joins
 
 __all__ = [
     "AGGREGATES",
     "OrderKey",
     "SqlAggregate",
+    "SqlJoin",
     "SqlQuery",
+    "SqlSource",
     "parse_sql",
 ]
 
 _WHERE = "ds.sql"
-_FILE_SUFFIXES = ("parquet", "pq", "csv", "tsv", "txt", "gz")
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,9 @@ class SqlQuery:
     order_by: tuple[OrderKey, ...] = ()
     limit: int | None = None
     offset: int | None = None
+    sources: tuple[SqlSource, ...] = ()
+    joins: tuple[SqlJoin, ...] = ()
+    column_tables: tuple[tuple[str, str | None], ...] = ()
 
 
 def parse_sql(query: str) -> SqlQuery:
@@ -113,7 +118,9 @@ def parse_sql(query: str) -> SqlQuery:
     if not isinstance(tree, exp.Select):
         _refuse_outer(tree)
     _refuse_clauses(tree)
-    table, is_path, qualifiers = _from(tree)
+    sources, joins = sources_and_joins(tree)
+    qualifiers = frozenset({s.alias for s in sources} | {s.table for s in sources if not s.is_path})
+    tables = column_tables(tree, qualifiers)
     by = _group_by(tree, qualifiers)
     aggregates, columns = select_items(tree, by, qualifiers)
     where = where_text(tree, qualifiers)
@@ -121,8 +128,8 @@ def parse_sql(query: str) -> SqlQuery:
     limit = count_clause(tree, "limit", "LIMIT")
     offset = count_clause(tree, "offset", "OFFSET")
     return SqlQuery(
-        table=table,
-        table_is_path=is_path,
+        table=sources[0].table,
+        table_is_path=sources[0].is_path,
         by=by,
         aggregates=aggregates,
         columns=columns,
@@ -130,6 +137,9 @@ def parse_sql(query: str) -> SqlQuery:
         order_by=order,
         limit=limit,
         offset=offset,
+        sources=sources,
+        joins=joins,
+        column_tables=tuple(tables.items()),
     )
 
 
@@ -172,12 +182,6 @@ _REFUSED_CLAUSES: Final[tuple[tuple[tuple[str, ...], str], ...]] = (
         "with delta > 0).",
     ),
     (
-        ("joins", "laterals"),
-        "uses a JOIN (or several tables in FROM): a join can multiply one person's "
-        "rows; join the tables beforehand into one table with a privacy unit column "
-        "and query that.",
-    ),
-    (
         ("having",),
         "uses HAVING: it filters groups on private values; filter the released rows "
         "afterwards (post-processing), or filter rows with WHERE.",
@@ -202,62 +206,12 @@ def _refuse_clauses(tree: exp.Select) -> None:
         if args.get(key):
             raise refuse(
                 f"uses {key.upper()}, which is not supported; supported: SELECT of "
-                "GROUP BY columns and aggregates, FROM one table, WHERE, GROUP BY, "
+                "GROUP BY columns and aggregates, FROM tables and JOINs, WHERE, GROUP BY, "
                 "ORDER BY, LIMIT."
             )
     for key in ("distribute", "sort", "cluster", "match", "kind", "exclude", "hint"):
         if args.get(key):
             raise refuse(f"uses {key.upper()}, which is not supported; remove it.")
-
-
-def _from(tree: exp.Select) -> tuple[str, bool, frozenset[str]]:
-    """(table name or path, is it a path, the names a column may be qualified with)."""
-    source = tree.args.get("from_")
-    if source is None:
-        raise refuse("has no FROM: name one table, FROM my_table or FROM 'data.parquet'.")
-    node = source.this
-    if isinstance(node, exp.Subquery | exp.Select):
-        raise refuse(
-            "uses a subquery in FROM (a subquery over private data); prepare the table "
-            "beforehand and query it, or filter rows with WHERE."
-        )
-    if not isinstance(node, exp.Table):
-        raise refuse(
-            "reads FROM something other than a table; name one table (FROM my_table) or "
-            "a file (FROM 'data.parquet')."
-        )
-    if node.args.get("sample"):
-        raise refuse("uses TABLESAMPLE, which is not supported; remove it.")
-    if node.args.get("joins") or node.args.get("laterals") or node.args.get("pivots"):
-        raise refuse("uses a JOIN; join the tables beforehand into one table.")
-    alias = node.alias
-    inner = node.this
-    if isinstance(inner, exp.ReadParquet | exp.ReadCSV):
-        args = inner.expressions
-        if len(args) != 1 or not (isinstance(args[0], exp.Literal) and args[0].is_string):
-            raise refuse(
-                f"uses {inner.key.upper()} with options; write FROM 'data.parquet' (a quoted "
-                "path), or query a table by name."
-            )
-        return str(args[0].this), True, frozenset(q for q in (alias,) if q)
-    if not isinstance(inner, exp.Identifier):
-        raise refuse(
-            "reads FROM a table function; name one table (FROM my_table) or a file "
-            "(FROM 'data.parquet')."
-        )
-    if node.args.get("db") and str(inner.this).lower() in _FILE_SUFFIXES:
-        raise refuse(
-            f"reads FROM {node.args['db'].name}.{inner.this} without quotes; quote a file "
-            f"path: FROM '{node.args['db'].name}.{inner.this}'."
-        )
-    if node.args.get("db") or node.args.get("catalog"):
-        raise refuse(
-            "names a table with a schema or catalog (a.b); name the table alone and pass "
-            "query it by name."
-        )
-    name = str(inner.this)
-    # a quoted name may be a file; whether it is one is decided against tables=... later
-    return name, bool(inner.quoted), frozenset(q for q in (alias, name) if q)
 
 
 def _group_by(tree: exp.Select, qualifiers: frozenset[str]) -> tuple[str, ...]:

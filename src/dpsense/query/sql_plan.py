@@ -74,7 +74,12 @@ def check_bounds_argument(bounds: object) -> Mapping[str, Any] | str | None:
     )
 
 
-def statistics(spec: SqlQuery, bounds: Mapping[str, Any] | str | None) -> dict[str, StatisticSpec]:
+def statistics(
+    spec: SqlQuery,
+    bounds: Mapping[str, Any] | str | None,
+    units: frozenset[str] = frozenset(),
+    rows_per_unit: int = 1,
+) -> dict[str, StatisticSpec]:
     """The statistics of the query, keyed by released name, in SELECT order.
 
     Parameters
@@ -83,6 +88,10 @@ def statistics(spec: SqlQuery, bounds: Mapping[str, Any] | str | None) -> dict[s
     bounds : mapping of column to (lower, upper), "private" or None
         Public bounds per aggregated column (SQL carries none), or "private" to find
         them privately in the release (``bounds="private"`` of the dict release).
+    units, rows_per_unit
+        The columns that hold the privacy unit and ``max_rows_per_unit``: ``COUNT(DISTINCT
+        unit)`` (people per group) is the count of the bounded rows when each person keeps
+        one row per group.
 
     Raises
     ------
@@ -92,6 +101,10 @@ def statistics(spec: SqlQuery, bounds: Mapping[str, Any] | str | None) -> dict[s
     checked = check_bounds_argument(bounds)
     out: dict[str, StatisticSpec] = {}
     for agg in spec.aggregates:
+        if agg.statistic == "people":
+            _check_people(agg, units, rows_per_unit)
+            out[agg.name] = Count()
+            continue
         if agg.statistic == "count":
             out[agg.name] = Count() if agg.column is None else (agg.column, Count())
             continue
@@ -188,3 +201,22 @@ def ordered_rows(spec: SqlQuery, rows: Sequence[Mapping[str, Any]]) -> list[int]
     start = spec.offset or 0
     stop = None if spec.limit is None else start + spec.limit
     return order[start:stop]
+
+
+def _check_people(agg: SqlAggregate, units: frozenset[str], rows_per_unit: int) -> None:
+    """``COUNT(DISTINCT col)`` counts people: ``col`` must be the privacy unit, and each
+    person must keep one row per group (then the count of kept rows is the number of
+    distinct people, with the sensitivity of one row per person and group)."""
+    if agg.column not in units:
+        raise InputError(
+            f"The SQL query counts distinct values of {agg.column!r} ({agg.name!r}), which "
+            "is not the privacy unit: the number of distinct values is not bounded by one "
+            "person's rows. COUNT(DISTINCT unit) counts people (pass privacy_unit="
+            f"{agg.column!r} if that column identifies a person)."
+        )
+    if rows_per_unit != 1:
+        raise InputError(
+            f"The SQL query counts people with COUNT(DISTINCT {agg.column}) ({agg.name!r}) and "
+            f"max_rows_per_unit={rows_per_unit}: people are counted on one row per person "
+            "and group; set max_rows_per_unit=1, or count them in a query of their own."
+        )

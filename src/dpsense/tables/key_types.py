@@ -54,6 +54,8 @@ def undeclared_column(data: Any, column: str) -> bool:
         return is_csv_path(os.fspath(data))
     if type(data).__module__.split(".")[0] == "duckdb":
         return False
+    if type(data).__name__ == "JoinedTables":
+        return column in data.inferred_columns
     declared = column_type(data, None, column)
     return declared is None or declared.name == "object"
 

@@ -275,8 +275,15 @@ def column_type(data: Any, source: Any, column: str) -> ColumnType | None:
     types = getattr(source, "types", None)
     if isinstance(types, Mapping):  # a SparkSource: the DataFrame's schema
         return _spark_type(types[column])
-    if isinstance(data, str | os.PathLike) or type(data).__module__.split(".")[0] == "duckdb":
-        if not getattr(source, "declared_types", False):
+    if (
+        isinstance(data, str | os.PathLike)
+        or type(data).__module__.split(".")[0] == "duckdb"
+        or type(data).__name__ == "JoinedTables"  # the tables of a join, in DuckDB
+    ):
+        if type(data).__name__ == "JoinedTables":
+            if column in data.inferred_columns or source is None:
+                return None  # from a CSV file: DuckDB inferred its type from the values
+        elif not getattr(source, "declared_types", False):
             return None  # CSV: DuckDB inferred these types from the values
         # the type of the file's or relation's own column (DESCRIBE reads no row)
         rows = source.con.execute(f"DESCRIBE SELECT {quote(column)} FROM {source.view}").fetchall()

@@ -21,10 +21,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from dpsense.tables.rows.bounded import BoundedTable
     from dpsense.tables.rows.casts import Cast
+    from dpsense.tables.rows.joins import JoinPlan
     from dpsense.tables.rows.plan import TablePlan
     from dpsense.tables.rows.unit_bounding import QueryRows
 
-__all__ = ["Engine", "KeptRows", "engine_for", "is_spark_frame"]
+__all__ = ["Engine", "KeptRows", "engine_for", "engine_for_tables", "is_spark_frame"]
 
 
 def is_spark_frame(data: Any) -> bool:
@@ -110,6 +111,29 @@ class Engine(Protocol):
         values: an InputError naming the column, or dropped with ``nulls="drop"``), then
         with a privacy unit its one contribution bounding; kept while the block runs."""
         ...
+
+    def join(
+        self,
+        plan: JoinPlan,
+        tables: Mapping[str, Any],
+        public: frozenset[str],
+        casts: Mapping[str, Mapping[str, Cast]],
+    ) -> Any:
+        """The input of a release that reads the join of ``tables`` as one table (opened
+        by :meth:`open`): the join runs in the engine (docs/joins.md)."""
+        ...
+
+    def distinct_rows(
+        self, plan: JoinPlan, tables: Mapping[str, Any], public: frozenset[str], sql: str
+    ) -> list[tuple[Any, ...]]:
+        """The rows of ``sql`` (the plan's dialect) over the public ``tables``."""
+        ...
+
+
+def engine_for_tables(tables: Any) -> Engine:
+    """The engine of a join: Spark when a table is a Spark DataFrame, else DuckDB."""
+    spark = [d for d in tables if is_spark_frame(d)]
+    return engine_for(spark[0] if spark else None)
 
 
 def engine_for(data: Any) -> Engine:

@@ -10,7 +10,7 @@ from dpsense.data.source import quote
 from dpsense.tables.rows.casts import Cast, CastDialect, fitting_cast
 from dpsense.tables.rows.checks import SQL_INTEGERS as _SQL_INTEGERS
 
-__all__ = ["apply_duckdb_schema"]
+__all__ = ["apply_duckdb_schema", "cast_view_sql"]
 
 
 _DUCKDB: Final = CastDialect(
@@ -49,15 +49,18 @@ def apply_duckdb_schema(source: Any, casts: Mapping[str, Cast]) -> None:
         # read the declared columns as the file's own text, whatever DuckDB would infer
         text = dict.fromkeys(casts, "VARCHAR")
         con.execute(f"CREATE OR REPLACE TEMP VIEW src AS SELECT * FROM {reader(text)}")
-    described = con.execute(f"DESCRIBE SELECT * FROM {source.view}").fetchall()
+    con.execute(f"CREATE TEMP VIEW dpsense_schema AS {cast_view_sql(con, source.view, casts)}")
+    source.view = "dpsense_schema"
+
+
+def cast_view_sql(con: Any, view: str, casts: Mapping[str, Cast]) -> str:
+    """The SELECT of ``view`` with the columns of ``casts`` cast, keeping the rows whose
+    non-null values fit (module docstring)."""
+    described = con.execute(f"DESCRIBE SELECT * FROM {view}").fetchall()
     types = {str(r[0]): str(r[1]) for r in described}
     cast_sql = {name: _duckdb_cast(name, types[name], cast) for name, cast in casts.items()}
     exprs_sql = ", ".join(f"{e} AS {quote(n)}" for n, e in cast_sql.items())
     fits_sql = " AND ".join(
         f"({quote(n)} IS NULL OR ({e}) IS NOT NULL)" for n, e in cast_sql.items()
     )
-    con.execute(
-        f"CREATE TEMP VIEW dpsense_schema AS SELECT * REPLACE ({exprs_sql}) "
-        f"FROM {source.view} WHERE {fits_sql}"
-    )
-    source.view = "dpsense_schema"
+    return f"SELECT * REPLACE ({exprs_sql}) FROM {view} WHERE {fits_sql}"

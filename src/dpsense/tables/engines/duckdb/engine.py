@@ -12,10 +12,12 @@ from dpsense.errors import InputError
 from dpsense.tables.engines.duckdb.bound import bound_table, load_keys
 from dpsense.tables.engines.duckdb.casts import apply_duckdb_schema
 from dpsense.tables.engines.duckdb.held_scan import ScanNeed, announce
+from dpsense.tables.engines.duckdb.joined import JoinedTables, distinct_rows, open_joined
 from dpsense.tables.engines.duckdb.query_rows import BOUNDED, bound_rows, checked_rows
 from dpsense.tables.rows.bounded import BoundedTable
 from dpsense.tables.rows.casts import Cast
 from dpsense.tables.rows.checks import is_nan
+from dpsense.tables.rows.joins import JoinPlan
 from dpsense.tables.rows.plan import TablePlan
 from dpsense.tables.rows.unit_bounding import QueryRows
 
@@ -39,6 +41,8 @@ class DuckDBEngine:
     def open(
         self, data: Any, needed: Sequence[str] | None, row_filter: Any
     ) -> AbstractContextManager[TableSource]:
+        if isinstance(data, JoinedTables):
+            return open_joined(data)
         return open_table(data, needed)
 
     def check_filter(self, source: Any, row_filter: Any, schema: Mapping[str, Cast]) -> None:
@@ -48,7 +52,10 @@ class DuckDBEngine:
         ``schema``."""
         if getattr(source, "declared_types", True):
             return
-        undeclared = [c for c in row_filter.columns if c not in schema]
+        inferred = getattr(source, "inferred", None)  # a join: the columns from CSV files
+        undeclared = [
+            c for c in row_filter.columns if c not in schema and (inferred is None or c in inferred)
+        ]
         if undeclared:
             example = ", ".join(f"{c!r}: 'int'" for c in undeclared[:2])
             raise InputError(
@@ -106,6 +113,20 @@ class DuckDBEngine:
         return TableSource(
             source.con, view, source.columns, source.label, declared_types=source.declared_types
         )
+
+    def join(
+        self,
+        plan: JoinPlan,
+        tables: Mapping[str, Any],
+        public: frozenset[str],
+        casts: Mapping[str, Mapping[str, Cast]],
+    ) -> JoinedTables:
+        return JoinedTables(plan, tables, casts)
+
+    def distinct_rows(
+        self, plan: JoinPlan, tables: Mapping[str, Any], public: frozenset[str], sql: str
+    ) -> list[tuple[Any, ...]]:
+        return distinct_rows(plan, tables, sql)
 
     @contextmanager
     def kept(self, source: Any, rows: QueryRows) -> Iterator[_Kept]:

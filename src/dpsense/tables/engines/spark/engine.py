@@ -15,10 +15,12 @@ from dpsense.tables.engines.spark.frame import (
     bound_spark_table,
     open_spark,
 )
+from dpsense.tables.engines.spark.joined import spark_distinct_rows, spark_join
 from dpsense.tables.engines.spark.query_rows import spark_bound_rows, spark_checked_rows
 from dpsense.tables.engines.spark.workers import worker_errors
 from dpsense.tables.rows.bounded import BoundedTable
 from dpsense.tables.rows.casts import Cast
+from dpsense.tables.rows.joins import JoinPlan
 from dpsense.tables.rows.plan import TablePlan
 from dpsense.tables.rows.unit_bounding import QueryRows
 
@@ -77,6 +79,21 @@ class SparkEngine:
 
         source.frame = source.frame.where(sf.col(name) == 1)  # each statistic opens its own
         return source
+
+    def join(
+        self,
+        plan: JoinPlan,
+        tables: Mapping[str, Any],
+        public: frozenset[str],
+        casts: Mapping[str, Mapping[str, Cast]],
+    ) -> Any:
+        # the DataFrames' types are declared; ``casts`` are applied to the joined table
+        return spark_join(plan, tables, public)
+
+    def distinct_rows(
+        self, plan: JoinPlan, tables: Mapping[str, Any], public: frozenset[str], sql: str
+    ) -> list[tuple[Any, ...]]:
+        return spark_distinct_rows(plan, tables, public, sql)
 
     @contextmanager
     def kept(self, source: Any, rows: QueryRows) -> Iterator[_Kept]:

@@ -1,0 +1,488 @@
+"""Several tables: who each private row belongs to, which joins keep one unit per row, and
+the joined table the one-table release reads (docs/joins.md).
+
+A database is a set of tables, some public; each private row belongs to one privacy unit,
+through its own unit column or a declared chain of foreign keys to a table that holds it
+(an item -> its order -> the order's customer). Neighbouring databases differ by one unit
+and every private row that belongs to it. A join of private tables on their units, with
+public tables on any keys, gives rows that each belong to one unit, so the release bounds
+contributions on the *joined* rows and every one-table sensitivity holds unchanged.
+
+Everything here is decided from the query's text, the declared units and the tables'
+column names (public): no value is read, except the distinct values of GROUP BY columns of
+public tables, which are public.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Final, Protocol
+
+from dpsense.errors import InputError
+from dpsense.tables.rows.joins import JoinPlan
+
+
+class SqlSource(Protocol):
+    """One table of the query (``query.sql.SqlSource``)."""
+
+    @property
+    def table(self) -> str: ...
+    @property
+    def alias(self) -> str: ...
+
+
+class SqlJoin(Protocol):
+    """One JOIN of the query (``query.sql.SqlJoin``)."""
+
+    @property
+    def source(self) -> SqlSource: ...
+    @property
+    def left(self) -> bool: ...
+    @property
+    def pairs(self) -> tuple[tuple[tuple[str, str], tuple[str, str]], ...]: ...
+
+
+class SqlQuery(Protocol):
+    """What a join needs of a parsed query (``query.sql.SqlQuery``)."""
+
+    @property
+    def sources(self) -> Sequence[SqlSource]: ...
+    @property
+    def joins(self) -> Sequence[SqlJoin]: ...
+    @property
+    def column_tables(self) -> Sequence[tuple[str, str | None]]: ...
+
+
+__all__ = [
+    "PrivacyUnits",
+    "UnitPath",
+    "group_keys_from_public",
+    "plan_join",
+    "privacy_units",
+    "public_key_sql",
+]
+
+_WHERE = "ds.sql"
+_OWNER: Final = "dpsense_owner"
+
+
+@dataclass(frozen=True)
+class UnitPath:
+    """How a private table's rows find their unit: its own column (``via`` empty), or
+    ``via = (column, table, key)``: the unit of the row of ``table`` whose ``key`` equals
+    this row's ``column``."""
+
+    column: str | None
+    via: tuple[str, str, str] | None = None
+
+
+@dataclass(frozen=True)
+class PrivacyUnits:
+    """The declared privacy unit of every private table, and which tables are public."""
+
+    paths: Mapping[str, UnitPath]
+    public: frozenset[str]
+    default: str | None
+    """The unit column of every private table not in ``paths`` (a plain column name)."""
+
+    def of(self, table: str) -> UnitPath:
+        if table in self.paths:
+            return self.paths[table]
+        if self.default is None:
+            raise InputError(
+                f"The private table {table!r} has no privacy unit: name its unit column or "
+                f"its path to one in privacy_unit={{{table!r}: 'person_id'}} (or "
+                f"{{{table!r}: ('order_id', 'orders', 'order_id')}}), or list it in "
+                "public_tables=[...] if it holds no one's data."
+            )
+        return UnitPath(self.default)
+
+    def unit_table(self, table: str) -> str:
+        """The table at the end of ``table``'s path (``table`` itself without a path)."""
+        self.unit_column(table)  # circles and public ends refused
+        while (via := self.of(table).via) is not None:
+            table = via[1]
+        return table
+
+    def unit_column(self, table: str, seen: tuple[str, ...] = ()) -> str:
+        """The unit column at the end of ``table``'s path."""
+        path = self.of(table)
+        if path.via is None:
+            assert path.column is not None
+            return path.column
+        target = path.via[1]
+        if target in seen or target == table:
+            raise InputError(
+                "The privacy_unit paths go round in a circle "
+                f"({' -> '.join((*seen, table, target))}); each path must end at a table "
+                "that holds the unit column."
+            )
+        if target in self.public:
+            raise InputError(
+                f"The privacy_unit path of {table!r} goes to {target!r}, which is public; a "
+                "path must end at a private table that holds the unit column."
+            )
+        return self.unit_column(target, (*seen, table))
+
+
+def privacy_units(
+    privacy_unit: object, public_tables: object, names: Sequence[str]
+) -> PrivacyUnits:
+    """Check ``privacy_unit`` and ``public_tables`` (their shapes; no data is read)."""
+    if public_tables is None:
+        public: frozenset[str] = frozenset()
+    elif isinstance(public_tables, str) or not isinstance(
+        public_tables, Sequence | set | frozenset
+    ):
+        raise InputError(
+            f"The 'public_tables' parameter of {_WHERE} must be a list of table names, "
+            f"e.g. public_tables=['regions']. Got {type(public_tables).__name__} instead."
+        )
+    else:
+        public = frozenset(str(t) for t in public_tables)
+    unknown = sorted(public - set(names))
+    if unknown:
+        raise InputError(
+            f"The 'public_tables' parameter of {_WHERE} names {', '.join(map(repr, unknown))}, "
+            f"which the query does not read (it reads {', '.join(map(repr, names))})."
+        )
+    if privacy_unit is None:
+        if public >= set(names):
+            raise InputError(
+                f"The query reads only public tables ({', '.join(map(repr, names))}): there "
+                "is no one to protect; compute it without dpsense, or drop the table from "
+                "public_tables."
+            )
+        raise InputError(
+            "A query that joins tables needs privacy_unit=...: the column that identifies "
+            "a person in every private table (e.g. privacy_unit='person_id'), or one per "
+            "table (privacy_unit={'orders': 'customer_id', 'items': ('order_id', 'orders', "
+            "'order_id')})."
+        )
+    if isinstance(privacy_unit, str):
+        return PrivacyUnits({}, public, privacy_unit)
+    if not isinstance(privacy_unit, Mapping):
+        raise InputError(
+            f"The 'privacy_unit' parameter of {_WHERE} must be a column name or a mapping "
+            f"of table names to a column or a path (column, table, key). Got "
+            f"{type(privacy_unit).__name__} instead."
+        )
+    paths: dict[str, UnitPath] = {}
+    for table, entry in privacy_unit.items():
+        if isinstance(entry, str):
+            paths[str(table)] = UnitPath(entry)
+        elif (
+            isinstance(entry, Sequence)
+            and len(entry) == 3
+            and all(isinstance(e, str) for e in entry)
+        ):
+            paths[str(table)] = UnitPath(None, (entry[0], entry[1], entry[2]))
+        else:
+            raise InputError(
+                f"The privacy unit of {str(table)!r} must be its unit column (a name) or a "
+                "path (column, table, key): the row belongs to the unit of the row of "
+                "table whose key equals its column, e.g. ('order_id', 'orders', 'order_id')."
+            )
+        if str(table) in public:
+            raise InputError(
+                f"The table {str(table)!r} is both public (public_tables) and given a "
+                "privacy unit; a public table holds no one's data: drop one of the two."
+            )
+    return PrivacyUnits(paths, public, None)
+
+
+def _q(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def plan_join(
+    spec: SqlQuery,
+    units: PrivacyUnits,
+    columns: Mapping[str, Sequence[str]],
+    extra_columns: Sequence[str] = (),
+    *,
+    view_prefix: str = "dpsense_t",
+) -> JoinPlan:
+    """The joined table of ``spec`` under ``units``; ``columns`` gives each table's column
+    names (public). Raises InputError for every join that could put two people's data in
+    one row or make a row's presence depend on another person."""
+    sources = spec.sources
+    private = [s for s in sources if s.table not in units.public]
+    if not private:
+        raise InputError(
+            f"The query reads only public tables ({', '.join(repr(s.table) for s in sources)}): "
+            "there is no one to protect; compute it without dpsense."
+        )
+    for s in private:
+        _check_unit_columns(s.table, units, columns)
+    by_alias = {s.alias: s for s in sources}
+    is_private = {s.alias: s.table not in units.public for s in sources}
+    first = sources[0]
+    for join in spec.joins:
+        added = join.source
+        seen = [s.alias for s in sources[: sources.index(added)]]
+        left_private = [a for a in seen if is_private[a]]
+        if join.left and is_private[added.alias]:
+            raise InputError(
+                f"The SQL query LEFT JOINs the private table {added.table!r}: whether a row "
+                "with NULLs appears would depend on a person. Put the private table first "
+                "(FROM private LEFT JOIN public ...) or use an inner JOIN."
+            )
+        if (
+            is_private[added.alias]
+            and left_private
+            and not any(
+                _equates_units(a, b, by_alias, units) for a, b in join.pairs if a[0] in left_private
+            )
+        ):
+            raise InputError(
+                f"The SQL query joins the private table {added.table!r} to another "
+                "private table on a condition that does not equate their privacy "
+                "units: a row could hold two people's data. Join on the unit (ON "
+                "a.person_id = b.person_id), or along a path declared in the privacy "
+                "unit (the path items -> orders by order_id, and ON i.order_id = "
+                "o.order_id)."
+            )
+        for (alias, col), (other, col2) in join.pairs:
+            _require(by_alias[alias].table, col, columns, "a join condition")
+            _require(by_alias[other].table, col2, columns, "a join condition")
+    unit_name = units.unit_column(private[0].table)
+    column_alias = _resolve_columns(spec, units, columns, by_alias, unit_name, extra_columns)
+    views = {
+        table: f"{view_prefix}{i}"
+        for i, table in enumerate(
+            dict.fromkeys([s.table for s in sources] + _path_tables(private, units))
+        )
+    }
+    unit_expr: dict[str, str] = {}
+    hidden: dict[str, list[str]] = {}
+    for s in private:
+        count = sum(len(h) for h in hidden.values())
+        unit_expr[s.alias], hidden[s.alias] = _unit_sql(s.alias, s.table, units, views, count)
+    lines = [f"FROM {views[first.table]} AS {_q(first.alias)}", *hidden.get(first.alias, [])]
+    for join in spec.joins:
+        added = join.source
+        conditions = [f"{_q(a)}.{_q(c)} = {_q(b)}.{_q(d)}" for (a, c), (b, d) in join.pairs]
+        seen = [s.alias for s in sources[: sources.index(added)]]
+        before = [a for a in seen if is_private[a]]
+        if is_private[added.alias] and before:
+            conditions.append(f"{unit_expr[before[0]]} = {unit_expr[added.alias]}")
+        kind = "LEFT JOIN" if join.left else "JOIN"
+        hidden_joins = hidden.get(added.alias, [])
+        if hidden_joins:
+            # the added table's own path joins first: its unit is part of the condition
+            inner = " ".join([f"{views[added.table]} AS {_q(added.alias)}", *hidden_joins])
+            lines.append(f"{kind} ({inner}) ON {' AND '.join(conditions)}")
+        else:
+            lines.append(
+                f"{kind} {views[added.table]} AS {_q(added.alias)} ON {' AND '.join(conditions)}"
+            )
+    selected = [f"{unit_expr[private[0].alias]} AS {_q(unit_name)}"]
+    selected += [f"{_q(a)}.{_q(c)} AS {_q(c)}" for c, a in column_alias.items()]
+    sql = f"SELECT {', '.join(selected)} " + " ".join(lines)
+    names = [s.table for s in sources]
+    compared = [
+        ((by_alias[a].table, c), (by_alias[b].table, d))
+        for join in spec.joins
+        for (a, c), (b, d) in join.pairs
+    ]
+    for table in dict.fromkeys([s.table for s in private] + _path_tables(private, units)):
+        via = units.of(table).via
+        if via is not None:
+            compared.append(((table, via[0]), (via[1], via[2])))
+    return JoinPlan(
+        tables=tuple((v, t) for t, v in views.items()),
+        sql=sql,
+        unit=unit_name,
+        column_alias=column_alias,
+        public_aliases=frozenset(s.alias for s in sources if not is_private[s.alias]),
+        alias_table={s.alias: s.table for s in sources},
+        label=f"the join of {', '.join(repr(n) for n in names)}",
+        compared=tuple(dict.fromkeys(compared)),
+        unit_table=units.unit_table(private[0].table),
+    )
+
+
+def _path_tables(private: Sequence[SqlSource], units: PrivacyUnits) -> list[str]:
+    out: list[str] = []
+    for s in private:
+        table = s.table
+        while (via := units.of(table).via) is not None:
+            table = via[1]
+            out.append(table)
+    return out
+
+
+def _unit_sql(
+    alias: str, table: str, units: PrivacyUnits, views: Mapping[str, str], start: int
+) -> tuple[str, list[str]]:
+    """The unit of ``alias``'s rows as SQL, and the hidden joins that find it along the
+    declared path (inner: a row whose path reaches no unit belongs to no one)."""
+    path = units.of(table)
+    if path.via is None:
+        assert path.column is not None
+        return f"{_q(alias)}.{_q(path.column)}", []
+    joins: list[str] = []
+    current_alias, current = alias, table
+    step = start
+    while (via := units.of(current).via) is not None:
+        column, target, key = via
+        owner = f"{_OWNER}{step}"
+        step += 1
+        joins.append(
+            f"JOIN {views[target]} AS {_q(owner)} ON "
+            f"{_q(current_alias)}.{_q(column)} = {_q(owner)}.{_q(key)}"
+        )
+        current_alias, current = owner, target
+    final = units.of(current).column
+    assert final is not None
+    return f"{_q(current_alias)}.{_q(final)}", joins
+
+
+def _equates_units(
+    a: tuple[str, str], b: tuple[str, str], by_alias: Mapping[str, SqlSource], units: PrivacyUnits
+) -> bool:
+    """True when ``a = b`` (two private tables' columns) means their rows have one unit:
+    both are unit columns, one follows the other's declared path, or both start the same
+    path."""
+    ta, tb = by_alias[a[0]].table, by_alias[b[0]].table
+    pa, pb = units.of(ta), units.of(tb)
+    if pa.via is None and pb.via is None:
+        return a[1] == pa.column and b[1] == pb.column
+    if pa.via is not None and pa.via == (a[1], tb, b[1]):
+        return True
+    if pb.via is not None and pb.via == (b[1], ta, a[1]):
+        return True
+    return (
+        pa.via is not None
+        and pb.via is not None
+        and pa.via[0] == a[1]
+        and pb.via[0] == b[1]
+        and pa.via[1:] == pb.via[1:]
+    )
+
+
+def _require(table: str, column: str, columns: Mapping[str, Sequence[str]], where: str) -> None:
+    if column not in columns[table]:
+        shown = ", ".join(repr(c) for c in list(columns[table])[:40])
+        raise InputError(
+            f"The column {column!r} of {where} is not in the table {table!r}; its columns "
+            f"are {shown}."
+        )
+
+
+def _check_unit_columns(
+    table: str, units: PrivacyUnits, columns: Mapping[str, Sequence[str]]
+) -> None:
+    """Each step of ``table``'s path names columns its tables hold."""
+    seen: tuple[str, ...] = ()
+    units.unit_column(table)  # circles and public ends first
+    while True:
+        path = units.of(table)
+        if table not in columns:
+            raise InputError(
+                f"The privacy_unit path reaches the table {table!r}, which is not in the "
+                f"'tables' parameter; pass tables={{{table!r}: data}}."
+            )
+        if path.via is None:
+            assert path.column is not None
+            _require(table, path.column, columns, "the privacy unit")
+            return
+        _require(table, path.via[0], columns, "the privacy_unit path")
+        seen = (*seen, table)
+        table = path.via[1]
+        if table in columns:
+            _require(table, path.via[2], columns, "the privacy_unit path")
+
+
+def _resolve_columns(
+    spec: SqlQuery,
+    units: PrivacyUnits,
+    columns: Mapping[str, Sequence[str]],
+    by_alias: Mapping[str, SqlSource],
+    unit_name: str,
+    extra: Sequence[str],
+) -> dict[str, str]:
+    """Each column the query reads -> the alias of the table it comes from (the unit
+    column is the joined table's own)."""
+    wanted = dict(spec.column_tables)
+    for name in extra:
+        # a declared type (schema=) of a column the query does not read: cast in each
+        # table that holds it; carried into the joined table when one table does
+        if name in wanted:
+            continue
+        holders = [a for a, s in by_alias.items() if name in columns[s.table]]
+        if not holders:
+            tables = ", ".join(repr(s.table) for s in by_alias.values())
+            raise InputError(
+                f"The 'schema' column {name!r} is in none of the query's tables ({tables}); "
+                "check the name."
+            )
+        if len(holders) == 1 and name != unit_name:
+            wanted[name] = holders[0]
+    out: dict[str, str] = {}
+    for name, alias in wanted.items():
+        if alias is None:
+            holders = [a for a, s in by_alias.items() if name in columns[s.table]]
+            if not holders:
+                tables = ", ".join(repr(s.table) for s in by_alias.values())
+                raise InputError(
+                    f"The SQL query reads the column {name!r}, which is in none of its "
+                    f"tables ({tables}); check the name."
+                )
+            if name == unit_name and all(
+                units.of(by_alias[a].table).column == name
+                for a in holders
+                if by_alias[a].table not in units.public
+            ):
+                holders = [a for a in holders if by_alias[a].table not in units.public] or holders
+            if len(holders) > 1 and name != unit_name:
+                raise InputError(
+                    f"The SQL query reads the column {name!r}, which is in several tables "
+                    f"({', '.join(repr(a) for a in holders)}); qualify it: {holders[0]}.{name}."
+                )
+            alias = holders[0]
+        else:
+            _require(by_alias[alias].table, name, columns, "the query")
+        table = by_alias[alias].table
+        if name == unit_name:
+            if table in units.public or units.of(table).column != name:
+                raise InputError(
+                    f"The SQL query reads {alias}.{name}, which is named like the privacy "
+                    f"unit {unit_name!r} but is not it; rename the column (the released "
+                    "table names each column once)."
+                )
+            continue  # the joined table's unit column
+        out[name] = alias
+    return out
+
+
+def group_keys_from_public(plan: JoinPlan, by: Sequence[str]) -> list[str] | None:
+    """The aliases whose distinct values are the groups, when every GROUP BY column comes
+    from a public table (None otherwise: the groups are selected privately or given)."""
+    if not by:
+        return None
+    aliases = [plan.column_alias.get(c) for c in by]
+    if any(a is None or a not in plan.public_aliases for a in aliases):
+        return None
+    return [a for a in aliases if a is not None]
+
+
+def public_key_sql(plan: JoinPlan, by: Sequence[str]) -> str:
+    """DuckDB SQL for every combination of the GROUP BY columns' distinct (non-null) values
+    in their public tables: the distinct rows within a table, the product across tables."""
+    views = {t: v for v, t in plan.tables}
+    parts: dict[str, list[str]] = {}
+    for column in by:
+        parts.setdefault(plan.column_alias[column], []).append(column)
+    selects = []
+    for i, (alias, cols) in enumerate(parts.items()):
+        picked = ", ".join(_q(c) for c in cols)
+        present = " AND ".join(f"{_q(c)} IS NOT NULL" for c in cols)
+        selects.append(
+            f"(SELECT DISTINCT {picked} FROM {views[plan.alias_table[alias]]} WHERE {present}) "
+            f"AS k{i}"
+        )
+    ordered = ", ".join(_q(c) for c in by)
+    return f"SELECT {ordered} FROM {' CROSS JOIN '.join(selects)} ORDER BY {ordered}"

@@ -1,0 +1,70 @@
+"""A query of several tables as one joined table: the plan engines run (engine-neutral
+values; built by :mod:`dpsense.tables.joined`, run by each engine's ``join``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Final
+
+from dpsense.errors import InputError
+
+__all__ = ["JoinPlan", "comparable"]
+
+
+@dataclass(frozen=True)
+class JoinPlan:
+    """A query of several tables as one joined table (the DuckDB SQL over one view per
+    table), with its unit column and where each released column comes from."""
+
+    tables: tuple[tuple[str, str], ...]
+    """(view name, table name) for every table the joined SQL reads."""
+    sql: str
+    """SELECT unit, columns FROM view JOIN view ON ... (DuckDB dialect)."""
+    unit: str
+    """The name of the joined table's unit column (the privacy_unit of the release)."""
+    column_alias: Mapping[str, str]
+    """Each released or filtered column -> the alias of the table it comes from."""
+    public_aliases: frozenset[str]
+    """The aliases of the public tables."""
+    alias_table: Mapping[str, str]
+    """Each alias -> its table name."""
+    label: str
+    compared: tuple[tuple[tuple[str, str], tuple[str, str]], ...] = ()
+    """Every pair of (table, column) a condition compares: the query's and the paths'."""
+    unit_table: str = ""
+    """The table whose column the joined unit column is (the end of the first private
+    table's path)."""
+
+
+_NUMBERS: Final = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT",
+                   "USMALLINT", "UINTEGER", "UBIGINT", "UHUGEINT", "FLOAT", "DOUBLE",
+                   "DECIMAL", "INT", "LONG", "SHORT", "BYTE")  # fmt: skip
+
+
+def _family(sql_type: str) -> str:
+    """The family a join may compare within: numbers, text, or the type itself."""
+    base = sql_type.split("(")[0].upper()
+    if base in _NUMBERS:
+        return "number"
+    if base in ("VARCHAR", "STRING", "TEXT"):
+        return "text"
+    return base
+
+
+def comparable(
+    types: Mapping[tuple[str, str], str],
+    compared: tuple[tuple[tuple[str, str], tuple[str, str]], ...],
+) -> None:
+    """An InputError for a join condition that compares columns of different kinds (a
+    number with text, say): the engine would convert one side and fail, or compare as
+    text, on values (the message names the columns and their declared types only)."""
+    for a, b in compared:
+        ta, tb = types[a], types[b]
+        if _family(ta) != _family(tb):
+            raise InputError(
+                f"The join compares {a[0]}.{a[1]} ({ta}) with {b[0]}.{b[1]} ({tb}): a join "
+                "compares columns of one kind (numbers with numbers, text with text). "
+                "Declare both with one type (schema: 'int', 'float', 'decimal(p,s)' or "
+                "'text'; in the CLI --schema COL=TYPE) or store the keys with one type."
+            )
