@@ -344,11 +344,15 @@ def _request(request: Any, kwargs: dict[str, Any]) -> tuple[Any, dict[str, Any]]
     spec = parse_sql(request)
     public = kwargs.pop("public_tables", None)
     unit = kwargs.get("privacy_unit")
-    from dpsense.query.join_input import reads_several_tables, unit_names
+    from dpsense.query.join_input import public_groups, reads_several_tables, unit_names
 
     if reads_several_tables(spec, unit, public):
         # the declared units alone (no table is read): the joined table's unit column
         kwargs["privacy_unit"], names = unit_names(spec, unit, public)
+        if kwargs.get("keys") is None and public_groups(spec, public):
+            # groups from public tables: public, no selection (their values do not change
+            # a group's forecast, so none is read)
+            kwargs["keys"] = {column: ["(public)"] for column in spec.by}
     else:
         names = frozenset({unit}) if isinstance(unit, str) else frozenset()
     args = sql_arguments(

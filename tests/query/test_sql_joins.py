@@ -377,3 +377,41 @@ def test_private_groups_are_selected_privately() -> None:
             "o.customer_id = c.customer_id GROUP BY c.country",
             tables,
         )
+
+
+def test_a_plan_of_a_join_reads_nothing_and_needs_no_keys_for_public_groups() -> None:
+    query = (
+        "SELECT r.region, COUNT(DISTINCT c.customer_id) AS people, AVG(o.amount) AS mean "
+        "FROM orders o JOIN customers c ON o.customer_id = c.customer_id "
+        "JOIN regions r ON c.country = r.country GROUP BY r.region"
+    )
+    planned = ds.plan(
+        None,
+        query,
+        epsilon=1.0,
+        rows_per_group=200,
+        privacy_unit=UNITS,
+        public_tables=["regions"],
+        bounds={"amount": (0, 100)},
+    )
+    alone = ds.plan(
+        None,
+        {"people": ds.Count(), "mean": ("amount", ds.Mean(0, 100))},
+        epsilon=1.0,
+        rows_per_group=200,
+        by="region",
+        keys=["Europe"],
+        privacy_unit="customer_id",
+    )
+    assert [e.name for e in planned.statistics] == ["people", "mean"]
+    assert [e.error_95 for e in planned.statistics] == [e.error_95 for e in alone.statistics]
+    with pytest.raises(InputError, match="delta"):  # private groups: selection needs delta
+        ds.plan(
+            None,
+            query.replace("r.region", "c.country"),
+            epsilon=1.0,
+            rows_per_group=200,
+            privacy_unit=UNITS,
+            public_tables=["regions"],
+            bounds={"amount": (0, 100)},
+        )

@@ -106,6 +106,11 @@ SQL_PUBLIC = typer.Option(
     help="A public table (codes, regions: no one's data), NAME=PATH; repeatable. Joined "
     "freely; its distinct values are the groups when every GROUP BY column comes from it.",
 )
+PLAN_PUBLIC = typer.Option(
+    "--public",
+    help="A public table of the query, NAME (or NAME=PATH, as dpsense sql takes it: nothing "
+    "is read); repeatable.",
+)
 SQL_PRIVACY_UNIT = typer.Option(
     "--privacy-unit",
     help="Column identifying a person (in every private table), or per table TABLE=COL, "

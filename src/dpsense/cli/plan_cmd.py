@@ -58,7 +58,8 @@ def plan_command(
     epsilon: Annotated[float, opt.SQL_EPSILON],
     rows_per_group: Annotated[int, ROWS_PER_GROUP],
     delta: Annotated[float, opt.DELTA] = 0.0,
-    privacy_unit: Annotated[str | None, opt.PRIVACY_UNIT] = None,
+    privacy_unit: Annotated[list[str] | None, opt.SQL_PRIVACY_UNIT] = None,
+    public: Annotated[list[str] | None, opt.PLAN_PUBLIC] = None,
     max_rows_per_unit: Annotated[int | None, opt.MAX_ROWS] = None,
     max_groups_per_unit: Annotated[int | None, opt.MAX_GROUPS] = None,
     bounds: Annotated[list[str] | None, opt.SQL_BOUNDS] = None,
@@ -71,7 +72,7 @@ def plan_command(
     """Forecast the error of each aggregate of a SQL query at a declared group size (or the
     epsilon that reaches --target), as `dpsense sql` would release it: nothing is spent and
     no data is read."""
-    from dpsense.cli.sql_cmd import _checked
+    from dpsense.cli.sql_cmd import _checked, _privacy_unit
     from dpsense.planning import plan
 
     _, bounds_arg, key_list = _checked(query, bounds, keys, None)
@@ -83,7 +84,8 @@ def plan_command(
         rows_per_group=rows_per_group,
         target=_targets(target),
         spread=spread,
-        privacy_unit=privacy_unit,
+        privacy_unit=_privacy_unit(privacy_unit),
+        public_tables=[p.partition("=")[0].strip() for p in public] if public else None,
         max_rows_per_unit=1 if max_rows_per_unit is None else max_rows_per_unit,
         max_groups_per_unit=1 if max_groups_per_unit is None else max_groups_per_unit,
         bounds=bounds_arg,

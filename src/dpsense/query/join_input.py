@@ -27,7 +27,13 @@ from dpsense.tables.schema import parse_schema
 if TYPE_CHECKING:
     from dpsense.query.sql import SqlQuery
 
-__all__ = ["JoinedInput", "joined_input", "reads_several_tables", "unit_names"]
+__all__ = [
+    "JoinedInput",
+    "joined_input",
+    "public_groups",
+    "reads_several_tables",
+    "unit_names",
+]
 
 _WHERE = "ds.sql"
 
@@ -141,6 +147,16 @@ def joined_input(
     kept = {plan.unit, *plan.column_alias}
     joined_schema = {c: t for c, t in (schema or {}).items() if c in kept} or None
     return JoinedInput(data, plan.unit, keys, plan.label, names, joined_schema)
+
+
+def public_groups(spec: SqlQuery, public_tables: object) -> bool:
+    """True when every GROUP BY column is qualified with a public table's name or alias
+    (from the text: the groups will come from the public tables)."""
+    if not spec.by or not isinstance(public_tables, Sequence | set | frozenset):
+        return False
+    public = {s.alias for s in spec.sources if s.table in set(map(str, public_tables))}
+    qualifiers = dict(spec.column_tables)
+    return all(qualifiers.get(column) in public for column in spec.by)
 
 
 def unit_names(

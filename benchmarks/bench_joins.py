@@ -1,0 +1,122 @@
+"""A join released by ``ds.sql`` against DuckDB's own SQL doing the same join and bounding.
+
+A fact table of ``--rows`` visits (1e7 by default) by 1e6 people, a people table (the unit
+table) and a public table of regions; the query joins the three and releases the visits
+and their total amount per region (public groups, from the regions table), each person
+keeping one region and five visits in it. The baseline is one DuckDB SQL statement on the
+same frames: the same join, each person's region chosen by a hash, five rows kept per
+person by a hash, clipped and aggregated. Both read the same pandas frames in one process;
+the best of ``--repeats`` runs of each, interleaved. The contract: dpsense within 1.5x.
+
+Run: ``.venv/bin/python benchmarks/bench_joins.py [--rows 10000000] [--repeats 3]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import duckdb
+import numpy as np
+import pandas as pd
+
+import dpsense as ds
+
+QUERY = (
+    "SELECT r.region, COUNT(*) AS visits, SUM(v.amount) AS total FROM visits v "
+    "JOIN people p ON v.person_id = p.person_id "
+    "JOIN regions r ON p.region_code = r.region_code GROUP BY r.region"
+)
+BASELINE = """
+WITH j AS (
+    SELECT p.person_id AS u, r.region AS g, v.amount AS a FROM visits v
+    JOIN people p ON v.person_id = p.person_id
+    JOIN regions r ON p.region_code = r.region_code
+),
+pick AS (SELECT u, arg_min(g, hash(g, 7)) AS g FROM j GROUP BY u),
+kept AS (
+    SELECT j.* FROM j SEMI JOIN pick USING (u, g)
+    QUALIFY row_number() OVER (PARTITION BY u, g ORDER BY hash(a, 9)) <= 5
+)
+SELECT g, count(*) AS visits, sum(least(greatest(a, 0.0), 100.0)) AS total
+FROM kept GROUP BY g ORDER BY g
+"""
+
+
+def tables(rows: int, seed: int = 0) -> dict[str, pd.DataFrame]:
+    rng = np.random.default_rng(seed)
+    people = 1_000_000
+    regions = pd.DataFrame(
+        {"region_code": np.arange(50), "region": [f"region {i % 10}" for i in range(50)]}
+    )
+    return {
+        "visits": pd.DataFrame(
+            {
+                "person_id": rng.integers(0, people, rows),
+                "amount": rng.gamma(2.0, 15.0, rows).round(2),
+            }
+        ),
+        "people": pd.DataFrame(
+            {"person_id": np.arange(people), "region_code": rng.integers(0, 50, people)}
+        ),
+        "regions": regions,
+    }
+
+
+def best(fns: dict[str, Callable[[], object]], repeats: int) -> dict[str, float]:
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            start = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - start)
+    return {name: min(t) for name, t in times.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--rows", type=int, default=10_000_000)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    warnings.simplefilter("ignore", ds.SeededRandomnessWarning)
+    data = tables(args.rows)
+
+    def via_dpsense() -> Any:
+        return ds.sql(
+            QUERY,
+            tables=data,
+            privacy_unit="person_id",
+            public_tables=["regions"],
+            max_rows_per_unit=5,
+            max_groups_per_unit=1,
+            bounds={"amount": (0.0, 100.0)},
+            epsilon=1.0,
+            rng=1,
+        ).to_dicts()
+
+    def via_duckdb() -> Any:
+        con = duckdb.connect()
+        for name, frame in data.items():
+            con.register(name, frame)
+        out = con.execute(BASELINE).fetchall()
+        con.close()
+        return out
+
+    released = via_dpsense()
+    exact = via_duckdb()
+    assert [r["region"] for r in released] == [r[0] for r in exact]
+    times = best({"dpsense": via_dpsense, "duckdb": via_duckdb}, args.repeats)
+    print(
+        f"rows {args.rows:,}: dpsense {times['dpsense']:.2f} s, DuckDB SQL {times['duckdb']:.2f} s"
+    )
+    print(f"ratio dpsense / DuckDB: {times['dpsense'] / times['duckdb']:.2f} (contract <= 1.5)")
+    for row, want in zip(released, exact, strict=True):
+        print(f"  {row['region']}: visits {row['visits']:.0f} (exact {want[1]}), "
+              f"total {row['total']:.0f} (exact {want[2]:.0f})")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
