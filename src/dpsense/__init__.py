@@ -45,6 +45,7 @@ if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers
     from dpsense.params import smooth_beta
     from dpsense.planning import Plan, plan
     from dpsense.query import QueryResult
+    from dpsense.query.join_form import Joined, join
     from dpsense.release import release
     from dpsense.report import report
     from dpsense.sensitivity import empirical_sensitivity
@@ -99,6 +100,8 @@ _LAZY: dict[str, str] = {
     "empirical_sensitivity": "dpsense.sensitivity",
     "exponential": "dpsense.mechanisms",
     "gaussian": "dpsense.mechanisms",
+    "join": "dpsense.query.join_form",
+    "Joined": "dpsense.query.join_form",
     "lab": "dpsense.lab",
     "laplace": "dpsense.mechanisms",
     "make_statistic": "dpsense.statistics",
@@ -160,6 +163,7 @@ __all__ = [
     "GaussianMechanism",
     "GroupedRelease",
     "InputError",
+    "Joined",
     "LaplaceMechanism",
     "LedgerError",
     "Mean",
@@ -181,6 +185,7 @@ __all__ = [
     "empirical_sensitivity",
     "exponential",
     "gaussian",
+    "join",
     "lab",
     "laplace",
     "make_statistic",

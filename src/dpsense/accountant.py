@@ -34,6 +34,7 @@ from dpsense.methods.zcdp import aggregate_rho, pure_rho, ratio_rho
 from dpsense.noise.rng import resolve_rng
 from dpsense.params import check_delta, check_epsilon
 from dpsense.query import QueryResult
+from dpsense.query.join_form import resolve_joined
 from dpsense.query.plan import QueryPlan, ReleaseArgs, release_arguments
 from dpsense.query.run import reads_column, run_plan
 from dpsense.query.steps import checked_table, with_key_casts
@@ -140,6 +141,7 @@ class Accountant(Budget):
         """
         where = "Accountant.release"
         args, options = release_arguments(kwargs)
+        x, args = resolve_joined(x, statistic, args)  # ds.join: the joined table
         # validate, then charge, then release: everything refused from the arguments and
         # the table's columns is refused here, before the charge (docs/accounting.md)
         plan = prepare_release(

@@ -19,6 +19,7 @@ from dpsense.methods import Release
 from dpsense.methods.zcdp import pure_rho
 from dpsense.noise.rng import resolve_rng
 from dpsense.query import QueryResult
+from dpsense.query.join_form import resolve_joined
 from dpsense.query.methods import METHODS
 from dpsense.query.plan import (
     QueryPlan,
@@ -205,6 +206,7 @@ def run_release(
     where: str = "release",
 ) -> Release | GroupedRelease | QueryResult:
     """:func:`release` with its data-independent arguments gathered in ``args``."""
+    x, args = resolve_joined(x, statistic, args)
     plan = prepare_release(
         x, statistic, args, epsilon=epsilon, delta=delta, options=options, where=where
     )

@@ -859,6 +859,12 @@ def run_python(request: Request, data: Any) -> Outcome:
 
 def _call(request: Request, data: Any, accountant: Any) -> Any:
     kw = request.common()
+    if request.entry == "release-join":
+        joined = ds.join(
+            data, on=[(TABLE, "people", "id"), (TABLE, "lk", "grp", "g2")], public_tables=["lk"]
+        )
+        statistic, extra = request.statistic_argument()
+        return ds.release(joined, statistic, **extra, **kw)
     if request.entry in JOIN_ENTRIES:
         kw = {k: v for k, v in kw.items() if k in ("epsilon", "delta", "max_rows_per_unit",
               "max_groups_per_unit", "nulls", "schema", "rng")}  # fmt: skip
@@ -1069,6 +1075,8 @@ def run_cli(request: Request, data: Path, folder: Path) -> Outcome:
 Source = Callable[[Tables, str, Path], Any]
 
 JOIN_ENTRIES = ("sql-join", "sql-join-public")
+# ds.release of ds.join(the table, people, lookup): the same joins without SQL
+FORM_ENTRIES = ("release-join",)
 """ds.sql of the table joined with a people table (the person's row is in it) and a
 public lookup table whose keys repeat (each row fans out): grouped by the table's own
 columns, or (``sql-join-public``) by the lookup's label, whose groups are public."""

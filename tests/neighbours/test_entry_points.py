@@ -58,6 +58,7 @@ import pytest
 
 from tests.neighbours.harness import (
     CONTAINERS,
+    FORM_ENTRIES,
     FULL_SCHEMA,
     JOIN_ENTRIES,
     Request,
@@ -114,7 +115,7 @@ def _join_request(rs: np.random.Generator, entry: str, tables: Tables, index: in
     return request
 
 
-@pytest.mark.parametrize("entry", JOIN_ENTRIES)
+@pytest.mark.parametrize("entry", [*JOIN_ENTRIES, *FORM_ENTRIES])
 def test_joins(entry: str, tmp_path: Path) -> None:
     check_cases(
         entry, CONTAINERS, 40, _seed(entry, "quick"), tmp_path, _join_request, joined_tables
@@ -122,7 +123,7 @@ def test_joins(entry: str, tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("entry", JOIN_ENTRIES)
+@pytest.mark.parametrize("entry", [*JOIN_ENTRIES, *FORM_ENTRIES])
 def test_joins_many(entry: str, tmp_path: Path) -> None:
     check_cases(
         entry, CONTAINERS, SLOW, _seed(entry, "slow"), tmp_path, _join_request, joined_tables

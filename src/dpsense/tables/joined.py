@@ -225,7 +225,7 @@ def plan_join(
         left_private = [a for a in seen if is_private[a]]
         if join.left and is_private[added.alias]:
             raise InputError(
-                f"The SQL query LEFT JOINs the private table {added.table!r}: whether a row "
+                f"The query LEFT JOINs the private table {added.table!r}: whether a row "
                 "with NULLs appears would depend on a person. Put the private table first "
                 "(FROM private LEFT JOIN public ...) or use an inner JOIN."
             )
@@ -237,7 +237,7 @@ def plan_join(
             )
         ):
             raise InputError(
-                f"The SQL query joins the private table {added.table!r} to another "
+                f"The query joins the private table {added.table!r} to another "
                 "private table on a condition that does not equate their privacy "
                 "units: a row could hold two people's data. Join on the unit (ON "
                 "a.person_id = b.person_id), or along a path declared in the privacy "
