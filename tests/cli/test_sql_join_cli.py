@@ -122,6 +122,21 @@ def test_every_refused_join_is_one_line_and_exit_2(
     assert str(SECRET) not in err
 
 
+def test_one_unit_column_with_a_path_for_one_table(
+    files: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--privacy-unit COL for every private table, with an entry for the one that finds its
+    unit through a path: the same rows as the entries written out."""
+    mixed = ["--privacy-unit", "customer_id", "--privacy-unit", "items=order_id:orders.order_id"]
+    assert main(["sql", QUERY, *tables(files), *mixed, *COMMON, "--json"]) == 0
+    got = json.loads(capsys.readouterr()[0])["rows"]
+    assert main(["sql", QUERY, *tables(files), *UNIT_ARGS, *COMMON, "--json"]) == 0
+    assert got == json.loads(capsys.readouterr()[0])["rows"]
+    two = ["--privacy-unit", "customer_id", "--privacy-unit", "order_id"]
+    assert main(["sql", QUERY, *tables(files), *two, *COMMON]) == 2
+    assert "two columns without a table" in capsys.readouterr()[1]
+
+
 def test_a_table_without_a_file_says_which_option_to_use(
     files: dict[str, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -113,9 +113,9 @@ PLAN_PUBLIC = typer.Option(
 )
 SQL_PRIVACY_UNIT = typer.Option(
     "--privacy-unit",
-    help="Column identifying a person (in every private table), or per table TABLE=COL, "
-    "or a foreign-key path TABLE=COL:OTHER.KEY (the row belongs to the person of OTHER's "
-    "row whose KEY equals COL); repeatable.",
+    help="Column identifying a person (in every private table not listed otherwise), or "
+    "per table TABLE=COL, or a foreign-key path TABLE=COL:OTHER.KEY (the row belongs to "
+    "the person of OTHER's row whose KEY equals COL); repeatable.",
 )
 
 # ``dpsense bounds`` alone.

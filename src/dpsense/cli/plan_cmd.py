@@ -75,7 +75,9 @@ def plan_command(
     from dpsense.cli.sql_cmd import _checked, _privacy_unit
     from dpsense.planning import plan
 
-    _, bounds_arg, key_list = _checked(query, bounds, keys, None)
+    spec, bounds_arg, key_list = _checked(query, bounds, keys, None)
+    public_names = [p.partition("=")[0].strip() for p in public] if public else None
+    private = [s.table for s in spec.sources if s.table not in (public_names or [])]
     result = plan(
         None,
         query,
@@ -84,8 +86,8 @@ def plan_command(
         rows_per_group=rows_per_group,
         target=_targets(target),
         spread=spread,
-        privacy_unit=_privacy_unit(privacy_unit),
-        public_tables=[p.partition("=")[0].strip() for p in public] if public else None,
+        privacy_unit=_privacy_unit(privacy_unit, private),
+        public_tables=public_names,
         max_rows_per_unit=1 if max_rows_per_unit is None else max_rows_per_unit,
         max_groups_per_unit=1 if max_groups_per_unit is None else max_groups_per_unit,
         bounds=bounds_arg,

@@ -121,20 +121,24 @@ def _tables_of(spec: SqlQuery, private: dict[str, str], public: dict[str, str]) 
     return {**named, **out}
 
 
-def _privacy_unit(items: list[str] | None) -> str | dict[str, Any] | None:
-    """--privacy-unit COL, or per table TABLE=COL / TABLE=COL:OTHER.KEY."""
+def _privacy_unit(
+    items: list[str] | None, tables: list[str] | None = None
+) -> str | dict[str, Any] | None:
+    """--privacy-unit COL (every private table's unit column), per table TABLE=COL or
+    TABLE=COL:OTHER.KEY, or COL for the tables not listed (``tables``: the private tables
+    of the query) and entries for the others."""
     if not items:
         return None
     plain = [i.strip() for i in items if "=" not in i]
     if plain and len(items) == 1:
         return plain[0]
-    if plain:
+    if len(plain) > 1:
         raise InputError(
-            "--privacy-unit takes one column (COL) or one entry per table (TABLE=COL or "
-            "TABLE=COL:OTHER.KEY), not both."
+            "--privacy-unit takes one column for every table (COL) and entries per table "
+            "(TABLE=COL or TABLE=COL:OTHER.KEY); it names two columns without a table."
         )
     out: dict[str, Any] = {}
-    for item in items:
+    for item in (i for i in items if "=" in i):
         table, _, target = (p.strip() for p in item.partition("="))
         column, colon, path = target.partition(":")
         other, dot, key = path.partition(".")
@@ -146,6 +150,9 @@ def _privacy_unit(items: list[str] | None) -> str | dict[str, Any] | None:
         if table in out:
             raise InputError(f"--privacy-unit names the table {table!r} twice.")
         out[table] = (column, other, key) if colon else column
+    if plain:
+        for table in tables or ():
+            out.setdefault(table, plain[0])
     return out
 
 
@@ -294,7 +301,8 @@ def sql_command(
     private_files = _named_paths(table, "--table")
     public_files = _named_paths(public, "--public")
     files = _tables_of(spec, private_files, public_files)
-    unit = _privacy_unit(privacy_unit)
+    private = [s.table for s in spec.sources if s.table not in public_files]
+    unit = _privacy_unit(privacy_unit, private)
     several = len(spec.sources) > 1 or isinstance(unit, dict) or bool(public_files)
     label = dataset if dataset is not None else (None if several else Path(files[spec.table]).name)
     accountant = _accountant(ledger)
