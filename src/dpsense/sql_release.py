@@ -204,6 +204,7 @@ def sql(
         schema = joined.schema
     else:
         data = resolve_table(spec, tables)
+        _check_columns(spec, data)
         units = frozenset({privacy_unit}) if isinstance(privacy_unit, str) else frozenset()
     args = sql_arguments(spec, bounds, keys, units, max_rows_per_unit)
     stats = args.pop("statistics")
@@ -235,6 +236,24 @@ def sql(
         result = release(data, stats, **options)
     assert isinstance(result, QueryResult)  # a dict of statistics is a query
     return _post_process(spec, result)
+
+
+def _check_columns(spec: SqlQuery, data: Any) -> None:
+    """Every column the query reads is in its table, in the query's words (before the
+    release names a missing column by the argument it would have in ds.release)."""
+    if isinstance(data, str) and data == "-":
+        return  # standard input is read once, by the release
+    from dpsense.query.join_input import table_columns
+
+    columns, label = table_columns(data)
+    for name, _ in spec.column_tables:
+        if name not in columns:
+            shown = ", ".join(repr(c) for c in columns[:40])
+            more = ", ..." if len(columns) > 40 else ""
+            raise InputError(
+                f"The SQL query reads the column {name!r}, which is not in {label}; its "
+                f"columns are {shown}{more}. Check the name."
+            )
 
 
 def _post_process(spec: SqlQuery, result: QueryResult) -> QueryResult:

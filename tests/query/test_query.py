@@ -349,7 +349,7 @@ def test_where_errors_name_the_argument_not_the_data() -> None:
         ("sum(v) > 1", "aggregate"),
         ("v > (SELECT 1)", "subquery"),
         ("v >", "does not parse"),
-        ("missing > 1", "'where' column 'missing'"),
+        ("missing > 1", "'where' filter reads the column 'missing', which is not in"),
         ("t.v > 1", "another table"),
         ("s > 3", "could not be evaluated"),  # a type error: found by binding, no row read
         ("no_such_function(v)", "uses NO_SUCH_FUNCTION"),

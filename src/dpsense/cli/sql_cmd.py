@@ -59,6 +59,11 @@ def parse_bounds_items(items: list[str]) -> dict[str, tuple[float, float]] | str
             ) from None
         if column.strip() in out:
             raise InputError(f"--bounds gives the column {column.strip()!r} twice.")
+        if pair[0] >= pair[1]:
+            raise InputError(
+                f"--bounds {column.strip()}={lower}:{upper} must have LOWER < UPPER; swap them "
+                f"(--bounds {column.strip()}={upper}:{lower}) or widen the interval."
+            )
         out[column.strip()] = pair
     if not out:
         raise InputError("--bounds is empty; write --bounds wage=-1:4 or --bounds private.")
@@ -73,9 +78,11 @@ def _check_bounds(spec: SqlQuery, bounds: dict[str, tuple[float, float]] | str |
         if agg.statistic not in ("count", "people") and (
             bounds is None or agg.column not in bounds
         ):
+            others = [k for k in (bounds or {}) if k != agg.column]
+            hint = f" (it names {', '.join(map(repr, others))}: a typo?)" if others else ""
             raise InputError(
                 f"--bounds has no bounds for the column {agg.column!r} (aggregated as "
-                f"{agg.name!r}); SQL carries none. Pass --bounds {agg.column}=LOWER:UPPER, "
+                f"{agg.name!r}){hint}; SQL carries none. Pass --bounds {agg.column}=LOWER:UPPER, "
                 "public and chosen without looking at the data, or --bounds private to find "
                 "them privately ('dpsense bounds')."
             )

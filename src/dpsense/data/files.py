@@ -198,7 +198,9 @@ def _load_table(
         name = source.columns[_select_index(source.columns, column, shown)]
         raise InputError(
             f"column {name!r} of {shown} must be numeric, but some rows are not numbers "
-            "(text or other values); clean or drop those rows, or choose a numeric column."
+            "(text or other values): clean or drop those rows, choose a numeric column, or "
+            f"declare its type, schema={{{name!r}: 'float'}} (--schema {name}=float): a row "
+            "whose value does not fit is then dropped."
         )
     return read
 

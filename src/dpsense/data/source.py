@@ -81,6 +81,11 @@ class TableSource:
         if name not in self.columns:
             shown = ", ".join(repr(c) for c in self.columns[:40])
             more = ", ..." if len(self.columns) > 40 else ""
+            if argument == "where":
+                raise InputError(
+                    f"The 'where' filter reads the column {name!r}, which is not in "
+                    f"{self.label}; its columns are {shown}{more}. Check the name."
+                )
             raise InputError(
                 f"The '{argument}' column {name!r} is not in {self.label}; its columns are "
                 f"{shown}{more}. Pass one of them as {argument}=..."

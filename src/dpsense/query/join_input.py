@@ -32,6 +32,7 @@ __all__ = [
     "joined_input",
     "public_groups",
     "reads_several_tables",
+    "table_columns",
     "unit_names",
 ]
 
@@ -62,12 +63,18 @@ def reads_several_tables(spec: SqlQuery, privacy_unit: object, public_tables: ob
 
 def _columns(data: Any) -> list[str]:
     """A table's column names (no row is read: a CSV file's header only)."""
+    return table_columns(data)[0]
+
+
+def table_columns(data: Any) -> tuple[list[str], str]:
+    """A table's column names and how messages name it (no row is read: a CSV file's
+    header only)."""
     if is_spark_frame(data):
-        return [str(c) for c in data.columns]
+        return [str(c) for c in data.columns], "the Spark DataFrame"
     from dpsense.data.source import open_table
 
     with open_table(data, infer_types=False) as source:
-        return list(source.columns)
+        return list(source.columns), source.label
 
 
 def joined_input(

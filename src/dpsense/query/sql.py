@@ -144,13 +144,21 @@ def parse_sql(query: str) -> SqlQuery:
 
 
 def _parse_message(exc: Exception) -> str:
+    """Where and what, in the query's words (never the parser's internals)."""
     errors = getattr(exc, "errors", None)
-    if errors:
-        first = errors[0]
-        return f"{first.get('description', 'syntax error')} at line {first.get('line')}, " + (
-            f"column {first.get('col')}"
-        )
-    return type(exc).__name__
+    if not errors:
+        return "an unclosed quote or a character it cannot read"
+    first = errors[0]
+    word = str(first.get("highlight") or "").strip()
+    described = str(first.get("description") or "")
+    place = f"line {first.get('line')}, column {first.get('col')}"
+    if described.startswith("Required keyword"):
+        what = f"something is missing after {word!r}" if word else "something is missing"
+    elif described.startswith("Expecting"):
+        what = f"{described[0].lower()}{described[1:]} before {word!r}"
+    else:
+        what = f"unexpected {word!r}" if word else "a syntax error"
+    return f"{what} at {place}"
 
 
 def _refuse_outer(tree: object) -> NoReturn:

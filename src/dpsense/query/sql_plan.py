@@ -45,9 +45,11 @@ def _bounds_of(
     column = agg.column
     assert column is not None
     if bounds is None or column not in bounds:
+        others = [str(k) for k in (bounds or {}) if str(k) != column]
+        hint = f" (it names {', '.join(map(repr, others))}: a typo?)" if others else ""
         raise InputError(
             f"The 'bounds' parameter of {_WHERE} has no bounds for the column {column!r} "
-            f"(aggregated as {agg.name!r}); SQL carries none. Pass bounds={{{column!r}: "
+            f"(aggregated as {agg.name!r}){hint}; SQL carries none. Pass bounds={{{column!r}: "
             "(lower, upper)}, public and chosen without looking at the data, or "
             "bounds='private' to find them privately (ds.private_bounds, 'dpsense bounds')."
         )
@@ -56,6 +58,15 @@ def _bounds_of(
         raise InputError(
             f"The bounds of {column!r} in the 'bounds' parameter of {_WHERE} must be a pair "
             f"(lower, upper). Got {type(pair).__name__} instead."
+        )
+    try:
+        lower, upper = float(pair[0]), float(pair[1])
+    except (TypeError, ValueError):
+        lower = upper = math.nan
+    if lower >= upper:
+        raise InputError(
+            f"The bounds of {column!r} in the 'bounds' parameter of {_WHERE} must satisfy "
+            f"lower < upper. Got ({pair[0]!r}, {pair[1]!r}); swap them or widen the interval."
         )
     checked = validate_bounds(pair[0], pair[1], where=_WHERE)
     return checked.lower, checked.upper

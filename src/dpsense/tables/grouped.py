@@ -245,6 +245,8 @@ def opened_table(
         if unit is not None:
             source.require(unit, "privacy_unit")
         if row_filter is not None:
+            for c in row_filter.columns:
+                source.require(c, "where")  # a typo: the missing column, not its type
             engine.check_filter(source, row_filter, schema or {})
         engine.apply_schema(source, schema or {})
         if row_filter is None:

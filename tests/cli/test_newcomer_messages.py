@@ -1,0 +1,117 @@
+"""Messages a newcomer meets first, from Python and from the command line: the missing
+column named as such (not as a missing bound or an undeclared type), reversed bounds in
+the caller's words, a bounds typo pointed out, a SQL syntax error without the parser's
+internals, text in a numeric column with the way out (``--schema``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import dpsense as ds
+from dpsense.cli import main
+
+SECRET = "987654.321"
+
+
+@pytest.fixture
+def csv(tmp_path: Path) -> Path:
+    path = tmp_path / "air.csv"
+    path.write_text(f"Ozone,Temp,name\n41,67,a\n,72,b\n12,74,c\n18,{SECRET},d\n")
+    return path
+
+
+def cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.startswith("error: ")
+    assert err.count("\n") == 1
+    assert SECRET not in err
+    assert "987654" not in err
+    return err
+
+
+def py(call: object) -> str:
+    with pytest.raises(ds.InputError) as info:
+        call()  # type: ignore[operator]
+    message = str(info.value)
+    assert "987654" not in message
+    assert "\n" not in message
+    return message
+
+
+def test_a_missing_column_in_sql_is_named_as_a_column(
+    csv: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    query = f"SELECT AVG(wag) FROM '{csv}'"
+    err = cli(["sql", query, "--epsilon", "1", "--bounds", "wag=0:1"], capsys)
+    assert "reads the column 'wag', which is not in" in err
+    assert "--column" not in err  # sql has no --column
+    message = py(lambda: ds.sql(query, epsilon=1.0, bounds={"wag": (0, 1)}))
+    assert "reads the column 'wag', which is not in" in message
+
+
+def test_a_where_typo_is_a_missing_column_not_an_undeclared_type(
+    csv: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    query = f"SELECT AVG(Temp) FROM '{csv}' WHERE Tmp > 3"
+    err = cli(["sql", query, "--epsilon", "1", "--bounds", "Temp=0:100"], capsys)
+    assert "'Tmp', which is not in" in err
+    assert "inferred" not in err
+    message = py(
+        lambda: ds.release(csv, {"t": ("Temp", ds.Mean(0, 100))}, where="Tmp > 3", epsilon=1)
+    )
+    assert "The 'where' filter reads the column 'Tmp', which is not in" in message
+    assert "where=..." not in message
+
+
+def test_reversed_bounds_in_the_callers_words(
+    csv: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    query = f"SELECT AVG(Temp) FROM '{csv}'"
+    err = cli(["sql", query, "--epsilon", "1", "--bounds", "Temp=50:0"], capsys)
+    assert "--bounds Temp=50:0 must have LOWER < UPPER" in err
+    assert "--bounds Temp=0:50" in err
+    assert "--lower" not in err
+    message = py(lambda: ds.sql(query, epsilon=1.0, bounds={"Temp": (50, 0)}))
+    assert "The bounds of 'Temp' in the 'bounds' parameter of ds.sql" in message
+    assert "swap them" in message
+
+
+def test_a_bounds_typo_is_pointed_out(csv: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    query = f"SELECT AVG(Temp) FROM '{csv}'"
+    err = cli(["sql", query, "--epsilon", "1", "--bounds", "Tmp=0:100"], capsys)
+    assert "no bounds for the column 'Temp'" in err
+    assert "it names 'Tmp': a typo?" in err
+    message = py(lambda: ds.sql(query, epsilon=1.0, bounds={"Tmp": (0, 100)}))
+    assert "it names 'Tmp': a typo?" in message
+
+
+@pytest.mark.parametrize(
+    ("query", "words"),
+    [
+        ("SELECT AVG(Temp) FROM t WHERE", "something is missing after 'WHERE'"),
+        ("SELECT AVG(Temp FROM t", "expecting ) before 'FROM'"),
+        ("SELEC Temp FROM t", "unexpected 'FROM'"),
+        ("SELECT 'abc FROM t", "an unclosed quote"),
+    ],
+)
+def test_a_syntax_error_says_where_without_the_parsers_internals(
+    query: str, words: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    err = cli(["sql", query, "--epsilon", "1"], capsys)
+    assert words in err
+    assert "<class" not in err
+    assert "sqlglot" not in err
+    assert words in py(lambda: ds.sql(query, epsilon=1.0))
+
+
+def test_text_in_a_numeric_column_shows_the_way_out(
+    csv: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["release", str(csv), "-c", "name", "-s", "mean", "--lower", "0", "--upper", "9"]
+    err = cli([*argv, "--epsilon", "1"], capsys)
+    assert "--schema name=float" in err
+    assert main([*argv, "--epsilon", "1", "--schema", "name=float"]) == 0  # every row dropped
