@@ -17,7 +17,13 @@ import sys
 import types
 from typing import TYPE_CHECKING, Any
 
-from dpsense.errors import BudgetExceededError, DPSenseError, InputError
+from dpsense.errors import (
+    BudgetExceededError,
+    DPSenseError,
+    DPSenseWarning,
+    InputError,
+    LargeEpsilonWarning,
+)
 
 if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers
     from dpsense.accountant import Accountant
@@ -80,6 +86,8 @@ _LAZY: dict[str, str] = {
     "GroupedRelease": "dpsense.tables",
     "INFINITE_DISTANCE": "dpsense.statistics",
     "InputError": "dpsense.errors",
+    "DPSenseWarning": "dpsense.errors",
+    "LargeEpsilonWarning": "dpsense.errors",
     "LaplaceMechanism": "dpsense.mechanisms",
     "LedgerError": "dpsense.accounting",
     "Mean": "dpsense.statistics",
@@ -157,6 +165,7 @@ __all__ = [
     "BudgetExceededError",
     "Count",
     "DPSenseError",
+    "DPSenseWarning",
     "DiscreteGaussianMechanism",
     "DiscreteLaplaceMechanism",
     "ExponentialMechanism",
@@ -165,6 +174,7 @@ __all__ = [
     "InputError",
     "Joined",
     "LaplaceMechanism",
+    "LargeEpsilonWarning",
     "LedgerError",
     "Mean",
     "Median",

@@ -26,7 +26,7 @@ from dpsense.accounting.composition import ZcdpCharge
 from dpsense.accounting.release_log import outputs_of
 from dpsense.bounds import check_bounds_delta, private_bounds
 from dpsense.data.source import readable_twice
-from dpsense.errors import InputError
+from dpsense.errors import InputError, warn_large_epsilon
 from dpsense.methods import Release
 from dpsense.methods.ratio import private_ratio
 from dpsense.methods.sample_aggregate import sample_and_aggregate
@@ -141,6 +141,7 @@ class Accountant(Budget):
         """
         where = "Accountant.release"
         args, options = release_arguments(kwargs)
+        warn_large_epsilon(epsilon, where)
         x, args = resolve_joined(x, statistic, args)  # ds.join: the joined table
         # validate, then charge, then release: everything refused from the arguments and
         # the table's columns is refused here, before the charge (docs/accounting.md)

@@ -45,7 +45,7 @@ from numpy.typing import NDArray
 from dpsense._arrays import as_data
 from dpsense._exact_budget import exact, quotient_down
 from dpsense.data.source import is_table
-from dpsense.errors import InputError
+from dpsense.errors import InputError, warn_large_epsilon
 from dpsense.methods import Release
 from dpsense.noise.choice import ExponentialChoice
 from dpsense.noise.rng import RandomSource, resolve_rng
@@ -221,6 +221,7 @@ def private_bounds(
     """
     where = "private_bounds"
     eps = check_epsilon(epsilon, where=where)
+    warn_large_epsilon(eps, where)
     check_bounds_delta(delta)
     p_lo, p_hi = _check_quantiles(quantiles)
     _check_units(nulls, privacy_unit, max_rows_per_unit)

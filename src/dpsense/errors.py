@@ -6,7 +6,51 @@ parameter that is wrong and say what to do; they never contain data values.
 
 from __future__ import annotations
 
-__all__ = ["BudgetExceededError", "DPSenseError", "EvaluationLimitError", "InputError"]
+import math
+import warnings
+
+__all__ = [
+    "LARGE_EPSILON",
+    "BudgetExceededError",
+    "DPSenseError",
+    "DPSenseWarning",
+    "EvaluationLimitError",
+    "InputError",
+    "LargeEpsilonWarning",
+    "warn_large_epsilon",
+]
+
+LARGE_EPSILON = 10.0
+"""Above this epsilon a release is made, with a :class:`LargeEpsilonWarning`."""
+
+
+class DPSenseWarning(UserWarning):
+    """Base class of the warnings dpsense gives (the command line prints them as one
+    ``warning:`` line each)."""
+
+
+class LargeEpsilonWarning(DPSenseWarning):
+    """A release's epsilon is above :data:`LARGE_EPSILON`: allowed, but the guarantee then
+    says little."""
+
+
+def warn_large_epsilon(epsilon: object, where: str) -> None:
+    """Warn when a release's total ``epsilon`` is above :data:`LARGE_EPSILON` (a public
+    parameter: the warning never depends on the data)."""
+    try:
+        value = float(epsilon)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return  # the release's own check says what is wrong
+    if math.isfinite(value) and value > LARGE_EPSILON:
+        factor = f"e^{value:g}" + (f" ≈ {math.exp(value):.3g}" if value <= 700 else "")
+        warnings.warn(
+            f"The 'epsilon' parameter of {where} is {value:g}, above {LARGE_EPSILON:g}: one "
+            f"person may make an output up to {factor} times more likely, so the "
+            "guarantee says little; an epsilon of about 1 (at most a few) is a meaningful "
+            "release.",
+            LargeEpsilonWarning,
+            stacklevel=3,
+        )
 
 
 class DPSenseError(Exception):

@@ -14,7 +14,7 @@ from fractions import Fraction
 from typing import Any
 
 from dpsense.accounting.composition import ZcdpCharge
-from dpsense.errors import InputError
+from dpsense.errors import InputError, warn_large_epsilon
 from dpsense.methods import Release
 from dpsense.methods.zcdp import pure_rho
 from dpsense.noise.rng import resolve_rng
@@ -206,6 +206,7 @@ def run_release(
     where: str = "release",
 ) -> Release | GroupedRelease | QueryResult:
     """:func:`release` with its data-independent arguments gathered in ``args``."""
+    warn_large_epsilon(epsilon, where)
     x, args = resolve_joined(x, statistic, args)
     plan = prepare_release(
         x, statistic, args, epsilon=epsilon, delta=delta, options=options, where=where

@@ -5,8 +5,10 @@ internals, text in a numeric column with the way out (``--schema``)."""
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import dpsense as ds
@@ -115,3 +117,58 @@ def test_text_in_a_numeric_column_shows_the_way_out(
     err = cli([*argv, "--epsilon", "1"], capsys)
     assert "--schema name=float" in err
     assert main([*argv, "--epsilon", "1", "--schema", "name=float"]) == 0  # every row dropped
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: ds.release([1.0, 2.0, 3.0], ds.Mean(0, 5), epsilon=50.0),
+        lambda: ds.Accountant(epsilon=100.0).release([1.0, 2.0], ds.Count(), epsilon=20.0),
+        lambda: ds.private_bounds(np.arange(100.0), epsilon=11.0),
+        lambda: ds.private_ratio(3, 10, epsilon=12.0),
+        lambda: ds.sample_and_aggregate(
+            np.arange(30.0), np.mean, blocks=3, lower=0, upper=30, epsilon=1e9
+        ),
+    ],
+)
+def test_a_large_epsilon_warns_once(call: object) -> None:
+    with pytest.warns(ds.LargeEpsilonWarning) as seen:
+        call()  # type: ignore[operator]
+    assert len([w for w in seen if issubclass(w.category, ds.LargeEpsilonWarning)]) == 1
+    assert "above 10" in str(seen[0].message)
+
+
+def test_epsilon_ten_is_quiet() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ds.release([1.0, 2.0, 3.0], ds.Mean(0, 5), epsilon=10.0, rng=None)
+
+
+def test_the_command_line_prints_the_warning_and_releases(
+    csv: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["release", str(csv), "-c", "Temp", "-s", "mean", "--lower", "0", "--upper", "99"]
+    assert main([*argv, "--epsilon", "1e9"]) == 0
+    out, err = capsys.readouterr()
+    assert err.startswith("warning: --epsilon is 1e+09, above 10")
+    assert err.count("\n") == 1
+    assert "Private mean" in out
+    assert main([*argv, "--epsilon", "1"]) == 0
+    assert capsys.readouterr()[1] == ""
+
+
+def test_an_audit_that_finds_nothing_says_what_more_draws_do(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "x.csv").write_text("x\n1\n2\n3\n")
+    (tmp_path / "y.csv").write_text("x\n1\n2\n3\n4\n")
+    (tmp_path / "quiet_mech.py").write_text(
+        "import numpy as np\ndef count(x):\n    return len(x) + np.random.laplace(0, 1.0)\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    argv = ["audit", "quiet_mech:count", "--x", "x.csv", "--x-prime", "y.csv", "--epsilon", "1"]
+    assert main([*argv, "--draws", "1000", "--seed", "3"]) == 0
+    out = " ".join(capsys.readouterr()[0].split())
+    assert "drew 1000 outputs on each dataset" in out
+    assert "--draws 10000" in out

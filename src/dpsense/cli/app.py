@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import importlib
 import sys
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Annotated, Any
 
 import typer
 
 from dpsense.cli.messages import cli_speak, option_names, repeated_option
-from dpsense.errors import BudgetExceededError, DPSenseError
+from dpsense.errors import BudgetExceededError, DPSenseError, DPSenseWarning
 
 __all__ = ["app", "main"]
 
@@ -170,6 +171,20 @@ def _usage_error(exc: BaseException) -> tuple[int, str] | None:
     return EXIT_INPUT, message
 
 
+def _show_warning(options: set[str]) -> Any:
+    """``warnings.showwarning`` for the command line: a dpsense warning is one ``warning:``
+    line on stderr in the command line's words; others as Python prints them."""
+    default = warnings.showwarning
+
+    def show(message: Any, category: Any, filename: str, lineno: int, *rest: Any) -> None:
+        if isinstance(category, type) and issubclass(category, DPSenseWarning):
+            sys.stderr.write(f"warning: {cli_speak(str(message), options)}\n")
+            return
+        default(message, category, filename, lineno, *rest)
+
+    return show
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line and return its exit code.
 
@@ -195,7 +210,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         _error(twice)
         return EXIT_INPUT
     try:
-        result = command.main(args=args, prog_name="dpsense", standalone_mode=False)
+        with warnings.catch_warnings():
+            warnings.simplefilter("always", DPSenseWarning)
+            warnings.showwarning = _show_warning(option_names(command))
+            result = command.main(args=args, prog_name="dpsense", standalone_mode=False)
     except BudgetExceededError as exc:
         _error(str(exc))
         return EXIT_BUDGET

@@ -42,7 +42,7 @@ from typing import Any, Final, Literal, TypeAlias
 import numpy as np
 
 from dpsense._arrays import as_indicator
-from dpsense.errors import InputError
+from dpsense.errors import InputError, warn_large_epsilon
 from dpsense.methods._ratio_estimators import FloatArray as FloatArray
 from dpsense.methods._ratio_estimators import (
     _local_bound,
@@ -288,6 +288,7 @@ def private_ratio(
     """
     where = "private_ratio"
     eps = check_epsilon(epsilon, where=where)
+    warn_large_epsilon(eps, where)
     dlt = check_delta(delta, where=where)
     chosen = _check_method(method, where)
     relation = validate_neighbours(neighbours, where=where)

@@ -35,7 +35,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpsense._exact_budget import exact
-from dpsense.errors import InputError
+from dpsense.errors import InputError, warn_large_epsilon
 from dpsense.mechanisms.additive import LaplaceMechanism
 from dpsense.methods._release import Release
 from dpsense.methods.call import MethodCall
@@ -157,6 +157,7 @@ def sample_and_aggregate(
     k = _check_blocks(blocks, where)
     b = validate_bounds(lower, upper, where=where)
     eps = check_epsilon(epsilon, where=where)
+    warn_large_epsilon(eps, where)
     dlt = check_delta(delta, where=where)
     nb = validate_neighbours(neighbours, where=where)
     _check_options(func, aggregator, on_error, function_name, where)
