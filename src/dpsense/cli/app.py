@@ -171,14 +171,14 @@ def _usage_error(exc: BaseException) -> tuple[int, str] | None:
     return EXIT_INPUT, message
 
 
-def _show_warning(options: set[str]) -> Any:
+def _show_warning(options: Callable[[], set[str]]) -> Any:
     """``warnings.showwarning`` for the command line: a dpsense warning is one ``warning:``
     line on stderr in the command line's words; others as Python prints them."""
     default = warnings.showwarning
 
     def show(message: Any, category: Any, filename: str, lineno: int, *rest: Any) -> None:
         if isinstance(category, type) and issubclass(category, DPSenseWarning):
-            sys.stderr.write(f"warning: {cli_speak(str(message), options)}\n")
+            sys.stderr.write(f"warning: {cli_speak(str(message), options())}\n")
             return
         default(message, category, filename, lineno, *rest)
 
@@ -212,7 +212,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("always", DPSenseWarning)
-            warnings.showwarning = _show_warning(option_names(command))
+            # the option names load every command: only when a warning shows
+            warnings.showwarning = _show_warning(lambda: option_names(command))
             result = command.main(args=args, prog_name="dpsense", standalone_mode=False)
     except BudgetExceededError as exc:
         _error(str(exc))
