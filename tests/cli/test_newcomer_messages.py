@@ -172,3 +172,31 @@ def test_an_audit_that_finds_nothing_says_what_more_draws_do(
     out = " ".join(capsys.readouterr()[0].split())
     assert "drew 1000 outputs on each dataset" in out
     assert "--draws 10000" in out
+
+
+@pytest.mark.parametrize(
+    ("command", "argument"),
+    [
+        (["release"], "{DATA}"),
+        (["analyze"], "{DATA}"),
+        (["explore"], "[DATA]"),
+        (["bounds"], "{DATA}"),
+        (["ratio"], "{DATA}"),
+        (["sql"], "{QUERY}"),
+        (["plan"], "{QUERY}"),
+        (["report"], "{LEDGER}"),
+        (["budget", "show"], "{LEDGER}"),
+    ],
+)
+def test_help_names_the_data_argument_alike(
+    command: list[str], argument: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([*command, "--help"]) == 0
+    first = capsys.readouterr()[0].strip().splitlines()[0]
+    assert first == f"Usage: dpsense {' '.join(command)} [OPTIONS] {argument}"
+
+
+@pytest.mark.parametrize("command", ["release", "analyze", "explore", "bounds", "audit"])
+def test_every_column_option_has_c(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([command, "--help"]) == 0
+    assert "-c, --column" in capsys.readouterr()[0]

@@ -40,7 +40,8 @@ MAX_ROWS = typer.Option(help="Rows kept per person and group (needs --privacy-un
 MAX_GROUPS = typer.Option(help="Groups kept per person (needs --privacy-unit).")
 NULLS = typer.Option(help="Missing values in the used columns: error or drop.")
 BOUNDS_SHARE = typer.Option(
-    help=f"With --bounds private: the share of --epsilon ({DEFAULT_BOUNDS_SHARE:g})."
+    help=f"With --bounds private: the share of --epsilon spent on the bounds.  "
+    f"[default: {DEFAULT_BOUNDS_SHARE:g}]"
 )
 
 # The statistic and its public bounds (release, analyze).
@@ -49,7 +50,9 @@ LOWER = typer.Option(help="Public lower bound, chosen without looking at the dat
 UPPER = typer.Option(help="Public upper bound, chosen without looking at the data.")
 
 # ``dpsense release`` alone.
-RELEASE_DATA = typer.Argument(help="A CSV or Parquet file, or - for CSV on standard input.")
+RELEASE_DATA = typer.Argument(
+    metavar="DATA", help="A CSV or Parquet file, or - for CSV on standard input."
+)
 RELEASE_COLUMN = typer.Option("--column", "-c", help="Column to release.")
 RELEASE_BOUNDS = typer.Option(
     help="private: find the bounds privately, over the whole column and before any "
@@ -84,7 +87,9 @@ RELEASE_SCHEMA = typer.Option(
 RELEASE_OUTPUT = typer.Option(help="Also write the result rows to FILE.csv, .parquet or .json.")
 
 # ``dpsense sql`` alone.
-SQL_QUERY = typer.Argument(help="SELECT ... FROM 'data.parquet' [WHERE ...] [GROUP BY ...].")
+SQL_QUERY = typer.Argument(
+    metavar="QUERY", help="SELECT ... FROM 'data.parquet' [WHERE ...] [GROUP BY ...]."
+)
 SQL_EPSILON = typer.Option(help="Privacy budget epsilon of the whole query.")
 SQL_BOUNDS = typer.Option(
     help="Public bounds COL=L:U of each aggregated column (repeatable or "
@@ -119,8 +124,12 @@ SQL_PRIVACY_UNIT = typer.Option(
 )
 
 # ``dpsense bounds`` alone.
-BOUNDS_DATA = typer.Argument(help="A CSV or Parquet file (or - for CSV on standard input).")
-BOUNDS_COLUMN = typer.Option(help="The value column (needed when there are several).")
+BOUNDS_DATA = typer.Argument(
+    metavar="DATA", help="A CSV or Parquet file, or - for CSV on standard input."
+)
+BOUNDS_COLUMN = typer.Option(
+    "--column", "-c", help="The value column (needed when there are several)."
+)
 BOUNDS_PRIVACY_UNIT = typer.Option(help="Column naming the person: protect all their rows.")
 BOUNDS_MAX_ROWS = typer.Option(help="Rows kept per person (with --privacy-unit).")
 BOUNDS_NULLS = typer.Option(help="error (default) or drop.")
@@ -131,7 +140,7 @@ BOUNDS_SCHEMA = typer.Option(
 )
 
 # ``dpsense ratio`` alone.
-RATIO_DATA = typer.Argument(help="A CSV file with one row per user.")
+RATIO_DATA = typer.Argument(metavar="DATA", help="A CSV or Parquet file with one row per user.")
 RATIO_NUMERATOR = typer.Option(help="Column of 0/1 (or yes/no, true/false) contributions to a.")
 RATIO_DENOMINATOR = typer.Option(
     help="Column of 0/1 contributions to b (default: every user counts)."
@@ -154,7 +163,9 @@ AUDIT_X_PRIME = typer.Option(
 AUDIT_EPSILON = typer.Option(help="The claimed epsilon.")
 AUDIT_DELTA = typer.Option(help="The claimed delta.")
 AUDIT_DRAWS = typer.Option(help="Outputs tested on each dataset by the histogram audit.")
-AUDIT_COLUMN = typer.Option(help="The column of both files (needed when there are several).")
+AUDIT_COLUMN = typer.Option(
+    "--column", "-c", help="The column of both files (needed when there are several)."
+)
 AUDIT_NEIGHBOURS = typer.Option(
     help="The claim's relation, add-remove or substitute: check the pair."
 )
@@ -162,7 +173,7 @@ AUDIT_ALPHA = typer.Option(help="Chance (at most) of flagging a private mechanis
 AUDIT_SEED = typer.Option(help="Seed the mechanism's rng and numpy/random.")
 
 # ``dpsense analyze`` alone.
-ANALYZE_DATA = typer.Argument(metavar="DATA", help="CSV or Parquet file holding the data.")
+ANALYZE_DATA = typer.Argument(metavar="DATA", help="A CSV or Parquet file holding the data.")
 ANALYZE_COLUMN = typer.Option(
     "--column", "-c", help="Column to analyse (needed if the file has several)."
 )
@@ -181,7 +192,9 @@ ANALYZE_PLOT = typer.Option(help="Write the smooth-sensitivity profile plot (png
 
 # ``dpsense explore`` alone.
 EXPLORE_UNIVERSE = typer.Option(help='Comma-separated values of the universe, e.g. "1,2,3,10,11".')
-EXPLORE_DATA = typer.Argument(metavar="[DATA]", help="CSV file with the dataset (or use --values).")
+EXPLORE_DATA = typer.Argument(
+    metavar="DATA", help="A CSV or Parquet file with the dataset (or use --values)."
+)
 EXPLORE_COLUMN = typer.Option("--column", "-c", help="Column of DATA to use.")
 EXPLORE_VALUES = typer.Option(help='The dataset as comma-separated numbers, e.g. "1,2,3".')
 EXPLORE_MODEL = typer.Option(
@@ -201,7 +214,7 @@ EXPLORE_TRIM = typer.Option(help="Trim for trimmed-mean.")
 EXPLORE_PLOT = typer.Option(help="Write the 2x2 explorer figure (png, pdf, svg).")
 
 # ``dpsense budget init`` and ``dpsense budget show``.
-BUDGET_NEW_LEDGER = typer.Argument(help="The ledger file to create.")
+BUDGET_NEW_LEDGER = typer.Argument(metavar="LEDGER", help="The ledger file to create.")
 BUDGET_EPSILON = typer.Option(help="Total epsilon budget (or give --rho).")
 BUDGET_DELTA = typer.Option(help="Total delta budget; with --rho, the delta' rho is converted at.")
 BUDGET_COMPOSITION = typer.Option(help="basic, or advanced (needs --delta-slack).")
@@ -210,4 +223,4 @@ BUDGET_RHO = typer.Option(help="Total zCDP budget instead of --epsilon (needs --
 BUDGET_APPROX_DELTA = typer.Option(
     help="With --rho: the cap on the summed deltas of grouped releases without keys."
 )
-BUDGET_LEDGER = typer.Argument(help="The ledger file.")
+BUDGET_LEDGER = typer.Argument(metavar="LEDGER", help="The ledger file.")

@@ -20,7 +20,9 @@ REPORT_EXAMPLES = (
 
 
 def report_command(
-    ledger: Annotated[Path, typer.Argument(help="The ledger file (dpsense budget init).")],
+    ledger: Annotated[
+        Path, typer.Argument(metavar="LEDGER", help="The ledger file (dpsense budget init).")
+    ],
     output: Annotated[
         Path,
         typer.Option("--output", "-o", help="The HTML file to write (replaced if it exists)."),
