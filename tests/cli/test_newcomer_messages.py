@@ -200,3 +200,33 @@ def test_help_names_the_data_argument_alike(
 def test_every_column_option_has_c(command: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main([command, "--help"]) == 0
     assert "-c, --column" in capsys.readouterr()[0]
+
+
+def test_power_of_two_shows_what_private_bounds_are() -> None:
+    from dpsense.cli.receipt import power_of_two
+
+    assert power_of_two(2.0**-26) == "2^-26"
+    assert power_of_two(-(2.0**30)) == "-2^30"
+    assert power_of_two(128.0) == "128"  # small powers read as easily in decimals
+    assert power_of_two(0.0) == "0"
+    assert power_of_two(3.0) == "3"
+    assert power_of_two(0.3) == "0.3"
+
+
+def test_the_receipt_shows_words_not_internals(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "v.csv"
+    path.write_text("v\n" + "\n".join(str(i % 97) for i in range(3000)) + "\n")
+    argv = ["release", str(path), "-c", "v", "-s", "median", "--bounds", "private"]
+    assert main([*argv, "--epsilon", "1", "--seed", "2"]) == 0
+    out = capsys.readouterr()[0]
+    assert "resolution_source" not in out and "None" not in out
+    assert "found privately with epsilon=0.3" in out
+    bounds_line = next(line for line in out.splitlines() if "found privately" in line)
+    assert "2^" in bounds_line or "(0, 128)" in bounds_line  # powers of two, as they are
+    argv = ["release", str(path), "-c", "v", "-s", "mean", "--lower", "0", "--upper", "100"]
+    assert main([*argv, "--epsilon", "1"]) == 0
+    out = capsys.readouterr()[0]
+    assert "scale_units" not in out
+    assert "on the bounds rescaled to [0, 1]" in out

@@ -14,7 +14,7 @@ from dpsense.defaults import ACCURACY_ALPHA
 if TYPE_CHECKING:
     from dpsense.methods import Release
 
-__all__ = ["emit_receipt", "interval_source", "print_receipt", "receipt_json"]
+__all__ = ["emit_receipt", "interval_source", "power_of_two", "print_receipt", "receipt_json"]
 
 
 def emit_receipt(result: Release, json_output: bool, label: str | None) -> None:
@@ -65,14 +65,12 @@ def print_receipt(result: Release, column: str | None) -> None:
         )
     table.add_row("method", result.method)
     table.add_row("noise", str(result.noise))
+    units = result.parameters.get("scale_units")
     table.add_row(
         "noise scale",
         "not public (depends on the data)"
         if result.scale is None
-        else _fmt(result.scale)
-        + (
-            f" ({result.parameters['scale_units']})" if result.parameters.get("scale_units") else ""
-        ),
+        else _fmt(result.scale) + (f" ({_SCALE_UNITS.get(units, units)})" if units else ""),
     )
     table.add_row(
         "guarantee",
@@ -81,10 +79,12 @@ def print_receipt(result: Release, column: str | None) -> None:
     )
     table.add_row("neighbours", result.neighbours)
     for key, value in result.parameters.items():
+        if value is None or key in _SHOWN_ABOVE:
+            continue  # nothing to say, or said in the noise scale's row
         if key == "interval":
             table.add_row("interval from", interval_source(value))
             continue
-        table.add_row(key, _parameter(key, value))
+        table.add_row(_WORDS.get(key, key), _parameter(key, value))
     if result.seeded:
         table.add_row("randomness", "SEEDED: reproducible, not secure (tests/demos only)")
     console.print(table)
@@ -99,13 +99,36 @@ def print_receipt(result: Release, column: str | None) -> None:
         )
 
 
+_SHOWN_ABOVE = frozenset({"scale_units"})
+"""Parameters the rows above already show."""
+_WORDS = {
+    "resolution_source": "resolution from",
+    "grid": "output grid",
+}
+"""Receipt keys shown in words (``--json`` keeps the keys)."""
+_SCALE_UNITS = {"rescaled [0, 1]": "on the bounds rescaled to [0, 1]"}
+
+
+def power_of_two(value: float) -> str:
+    """``value`` as ``2^k`` (or ``-2^k``) when it is a power of two, else as usual: private
+    bounds and grids are powers of two, which their decimal expansions hide."""
+    if value == 0 or not math.isfinite(value):
+        return _fmt(value)
+    mantissa, exponent = math.frexp(abs(value))
+    if mantissa != 0.5 or not -60 <= exponent - 1 <= 60 or 0 <= exponent - 1 <= 10:
+        return _fmt(value)  # not a power of two, or one read as easily in decimals
+    return f"{'-' if value < 0 else ''}2^{exponent - 1}"
+
+
 def _parameter(key: str, value: Any) -> str:
     """A receipt parameter as printed; the two parts of --bounds private in words."""
     if key == "bounds" and isinstance(value, dict) and value.get("source") == "private":
         return (
-            f"({_fmt(value['lower'])}, {_fmt(value['upper'])}), found privately with "
-            f"epsilon={value['epsilon']:g}"
+            f"({power_of_two(value['lower'])}, {power_of_two(value['upper'])}), found "
+            f"privately with epsilon={value['epsilon']:g}"
         )
+    if key == "grid" and isinstance(value, float):
+        return power_of_two(value)
     if key == "release" and isinstance(value, dict):
         return f"epsilon={value['epsilon']:g}, delta={value['delta']:g}"
     return _fmt(value) if isinstance(value, float) else str(value)

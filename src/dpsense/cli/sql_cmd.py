@@ -261,7 +261,7 @@ def _emit(spec: SqlQuery, result: Any, json_output: bool) -> None:
     _fit(console, table)  # one group, one row: never wrapped when written to a pipe or file
     console.print(table)
     console.print(
-        f"{len(rows)} rows; total guarantee per "
+        f"{len(rows)} {'row' if len(rows) == 1 else 'rows'}; total guarantee per "
         f"{result.parameters.get('privacy_unit') or 'row'}: epsilon={result.epsilon:g}, "
         f"delta={result.delta:g}; 95%: intervals (unreliable: wider than half the bounds); "
         "accuracy columns are 95% half-widths where public."

@@ -215,7 +215,8 @@ def _grouped_notes(result: GroupedRelease) -> list[str]:
     found, the resolution, and whether the noise was seeded."""
     split = result.parameters.get("per_group", {})
     lines = [
-        f"{len(result)} groups ({result.selection}); total guarantee per "
+        f"{len(result)} {'group' if len(result) == 1 else 'groups'} ({result.selection}); "
+        "total guarantee per "
         f"{result.parameters.get('privacy_unit') or 'row'}: epsilon={result.epsilon:g}, "
         f"delta={result.delta:g}."
     ]
