@@ -221,7 +221,8 @@ def test_the_receipt_shows_words_not_internals(
     argv = ["release", str(path), "-c", "v", "-s", "median", "--bounds", "private"]
     assert main([*argv, "--epsilon", "1", "--seed", "2"]) == 0
     out = capsys.readouterr()[0]
-    assert "resolution_source" not in out and "None" not in out
+    assert "resolution_source" not in out
+    assert "None" not in out
     assert "found privately with epsilon=0.3" in out
     bounds_line = next(line for line in out.splitlines() if "found privately" in line)
     assert "2^" in bounds_line or "(0, 128)" in bounds_line  # powers of two, as they are
