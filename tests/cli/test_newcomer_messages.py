@@ -231,3 +231,23 @@ def test_the_receipt_shows_words_not_internals(
     out = capsys.readouterr()[0]
     assert "scale_units" not in out
     assert "on the bounds rescaled to [0, 1]" in out
+
+
+def test_an_empty_selection_says_what_a_group_needs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "many.csv"
+    path.write_text("p,g,v\n" + "\n".join(f"{i},{i % 1000},1" for i in range(3000)) + "\n")
+    argv = ["release", str(path), "-c", "v", "-s", "count", "--by", "g", "--privacy-unit", "p"]
+    assert main([*argv, "--delta", "1e-6", "--epsilon", "1", "--seed", "1"]) == 0
+    out = " ".join(capsys.readouterr()[0].split())
+    assert "0 groups" in out
+    assert "reaches 30: groups of fewer than about 30 people rarely appear" in out
+    assert "No group reached it" in out
+    assert "--keys" in out
+    query = f"SELECT g, COUNT(*) AS n FROM '{path}' GROUP BY g"
+    sql = ["sql", query, "--privacy-unit", "p", "--delta", "1e-6", "--epsilon", "1"]
+    assert main([*sql, "--seed", "1"]) == 0
+    out = " ".join(capsys.readouterr()[0].split())
+    assert "0 rows" in out
+    assert "No group reached it" in out

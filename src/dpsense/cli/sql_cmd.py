@@ -222,6 +222,17 @@ def _columns(spec: SqlQuery, rows: list[dict[str, Any]], *, all_accuracy: bool) 
     return out
 
 
+def _selection(result: Any) -> dict[str, Any] | None:
+    """The private partition selection's public parameters (None with public groups)."""
+    from dpsense.tables import GroupedRelease
+
+    for name in result:
+        released = result[name]
+        if isinstance(released, GroupedRelease) and "selection" in released.parameters:
+            return dict(released.parameters["selection"])
+    return None
+
+
 def _seeded(result: Any) -> bool:
     from dpsense.tables import GroupedRelease
 
@@ -266,6 +277,11 @@ def _emit(spec: SqlQuery, result: Any, json_output: bool) -> None:
         f"delta={result.delta:g}; 95%: intervals (unreliable: wider than half the bounds); "
         "accuracy columns are 95% half-widths where public."
     )
+    selection = _selection(result)
+    if selection is not None:
+        from dpsense.cli.tables_io import selection_note
+
+        console.print(selection_note(selection, len(rows)))
     if _seeded(result):
         console.print("SEEDED: reproducible, not secure (tests and demos only).")
 

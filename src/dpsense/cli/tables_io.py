@@ -8,6 +8,7 @@ import math
 import os
 import re
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -227,6 +228,7 @@ def _grouped_notes(result: GroupedRelease) -> list[str]:
             f"delta={sel['delta']:g}; each group released with "
             f"epsilon={split.get('epsilon', 0):g}, delta={split.get('delta', 0):g}."
         )
+        lines.append(selection_note(sel, len(result)))
     elif split:
         lines.append(
             f"Each group released with epsilon={split['epsilon']:g}, delta={split['delta']:g}."
@@ -246,6 +248,27 @@ def _grouped_notes(result: GroupedRelease) -> list[str]:
     if any(rel.seeded for _, rel in result):
         lines.append("SEEDED: reproducible, not secure (tests and demos only).")
     return lines
+
+
+def selection_note(selection: Mapping[str, Any], released: int) -> str:
+    """What private partition selection needs of a group, from its public parameters: a
+    group appears when its noisy number of people reaches the threshold; with none
+    released, what would release them."""
+    threshold = selection.get("threshold")
+    if threshold is None:
+        return ""
+    note = (
+        f"A group appears when its number of people plus noise (scale "
+        f"{float(selection.get('scale', 0.0)):.3g}) reaches {int(threshold)}: groups of "
+        f"fewer than about {int(threshold)} people rarely appear."
+    )
+    if released == 0:
+        note += (
+            " No group reached it: give the selection more epsilon or delta, keep fewer "
+            "groups per person (--max-groups-per-unit), or pass the groups as public "
+            "--keys (every key is then released)."
+        )
+    return note
 
 
 def _fit(console: Any, table: Table) -> None:
