@@ -21,6 +21,7 @@ from dpsense.errors import (
     BudgetExceededError,
     DPSenseError,
     DPSenseWarning,
+    FarBoundsWarning,
     InputError,
     LargeEpsilonWarning,
 )
@@ -86,6 +87,7 @@ _LAZY: dict[str, str] = {
     "GroupedRelease": "dpsense.tables",
     "INFINITE_DISTANCE": "dpsense.statistics",
     "InputError": "dpsense.errors",
+    "FarBoundsWarning": "dpsense.errors",
     "DPSenseWarning": "dpsense.errors",
     "LargeEpsilonWarning": "dpsense.errors",
     "LaplaceMechanism": "dpsense.mechanisms",
@@ -169,6 +171,7 @@ __all__ = [
     "DiscreteGaussianMechanism",
     "DiscreteLaplaceMechanism",
     "ExponentialMechanism",
+    "FarBoundsWarning",
     "GaussianMechanism",
     "GroupedRelease",
     "InputError",

@@ -35,6 +35,7 @@ epsilon/2: a pair with one end good and the other clipping c rows too many weigh
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any, Final
@@ -45,7 +46,7 @@ from numpy.typing import NDArray
 from dpsense._arrays import as_data
 from dpsense._exact_budget import exact, quotient_down
 from dpsense.data.source import is_table
-from dpsense.errors import InputError, warn_large_epsilon
+from dpsense.errors import FarBoundsWarning, InputError, warn_large_epsilon
 from dpsense.methods import Release
 from dpsense.noise.choice import ExponentialChoice
 from dpsense.noise.rng import RandomSource, resolve_rng
@@ -235,6 +236,7 @@ def private_bounds(
     eta = bounds_eta(eps, m)
     k = _draw_pair(source, lows, highs, eta)
     lower, upper = ordered_pair(grid, k // grid.size, k % grid.size)
+    _warn_far(lower, upper, where)
     return Release(
         value=(lower, upper),
         refused=False,
@@ -258,6 +260,24 @@ def _scores_on_the_grid(x: Any, p_lo: float, p_hi: float) -> tuple[Any, Any, Any
     t_hi = 1 - Fraction(p_hi).limit_denominator(_MAX_DENOMINATOR)
     lows, highs = bound_scores(np.asarray(x, dtype=np.float64), grid, t_lo, t_hi)
     return grid, lows, highs
+
+
+FAR: Final = 2.0**50
+"""Bounds this far out (about 1e15) are rarely a column's real range."""
+
+
+def _warn_far(lower: float, upper: float, where: str) -> None:
+    """Warn when a released bound is beyond :data:`FAR` (post-processing of the released
+    pair: the warning depends on released values only)."""
+    if max(abs(lower), abs(upper)) >= FAR:
+        warnings.warn(
+            f"The bounds found by {where} reach beyond 2^50 (about 1e15): the column "
+            "probably holds infinities or sentinel values (such as 9999999), which every "
+            "release clips to the bound, and a mean or a sum is then mostly noise. Check the "
+            "column, drop those rows (a where filter), or pass public bounds.",
+            FarBoundsWarning,
+            stacklevel=3,
+        )
 
 
 def _check_units(nulls: str, privacy_unit: str | None, max_rows_per_unit: Any) -> None:

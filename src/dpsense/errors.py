@@ -15,6 +15,7 @@ __all__ = [
     "DPSenseError",
     "DPSenseWarning",
     "EvaluationLimitError",
+    "FarBoundsWarning",
     "InputError",
     "LargeEpsilonWarning",
     "warn_large_epsilon",
@@ -32,6 +33,11 @@ class DPSenseWarning(UserWarning):
 class LargeEpsilonWarning(DPSenseWarning):
     """A release's epsilon is above :data:`LARGE_EPSILON`: allowed, but the guarantee then
     says little."""
+
+
+class FarBoundsWarning(DPSenseWarning):
+    """Bounds found privately reach beyond 2^50: the column probably holds infinities or
+    sentinel values."""
 
 
 def warn_large_epsilon(epsilon: object, where: str) -> None:

@@ -251,3 +251,12 @@ def test_an_empty_selection_says_what_a_group_needs(
     out = " ".join(capsys.readouterr()[0].split())
     assert "0 rows" in out
     assert "No group reached it" in out
+
+
+def test_bounds_found_far_out_warn() -> None:
+    x = np.r_[np.arange(100.0), [np.inf] * 300]
+    with pytest.warns(ds.FarBoundsWarning, match="infinities or sentinel values"):
+        ds.release(x, ds.Mean(), epsilon=1.0, bounds="private", rng=None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ds.private_bounds(np.arange(1000.0), epsilon=1.0)  # an ordinary column: quiet
