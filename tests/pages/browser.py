@@ -52,9 +52,30 @@ class OpenedPage:
     def text(self) -> str:
         return str(self.page.inner_text("body"))
 
+    def page_width(self) -> tuple[int, int]:
+        """(the page's scroll width, the window's width): equal when nothing sticks out."""
+        got = self.page.evaluate(
+            "[document.documentElement.scrollWidth, window.innerWidth]"
+        )
+        return int(got[0]), int(got[1])
+
+    def figure_font_px(self) -> float:
+        """The smallest font size, in CSS pixels as drawn, of the text in the figures."""
+        return float(
+            self.page.evaluate(
+                """() => { let least = Infinity;
+                for (const t of document.querySelectorAll('figure svg text')) {
+                  const r = t.getBoundingClientRect();
+                  if (r.height > 0) least = Math.min(least, r.height); }
+                return least; }"""
+            )
+        )
+
 
 @contextmanager
-def open_page(path: Path, screenshot: Path | None = None) -> Iterator[OpenedPage]:
+def open_page(
+    path: Path, screenshot: Path | None = None, width: int = 1280, height: int = 900
+) -> Iterator[OpenedPage]:
     """Load ``path`` (a local HTML file) and yield it with console errors and requests."""
     try:
         from playwright.sync_api import sync_playwright
@@ -66,7 +87,7 @@ def open_page(path: Path, screenshot: Path | None = None) -> Iterator[OpenedPage
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=exe, args=["--no-sandbox"])
         try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page = browser.new_page(viewport={"width": width, "height": height})
             opened = OpenedPage(page)
             page.on(
                 "console",

@@ -113,6 +113,21 @@ def test_the_report_of_a_ledger_in_a_browser(
         assert f"{raw:g}" not in out.read_text()
 
 
+@pytest.mark.browser
+def test_the_report_reads_on_a_phone(tmp_path: Path) -> None:
+    """At 390 px nothing sticks out of the page (wide tables and figures scroll inside their
+    box) and the figures' text stays readable (at least 7 px tall as drawn)."""
+    ledger = tmp_path / "budget.db"
+    _ledger(ledger)
+    out = tmp_path / "report.html"
+    assert main(["report", str(ledger), "-o", str(out)]) == 0
+    with open_page(out, screenshot=tmp_path / "phone.png", width=390, height=844) as opened:
+        scroll, window = opened.page_width()
+        assert scroll <= window, (scroll, window)
+        assert opened.figure_font_px() >= 7.0
+        assert opened.console_errors == []
+
+
 def test_an_in_memory_accountant_has_a_report_too(tmp_path: Path) -> None:
     acct = ds.Accountant(rho=0.5, delta=1e-6)
     rel = acct.release(np.array(RAW), ds.Count(), epsilon=0.5, rng=SeededRandom(4))
