@@ -54,9 +54,7 @@ class OpenedPage:
 
     def page_width(self) -> tuple[int, int]:
         """(the page's scroll width, the window's width): equal when nothing sticks out."""
-        got = self.page.evaluate(
-            "[document.documentElement.scrollWidth, window.innerWidth]"
-        )
+        got = self.page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
         return int(got[0]), int(got[1])
 
     def figure_font_px(self) -> float:

@@ -275,3 +275,45 @@ def test_a_ledger_object_works_and_other_sources_are_refused(tmp_path: Path) -> 
     assert "count = " in render_report(Ledger.open(path))
     with pytest.raises(ds.InputError, match="ledger path, a Ledger or an Accountant"):
         render_report(42)
+
+
+def test_each_release_has_a_csv_download_and_a_call_that_reproduces_it(tmp_path: Path) -> None:
+    import base64
+    import html as html_module
+    import io
+    import re
+    import warnings
+
+    pd = pytest.importorskip("pandas")
+    ledger = tmp_path / "budget.db"
+    (mean, _), grouped = _ledger(ledger)
+    out = tmp_path / "report.html"
+    assert main(["report", str(ledger), "-o", str(out)]) == 0
+    page = out.read_text()
+    links = re.findall(
+        r'download="release-(\d+).csv" href="data:text/csv;charset=utf-8;base64,([^"]+)"', page
+    )
+    assert len(links) == 3  # one per charge
+    tables = {int(n): pd.read_csv(io.BytesIO(base64.b64decode(b))) for n, b in links}
+    first = tables[1]
+    assert list(first.columns[:2]) == ["statistic", "region"]
+    assert list(first["region"]) == list(REGIONS)
+    assert list(first["value"]) == pytest.approx([rel.value for _, rel in grouped])
+    assert tables[2]["value"].tolist() == pytest.approx([mean.value])
+    assert bool(tables[3]["refused"].iloc[0])
+    codes = [
+        html_module.unescape(c) for c in re.findall(r"<pre><code>(.*?)</code></pre>", page, re.S)
+    ]
+    assert len(codes) == 3
+    namespace: dict[str, Any] = {"data": _table()}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        exec(codes[0], namespace)  # the grouped median again, with fresh noise
+    again = namespace["release"]
+    assert isinstance(again, ds.GroupedRelease)
+    assert [key for key, _ in again] == [key for key, _ in grouped]
+    assert again.epsilon == grouped.epsilon
+    exec(codes[1], namespace)
+    assert namespace["release"].method == mean.method
+    for raw in RAW:
+        assert f"{raw:g}" not in "".join(codes)

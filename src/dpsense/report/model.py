@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dpsense.accounting import LedgerEntry
+from dpsense.report.reproduce import csv_href, reproduce_code
 
 __all__ = [
     "BudgetView",
@@ -211,6 +212,10 @@ class ReleaseView:
     note: str
     where: str = ""
     """A query's row filter, as the analyst wrote it."""
+    csv_href: str = ""
+    """The released values as a CSV file (a ``data:`` link); "" without outputs."""
+    reproduce: str = ""
+    """The call that makes the same release again; "" without outputs."""
 
 
 def _row(stored: Mapping[str, Any], by: Sequence[str]) -> RowView:
@@ -384,6 +389,12 @@ def release_views(entries: Sequence[LedgerEntry]) -> list[ReleaseView]:
                 statistics=stats,
                 note="" if e.outputs else _NO_OUTPUTS.get(e.status, ""),
                 where=str(outputs.get("where") or ""),
+                csv_href=csv_href(outputs) if stats else "",
+                reproduce=(
+                    reproduce_code(outputs, float(e.epsilon), float(e.delta), e.dataset)
+                    if stats
+                    else ""
+                ),
             )
         )
     return out
