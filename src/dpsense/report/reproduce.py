@@ -140,10 +140,8 @@ def reproduce_code(outputs: Mapping[str, Any], epsilon: float, delta: float, dat
     if outputs.get("where"):
         lines.append(f"    where={outputs['where']!r},")
     if private:
-        source = next(
-            (s.get("bounds_source") for s in stats if isinstance(s.get("bounds_source"), Mapping)),
-            {},
-        )
+        sources = [s["bounds_source"] for s in stats if isinstance(s.get("bounds_source"), Mapping)]
+        source: Mapping[str, Any] = sources[0] if sources else {}
         lines.append('    bounds="private",')
         if source.get("share") is not None:
             lines.append(f"    bounds_share={float(source['share'])!r},")
