@@ -317,3 +317,30 @@ def test_each_release_has_a_csv_download_and_a_call_that_reproduces_it(tmp_path:
     assert namespace["release"].method == mean.method
     for raw in RAW:
         assert f"{raw:g}" not in "".join(codes)
+
+
+def test_the_reproducing_call_rebuilds_every_statistic(tmp_path: Path) -> None:
+    import html as html_module
+    import re
+    import warnings
+
+    x = np.random.default_rng(0).lognormal(3, 1, 2000)
+    acct = ds.Accountant(epsilon=5.0, ledger=tmp_path / "b.db")
+    query = {
+        "m": ds.Mean(0, 100), "q": ds.Quantile(0.9, 0, 100), "qs": ds.Quantiles([0.1, 0.5], 0, 100),
+        "t": ds.TrimmedMean(5, 0, 100), "v": ds.Variance(0, 100), "s": ds.Std(0, 100),
+        "c": ds.Count(), "u": ds.Sum(0, 100),
+    }  # fmt: skip
+    acct.release(x, query, epsilon=1.0, rng=SeededRandom(5))
+    acct.release(x, ds.Median(), epsilon=1.0, bounds="private", rng=SeededRandom(6))
+    out = ds.report(acct, tmp_path / "r.html")
+    codes = re.findall(r"<pre><code>(.*?)</code></pre>", out.read_text(), re.S)
+    assert len(codes) == 2
+    for code in codes:
+        namespace: dict[str, Any] = {"data": x}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            exec(html_module.unescape(code), namespace)
+        assert namespace["release"].epsilon == 1.0
+    assert "make_statistic" not in "".join(codes)
+    assert 'bounds="private"' in html_module.unescape(codes[1])

@@ -24,6 +24,7 @@ _CLASSES = {
     "quantiles": "Quantiles",
     "variance": "Variance",
     "std": "Std",
+    "trimmed-mean": "TrimmedMean",
 }
 
 
@@ -75,7 +76,8 @@ def _number(value: Any) -> str:
 def _statistic_code(stat: Mapping[str, Any]) -> tuple[str, bool]:
     """``ds.Median(0, 100)`` for the stored statistic, and whether its bounds were found
     privately (then the statistic is built without them)."""
-    kind = str(stat.get("statistic") or "")
+    name = str(stat.get("statistic") or "")  # "quantiles(p=0.1,0.9)", "trimmed-mean(trim=5)"
+    kind = name.split("(")[0].strip()
     cls = _CLASSES.get(kind)
     if cls is None:
         return f"ds.make_statistic({kind!r})", False
@@ -87,6 +89,11 @@ def _statistic_code(stat: Mapping[str, Any]) -> tuple[str, bool]:
         args.append(_number(p))
     if kind == "quantiles" and p is not None:
         args.append("[" + ", ".join(_number(v) for v in p) + "]")
+    if kind == "trimmed-mean":
+        trim = name.partition("trim=")[2].rstrip(")")
+        if not trim.isdigit():
+            return f"ds.make_statistic({kind!r})", False
+        args.append(trim)
     bounds = stat.get("bounds")
     if kind != "count" and bounds is not None and not private:
         args += [_number(bounds[0]), _number(bounds[1])]
