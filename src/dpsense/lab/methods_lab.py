@@ -51,7 +51,8 @@ METHODS_OF: Final = {
     "mean": ("global", "smooth", "ptr", "sample-aggregate"),
 }
 PLOT_FLOOR: Final = 1e-6
-"""Errors below this (years) are drawn at it: the axes are logarithmic."""
+"""Errors below this (years) are drawn as a marker at the panel's foot: the axes are
+logarithmic."""
 
 
 @dataclass(frozen=True)
@@ -104,16 +105,30 @@ class MethodsResult:
     def figure(self) -> Figure:
         fig, axes = panel_row(4.6, len(METHODS_OF))
         floored = False
+        eps = np.asarray(self.epsilons, dtype=float)
         for ax, statistic in zip(axes, METHODS_OF, strict=True):
-            for method, errors in self.mae[statistic].items():
-                floored = floored or bool(np.any(errors < PLOT_FLOOR))
+            every = np.concatenate(
+                [np.asarray(e, dtype=float) for e in self.mae[statistic].values()]
+            )
+            shown_low = every[every >= PLOT_FLOOR]
+            # an error of (about) 0 has no place on a log axis: a gap in its line, and a
+            # marker at the panel's foot, not a line plunging to an arbitrary floor
+            foot = float(shown_low.min()) / 3 if shown_low.size else PLOT_FLOOR
+            for k, (method, errors) in enumerate(self.mae[statistic].items()):
+                errors = np.asarray(errors, dtype=float)
+                exact = errors < PLOT_FLOOR
+                floored = floored or bool(np.any(exact))
                 ax.plot(
-                    self.epsilons,
-                    np.maximum(errors, PLOT_FLOOR),
+                    eps,
+                    np.where(exact, np.nan, errors),
                     "o-",
                     color=COLOURS[method],
                     label=METHOD_LABELS[method],
                 )
+                if np.any(exact):
+                    # side by side where several methods are exact at one epsilon
+                    ax.plot(eps[exact] * 1.07**k, np.full(int(exact.sum()), foot), "v",
+                            color=COLOURS[method], markersize=7)  # fmt: skip
             log_log_axes(
                 ax,
                 (self.epsilons, [f"{e:g}" for e in self.epsilons]),
@@ -122,7 +137,7 @@ class MethodsResult:
                 f"{statistic} of {self.n:,} ages (true {num(self.truth[statistic])})",
             )
         handles, labels = axes[0].get_legend_handles_labels()
-        note = f" (an error below {PLOT_FLOOR:g}, or 0, is drawn at {PLOT_FLOOR:g})"
+        note = f" (▼ at a panel's foot: an error below {PLOT_FLOOR:g}, exact in practice)"
         fig.legend(
             handles,
             labels,
