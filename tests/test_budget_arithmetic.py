@@ -255,6 +255,7 @@ def test_analytic_gaussian_sigma_holds_where_floats_cancel(eps: float, delta: fl
     assert true_delta <= _mp(delta)
 
 
+@pytest.mark.filterwarnings("ignore::dpsense.FarBoundsWarning")  # wide data on purpose
 @pytest.mark.parametrize("eps", EPSILONS)
 def test_bounds_pair_draw_spends_at_most_epsilon_with_m_rows(eps: float) -> None:
     """The pair draw is 2 eta m-DP (score sensitivity m): 2 m eta <= eps, exactly."""

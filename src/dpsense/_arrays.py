@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from dpsense.errors import InputError
+from dpsense.errors import InputError, missing_values
 
 __all__ = ["FloatArray", "as_data", "as_indicator"]
 
@@ -167,16 +167,8 @@ def as_data(
     if nulls != "keep" and missing.any():
         if nulls == "drop":
             out = out[~missing]
-        elif nulls == "error":
-            raise InputError(
-                f"The '{name}' data of {where} contains missing values (NaN or None). "
-                "Pass nulls='drop' to drop them, or clean them before releasing."
-            )
         else:
-            raise InputError(
-                f"The '{name}' data of {where} contains missing values (NaN or None). "
-                "Drop or impute them first."
-            )
+            raise missing_values(f"The '{name}' data of {where}")
     if not infinite and np.isinf(out).any():
         raise InputError(
             f"The '{name}' of {where} contains infinite entries; it must hold finite "

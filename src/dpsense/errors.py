@@ -18,6 +18,8 @@ __all__ = [
     "FarBoundsWarning",
     "InputError",
     "LargeEpsilonWarning",
+    "missing_values",
+    "not_numbers",
     "warn_large_epsilon",
 ]
 
@@ -33,6 +35,26 @@ class DPSenseWarning(UserWarning):
 class LargeEpsilonWarning(DPSenseWarning):
     """A release's epsilon is above :data:`LARGE_EPSILON`: allowed, but the guarantee then
     says little."""
+
+
+def missing_values(subject: str, *, plural: bool = False) -> InputError:
+    """The one message of missing values in the data a release reads, whatever the path
+    (a file, a frame, a query's columns, an array): what, and the way out. ``subject``
+    names the column(s), e.g. "The column 'age' of the file 'survey.csv'"."""
+    verb = "contain" if plural else "contains"
+    return InputError(
+        f"{subject} {verb} missing values (empty cells, nulls or NaN): pass nulls='drop' to "
+        "drop those rows, or clean them first (the guarantee is about the cleaned data)."
+    )
+
+
+def not_numbers(subject: str, column: str) -> InputError:
+    """The one message of text (or another non-number) in a numeric column."""
+    return InputError(
+        f"{subject} must be numeric, but some entries are not numbers (text or other "
+        "values): clean or drop those rows, choose a numeric column, or declare its type, "
+        f"schema={{{column!r}: 'float'}}, so that a value that does not fit drops its row."
+    )
 
 
 class FarBoundsWarning(DPSenseWarning):

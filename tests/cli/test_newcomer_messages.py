@@ -254,7 +254,7 @@ def test_an_empty_selection_says_what_a_group_needs(
 
 
 def test_bounds_found_far_out_warn() -> None:
-    x = np.r_[np.arange(100.0), [np.inf] * 300]
+    x = np.r_[np.arange(100.0), [1e17] * 300]  # a sentinel value
     with pytest.warns(ds.FarBoundsWarning, match="infinities or sentinel values"):
         ds.release(x, ds.Mean(), epsilon=1.0, bounds="private", rng=None)
     with warnings.catch_warnings():

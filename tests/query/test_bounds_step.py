@@ -373,6 +373,7 @@ def test_a_resolution_lands_on_its_grid_with_private_bounds() -> None:
     assert "resolution_dropped" not in rel.parameters["bounds"]
 
 
+@pytest.mark.filterwarnings("ignore::dpsense.FarBoundsWarning")  # bounds far out on purpose
 def test_bounds_too_wide_for_the_resolution_drop_it_instead_of_failing(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -187,9 +187,12 @@ def _release_column_or_table(
     request: ReleaseRequest, checked: _Checked, accountant: Accountant | None, label: str
 ) -> Release | GroupedRelease:
     """:func:`dpsense.release.release` of the column or table (charged to the ledger)."""
+    import numpy as np
+
     from dpsense.data import load_column
     from dpsense.methods import Release
-    from dpsense.release import release
+    from dpsense.query.plan import ReleaseArgs
+    from dpsense.release import prepare_release, release
     from dpsense.tables.schema import parquet_column_type, schema_resolution
 
     if request.blocks is not None:
@@ -202,7 +205,18 @@ def _release_column_or_table(
     from_schema: dict[str, Any] = {}
     if checked.tabular:
         table_options = _table_options(request, checked.schema)
-    else:  # a Parquet file's declared type, read here: the column arrives as floats
+    else:
+        # every argument checked before the column is read (the release checks them again
+        # on it): a bad request's error never depends on the data (docs/entry_points.md)
+        prepare_release(
+            np.zeros(0),
+            stat,
+            ReleaseArgs(method=request.method, neighbours=request.neighbours, **checked.bounds),
+            epsilon=request.epsilon,
+            delta=request.delta,
+            options=_method_options(request),
+        )
+        # a Parquet file's declared type, read here: the column arrives as floats
         stat, from_schema = schema_resolution(
             stat, parquet_column_type(request.data, request.column)
         )
@@ -262,7 +276,7 @@ def _sample_aggregate(
     """--method sample-aggregate: the statistic on each of --blocks blocks, aggregated."""
     from dpsense.data import load_column
     from dpsense.methods.global_sensitivity import output_range
-    from dpsense.methods.sample_aggregate import sample_and_aggregate
+    from dpsense.methods.sample_aggregate import check_arguments, sample_and_aggregate
     from dpsense.statistics import BoundedStatistic, Count, Sum
 
     stat = checked.stat
@@ -271,7 +285,6 @@ def _sample_aggregate(
             "--method sample-aggregate takes one column without groups or a privacy "
             "unit; use another --method with --by or --privacy-unit."
         )
-    values = load_column(request.data, request.column)
     if request.blocks is None:
         raise InputError("--method sample-aggregate needs --blocks K (the number of blocks).")
     if isinstance(stat, Count | Sum) or not isinstance(stat, BoundedStatistic):
@@ -280,6 +293,13 @@ def _sample_aggregate(
             "quantile, variance, std, trimmed-mean)."
         )
     lo, hi = output_range(stat)
+    # every argument checked before the column is read: a bad request's error never
+    # depends on the data (docs/entry_points.md)
+    check_arguments(
+        request.blocks, lo, hi, request.epsilon, request.delta, request.neighbours,
+        request.aggregator,
+    )  # fmt: skip
+    values = load_column(request.data, request.column)
     kwargs: dict[str, Any] = {
         "blocks": request.blocks,
         "lower": lo,

@@ -82,7 +82,14 @@ def cli_speak(message: str, options: Iterable[str]) -> str:
             value = "FILE" if flag == "--keys" else "..."
         return f"{flag} {value.replace('_', '').replace(',', '')}"
 
-    out = re.sub(r"\b([a-z_]+)=(\.\.\.|\[\.\.\.\]|[0-9][0-9_,.e+-]*[0-9])", assigned, out)
+    out = re.sub(r"\b([a-z_]+)=(\.\.\.|\[\.\.\.\]|-?[0-9](?:[0-9_,.e+-]*[0-9])?)", assigned, out)
+
+    def declared(match: re.Match[str]) -> str:  # schema={'age': 'int'} -> --schema age=int
+        if "--schema" not in opts:
+            return match.group(0)
+        return f"--schema {match.group(1)}={match.group(2)}"
+
+    out = re.sub(r"\bschema=\{'([^']*)': '([^']*)'\}", declared, out)
     out = re.sub(r"(--[a-z-]+ [^\s(]+) \(\1\)", r"\1", out)  # "--keys FILE (--keys FILE)"
 
     def bare(match: re.Match[str]) -> str:  # max_rows_per_unit, 'privacy_unit'

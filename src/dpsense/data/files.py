@@ -25,7 +25,7 @@ import numpy as np
 
 from dpsense._arrays import FloatArray, as_data, as_indicator
 from dpsense.data.source import open_table, quote, unreadable
-from dpsense.errors import InputError
+from dpsense.errors import InputError, missing_values, not_numbers
 
 __all__ = ["load_column", "load_indicator"]
 
@@ -130,8 +130,8 @@ def _select_index(names: list[str], column: str | None, where: str) -> int:
         if len(names) == 1:
             return 0
         raise InputError(
-            f"{where} has {len(names)} columns; choose one with the column option "
-            f"(available: {_format_names(names)})."
+            f"{where} has {len(names)} columns; name the one to release: pass one of "
+            f"{_format_names(names)} as column=..."
         )
     if column in names:
         return names.index(column)
@@ -140,7 +140,8 @@ def _select_index(names: list[str], column: str | None, where: str) -> int:
     if folded.count(key) == 1:
         return folded.index(key)
     raise InputError(
-        f"column {column!r} not found in {where}; available columns: {_format_names(names)}."
+        f"The 'column' column {column!r} is not in {where}; its columns are "
+        f"{_format_names(names)}. Pass one of them as column=..."
     )
 
 
@@ -196,12 +197,7 @@ def _load_table(
     if read is None:
         shown = source.label if where is None else where
         name = source.columns[_select_index(source.columns, column, shown)]
-        raise InputError(
-            f"column {name!r} of {shown} must be numeric, but some rows are not numbers "
-            "(text or other values): clean or drop those rows, choose a numeric column, or "
-            f"declare its type, schema={{{name!r}: 'float'}} (--schema {name}=float): a row "
-            "whose value does not fit is then dropped."
-        )
+        raise not_numbers(f"The column {name!r} of {shown}", name)
     return read
 
 
@@ -237,10 +233,7 @@ def _numbers(source: Any, column: str | None, where: str | None) -> FloatArray |
         return None
     values = np.asarray(np.ma.filled(got["v"], np.nan), dtype=np.float64)
     if missing.any() or np.isnan(values).any():
-        raise InputError(
-            f"column {name!r} of {where} contains missing values (empty cells, nulls or "
-            "NaN); drop or impute them first (a release drops them with nulls='drop')."
-        )
+        raise missing_values(f"The column {name!r} of {where}")
     return as_data(values, name=name, where=where, allow_empty=True)
 
 

@@ -176,6 +176,27 @@ def sample_and_aggregate(
     return _aggregate_median(answers, aggregation, noise)
 
 
+def check_arguments(
+    blocks: int,
+    lower: float,
+    upper: float,
+    epsilon: float,
+    delta: float,
+    neighbours: str,
+    aggregator: str = "mean",
+    where: str = "sample_and_aggregate",
+) -> None:
+    """The arguments of :func:`sample_and_aggregate` that do not read the data, checked in
+    its order: a caller that reads the data first (the command line) checks them before,
+    so that the error of a bad request never depends on the data."""
+    _check_blocks(blocks, where)
+    validate_bounds(lower, upper, where=where)
+    check_epsilon(epsilon, where=where)
+    check_delta(delta, where=where)
+    validate_neighbours(neighbours, where=where)
+    _check_options(len, aggregator, "raise", None, where)
+
+
 def _check_blocks(blocks: int, where: str) -> int:
     k = check_int(blocks, "blocks", where=where, minimum=1)
     if k > MAX_BLOCKS:

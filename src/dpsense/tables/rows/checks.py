@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Final
 
 from dpsense.data.source import TableSource, quote
-from dpsense.errors import InputError
+from dpsense.errors import missing_values, not_numbers
 
 if TYPE_CHECKING:
     from dpsense.tables.rows.plan import TablePlan
@@ -108,17 +108,10 @@ def raise_on_flags(plan: TablePlan, flags: list[bool]) -> bool:
     checked: they are values, clipped to the bounds like any other outside them. The
     messages name columns only, never values or counts."""
     if plan.column is not None and flags[0]:
-        raise InputError(
-            f"The column {plan.column!r} must be numeric, but some entries are not "
-            "numbers. Clean those entries or choose a numeric column."
-        )
+        raise not_numbers(f"The column {plan.column!r}", plan.column)
     if not (flags and flags[-1]):
         return False
     if plan.nulls != "drop":
         used = ", ".join(repr(c) for c in (plan.column, *plan.by, plan.unit) if c is not None)
-        raise InputError(
-            f"The columns this release uses ({used}) contain missing values (null or "
-            "NaN, or values that do not fit their schema= type). Pass nulls='drop' "
-            "(--nulls drop) to drop those rows, or clean them."
-        )
+        raise missing_values(f"The columns this release uses ({used})", plural=True)
     return True
