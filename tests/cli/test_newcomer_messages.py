@@ -260,3 +260,35 @@ def test_bounds_found_far_out_warn() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         ds.private_bounds(np.arange(1000.0), epsilon=1.0)  # an ordinary column: quiet
+
+
+def test_receipt_numbers_carry_the_digits_their_accuracy_gives(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    path = tmp_path / "h.csv"
+    path.write_text("h\n" + "\n".join(str(20 + (i * 7) % 41) for i in range(5000)) + "\n")
+    argv = ["release", str(path), "-c", "h", "-s", "mean", "--lower", "0", "--upper", "80"]
+    assert main([*argv, "--epsilon", "1", "--seed", "4"]) == 0
+    rows = {
+        line.strip()[:12].strip(): line.strip()[12:].strip()
+        for line in capsys.readouterr()[0].splitlines()
+        if line.strip().startswith(("value", "95% interval"))
+    }
+    assert main([*argv, "--epsilon", "1", "--seed", "4", "--json"]) == 0
+    payload = json.loads(capsys.readouterr()[0])
+    low, high = payload["interval"]
+    decimals = 1 - int(np.floor(np.log10((high - low) / 2)))  # two digits of the half-width
+    assert rows["value"].strip() == f"{round(payload['value'], decimals):.{decimals}f}"
+    assert len(repr(payload["value"])) > len(rows["value"].strip())  # --json keeps them all
+    shown_low, shown_high = (
+        float(v) for v in rows["95% interval"].split("]")[0].strip(" [").split(",")
+    )
+    assert shown_low <= low
+    assert shown_high >= high  # rounded outward: the interval shown holds the released one
+    argv = ["release", str(path), "-c", "h", "-s", "count", "--epsilon", "1", "--seed", "4"]
+    assert main(argv) == 0
+    out = capsys.readouterr()[0]
+    value_line = next(line for line in out.splitlines() if line.strip().startswith("value"))
+    assert "." not in value_line  # a count stays whole

@@ -118,9 +118,52 @@ def _clean(value: Any) -> Any:
     return value
 
 
+def _decimals(rel: Release) -> int | None:
+    """The decimals a receipt shows a scalar release with: two significant digits of its
+    95% interval's half-width (its accuracy without one); None when neither is public, or
+    for several values. ``--json`` keeps every digit."""
+    if rel.refused or np.ndim(rel.value) != 0:
+        return None
+    interval = rel.interval(ACCURACY_ALPHA)
+    if interval is not None:
+        half = (float(interval[1]) - float(interval[0])) / 2
+    else:
+        accuracy = rel.accuracy(ACCURACY_ALPHA)
+        if accuracy is None:
+            return None
+        half = float(accuracy)
+    if not math.isfinite(half) or half <= 0:
+        return None
+    decimals = min(12, 1 - math.floor(math.log10(half)))
+    ends = [float(rel.value), *(float(e) for e in interval or ())]
+    if all(math.isfinite(e) and e == round(e) for e in ends):
+        decimals = min(decimals, 0)  # whole numbers (a count) stay whole
+    return decimals
+
+
+def _rounded(value: float, decimals: int | None, way: str = "nearest") -> str:
+    """``value`` to ``decimals`` places (negative: tens, hundreds); an interval's ends are
+    rounded outward (``way`` "down" for the low end, "up" for the high), so the interval
+    shown holds the one released."""
+    if decimals is None or not math.isfinite(value):
+        return _fmt(value)
+    scale = 10.0**decimals
+    if way == "down":
+        shown = math.floor(value * scale) / scale
+    elif way == "up":
+        shown = math.ceil(value * scale) / scale
+    else:
+        shown = round(value, decimals)
+    return f"{shown:.{max(decimals, 0)}f}" if abs(shown) < 1e15 else _fmt(shown)
+
+
 def shown_value(rel: Release) -> str:
-    """The value as printed: a number, a list for several quantiles, or "refused"."""
-    return "refused" if rel.refused else format_value(rel.value)
+    """The value as printed: a number (to the digits its accuracy gives), a list for
+    several quantiles, or "refused"."""
+    if rel.refused:
+        return "refused"
+    decimals = _decimals(rel)
+    return format_value(rel.value) if decimals is None else _rounded(float(rel.value), decimals)
 
 
 def shown_interval(rel: Release) -> str:
@@ -129,9 +172,11 @@ def shown_interval(rel: Release) -> str:
     interval = rel.interval(ACCURACY_ALPHA)
     if interval is None or rel.refused:
         return ""
+    decimals = _decimals(rel)
     low, high = (np.atleast_1d(np.asarray(end, dtype=np.float64)) for end in interval)
     shown = ", ".join(
-        f"[{_fmt(float(a))}, {_fmt(float(b))}]" for a, b in zip(low, high, strict=True)
+        f"[{_rounded(float(a), decimals, 'down')}, {_rounded(float(b), decimals, 'up')}]"
+        for a, b in zip(low, high, strict=True)
     )
     return shown + (" unreliable" if rel.unreliable(ACCURACY_ALPHA) else "")
 
@@ -141,7 +186,7 @@ def shown_accuracy(rel: Release) -> str:
     is, else "" (docs/accuracy.md)."""
     a = rel.accuracy(ACCURACY_ALPHA)
     if a is not None:
-        return f"± {_fmt(a)} (95%)"
+        return f"± {_rounded(float(a), _decimals(rel))} (95%)"
     t = rel.rank_accuracy(ACCURACY_ALPHA)
     return "" if t is None else f"± {t} ranks (95%)"
 
