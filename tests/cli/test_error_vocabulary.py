@@ -144,6 +144,47 @@ CAUSES: dict[str, tuple[str, list[Python], list[list[str]], str, str]] = {
         "The 'delta' parameter",
         "--delta must be",
     ),
+    "a quantile level outside (0, 1)": (
+        "must be a float in (0, 1). Got 1.5",
+        [lambda p: ds.release(p, ds.Quantile(1.5, 0, 99), column="age", epsilon=1.0)],
+        [
+            [
+                *REL[:2],
+                "-s",
+                "quantile",
+                "--p",
+                "1.5",
+                "-c",
+                "age",
+                "--lower",
+                "0",
+                "--upper",
+                "99",
+                "--epsilon",
+                "1",
+            ]
+        ],
+        "The 'p' parameter",
+        "--p must be",
+    ),
+    "an unknown type in the schema": (
+        "must be 'int', 'float', 'decimal(p,s)' (e.g. 'decimal(10,2)') or 'text'. Got 'integr'",
+        [
+            lambda p: ds.release(
+                p, ds.Mean(0, 99), column="wage", epsilon=1.0, schema={"wage": "integr"}
+            )
+        ],
+        [[*REL, "-c", "wage", "--lower", "0", "--upper", "99", "--schema", "wage=integr"]],
+        "in the 'schema' parameter",
+        "in --schema must be",
+    ),
+    "an unknown rule for missing values": (
+        "must be 'error' or 'drop'. Got 'keep'",
+        [lambda p: ds.release(p, ds.Mean(0, 99), column="age", epsilon=1.0, nulls="keep")],
+        [[*REL, "-c", "age", "--lower", "0", "--upper", "99", "--nulls", "keep"]],
+        "The 'nulls' parameter",
+        "--nulls must be",
+    ),
     "a missing file": (
         "file not found: ",
         [

@@ -56,13 +56,14 @@ def cli_speak(message: str, options: Iterable[str]) -> str:
         flag = _option(match.group(1), opts)
         if flag is None:
             return match.group(0)
-        context = where(match.group(3)) or (
-            f"--method {_METHOD_WORDS[match.group(3)]}" if match.group(3) in _METHOD_WORDS else ""
+        named = match.group(3) or ""
+        context = where(named) or (
+            f"--method {_METHOD_WORDS[named]}" if named in _METHOD_WORDS else ""
         )
         return flag + (f" (with {context})" if context.startswith("--") else "")
 
     out = re.sub(
-        r"[Tt]he '([a-z_]+)' (parameter|option) of (?:the )?((?:dpsense )?[\w.]+)(?: method)?",
+        r"[Tt]he '([a-z_]+)' (parameter|option)(?: of (?:the )?((?:dpsense )?[\w.]+)(?: method)?)?",
         parameter,
         message,
     )
