@@ -57,17 +57,11 @@ MUTANTS = (
         ("tests/tables/test_join_definition.py",),
     ),
     Mutant(
-        "join-units-not-equated",
-        "a join of private tables on a path key without the units' equality (a row may "
-        "hold two people's data)",
-        "src/dpsense/tables/joined.py",
-        (
-            (
-                "            conditions.append("
-                'f"{unit_expr[before[0]]} = {unit_expr[added.alias]}")\n',
-                "            pass\n",
-            ),
-        ),
+        "join-shared-key-unchecked",
+        "a path key held by two units is not refused (an item would belong to two people "
+        "and removing one would remove the other's copy)",
+        "src/dpsense/tables/engines/duckdb/joined.py",
+        (("            raise shared_key(table, key)\n", "            pass\n"),),
         ("tests/tables/test_join_definition.py",),
     ),
     Mutant(

@@ -22,6 +22,7 @@ from dpsense.tables.joined import (
     privacy_units,
     public_key_sql,
 )
+from dpsense.tables.rows.casts import Cast
 from dpsense.tables.schema import parse_schema
 
 if TYPE_CHECKING:
@@ -115,21 +116,16 @@ def joined_input(
     # query of one table)
     plan = plan_join(spec, units, columns, list(schema or {}), view_prefix=prefix)
     casts = parse_schema(schema, _WHERE) if schema else {}
-    if not spark:
-        for table, column in {c for pair in plan.compared for c in pair}:
-            if _is_csv(named[table]) and column not in casts:
-                raise InputError(
-                    f"The join compares {table}.{column}, a column of a CSV file, whose "
-                    "type is inferred from its values and so is not public: declare its type "
-                    f"('int', 'float', 'decimal(p,s)' or 'text'), e.g. schema={{{column!r}: "
-                    "'text'} (in the CLI --schema COL=TYPE)."
-                )
-    data = engine.join(
-        plan,
-        named,
-        units.public,
-        {t: {c: k for c, k in casts.items() if c in columns[t]} for t in named},
-    )
+    undeclared = {t: _undeclared(named[t], columns[t]) for t in named}
+    table_casts = {t: {c: k for c, k in casts.items() if c in columns[t]} for t in named}
+    for table, column in sorted({c for pair in plan.compared for c in pair}):
+        if column in undeclared[table] and column not in table_casts[table]:
+            # a compared column whose type its table does not declare (a CSV file's, a
+            # pandas object column) is read as text, never as a type read from the values
+            # (as a one-table release reads such a by-column); declare it to compare it
+            # as a number
+            table_casts[table][column] = Cast("text")
+    data = engine.join(plan, named, units.public, table_casts, undeclared)
     if keys is None and group_keys_from_public(plan, spec.by) is not None:
         public = {t: d for t, d in named.items() if t in units.public}
         # read where the public tables are (a lookup given as a frame beside Spark tables
@@ -184,6 +180,24 @@ def unit_names(
     unit = units.unit_column(private[0])
     held = {p.column for t in private if (p := units.of(t)).column is not None}
     return unit, frozenset({unit} | held)
+
+
+def _undeclared(data: Any, columns: Sequence[str]) -> frozenset[str]:
+    """The columns whose type ``data`` does not declare: every column of a CSV file, a
+    pandas object column, a column of Python lists (their types would come from the
+    values)."""
+    if is_spark_frame(data) or type(data).__module__.split(".")[0] == "duckdb":
+        return frozenset()
+    if isinstance(data, str) or hasattr(data, "__fspath__"):
+        return frozenset(columns) if _is_csv(data) else frozenset()
+    from dpsense.tables.schema import column_type
+
+    out = set()
+    for column in columns:
+        declared = column_type(data, None, column)
+        if declared is None or declared.name == "object":
+            out.add(column)
+    return frozenset(out)
 
 
 def _is_csv(data: Any) -> bool:

@@ -301,7 +301,29 @@ def plan_join(
         label=f"the join of {', '.join(repr(n) for n in names)}",
         compared=tuple(dict.fromkeys(compared)),
         unit_table=units.unit_table(private[0].table),
+        key_checks=_key_checks(private, units, views),
     )
+
+
+def _key_checks(
+    private: Sequence[SqlSource], units: PrivacyUnits, views: Mapping[str, str]
+) -> tuple[tuple[str, str, str], ...]:
+    """For each path step (a row of ``table`` finds its unit through ``target.key``): SQL
+    that returns a row when a value of ``target.key`` belongs to more than one unit."""
+    out: list[tuple[str, str, str]] = []
+    for table in dict.fromkeys([s.table for s in private] + _path_tables(private, units)):
+        via = units.of(table).via
+        if via is None:
+            continue
+        _, target, key = via
+        alias = "dpsense_key"
+        unit, hidden = _unit_sql(alias, target, units, views, 0)
+        sql = (
+            f"SELECT 1 FROM {views[target]} AS {_q(alias)} {' '.join(hidden)} "
+            f"GROUP BY {_q(alias)}.{_q(key)} HAVING count(DISTINCT {unit}) > 1 LIMIT 1"
+        )
+        out.append((sql, target, key))
+    return tuple(out)
 
 
 def _path_tables(private: Sequence[SqlSource], units: PrivacyUnits) -> list[str]:

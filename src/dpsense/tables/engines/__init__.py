@@ -118,9 +118,11 @@ class Engine(Protocol):
         tables: Mapping[str, Any],
         public: frozenset[str],
         casts: Mapping[str, Mapping[str, Cast]],
+        undeclared: Mapping[str, frozenset[str]],
     ) -> Any:
         """The input of a release that reads the join of ``tables`` as one table (opened
-        by :meth:`open`): the join runs in the engine (docs/joins.md)."""
+        by :meth:`open`): the join runs in the engine (docs/joins.md). ``undeclared``: per
+        table, the columns whose types the input does not declare."""
         ...
 
     def distinct_rows(

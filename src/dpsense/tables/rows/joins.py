@@ -9,7 +9,7 @@ from typing import Final
 
 from dpsense.errors import InputError
 
-__all__ = ["JoinPlan", "comparable"]
+__all__ = ["JoinPlan", "comparable", "shared_key"]
 
 
 @dataclass(frozen=True)
@@ -35,6 +35,10 @@ class JoinPlan:
     unit_table: str = ""
     """The table whose column the joined unit column is (the end of the first private
     table's path)."""
+    key_checks: tuple[tuple[str, str, str], ...] = ()
+    """Per foreign-key path step: (SQL returning a row when a key value belongs to more
+    than one unit, table, key). A path's keys must be keys: the data owner's precondition
+    (docs/joins.md §1)."""
 
 
 _NUMBERS: Final = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT",
@@ -68,3 +72,14 @@ def comparable(
                 "Declare both with one type (schema: 'int', 'float', 'decimal(p,s)' or "
                 "'text'; in the CLI --schema COL=TYPE) or store the keys with one type."
             )
+
+
+def shared_key(table: str, key: str) -> InputError:
+    """A key of a privacy-unit path that belongs to more than one unit (the data owner's
+    precondition: a row must belong to one unit)."""
+    return InputError(
+        f"The privacy_unit path goes through {table}.{key}, and some value of it belongs to "
+        "more than one unit, so a row reached through it would belong to two people. The "
+        "keys of a path must be keys (each value of one unit): clean the table (a data "
+        "owner's precondition, like missing values), or declare another path."
+    )

@@ -120,8 +120,9 @@ class DuckDBEngine:
         tables: Mapping[str, Any],
         public: frozenset[str],
         casts: Mapping[str, Mapping[str, Cast]],
+        undeclared: Mapping[str, frozenset[str]],
     ) -> JoinedTables:
-        return JoinedTables(plan, tables, casts)
+        return JoinedTables(plan, tables, casts, undeclared=undeclared)
 
     def distinct_rows(
         self, plan: JoinPlan, tables: Mapping[str, Any], public: frozenset[str], sql: str

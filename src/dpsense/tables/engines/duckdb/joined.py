@@ -21,7 +21,7 @@ from dpsense.data.source import TableSource, connection, is_csv_path, path_view,
 from dpsense.errors import InputError
 from dpsense.tables.engines.duckdb.casts import cast_view_sql
 from dpsense.tables.rows.casts import Cast
-from dpsense.tables.rows.joins import JoinPlan, comparable
+from dpsense.tables.rows.joins import JoinPlan, comparable, shared_key
 
 __all__ = ["JoinedTables", "distinct_rows", "open_joined"]
 
@@ -41,6 +41,10 @@ class JoinedTables:
     (a CSV file's read as its text first)."""
     sql: str = ""
     """The SQL of ``src`` (the plan's join unless given: the public keys' query)."""
+    undeclared: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    """Per table: its columns whose type the input does not declare (a CSV file's, a
+    pandas object column's): their types are read from the values, so they are not
+    public."""
 
     @property
     def label(self) -> str:
@@ -50,13 +54,14 @@ class JoinedTables:
     def inferred_columns(self) -> frozenset[str]:
         """The joined table's columns that come from a CSV file and are not declared in
         ``schema=``: their types are inferred from the values (not public)."""
-        csv = {t for t, d in self.tables.items() if _is_csv(d)}
         origin = {
             self.plan.unit: self.plan.unit_table,
             **{c: self.plan.alias_table[a] for c, a in self.plan.column_alias.items()},
         }
         return frozenset(
-            c for c, t in origin.items() if t in csv and c not in self.casts.get(t, {})
+            c
+            for c, t in origin.items()
+            if c in self.undeclared.get(t, frozenset()) and c not in self.casts.get(t, {})
         )
 
     @property
@@ -105,6 +110,8 @@ def open_joined(joined: JoinedTables) -> Iterator[TableSource]:
                 row = con.execute(f'DESCRIBE SELECT "{column}" FROM {views[table]}').fetchone()
                 types[(table, column)] = str(row[1])
         comparable(types, compared)
+        if not joined.sql:
+            check_keys(con, joined.plan)
         con.execute(f"CREATE TEMP VIEW src AS {joined.sql or joined.plan.sql}")
         columns = [d[0] for d in con.execute("SELECT * FROM src LIMIT 0").description]
         source = TableSource(con, "src", columns, joined.label, declared_types=joined.declared)
@@ -121,6 +128,13 @@ def open_joined(joined: JoinedTables) -> Iterator[TableSource]:
             ) from None
     finally:
         con.close()
+
+
+def check_keys(con: Any, plan: JoinPlan) -> None:
+    """The keys a path goes through must each belong to one unit (docs/joins.md §1)."""
+    for sql, table, key in plan.key_checks:
+        if con.execute(sql).fetchone() is not None:
+            raise shared_key(table, key)
 
 
 def distinct_rows(plan: JoinPlan, tables: Mapping[str, Any], sql: str) -> list[tuple[Any, ...]]:

@@ -86,6 +86,7 @@ class SparkEngine:
         tables: Mapping[str, Any],
         public: frozenset[str],
         casts: Mapping[str, Mapping[str, Cast]],
+        undeclared: Mapping[str, frozenset[str]],
     ) -> Any:
         # the DataFrames' types are declared; ``casts`` are applied to the joined table
         return spark_join(plan, tables, public)

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from dpsense.errors import InputError
-from dpsense.tables.rows.joins import JoinPlan, comparable
+from dpsense.tables.rows.joins import JoinPlan, comparable, shared_key
 
 __all__ = ["spark_distinct_rows", "spark_join"]
 
@@ -64,6 +64,9 @@ def spark_join(plan: JoinPlan, tables: Mapping[str, Any], public: frozenset[str]
     comparable(types, plan.compared)
     for view, table in plan.tables:
         frames[table].createOrReplaceTempView(view)
+    for sql, table, key in plan.key_checks:
+        if session.sql(_spark_sql(sql)).take(1):
+            raise shared_key(table, key)
     return session.sql(_spark_sql(plan.sql))
 
 
