@@ -130,6 +130,11 @@ TEXT_REFUSALS = [
         "not a table of FROM or JOIN",
     ),
     ("SELECT COUNT(DISTINCT o.amount) FROM orders o", None),  # refused by the unit check
+    (
+        "SELECT COUNT(*) FROM orders dpsense_owner0 JOIN customers c ON "
+        "dpsense_owner0.customer_id = c.customer_id",
+        "reserved",
+    ),
 ]
 
 

@@ -175,6 +175,15 @@ def _qualified(node: exp.Column, known: dict[str, SqlSource], added: SqlSource) 
     return table, str(node.name)
 
 
+def _check_alias(source: SqlSource) -> None:
+    """The names the joined SQL uses for its own tables start with dpsense_."""
+    if source.alias.lower().startswith("dpsense_"):
+        raise refuse(
+            f"names a table {source.alias!r}: names starting with dpsense_ are reserved for "
+            "the join's own tables; give it another alias (JOIN t AS t2 ON ...)."
+        )
+
+
 def sources_and_joins(tree: exp.Select) -> tuple[tuple[SqlSource, ...], tuple[SqlJoin, ...]]:
     """The FROM table and each JOIN, in order (refusals from the text alone)."""
     source = tree.args.get("from_")
@@ -183,6 +192,8 @@ def sources_and_joins(tree: exp.Select) -> tuple[tuple[SqlSource, ...], tuple[Sq
     if source.this.args.get("joins"):  # a parenthesised join
         raise refuse("nests joins in parentheses; write the joins one after another.")
     first = _source(source.this)
+    if len(tree.args.get("joins") or []) > 0:
+        _check_alias(first)
     if tree.args.get("laterals"):
         raise refuse("uses LATERAL, which is not supported; write a JOIN ... ON.")
     known = {first.alias: first}
@@ -194,6 +205,7 @@ def sources_and_joins(tree: exp.Select) -> tuple[tuple[SqlSource, ...], tuple[Sq
         side = str(join.args.get("side") or "").upper()
         method = str(join.args.get("method") or "").upper()
         added = _source(join.this)
+        _check_alias(added)
         if kind == "CROSS" or method == "NATURAL":
             raise refuse(
                 f"uses a {kind or method} JOIN; write JOIN ... ON a.col = b.col naming the "
