@@ -18,9 +18,7 @@ Run: ``.venv/bin/python benchmarks/bench_joins.py [--rows 10000000] [--repeats 3
 from __future__ import annotations
 
 import argparse
-import time
 import warnings
-from collections.abc import Callable
 from typing import Any
 
 import duckdb
@@ -28,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 import dpsense as ds
+from bench_sql import best  # interleaved best-of timing, shared with bench_sql
 
 QUERY = (
     "SELECT r.region, COUNT(*) AS visits, SUM(v.amount) AS total FROM visits v "
@@ -93,16 +92,6 @@ def tables(rows: int, seed: int = 0) -> dict[str, pd.DataFrame]:
         ),
         "regions": regions,
     }
-
-
-def best(fns: dict[str, Callable[[], object]], repeats: int) -> dict[str, float]:
-    times: dict[str, list[float]] = {name: [] for name in fns}
-    for _ in range(repeats):
-        for name, fn in fns.items():
-            start = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - start)
-    return {name: min(t) for name, t in times.items()}
 
 
 def main() -> None:
