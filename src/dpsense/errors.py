@@ -10,6 +10,7 @@ import math
 import warnings
 
 __all__ = [
+    "DECLARE_TYPE_WAY",
     "LARGE_EPSILON",
     "BudgetExceededError",
     "DPSenseError",
@@ -18,6 +19,8 @@ __all__ = [
     "FarBoundsWarning",
     "InputError",
     "LargeEpsilonWarning",
+    "keys_columns",
+    "missing_column",
     "missing_values",
     "not_numbers",
     "warn_large_epsilon",
@@ -48,13 +51,44 @@ def missing_values(subject: str, *, plural: bool = False) -> InputError:
     )
 
 
+def keys_columns(subject: str, by: list[str], given: list[str], way: str) -> InputError:
+    """The one message of public keys whose columns are not the group columns (a keys
+    table or file that lacks one, inline keys that name another): which columns the
+    groups have, which the keys have, and how to write them (``way``)."""
+    want = ", ".join(repr(b) for b in by)
+    have = ", ".join(repr(g) for g in given) or "none"
+    return InputError(f"{subject} must have the group columns {want}; it has {have}: {way}.")
+
+
+def missing_column(name: str, where: str, columns: list[str], argument: str) -> InputError:
+    """The one message of a column the data does not hold: which, where, the columns it
+    does hold (names only, at most 40) and the parameter to pass one of them as."""
+    shown = ", ".join(repr(c) for c in columns[:40])
+    if len(columns) > 40:
+        shown += f", ... ({len(columns) - 40} more)"
+    way = (
+        f"Check the names in {argument}=..."
+        if argument == "schema"
+        else f"Pass one of them as {argument}=..."
+    )
+    return InputError(f"The column {name!r} is not in {where}; its columns are {shown}. {way}")
+
+
 def not_numbers(subject: str, column: str) -> InputError:
     """The one message of text (or another non-number) in a numeric column."""
     return InputError(
         f"{subject} must be numeric, but some entries are not numbers (text or other "
-        "values): clean or drop those rows, choose a numeric column, or declare its type, "
-        f"schema={{{column!r}: 'float'}}, so that a value that does not fit drops its row."
+        "values): clean or drop those rows, or choose a numeric column; or declare its "
+        f"type, schema={{{column!r}: 'float'}}, so that a value that does not fit drops its "
+        "row."
     )
+
+
+DECLARE_TYPE_WAY = (
+    r"; or declare its type, schema=\{[^}]*\}, so that a value that does not fit drops its row"
+)
+"""The way out of :func:`not_numbers` that needs a ``schema`` parameter (a pattern):
+the command line leaves it out where a command has no ``--schema``."""
 
 
 class FarBoundsWarning(DPSenseWarning):

@@ -210,7 +210,7 @@ def test_an_existing_file_wins(
     [
         ("years.csv", "year", "The keys file 'years.csv' does not exist"),
         ("2020", "year", "--keys year=A,B"),
-        ("region=north,south", "year", "names the column 'region', but --by is 'year'"),
+        ("region=north,south", "year", "must have the group columns 'year'; it has 'region'"),
         ("year=2020,2021", "year,region", "several"),
         ("year=2020,,2021", "year", "empty value"),
         ("year=2020,2020", "year", "more than once"),

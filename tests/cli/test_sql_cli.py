@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import csv
 import json
+import math
+import re
 import warnings
 from pathlib import Path
 from typing import Any
@@ -77,6 +79,42 @@ def test_the_table_shows_each_interval_and_flags_the_unreliable(
     for line in shown:
         assert line.count("unreliable") == flagged[int(line.split()[0])]
         assert line.count("[") == 3
+
+
+def test_the_screen_rounds_each_value_to_its_accuracy(
+    panel: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """On screen a value keeps two significant digits of its interval's half-width, and
+    the interval shown, rounded outward, holds the one released (--json keeps every
+    digit)."""
+    code, out, _ = run(capsys, args(panel))
+    assert code == 0
+    lines = [line for line in out.splitlines() if line.strip()[:4].isdigit()]
+    code, out, _ = run(capsys, [*args(panel), "--json"])
+    rows = {r["year"]: r for r in json.loads(out)["rows"]}
+    checked = rounded = 0
+    for line in lines:
+        cells = re.findall(r"\[([^\]]*)\]|(\S+)", line)
+        words = [f"[{a}]" if a else b for a, b in cells if (a or b) != "unreliable"]
+        row = rows[int(words[0])]
+        for name, value_cell, interval_cell in (
+            ("n", words[1], words[2]),
+            ("median_wage", words[4], words[5]),
+            ("mean_hours", words[6], words[7]),
+        ):
+            low, high = (float(x) for x in interval_cell.strip("[]").split(", "))
+            assert low <= row[f"{name}_low"], (name, line)
+            assert high >= row[f"{name}_high"], (name, line)
+            half = (row[f"{name}_high"] - row[f"{name}_low"]) / 2
+            shown = len(value_cell.split(".")[1]) if "." in value_cell else 0
+            # two significant digits of the half-width (negative: tens, hundreds)
+            wanted = 1 - math.floor(math.log10(half))
+            assert shown == max(0, wanted if name != "n" else min(wanted, 0)), (name, line)
+            assert abs(float(value_cell) - row[name]) <= 0.5 * 10.0**-wanted + 1e-9
+            rounded += float(value_cell) != row[name]
+            checked += 1
+    assert checked == 15
+    assert rounded >= 5  # the screen shows fewer digits than --json
 
 
 def test_json_rows_equal_ds_sql(panel: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -111,7 +111,7 @@ def test_missing_column_lists_names_not_values(tmp_path: Path) -> None:
 
 def test_several_columns_and_no_choice(tmp_path: Path) -> None:
     path = write(tmp_path, "d.csv", "a,b\n1,2\n")
-    with pytest.raises(InputError, match="2 columns; name the one to release"):
+    with pytest.raises(InputError, match="2 columns; name the one to use"):
         load_column(path)
 
 

@@ -51,3 +51,15 @@ def test_each_finding_is_on_the_page(
     text = " ".join(opened.text().split())
     for finding in quick_lab[1].findings:
         assert " ".join(finding.split()) in text
+
+
+def test_the_lab_reads_on_a_phone(quick_lab: tuple[Path, LabResults], tmp_path: Path) -> None:
+    """At 390 px nothing sticks out of the page (wide tables and figures scroll inside
+    their box) and the figures' text stays readable (at least 7 px tall as drawn)."""
+    path, _ = quick_lab
+    shot = Path(SHOT).with_name("lab-phone.png") if SHOT else tmp_path / "phone.png"
+    with open_page(path, screenshot=shot, width=390, height=844) as page:
+        scroll, window = page.page_width()
+        assert scroll <= window, (scroll, window)
+        assert page.figure_font_px() >= 7.0
+        assert page.console_errors == []

@@ -278,7 +278,7 @@ def test_schema_on_one_column_names_it_value() -> None:
         ({"age": "decimal(40,2)"}, "1 <= p <= 38"),
         ({"age": "decimal(4,5)"}, "1 <= p <= 38"),
         ({1: "int"}, "must map column names"),
-        ({"nope": "int"}, "The 'schema' column 'nope' is not in"),
+        ({"nope": "int"}, "The column 'nope' is not in"),
     ],
 )
 def test_schema_errors(messy_csv: Path, schema: Any, message: str) -> None:

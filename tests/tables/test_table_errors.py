@@ -100,7 +100,7 @@ def test_infinite_values_are_clipped_not_refused() -> None:
 
 def test_keys_table_without_the_by_columns() -> None:
     keys = pd.DataFrame({"yr": [2020]})
-    with pytest.raises(ds.InputError, match="by-columns"):
+    with pytest.raises(ds.InputError, match="must have the group columns 'year'; it has 'yr'"):
         ds.release(_frame(), ds.Count(), by="year", keys=keys, epsilon=1.0, rng=1)
 
 

@@ -51,6 +51,7 @@ from dpsense.accounting._files import (
 from dpsense.accounting.composition import Charge, RhoBudget, ZcdpCharge, as_decimal, compose
 from dpsense.accounting.schema import SCHEMA_VERSION
 from dpsense.errors import BudgetExceededError
+from dpsense.params import check_delta, check_epsilon
 
 __all__ = ["SCHEMA_VERSION", "Ledger", "LedgerEntry", "LedgerError"]
 
@@ -157,6 +158,11 @@ class Ledger:
         ``approx_delta``, the cap on approximate deltas) for a zCDP budget.
         """
         p = Path(path)
+        # the budget's numbers in the words every release uses for them
+        if epsilon is not None and not isinstance(epsilon, Decimal):
+            check_epsilon(epsilon, where="Ledger.create")
+        if not isinstance(delta, Decimal):  # an Accountant's, checked there
+            check_delta(delta, where="Ledger.create")
         dlt = as_decimal(delta, "delta")
         rho_budget: RhoBudget | None = None
         if rho is not None:
@@ -191,7 +197,8 @@ class Ledger:
         p = Path(path)
         if not p.is_file():
             raise LedgerError(
-                f"No ledger file at {p}; create one with 'dpsense budget init {p} --epsilon E'."
+                f"No ledger file at {p}; create one with "
+                f"ds.Accountant(ledger={str(p)!r}, epsilon=...)."
             )
         recover_hot_journal(p, timeout)
         try:

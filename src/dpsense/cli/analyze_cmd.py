@@ -174,6 +174,7 @@ def analyze(
     data: Annotated[str, opt.ANALYZE_DATA],
     statistic: Annotated[str, opt.STATISTIC],
     column: Annotated[str | None, opt.ANALYZE_COLUMN] = None,
+    nulls: Annotated[str, opt.NULLS] = "error",
     lower: Annotated[float | None, opt.LOWER] = None,
     upper: Annotated[float | None, opt.UPPER] = None,
     p: Annotated[str | None, opt.ANALYZE_LEVEL] = None,
@@ -204,7 +205,7 @@ def analyze(
     nb = validate_neighbours(neighbours, where=where)
     b = _bound(bound, where)
     stat = _one_number(_statistic(statistic, lower, upper, p, trim))
-    x = load_column(data, column, allow_empty=False)
+    x = load_column(data, column, allow_empty=False, nulls=nulls)
     profile = profile_of(x, stat, nb, epsilon=eps, delta=dlt, max_k=k_max, bound=b)
     if isinstance(stat, BoundedStatistic):
         profile["lower"], profile["upper"] = stat.lower, stat.upper

@@ -19,7 +19,7 @@ from typing import Annotated, Any
 
 import typer
 
-from dpsense.cli.messages import cli_speak, option_names, repeated_option
+from dpsense.cli.messages import cli_speak, invoked, option_names, repeated_option
 from dpsense.errors import BudgetExceededError, DPSenseError, DPSenseWarning
 
 __all__ = ["app", "main"]
@@ -213,13 +213,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         with warnings.catch_warnings():
             warnings.simplefilter("always", DPSenseWarning)
             # the option names load every command: only when a warning shows
-            warnings.showwarning = _show_warning(lambda: option_names(command))
+            warnings.showwarning = _show_warning(lambda: _options_of(command, args))
             result = command.main(args=args, prog_name="dpsense", standalone_mode=False)
     except BudgetExceededError as exc:
         _error(str(exc))
         return EXIT_BUDGET
     except DPSenseError as exc:
-        _error(cli_speak(str(exc), option_names(command)))
+        _error(cli_speak(str(exc), _options_of(command, args)))
         return EXIT_INPUT
     except KeyboardInterrupt:
         _error("interrupted")
@@ -240,6 +240,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         _error(f"internal error ({type(exc).__name__}); please report this as a bug")
         return EXIT_INTERNAL
     return result if isinstance(result, int) else EXIT_OK
+
+
+def _options_of(command: Any, args: Sequence[str]) -> set[str]:
+    """The long options a message may name: those of the command ``args`` invoke, and
+    those of ``dpsense budget`` (a refusal by a ledger says how to create a fitting one)."""
+    return option_names(invoked(command, args)[0]) | option_names(command.commands["budget"])
 
 
 def _error(message: str) -> None:

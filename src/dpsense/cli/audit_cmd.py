@@ -243,6 +243,7 @@ def audit_command(
     delta: Annotated[float, opt.AUDIT_DELTA] = 0.0,
     draws: Annotated[int, opt.AUDIT_DRAWS] = DEFAULT_DRAWS,
     column: Annotated[str | None, opt.AUDIT_COLUMN] = None,
+    nulls: Annotated[str, opt.NULLS] = "error",
     neighbours: Annotated[str | None, opt.AUDIT_NEIGHBOURS] = None,
     alpha: Annotated[float, opt.AUDIT_ALPHA] = 0.05,
     seed: Annotated[int | None, opt.AUDIT_SEED] = None,
@@ -259,8 +260,8 @@ def audit_command(
     from dpsense.data import load_column
 
     _check_claim(epsilon, delta, draws, alpha, seed)
-    data_x = load_column(x, column)
-    data_y = load_column(x_prime, column)
+    data_x = load_column(x, column, nulls=nulls)
+    data_y = load_column(x_prime, column, nulls=nulls)
     # What the user's module prints goes to stderr, so that stdout holds only the result.
     with contextlib.redirect_stdout(sys.stderr):
         function, name = load_mechanism(mechanism)

@@ -47,6 +47,7 @@ def explore(
     universe: Annotated[str, opt.EXPLORE_UNIVERSE],
     data: Annotated[str | None, opt.EXPLORE_DATA] = None,
     column: Annotated[str | None, opt.EXPLORE_COLUMN] = None,
+    nulls: Annotated[str, opt.NULLS] = "error",
     values: Annotated[str | None, opt.EXPLORE_VALUES] = None,
     model: Annotated[str, opt.EXPLORE_MODEL] = "domain",
     max_hamming: Annotated[int, opt.EXPLORE_MAX_HAMMING] = 3,
@@ -71,7 +72,7 @@ def explore(
     lower, upper = min(pool), max(pool)
     if not lower < upper:
         raise InputError("--universe needs at least two distinct values (they set the bounds).")
-    x = _dataset(data, column, values)
+    x = _dataset(data, column, values, nulls)
     stats = _statistics(statistics, lower, upper, p, trim)
     limit = check_int(max_evaluations, "max_evaluations", where=where, minimum=1)
     grid = _Grid(stats=stats, x=x, pool=pool, model=model_key, h_max=h_max, limit=limit)
@@ -119,7 +120,7 @@ class _Grid:
         return max(self.pool)
 
 
-def _dataset(data: str | None, column: str | None, values: str | None) -> FloatArray:
+def _dataset(data: str | None, column: str | None, values: str | None, nulls: str) -> FloatArray:
     """The dataset: a DATA file's column, or --values."""
     if (data is None) == (values is None):
         raise InputError("give the dataset either as a DATA file or with --values (one of them).")
@@ -127,7 +128,7 @@ def _dataset(data: str | None, column: str | None, values: str | None) -> FloatA
         if column is not None:
             raise InputError("--column applies to a DATA file, not to --values.")
         return load_column(_parse_numbers(values, "--values", data=True))
-    return load_column(data, column, allow_empty=False)
+    return load_column(data, column, allow_empty=False, nulls=nulls)
 
 
 def _statistics(

@@ -13,7 +13,9 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-__all__ = ["cli_speak", "option_names", "repeated_option"]
+from dpsense.errors import DECLARE_TYPE_WAY
+
+__all__ = ["cli_speak", "invoked", "option_names", "repeated_option"]
 
 _WHERE = {
     "bounded_ls_mean": "--method bounded-ls",
@@ -62,6 +64,12 @@ def cli_speak(message: str, options: Iterable[str]) -> str:
         )
         return flag + (f" (with {context})" if context.startswith("--") else "")
 
+    # a ledger is created by its own command on the command line
+    message = re.sub(
+        r"ds\.Accountant\(ledger='([^']*)', epsilon=\.\.\.\)",
+        r"'dpsense budget init \1 --epsilon E'",
+        message,
+    )
     out = re.sub(
         r"[Tt]he '([a-z_]+)' (parameter|option)(?: of (?:the )?((?:dpsense )?[\w.]+)(?: method)?)?",
         parameter,
@@ -88,9 +96,27 @@ def cli_speak(message: str, options: Iterable[str]) -> str:
     def declared(match: re.Match[str]) -> str:  # schema={'age': 'int'} -> --schema age=int
         if "--schema" not in opts:
             return match.group(0)
-        return f"--schema {match.group(1)}={match.group(2)}"
+        pairs = re.findall(r"'([^']*)': '([^']*)'", match.group(0))
+        return " ".join(f"--schema {name}={kind}" for name, kind in pairs)
 
-    out = re.sub(r"\bschema=\{'([^']*)': '([^']*)'\}", declared, out)
+    def listed(match: re.Match[str]) -> str:  # keys={'year': [...]} -> --keys year=A,B
+        if "--keys" not in opts:
+            return match.group(0)
+        names = re.findall(r"'([^']*)': \[\.\.\.\]", match.group(0))
+        if len(names) == 1:
+            return f"--keys {names[0]}=A,B"
+        return "--keys FILE (a CSV or Parquet file with those columns)"
+
+    out = re.sub(r"\bkeys=\{(?:'[^']*': \[\.\.\.\](?:, )?)+\}", listed, out)
+    if "--schema" not in opts:
+        out = re.sub(DECLARE_TYPE_WAY, "", out)
+    out = re.sub(r"\bschema=\{(?:'[^']*': '[^']*'(?:, )?)+\}", declared, out)
+
+    def levels(match: re.Match[str]) -> str:  # p=(0.1, 0.5) -> --p 0.1,0.5
+        flag = _option(match.group(1), opts)
+        return match.group(0) if flag is None else f"{flag} {match.group(2).replace(' ', '')}"
+
+    out = re.sub(r"\b([a-z_]+)=\(([0-9., ]+)\)", levels, out)
     out = re.sub(r"(--[a-z-]+ [^\s(]+) \(\1\)", r"\1", out)  # "--keys FILE (--keys FILE)"
 
     def bare(match: re.Match[str]) -> str:  # max_rows_per_unit, 'privacy_unit'
@@ -103,8 +129,8 @@ def cli_speak(message: str, options: Iterable[str]) -> str:
     return out
 
 
-def repeated_option(command: Any, args: Sequence[str]) -> str | None:
-    """The first option of the invoked command given more than once, or None."""
+def invoked(command: Any, args: Sequence[str]) -> tuple[Any, list[str]]:
+    """The (sub)command ``args`` invoke, and the arguments that follow its name."""
     node = command
     rest = list(args)
     while rest and getattr(node, "commands", None):
@@ -113,6 +139,12 @@ def repeated_option(command: Any, args: Sequence[str]) -> str | None:
             break
         rest = rest[rest.index(tokens[0]) + 1 :]
         node = node.commands[tokens[0]]
+    return node, rest
+
+
+def repeated_option(command: Any, args: Sequence[str]) -> str | None:
+    """The first option of the invoked command given more than once, or None."""
+    node, rest = invoked(command, args)
     aliases: dict[str, str] = {}
     for param in getattr(node, "params", []):
         if getattr(param, "multiple", False):

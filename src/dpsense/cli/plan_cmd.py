@@ -26,7 +26,7 @@ PLAN_EXAMPLES = (
 
 ROWS_PER_GROUP = typer.Option(help="The declared number of rows in each group (or in all).")
 TARGET = typer.Option(
-    help="A 95%% error to reach, NAME=ERROR (value units; a share of the rows for a "
+    help="A 95% error to reach, NAME=ERROR (value units; a share of the rows for a "
     "quantile), repeatable: the plan also gives the epsilon that meets them."
 )
 SPREAD = typer.Option(

@@ -39,13 +39,18 @@ def ratio_command(
     The columns hold 0/1 (or yes/no, true/false) per user.
     """
     from dpsense.data import load_indicator
-    from dpsense.methods.ratio import private_ratio
+    from dpsense.methods.ratio import check_ratio_request, private_ratio
 
-    a = load_indicator(data, numerator)
-    b = load_indicator(data, denominator) if denominator is not None else None
     options: dict[str, Any] = {}
     if bound_fraction is not None:
         options["bound_fraction"] = bound_fraction
+    # the request is checked before a column is read: what a bad request says never
+    # depends on the data
+    check_ratio_request(epsilon, delta, method, neighbours, options)
+    a = load_indicator(data, numerator, argument="numerator")
+    b = None
+    if denominator is not None:
+        b = load_indicator(data, denominator, argument="denominator")
     accountant = _accountant(ledger)
     ratio_run: Any = private_ratio
     if accountant is not None:

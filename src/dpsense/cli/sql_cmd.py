@@ -188,19 +188,38 @@ _INTERVAL = " 95%"
 
 
 def _with_intervals(spec: SqlQuery, row: dict[str, Any]) -> dict[str, Any]:
-    """The row with each statistic's interval as one screen cell (None without one)."""
+    """The row as the screen shows it: each statistic's interval as one cell (None
+    without one), and a scalar value, its interval and its half-width to the digits its
+    accuracy gives (two significant digits of the half-width; ``--json`` keeps them all),
+    the interval rounded outward so that it holds the one released."""
     from dpsense.cli._shared import _fmt
+    from dpsense.cli.tables_io import decimals_of, rounded
 
     out = dict(row)
     for agg in spec.aggregates:
-        low, high = row.get(f"{agg.name}_low"), row.get(f"{agg.name}_high")
-        if low is None or high is None:
-            out[f"{agg.name}{_INTERVAL}"] = None
+        name = agg.name
+        value: Any = row.get(name)
+        low: Any = row.get(f"{name}_low")
+        high: Any = row.get(f"{name}_high")
+        interval = None if low is None or high is None else (low, high)
+        decimals = decimals_of(value, interval, row.get(f"{name}_accuracy"))
+        if decimals is not None:
+            out[name] = rounded(float(value), decimals)
+            if row.get(f"{name}_accuracy") is not None:
+                out[f"{name}_accuracy"] = rounded(float(row[f"{name}_accuracy"]), decimals, "up")
+        if interval is None:
+            out[f"{name}{_INTERVAL}"] = None
             continue
         pairs = zip(np.atleast_1d(low), np.atleast_1d(high), strict=True)
-        shown = ", ".join(f"[{_fmt(float(a))}, {_fmt(float(b))}]" for a, b in pairs)
-        unreliable = np.any(np.asarray(row.get(f"{agg.name}_unreliable", False), dtype=bool))
-        out[f"{agg.name}{_INTERVAL}"] = shown + (" unreliable" if unreliable else "")
+        if decimals is None:
+            shown = ", ".join(f"[{_fmt(float(a))}, {_fmt(float(b))}]" for a, b in pairs)
+        else:
+            shown = ", ".join(
+                f"[{rounded(float(a), decimals, 'down')}, {rounded(float(b), decimals, 'up')}]"
+                for a, b in pairs
+            )
+        unreliable = np.any(np.asarray(row.get(f"{name}_unreliable", False), dtype=bool))
+        out[f"{name}{_INTERVAL}"] = shown + (" unreliable" if unreliable else "")
     return out
 
 

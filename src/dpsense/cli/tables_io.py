@@ -20,7 +20,7 @@ from rich.table import Table
 from dpsense.cli._shared import _console, _fmt, _print_json
 from dpsense.data.source import open_table, quote
 from dpsense.defaults import ACCURACY_ALPHA
-from dpsense.errors import InputError
+from dpsense.errors import InputError, keys_columns
 from dpsense.methods import Release
 from dpsense.methods._release import format_value
 from dpsense.query import QueryResult
@@ -29,10 +29,12 @@ from dpsense.tables.grouped_result import INTERVAL_PARTS, interval_columns
 
 __all__ = [
     "check_output",
+    "decimals_of",
     "emit_grouped",
     "keys_option",
     "read_keys",
     "result_rows",
+    "rounded",
     "shown_accuracy",
     "shown_interval",
     "shown_value",
@@ -50,9 +52,11 @@ def read_keys(path: Path, by: tuple[str, ...]) -> list[tuple[Any, ...]]:
     with open_table(path) as source:
         missing = [b for b in by if b not in source.columns]
         if missing:
-            raise InputError(
-                f"The keys file {path.name!r} must have the by-columns "
-                f"{', '.join(by)}; it lacks {', '.join(missing)}."
+            raise keys_columns(
+                f"The keys file {path.name!r}",
+                list(by),
+                source.columns,
+                "add or rename its columns",
             )
         columns = ", ".join(quote(b) for b in by)
         rows = source.con.execute(f"SELECT {columns} FROM {source.view}").fetchall()
@@ -85,10 +89,7 @@ def keys_option(text: str, by: tuple[str, ...]) -> list[tuple[Any, ...]]:
             f"{','.join(by)}) pass a CSV/Parquet file with those columns."
         )
     if named and name.strip() != by[0]:
-        raise InputError(
-            f"--keys names the column {name.strip()!r}, but --by is {by[0]!r}: write "
-            f"--keys {by[0]}=A,B."
-        )
+        raise keys_columns("--keys", list(by), [name.strip()], f"write --keys {by[0]}=A,B")
     parts = [p.strip() for p in (rest if named else text).split(",")]
     if not all(parts):
         raise InputError(
@@ -124,24 +125,34 @@ def _decimals(rel: Release) -> int | None:
     for several values. ``--json`` keeps every digit."""
     if rel.refused or np.ndim(rel.value) != 0:
         return None
-    interval = rel.interval(ACCURACY_ALPHA)
+    return decimals_of(rel.value, rel.interval(ACCURACY_ALPHA), rel.accuracy(ACCURACY_ALPHA))
+
+
+def decimals_of(value: Any, interval: Any, accuracy: Any) -> int | None:
+    """The decimals of a released scalar ``value`` shown with its 95% ``interval`` (a
+    (low, high) pair, or None) or, without one, its public 95% half-width ``accuracy``:
+    two significant digits of the half-width; whole numbers stay whole; None when
+    neither is public or the value is not one number."""
+    if value is None or np.ndim(value) != 0:
+        return None
     if interval is not None:
-        half = (float(interval[1]) - float(interval[0])) / 2
-    else:
-        accuracy = rel.accuracy(ACCURACY_ALPHA)
-        if accuracy is None:
+        if np.ndim(interval[0]) != 0 or np.ndim(interval[1]) != 0:
             return None
+        half = (float(interval[1]) - float(interval[0])) / 2
+    elif accuracy is not None and np.ndim(accuracy) == 0:
         half = float(accuracy)
+    else:
+        return None
     if not math.isfinite(half) or half <= 0:
         return None
     decimals = min(12, 1 - math.floor(math.log10(half)))
-    ends = [float(rel.value), *(float(e) for e in interval or ())]
+    ends = [float(value), *(float(e) for e in interval or ())]
     if all(math.isfinite(e) and e == round(e) for e in ends):
         decimals = min(decimals, 0)  # whole numbers (a count) stay whole
     return decimals
 
 
-def _rounded(value: float, decimals: int | None, way: str = "nearest") -> str:
+def rounded(value: float, decimals: int | None, way: str = "nearest") -> str:
     """``value`` to ``decimals`` places (negative: tens, hundreds); an interval's ends are
     rounded outward (``way`` "down" for the low end, "up" for the high), so the interval
     shown holds the one released."""
@@ -163,7 +174,7 @@ def shown_value(rel: Release) -> str:
     if rel.refused:
         return "refused"
     decimals = _decimals(rel)
-    return format_value(rel.value) if decimals is None else _rounded(float(rel.value), decimals)
+    return format_value(rel.value) if decimals is None else rounded(float(rel.value), decimals)
 
 
 def shown_interval(rel: Release) -> str:
@@ -175,7 +186,7 @@ def shown_interval(rel: Release) -> str:
     decimals = _decimals(rel)
     low, high = (np.atleast_1d(np.asarray(end, dtype=np.float64)) for end in interval)
     shown = ", ".join(
-        f"[{_rounded(float(a), decimals, 'down')}, {_rounded(float(b), decimals, 'up')}]"
+        f"[{rounded(float(a), decimals, 'down')}, {rounded(float(b), decimals, 'up')}]"
         for a, b in zip(low, high, strict=True)
     )
     return shown + (" unreliable" if rel.unreliable(ACCURACY_ALPHA) else "")
@@ -186,7 +197,7 @@ def shown_accuracy(rel: Release) -> str:
     is, else "" (docs/accuracy.md)."""
     a = rel.accuracy(ACCURACY_ALPHA)
     if a is not None:
-        return f"± {_rounded(float(a), _decimals(rel))} (95%)"
+        return f"± {rounded(float(a), _decimals(rel))} (95%)"
     t = rel.rank_accuracy(ACCURACY_ALPHA)
     return "" if t is None else f"± {t} ranks (95%)"
 

@@ -25,14 +25,16 @@ import numpy as np
 
 from dpsense._arrays import FloatArray, as_data, as_indicator
 from dpsense.data.source import open_table, quote, unreadable
-from dpsense.errors import InputError, missing_values, not_numbers
+from dpsense.errors import InputError, missing_column, missing_values, not_numbers
 
 __all__ = ["load_column", "load_indicator"]
 
 _MAX_NAMES_SHOWN = 40
 
 
-def load_column(source: Any, column: str | None = None, *, allow_empty: bool = True) -> FloatArray:
+def load_column(
+    source: Any, column: str | None = None, *, allow_empty: bool = True, nulls: str = "error"
+) -> FloatArray:
     """Return one column of ``source`` as a validated one-dimensional float array.
 
     Parameters
@@ -52,7 +54,10 @@ def load_column(source: Any, column: str | None = None, *, allow_empty: bool = T
     allow_empty : bool, default True
         Return an empty array for a column without rows (a CSV file with only a header).
         Private releases need this: under add-remove the empty dataset is a neighbour of
-        every one-row dataset. Pass False for non-private diagnostics that need data.
+        every one-row dataset. Pass False for non-private diagnostics that need data
+        (checked after missing values are dropped).
+    nulls : {"error", "drop"}, default "error"
+        Missing values (empty cells, nulls, NaN): refused, or their rows dropped.
 
     Returns
     -------
@@ -80,14 +85,19 @@ def load_column(source: Any, column: str | None = None, *, allow_empty: bool = T
             f"The 'column' parameter of load_column must be a column name (str). "
             f"Got an object of type {type(column).__name__} instead."
         )
+    if nulls not in ("error", "drop"):
+        raise InputError(
+            f"The 'nulls' parameter of load_column must be 'error' or 'drop'. Got {nulls!r} "
+            "instead."
+        )
     if isinstance(source, str | os.PathLike):
         where = _where(os.fspath(source))
-        values = _load_table(os.fspath(source), column, where)
+        values = _load_table(os.fspath(source), column, where, nulls=nulls)
     elif _opened_as_table(source):
-        values = _load_table(source, column)
+        values = _load_table(source, column, nulls=nulls)
         where = "load_column"
     else:
-        values = _load_object(source, column)
+        values = _load_object(source, column, nulls)
         where = "load_column"
     if values.shape[0] == 0 and not allow_empty:
         raise InputError(
@@ -96,20 +106,23 @@ def load_column(source: Any, column: str | None = None, *, allow_empty: bool = T
     return values
 
 
-def load_indicator(source: Any, column: str | None = None) -> FloatArray:
+def load_indicator(
+    source: Any, column: str | None = None, *, argument: str = "column"
+) -> FloatArray:
     """One column of per-user 0/1 values: numbers, booleans, or yes/no, true/false text.
 
-    ``source`` as for :func:`load_column`. Used for the columns of a ratio.
+    ``source`` as for :func:`load_column`. Used for the columns of a ratio; ``argument``
+    is the caller's name for ``column`` in messages (the command line's ``numerator``).
     """
     if isinstance(source, str | os.PathLike):
         path = os.fspath(source)
-        return _load_table(path, column, _where(path), indicator=True)
+        return _load_table(path, column, _where(path), indicator=True, argument=argument)
     if _opened_as_table(source):
-        return _load_table(source, column, indicator=True)
+        return _load_table(source, column, indicator=True, argument=argument)
     names = _column_names(source)
     if names is None:
         return as_indicator(source, name=column or "x", where="load_indicator")
-    index = _select_index(names, column, f"the {type(source).__name__}")
+    index = _select_index(names, column, f"the {type(source).__name__}", argument)
     values = _get_column(source, names, index)
     return as_indicator(values, name=names[index], where="load_indicator")
 
@@ -124,14 +137,17 @@ def _format_names(names: list[str]) -> str:
     return shown
 
 
-def _select_index(names: list[str], column: str | None, where: str) -> int:
-    """Position of ``column`` among ``names`` (exact match first, then trimmed/case-folded)."""
+def _select_index(
+    names: list[str], column: str | None, where: str, argument: str = "column"
+) -> int:
+    """Position of ``column`` among ``names`` (exact match first, then trimmed/case-folded);
+    ``argument`` is the caller's parameter that names it."""
     if column is None:
         if len(names) == 1:
             return 0
         raise InputError(
-            f"{where} has {len(names)} columns; name the one to release: pass one of "
-            f"{_format_names(names)} as column=..."
+            f"{where} has {len(names)} columns; name the one to use: pass one of "
+            f"{_format_names(names)} as {argument}=..."
         )
     if column in names:
         return names.index(column)
@@ -139,10 +155,7 @@ def _select_index(names: list[str], column: str | None, where: str) -> int:
     key = column.strip().casefold()
     if folded.count(key) == 1:
         return folded.index(key)
-    raise InputError(
-        f"The 'column' column {column!r} is not in {where}; its columns are "
-        f"{_format_names(names)}. Pass one of them as column=..."
-    )
+    raise missing_column(column, where, names, argument)
 
 
 def _where(path: str) -> str:
@@ -162,7 +175,13 @@ def _opened_as_table(source: Any) -> bool:
 
 
 def _load_table(
-    data: Any, column: str | None, where: str | None = None, *, indicator: bool = False
+    data: Any,
+    column: str | None,
+    where: str | None = None,
+    *,
+    indicator: bool = False,
+    nulls: str = "error",
+    argument: str = "column",
 ) -> FloatArray:
     """One column of a table: a CSV or Parquet file (or "-", CSV on standard input) or an
     in-memory table, opened as a release opens it (:func:`dpsense.data.source.open_table`):
@@ -185,15 +204,15 @@ def _load_table(
         path = os.fspath(data)
         with open_table(path, needed, infer_types=False) as source:
             try:
-                read = _numbers(source, column, where)
+                read = _numbers(source, column, where, nulls)
             except duckdb.Error as exc:  # a malformed row, met as the rows are read
                 raise unreadable(path, where or path, source.label, exc) from None
         if read is not None:
             return read
     with open_table(data, needed) as source:
         if indicator:
-            return _indicator(source, column, where)
-        read = _numbers(source, column, where)
+            return _indicator(source, column, where, argument)
+        read = _numbers(source, column, where, nulls)
     if read is None:
         shown = source.label if where is None else where
         name = source.columns[_select_index(source.columns, column, shown)]
@@ -201,10 +220,10 @@ def _load_table(
     return read
 
 
-def _indicator(source: Any, column: str | None, where: str | None) -> FloatArray:
+def _indicator(source: Any, column: str | None, where: str | None, argument: str) -> FloatArray:
     """The column as per-user 0/1 values (:func:`load_indicator`)."""
     where = source.label if where is None else where
-    name = source.columns[_select_index(source.columns, column, where)]
+    name = source.columns[_select_index(source.columns, column, where, argument)]
     v = quote(name)
     raw = source.con.execute(f"SELECT {v} AS v FROM {source.view}").fetchnumpy()["v"]
     if isinstance(raw, np.ma.MaskedArray):  # nulls: missing entries
@@ -215,9 +234,11 @@ def _indicator(source: Any, column: str | None, where: str | None) -> FloatArray
     return out
 
 
-def _numbers(source: Any, column: str | None, where: str | None) -> FloatArray | None:
-    """The column as doubles, an InputError for missing values, or None when some entry is
-    not a number."""
+def _numbers(
+    source: Any, column: str | None, where: str | None, nulls: str = "error"
+) -> FloatArray | None:
+    """The column as doubles (missing values refused or dropped, by ``nulls``), or None
+    when some entry is not a number."""
     where = source.label if where is None else where
     name = source.columns[_select_index(source.columns, column, where)]
     con, v = source.con, quote(name)
@@ -232,8 +253,11 @@ def _numbers(source: Any, column: str | None, where: str | None) -> FloatArray |
     if (np.ma.getmaskarray(got["v"]) & ~missing).any():  # an entry that is not a number
         return None
     values = np.asarray(np.ma.filled(got["v"], np.nan), dtype=np.float64)
-    if missing.any() or np.isnan(values).any():
-        raise missing_values(f"The column {name!r} of {where}")
+    absent = missing | np.isnan(values)
+    if absent.any():
+        if nulls != "drop":
+            raise missing_values(f"The column {name!r} of {where}")
+        values = values[~absent]
     return as_data(values, name=name, where=where, allow_empty=True)
 
 
@@ -268,7 +292,7 @@ def _get_column(source: Any, names: list[str], index: int) -> Any:
     return source[columns[index]]
 
 
-def _load_object(source: Any, column: str | None) -> FloatArray:
+def _load_object(source: Any, column: str | None, nulls: str = "error") -> FloatArray:
     names = _column_names(source)
     where = f"the {type(source).__name__}"
     if names is None:
@@ -278,14 +302,14 @@ def _load_object(source: Any, column: str | None) -> FloatArray:
                 f"column {column!r} was requested but the data ({type(source).__name__}) "
                 "is a single unnamed sequence; pass a table or omit the column."
             )
-        return _to_float(source, column or "x", "load_column")
+        return _to_float(source, column or "x", "load_column", nulls)
     if not names:
         raise InputError(f"{where} has no columns.")
     index = _select_index(names, column, where)
-    return _to_float(_get_column(source, names, index), names[index], "load_column")
+    return _to_float(_get_column(source, names, index), names[index], "load_column", nulls)
 
 
-def _to_float(values: Any, name: str, where: str) -> FloatArray:
+def _to_float(values: Any, name: str, where: str, nulls: str = "error") -> FloatArray:
     arr: Any = values
     if hasattr(arr, "to_numpy") and not isinstance(arr, np.ndarray):
         try:
@@ -300,4 +324,4 @@ def _to_float(values: Any, name: str, where: str) -> FloatArray:
                 ) from None
     if isinstance(arr, np.ma.MaskedArray):  # duckdb returns masked arrays for NULLs
         arr = np.ma.filled(arr.astype(np.float64), np.nan)
-    return as_data(arr, name=name, where=where, allow_empty=True)
+    return as_data(arr, name=name, where=where, allow_empty=True, nulls=nulls)

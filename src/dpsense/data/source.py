@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from dpsense.data.csv_files import csv_delimiter, csv_problem
-from dpsense.errors import InputError
+from dpsense.errors import InputError, missing_column
 
 __all__ = [
     "PARQUET_SUFFIXES",
@@ -86,10 +86,7 @@ class TableSource:
                     f"The 'where' filter reads the column {name!r}, which is not in "
                     f"{self.label}; its columns are {shown}{more}. Check the name."
                 )
-            raise InputError(
-                f"The '{argument}' column {name!r} is not in {self.label}; its columns are "
-                f"{shown}{more}. Pass one of them as {argument}=..."
-            )
+            raise missing_column(name, self.label, self.columns, argument)
 
 
 _DATABASE: Any = None

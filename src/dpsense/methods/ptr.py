@@ -97,7 +97,7 @@ def checked_ptr_options(
     if bound is None:
         raise InputError(
             "Propose-test-release needs a proposed bound on the local sensitivity: pass "
-            "bound=b (--bound on the command line), chosen without looking at the data."
+            "bound=..., chosen without looking at the data."
         )
     b = check_finite(bound, "bound", where="ptr")
     frac = check_finite(test_fraction, "test_fraction", where="ptr")

@@ -287,13 +287,10 @@ def private_ratio(
     ('ksw', True)
     """
     where = "private_ratio"
-    eps = check_epsilon(epsilon, where=where)
+    eps, dlt, chosen, relation, fraction = check_ratio_request(
+        epsilon, delta, method, neighbours, options
+    )
     warn_large_epsilon(eps, where)
-    dlt = check_delta(delta, where=where)
-    chosen = _check_method(method, where)
-    relation = validate_neighbours(neighbours, where=where)
-    fraction = _bound_fraction(options, chosen, where)
-    _check_local_bound_delta(chosen, relation, dlt)
     ones, total = ratio_counts(a, b, relation, where=where)
     source = resolve_rng(rng, where=where)
     estimate = _estimate(chosen, ones, total, relation, eps, dlt, fraction, source)
@@ -310,6 +307,22 @@ def private_ratio(
         seeded=source.seeded,
         parameters=estimate.parameters,
     )
+
+
+def check_ratio_request(
+    epsilon: object, delta: object, method: object, neighbours: object, options: dict[str, Any]
+) -> tuple[float, float, RatioMethod, Neighbours, float]:
+    """The checked request of :func:`private_ratio` (epsilon, delta, method, neighbours,
+    bound fraction): everything but the data, so that a caller can refuse a bad request
+    before it reads a column (what an invalid request says never depends on the data)."""
+    where = "private_ratio"
+    eps = check_epsilon(epsilon, where=where)
+    dlt = check_delta(delta, where=where)
+    chosen = _check_method(method, where)
+    relation = validate_neighbours(neighbours, where=where)
+    fraction = _bound_fraction(options, chosen, where)
+    _check_local_bound_delta(chosen, relation, dlt)
+    return eps, dlt, chosen, relation, fraction
 
 
 def _check_local_bound_delta(chosen: RatioMethod, relation: Neighbours, dlt: float) -> None:

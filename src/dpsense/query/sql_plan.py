@@ -14,7 +14,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from dpsense.errors import InputError
+from dpsense.errors import InputError, keys_columns
 from dpsense.params import validate_bounds
 from dpsense.statistics import Count, Statistic, make_statistic
 
@@ -145,9 +145,12 @@ def group_keys(spec: SqlQuery, keys: Any) -> Any:
         return keys
     named = [str(k) for k in keys]
     if sorted(named) != sorted(spec.by):
-        raise InputError(
-            f"The 'keys' parameter of {_WHERE} must list the values of each GROUP BY column "
-            f"({', '.join(spec.by)}); it names {', '.join(named) or 'none'}."
+        example = ", ".join(f"{b!r}: [...]" for b in spec.by)
+        raise keys_columns(
+            f"The 'keys' parameter of {_WHERE}",
+            list(spec.by),
+            named,
+            f"list the values of each, keys={{{example}}}",
         )
     columns: list[list[Any]] = []
     for col in spec.by:

@@ -75,17 +75,17 @@ def make_statistic(
         )
     if key == "quantile":
         if p is None:
-            raise InputError("The quantile statistic needs its level: pass p (e.g. --p 0.9).")
+            raise InputError("The quantile statistic needs its level: pass p=0.9, say.")
         if not isinstance(p, int | float):
             raise InputError(
-                "The quantile statistic takes one level (e.g. --p 0.9); for several use "
-                "the quantiles statistic (e.g. --statistic quantiles --p 0.1,0.5,0.9)."
+                "The quantile statistic takes one level (p=0.9, say); for several use "
+                "statistic='quantiles' with p=(0.1, 0.5, 0.9), say."
             )
         return Quantile(p, lo, hi, resolution)
     if key == "quantiles":
         if p is None:
             raise InputError(
-                "The quantiles statistic needs its levels: pass p (e.g. --p 0.1,0.5,0.9)."
+                "The quantiles statistic needs its levels: pass p=(0.1, 0.5, 0.9), say."
             )
         levels = (p,) if isinstance(p, int | float) else tuple(p)
         return Quantiles(levels, lo, hi, resolution)
@@ -95,7 +95,7 @@ def make_statistic(
         if trim is None:
             raise InputError(
                 "The trimmed-mean statistic needs the number of records dropped from each "
-                "end: pass trim (e.g. --trim 5)."
+                "end: pass trim=5, say."
             )
         return TrimmedMean(trim, lo, hi)
     classes: dict[str, type[Statistic]] = {

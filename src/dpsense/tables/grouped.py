@@ -234,8 +234,8 @@ def opened_table(
             candidates = [c for c in source.columns if c not in (*by, unit)]
             if len(candidates) != 1:
                 raise InputError(
-                    f"{source.label} has several columns: name the value column with "
-                    "column=... (--column)."
+                    f"{source.label} has several columns: pass the value column as "
+                    "column=... (one of them)."
                 )
             columns = (candidates[0],)
         for c in columns:

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from dpsense._exact_budget import difference_down, product_down, quotient_down
-from dpsense.errors import InputError
+from dpsense.errors import InputError, keys_columns
 from dpsense.methods import Release
 from dpsense.noise.rng import RandomSource
 from dpsense.statistics import Statistic
@@ -62,7 +62,7 @@ def budget_split(
         if delta == 0.0:
             raise InputError(
                 "Releasing groups without public keys needs private partition selection, "
-                "which needs delta > 0: pass keys=[...] (--keys FILE) or delta=... (e.g. 1e-6)."
+                "which needs delta > 0: pass keys=[...] or delta=... (e.g. 1e-6)."
             )
         # shares rounded down, the rests exact differences rounded down (docs/noise.md §8)
         selection = (product_down(SELECTION_SHARE, epsilon), product_down(SELECTION_SHARE, delta))
@@ -175,9 +175,7 @@ def normalise_keys(keys: Any, by: tuple[str, ...]) -> list[tuple[Any, ...]]:
         columns = [str(c) for c in keys.columns]
         missing = [b for b in by if b not in columns]
         if missing:
-            raise InputError(
-                f"The keys table must have the by-columns {list(by)}; it lacks {missing}."
-            )
+            raise keys_columns("The keys table", list(by), columns, "add or rename its columns")
         native = keys.to_dict("list") if hasattr(keys, "to_dict") else keys.to_dict(as_series=False)
         return list(zip(*(native[b] for b in by), strict=True))
     if isinstance(keys, str | bytes) or not isinstance(keys, Sequence | np.ndarray | set):

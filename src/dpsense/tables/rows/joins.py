@@ -69,8 +69,9 @@ def comparable(
             raise InputError(
                 f"The join compares {a[0]}.{a[1]} ({ta}) with {b[0]}.{b[1]} ({tb}): a join "
                 "compares columns of one kind (numbers with numbers, text with text). "
-                "Declare both with one type (schema: 'int', 'float', 'decimal(p,s)' or "
-                "'text'; in the CLI --schema COL=TYPE) or store the keys with one type."
+                f"Declare both with one type, e.g. schema={{{a[1]!r}: 'text', {b[1]!r}: 'text'}} "
+                "(types 'int', 'float', 'decimal(p,s)' or 'text'), or store the keys with one "
+                "type."
             )
 
 

@@ -62,8 +62,7 @@ class DuckDBEngine:
                 f"The 'where' filter reads {', '.join(repr(c) for c in undeclared)} from "
                 f"{source.label}, whose column types are inferred from its values and so are "
                 "not public: declare the type of each column the filter reads, e.g. "
-                f"schema={{{example}}} ('int', 'float', 'decimal(p,s)' or 'text'; in the CLI "
-                "--schema COL=TYPE)."
+                f"schema={{{example}}} (types 'int', 'float', 'decimal(p,s)' or 'text')."
             )
 
     def apply_schema(self, source: Any, casts: Mapping[str, Cast]) -> None:

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from dpsense.data.source import TableSource, connection
-from dpsense.errors import InputError
+from dpsense.errors import InputError, missing_column
 from dpsense.tables.engines.spark import groups as spark_groups
 from dpsense.tables.engines.spark import held as spark_held
 from dpsense.tables.engines.spark import long_hash as spark_hash
@@ -57,11 +57,7 @@ class SparkSource:
 
     def require(self, name: str, argument: str) -> None:
         if name not in self.columns:
-            shown = ", ".join(repr(c) for c in self.columns[:40])
-            raise InputError(
-                f"The '{argument}' column {name!r} is not in {self.label}; its columns are "
-                f"{shown}. Pass one of them as {argument}=..."
-            )
+            raise missing_column(name, self.label, self.columns, argument)
 
 
 @contextmanager
