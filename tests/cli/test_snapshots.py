@@ -1,5 +1,6 @@
-"""Snapshots of what the command line shows: every command's help and three receipts (a
-seeded release, a seeded query by groups, seeded private bounds), at a fixed width. A
+"""Snapshots of what the command line shows: every command's help and six receipts (a
+seeded release, a seeded release by groups, two seeded queries by groups, seeded private
+bounds, a plan), at a fixed width. A
 change to any of them shows here as a diff to read; when it is meant, rewrite the files
 with ``DPSENSE_UPDATE_SNAPSHOTS=1 pytest tests/cli/test_snapshots.py``."""
 
@@ -31,6 +32,20 @@ RECEIPTS = {
         "--epsilon", "1", "--seed", "3",
     ],
     "bounds_income": ["bounds", "CENSUS", "-c", "income", "--epsilon", "0.5", "--seed", "3"],
+    "release_mean_by_sex": [
+        "release", "CENSUS", "-c", "hours_per_week", "-s", "mean", "--lower", "0", "--upper",
+        "99", "--by", "sex", "--keys", "sex=Female,Male", "--epsilon", "1", "--seed", "3",
+    ],
+    "sql_quantiles_by_sex": [
+        "sql", "SELECT sex, MEDIAN(age) AS med, QUANTILE_CONT(income, 0.9) AS p90 FROM "
+        "'CENSUS' GROUP BY sex", "--bounds", "age=0:100", "--bounds", "income=0:200000",
+        "--keys", "sex=Female,Male", "--epsilon", "1", "--seed", "3",
+    ],
+    "plan_by_sex": [
+        "plan", "SELECT sex, COUNT(*) AS n, MEDIAN(age) AS med, AVG(income) AS inc FROM "
+        "'CENSUS' GROUP BY sex", "--bounds", "age=0:100", "--bounds", "income=0:200000",
+        "--keys", "sex=Female,Male", "--epsilon", "1", "--rows-per-group", "3000",
+    ],
 }  # fmt: skip
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Any
 
 import typer
@@ -108,6 +109,15 @@ def plan_command(
     _table(result)
 
 
+def _two_digits(value: float) -> str:
+    """A simulated forecast to the two significant digits it has (4,000 draws): 132.262
+    shows as 130, 0.01234 as 0.012; ``--json`` keeps every digit."""
+    if value == 0 or not math.isfinite(value):
+        return _fmt(value)
+    decimals = 1 - math.floor(math.log10(abs(value)))
+    return f"{round(value, decimals):.{max(decimals, 0)}f}"
+
+
 def _table(result: Any) -> None:
     console = _console()
     table = Table(title="Planned accuracy (nothing spent, no data read)", box=box.SIMPLE_HEAVY)
@@ -118,12 +128,12 @@ def _table(result: Any) -> None:
         unit = " ranks" if f.units == "ranks" else ""
 
         def shown(v: float | None, unit: str = unit) -> str:
-            return "—" if v is None else _fmt(v) + unit
+            return "—" if v is None else _two_digits(v) + unit
 
         table.add_row(
             f.name,
             f.method,
-            _fmt(f.epsilon),
+            f"{f.epsilon:.3g}",
             shown(f.median_error),
             shown(f.error_95),
             shown(f.interval_width),
