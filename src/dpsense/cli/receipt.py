@@ -58,11 +58,10 @@ def print_receipt(result: Release, column: str | None) -> None:
         "refused (propose-test-release)" if result.refused else shown_value(result),
     )
     if not result.refused:
-        table.add_row("95% interval", shown_interval(result) or "none for this method")
-        table.add_row(
-            "accuracy",
-            shown_accuracy(result) or "not public (the error depends on the data)",
-        )
+        interval, accuracy = shown_interval(result), shown_accuracy(result)
+        table.add_row("95% interval", interval or "none for this method")
+        if accuracy or not interval:  # an interval says how accurate the value is
+            table.add_row("accuracy", accuracy or "not public (the error depends on the data)")
     table.add_row("method", result.method)
     table.add_row("noise", str(result.noise))
     units = result.parameters.get("scale_units")
@@ -70,7 +69,7 @@ def print_receipt(result: Release, column: str | None) -> None:
         "noise scale",
         "not public (depends on the data)"
         if result.scale is None
-        else _fmt(result.scale) + (f" ({_SCALE_UNITS.get(units, units)})" if units else ""),
+        else f"{result.scale:.3g}" + (f" ({_SCALE_UNITS.get(units, units)})" if units else ""),
     )
     table.add_row(
         "guarantee",
@@ -78,9 +77,11 @@ def print_receipt(result: Release, column: str | None) -> None:
         + (f", rho={result.rho:g}-zCDP" if result.rho is not None else ""),
     )
     table.add_row("neighbours", result.neighbours)
+    found = result.parameters.get("bounds")
+    private = isinstance(found, dict) and found.get("source") == "private"
     for key, value in result.parameters.items():
-        if value is None or key in _SHOWN_ABOVE:
-            continue  # nothing to say, or said in the noise scale's row
+        if value is None or key in _SHOWN_ABOVE or (private and key in ("lower", "upper")):
+            continue  # nothing to say, or said above (the scale's units, private bounds)
         if key == "interval":
             table.add_row("interval from", interval_source(value))
             continue
@@ -127,7 +128,7 @@ def _parameter(key: str, value: Any) -> str:
             f"({power_of_two(value['lower'])}, {power_of_two(value['upper'])}), found "
             f"privately with epsilon={value['epsilon']:g}"
         )
-    if key == "grid" and isinstance(value, float):
+    if key in ("grid", "lattice", "lower", "upper") and isinstance(value, float):
         return power_of_two(value)
     if key == "release" and isinstance(value, dict):
         return f"epsilon={value['epsilon']:g}, delta={value['delta']:g}"
