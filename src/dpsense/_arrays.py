@@ -86,13 +86,21 @@ def as_indicator(
             elif word in _NO:
                 out[i] = 0.0
             else:
-                raise InputError(
-                    f"The '{name}' data of {where} must hold one indicator per user (zeros "
-                    "and ones, true/false or yes/no), but some entries are something else "
-                    "(other text, empty or missing). Recode or drop those entries."
-                )
+                raise _not_indicators(name, where)
         arr = out
-    return as_data(arr, name=name, where=where, allow_empty=allow_empty)
+    values = as_data(arr, name=name, where=where, allow_empty=allow_empty, nulls="keep")
+    if not np.isin(values, (0.0, 1.0)).all():  # NaN, other numbers
+        raise _not_indicators(name, where)
+    return values
+
+
+def _not_indicators(name: str, where: str) -> InputError:
+    """The one message of entries that are not 0/1 indicators, whatever they are."""
+    return InputError(
+        f"The '{name}' data of {where} must hold one indicator per user (zeros and ones, "
+        "true/false or yes/no), but some entries are something else (other numbers or "
+        "text, empty or missing). Recode or drop those entries."
+    )
 
 
 def _as_floats(arr: np.ndarray, name: str, where: str) -> FloatArray:

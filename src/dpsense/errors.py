@@ -20,6 +20,8 @@ __all__ = [
     "InputError",
     "LargeEpsilonWarning",
     "keys_columns",
+    "keys_of_another_type",
+    "keys_repeated",
     "missing_column",
     "missing_values",
     "not_numbers",
@@ -58,6 +60,36 @@ def keys_columns(subject: str, by: list[str], given: list[str], way: str) -> Inp
     want = ", ".join(repr(b) for b in by)
     have = ", ".join(repr(g) for g in given) or "none"
     return InputError(f"{subject} must have the group columns {want}; it has {have}: {way}.")
+
+
+def type_word(engine_type: str) -> str:
+    """An engine's type name (DuckDB's BIGINT, Spark's bigint) in the words of the
+    ``schema`` parameter: 'int', 'float', 'decimal(p,s)', 'text' (others lower-cased)."""
+    name = engine_type.strip().lower()
+    if name in ("tinyint", "smallint", "integer", "int", "bigint", "hugeint", "long", "short"):
+        return "int"
+    if name in ("double", "float", "real"):
+        return "float"
+    if name in ("varchar", "string", "text"):
+        return "text"
+    return name  # decimal(p,s), date, timestamp, boolean
+
+
+def keys_of_another_type(by: list[str], types: list[str]) -> InputError:
+    """The one message of public keys that do not fit the group columns' types."""
+    shown = ", ".join(f"{b}: {type_word(t)}" for b, t in zip(by, types, strict=True))
+    return InputError(
+        f"Some keys cannot be read as values of the group columns ({shown}); pass keys of "
+        "those types."
+    )
+
+
+def keys_repeated() -> InputError:
+    """The one message of public keys that list a group twice."""
+    return InputError(
+        "The 'keys' parameter lists a group more than once (after reading the keys as values "
+        "of the group columns' types); give each group once."
+    )
 
 
 def missing_column(name: str, where: str, columns: list[str], argument: str) -> InputError:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from dpsense.errors import InputError
 from dpsense.query.join_input import joined_input, reads_several_tables
+from dpsense.query.plan import release_arguments
 from dpsense.query.result import QueryResult
 from dpsense.query.sql_plan import (
     check_bounds_argument,
@@ -23,7 +24,7 @@ from dpsense.query.sql_plan import (
     ordered_rows,
     statistics,
 )
-from dpsense.release import release
+from dpsense.release import run_release
 from dpsense.tables import GroupedRelease
 
 if TYPE_CHECKING:  # sqlglot is imported by the first query, not by ``import dpsense``
@@ -233,7 +234,19 @@ def sql(
             data, stats, dataset=label if dataset is None else dataset, **options
         )
     else:
-        result = release(data, stats, **options)
+        # release's own path, with this function named in its messages
+        budget = {k: options.pop(k) for k in ("epsilon", "delta", "rng")}
+        release_args, method_options = release_arguments(options)
+        result = run_release(
+            data,
+            stats,
+            release_args,
+            epsilon=budget["epsilon"],
+            delta=budget["delta"],
+            rng=budget["rng"],
+            options=method_options,
+            where=_WHERE,
+        )
     assert isinstance(result, QueryResult)  # a dict of statistics is a query
     return _post_process(spec, result)
 

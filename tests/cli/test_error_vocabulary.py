@@ -329,6 +329,42 @@ CAUSES: dict[str, tuple[str, list[Python], list[Line], str, str]] = {
         "ds.Accountant(ledger=",
         "'dpsense budget init ",
     ),
+    "not an indicator": (
+        "must hold one indicator per user (zeros and ones, true/false or yes/no)",
+        [
+            lambda p: ds.private_ratio([1.0, float("nan")], [1.0, 1.0], epsilon=1.0),
+            lambda p: ds.private_ratio([1.0, 2.0], [1.0, 1.0], epsilon=1.0),
+        ],
+        [
+            ["ratio", "DATA", "--numerator", "age", "--epsilon", "1"],  # a missing cell
+            ["ratio", "DATA", "--numerator", "wage", "--epsilon", "1"],  # other numbers
+            ["ratio", "DATA", "--numerator", "note", "--epsilon", "1"],  # text
+        ],
+        "",
+        "",
+    ),
+    "a join without privacy units": (
+        "A query that joins tables needs ",
+        [
+            lambda p: ds.sql(
+                "SELECT COUNT(*) FROM a JOIN b ON a.y = b.y", tables={"a": p, "b": p}, epsilon=1.0
+            )
+        ],
+        [
+            [
+                "sql",
+                "SELECT COUNT(*) FROM a JOIN b ON a.y = b.y",
+                "--table",
+                "a=DATA",
+                "--table",
+                "b=DATA",
+                "--epsilon",
+                "1",
+            ]
+        ],
+        "privacy_unit={'orders': 'customer_id', 'items': ('order_id', 'orders', 'order_id')}",
+        "--privacy-unit orders=customer_id --privacy-unit items=order_id:orders.order_id",
+    ),
     "keys without the group columns": (
         "must have the group columns 'note'; it has 'other'",
         [

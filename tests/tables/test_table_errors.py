@@ -136,5 +136,5 @@ def test_keys_match_by_value_not_by_spelling() -> None:
 
 
 def test_keys_of_the_wrong_type() -> None:
-    with pytest.raises(ds.InputError, match="by-columns"):
+    with pytest.raises(ds.InputError, match=r"values of the group columns \(year: int\)"):
         ds.release(_frame(), ds.Count(), by="year", keys=["last year"], epsilon=1.0, rng=1)

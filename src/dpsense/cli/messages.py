@@ -17,6 +17,8 @@ from dpsense.errors import DECLARE_TYPE_WAY
 
 __all__ = ["cli_speak", "invoked", "option_names", "repeated_option"]
 
+_PYTHON_NAMES = {"ds.private_bounds": "dpsense bounds", "ds.plan": "dpsense plan"}
+"""Functions whose command is named instead on the command line."""
 _WHERE = {
     "bounded_ls_mean": "--method bounded-ls",
     "ksw_mean": "--method ksw",
@@ -29,22 +31,49 @@ _METHOD_WORDS = {"ptr": "ptr", "smooth": "smooth", "global": "global", "exponent
 
 
 def option_names(command: Any) -> set[str]:
-    """Every long option of a click command and its subcommands, e.g. ``--epsilon``."""
+    """Every long option of a click command and its subcommands, e.g. ``--epsilon``, and
+    the names of its arguments in capitals (``QUERY``)."""
     names: set[str] = set()
     for param in getattr(command, "params", []):
         names.update(o for o in getattr(param, "opts", []) if o.startswith("--"))
+        if getattr(param, "param_type_name", "") == "argument" and param.name:
+            names.add(param.name.upper())
     for sub in getattr(command, "commands", {}).values():
         names |= option_names(sub)
     return names
+
+
+_ALIASES = {"public_tables": "--public", "tables": "--table", "ps": "--p"}
+"""Python parameters whose option is named otherwise."""
 
 
 def _option(name: str, options: set[str]) -> str | None:
     flag = "--" + name.replace("_", "-")
     if flag in options:
         return flag
+    if _ALIASES.get(name) in options:
+        return _ALIASES[name]
+    if flag + "s" in options:  # explore's --statistics for a statistic
+        return flag + "s"
+    if name.upper() in options:  # an argument: QUERY, DATA, LEDGER
+        return name.upper()
     if name == "hamming" and "--max-hamming" in options:
         return "--max-hamming"
     return None
+
+
+def _units(match: re.Match[str]) -> str:
+    """privacy_unit={'orders': 'cid', 'items': ('oid', 'orders', 'id')} as the options
+    that say it: --privacy-unit orders=cid --privacy-unit items=oid:orders.id"""
+    entries = re.findall(
+        r"'([^']*)': (?:'([^']*)'|\('([^']*)', '([^']*)', '([^']*)'\))", match.group(0)
+    )
+    if not entries:
+        return match.group(0)
+    return " ".join(
+        f"--privacy-unit {table}={column}" if column else f"--privacy-unit {table}={k}:{o}.{key}"
+        for table, column, k, o, key in entries
+    )
 
 
 def cli_speak(message: str, options: Iterable[str]) -> str:
@@ -64,6 +93,9 @@ def cli_speak(message: str, options: Iterable[str]) -> str:
         )
         return flag + (f" (with {context})" if context.startswith("--") else "")
 
+    message = re.sub(r"\bprivacy_unit=\{[^{}]*\}", _units, message)
+    if "--where" not in opts:  # dpsense sql: the query's own WHERE
+        message = re.sub(r"[Tt]he 'where' (?:filter|parameter)", "The WHERE clause", message)
     # a ledger is created by its own command on the command line
     message = re.sub(
         r"ds\.Accountant\(ledger='([^']*)', epsilon=\.\.\.\)",
@@ -88,7 +120,9 @@ def cli_speak(message: str, options: Iterable[str]) -> str:
             return match.group(0)
         value = match.group(2)
         if value == "[...]":
-            value = "FILE" if flag == "--keys" else "..."
+            value = {"--keys": "FILE", "--public": "NAME=PATH", "--table": "NAME=PATH"}.get(
+                flag, "..."
+            )
         return f"{flag} {value.replace('_', '').replace(',', '')}"
 
     out = re.sub(r"\b([a-z_]+)=(\.\.\.|\[\.\.\.\]|-?[0-9](?:[0-9_,.e+-]*[0-9])?)", assigned, out)
@@ -124,6 +158,8 @@ def cli_speak(message: str, options: Iterable[str]) -> str:
         return match.group(0) if flag is None else flag
 
     out = re.sub(r"'?\b([a-z]+(?:_[a-z]+)+)\b'?", bare, out)
+    for name, cli in _PYTHON_NAMES.items():
+        out = re.sub(rf"\b{re.escape(name)}(?:\(\.\.\.\)|\b(?!\())", f"'{cli}'", out)
     for name, cli in _WHERE.items():
         out = out.replace(f" of {name}", "" if cli.startswith("--") else f" of {cli}")
     return out

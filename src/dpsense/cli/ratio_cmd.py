@@ -9,6 +9,7 @@ from typing import Annotated, Any
 from dpsense.cli import _options as opt
 from dpsense.cli._shared import _accountant, _seeded_quietly
 from dpsense.cli.receipt import emit_receipt
+from dpsense.errors import InputError
 
 __all__ = ["RATIO_EXAMPLES", "ratio_command"]
 
@@ -51,6 +52,12 @@ def ratio_command(
     b = None
     if denominator is not None:
         b = load_indicator(data, denominator, argument="denominator")
+        if (a > b).any():  # the data's precondition, in the command line's words
+            raise InputError(
+                f"Every user counted in --numerator {numerator!r} must be counted in "
+                f"--denominator {denominator!r}, but some have a 1 in the first and a 0 "
+                "in the second. Fix those rows (a ratio a/b counts a subset of b)."
+            )
     accountant = _accountant(ledger)
     ratio_run: Any = private_ratio
     if accountant is not None:

@@ -80,13 +80,13 @@ def keys_option(text: str, by: tuple[str, ...]) -> list[tuple[Any, ...]]:
     if not named and "," not in text:
         raise InputError(
             f"The keys file {text!r} does not exist. Pass a CSV/Parquet file with the "
-            f"by-columns, or the keys inline: --keys {by[0]}=A,B (or --keys A,B for one "
-            "by-column)."
+            f"group columns, or the keys inline: --keys {by[0]}=A,B (or --keys A,B for one "
+            "group column)."
         )
     if len(by) != 1:
         raise InputError(
-            "Inline --keys list the values of one by-column; with several (--by "
-            f"{','.join(by)}) pass a CSV/Parquet file with those columns."
+            "Inline --keys list the values of one group column; with several ("
+            f"{', '.join(by)}) pass a CSV/Parquet file with those columns."
         )
     if named and name.strip() != by[0]:
         raise keys_columns("--keys", list(by), [name.strip()], f"write --keys {by[0]}=A,B")

@@ -108,7 +108,9 @@ def checked_ptr_options(
             f"The 'test_fraction' option of ptr must be in (0, 1). Got {test_fraction!r} instead."
         )
     if delta == 0.0:
-        raise InputError("Propose-test-release is (epsilon, delta)-DP: pass delta > 0.")
+        raise InputError(
+            "Propose-test-release is (epsilon, delta)-DP: pass delta=... > 0 (e.g. 1e-6)."
+        )
     return b, frac
 
 

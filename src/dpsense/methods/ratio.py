@@ -135,12 +135,6 @@ def ratio_counts(a: Any, b: Any, neighbours: Neighbours, *, where: str) -> tuple
             f"The per-user arrays 'a' and 'b' of {where} must have the same length "
             "(one entry per user in each)."
         )
-    for name, arr in (("a", per_a), ("b", per_b)):
-        if np.any((arr != 0.0) & (arr != 1.0)):
-            raise InputError(
-                f"The per-user array '{name}' of {where} must hold only 0 and 1, but some "
-                "entries are other values. Encode each user's contribution as 0 or 1."
-            )
     if np.any(per_a > per_b):
         raise InputError(
             f"The per-user arrays of {where} must satisfy a_i <= b_i (a user counted in a "
@@ -329,7 +323,7 @@ def _check_local_bound_delta(chosen: RatioMethod, relation: Neighbours, dlt: flo
     if chosen == "local-bound" and relation == ADD_REMOVE and dlt == 0.0:
         raise InputError(
             "local-bound needs delta > 0 under add-remove neighbours: its bound on the local "
-            "sensitivity fails with probability delta. Pass delta (e.g. 1e-6), or use "
+            "sensitivity fails with probability delta. Pass delta=... (e.g. 1e-6), or use "
             "method='ksw' for pure epsilon-DP."
         )
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -54,8 +55,7 @@ _FUNCTIONS: Final = {node: named for nodes, named in _SPELLINGS for node in node
 
 _MIN_MAX: Final = (
     "MIN/MAX reveal one person's value; use QUANTILE_CONT(col, 0.01) or "
-    "QUANTILE_CONT(col, 0.99) instead, or find bounds with ds.private_bounds "
-    "('dpsense bounds')."
+    "QUANTILE_CONT(col, 0.99) instead, or find bounds with ds.private_bounds."
 )
 
 
@@ -262,6 +262,16 @@ def _levels(node: exp.Expression | None) -> tuple[float, ...]:
         out.append(-number if isinstance(item, exp.Neg) else number)
     if not out:
         raise refuse("gives an empty list of quantile levels.")
+    if any(not 0 < p < 1 for p in out):
+        raise refuse(
+            "gives a quantile level outside (0, 1); a level is a share of the rows, e.g. "
+            "QUANTILE_CONT(col, 0.9) for the 90th percentile."
+        )
+    if any(b <= a for a, b in itertools.pairwise(out)):
+        raise refuse(
+            "gives quantile levels that are not strictly increasing; sort them and drop "
+            "repeats, e.g. QUANTILE_CONT(col, [0.1, 0.5, 0.9])."
+        )
     return tuple(out)
 
 

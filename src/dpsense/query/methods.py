@@ -156,6 +156,14 @@ def checked_method(
             f"Got {method!r} instead."
         )
     if method == "auto":
+        known = {name for names in _OPTIONS.values() for name in names}
+        strange = sorted(set(options) - known)
+        if strange:
+            raise InputError(
+                f"release got an unexpected keyword argument {', '.join(map(repr, strange))}: "
+                "check its spelling (the methods' options are "
+                f"{', '.join(sorted(known))})."
+            )
         if options:
             raise InputError("method='auto' takes no options; name a method to pass options.")
         chosen, options = choose_method(statistic, epsilon=eps, delta=dlt, neighbours=nb)

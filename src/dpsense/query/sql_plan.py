@@ -51,7 +51,7 @@ def _bounds_of(
             f"The 'bounds' parameter of {_WHERE} has no bounds for the column {column!r} "
             f"(aggregated as {agg.name!r}){hint}; SQL carries none. Pass bounds={{{column!r}: "
             "(lower, upper)}, public and chosen without looking at the data, or "
-            "bounds='private' to find them privately (ds.private_bounds, 'dpsense bounds')."
+            "bounds='private' to find them privately (ds.private_bounds)."
         )
     pair = bounds[column]
     if isinstance(pair, str | bytes) or not isinstance(pair, Sequence) or len(pair) != 2:

@@ -93,7 +93,7 @@ class Quantiles(BoundedStatistic):
             )
         if any(b <= a for a, b in itertools.pairwise(levels)):
             raise InputError(
-                f"The levels of {name} must be strictly increasing, e.g. [0.1, 0.5, 0.9]; "
+                f"The levels of {name} must be strictly increasing, e.g. p=(0.1, 0.5, 0.9); "
                 "sort them and drop repeats."
             )
         object.__setattr__(self, "ps", ps)

@@ -93,8 +93,8 @@ class PrivacyUnits:
             raise InputError(
                 f"The private table {table!r} has no privacy unit: name its unit column or "
                 f"its path to one in privacy_unit={{{table!r}: 'person_id'}} (or "
-                f"{{{table!r}: ('order_id', 'orders', 'order_id')}}), or list it in "
-                "public_tables=[...] if it holds no one's data."
+                f"privacy_unit={{{table!r}: ('order_id', 'orders', 'order_id')}}), or list it "
+                "in public_tables=[...] if it holds no one's data."
             )
         return UnitPath(self.default)
 

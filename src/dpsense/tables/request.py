@@ -181,14 +181,14 @@ def normalise_keys(keys: Any, by: tuple[str, ...]) -> list[tuple[Any, ...]]:
     if isinstance(keys, str | bytes) or not isinstance(keys, Sequence | np.ndarray | set):
         raise InputError(
             "The 'keys' parameter must be a list of group values (tuples for several "
-            "by-columns) or a DataFrame of the by-columns."
+            "group columns) or a DataFrame of the group columns."
         )
     out: list[tuple[Any, ...]] = []
     for key in keys:
         tup = tuple(key) if isinstance(key, tuple | list) else (key,)
         if len(tup) != len(by):
             raise InputError(
-                f"Each key must have one value per by-column ({len(by)}); got {key!r}."
+                f"Each key must have one value per group column ({len(by)}); got {key!r}."
             )
         out.append(tuple(v.item() if isinstance(v, np.generic) else v for v in tup))
     if len(set(out)) != len(out):

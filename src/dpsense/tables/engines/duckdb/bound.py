@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from dpsense.data.source import TableSource
-from dpsense.errors import InputError
+from dpsense.errors import keys_of_another_type, keys_repeated
 from dpsense.tables.engines.duckdb.held_scan import held_table
 from dpsense.tables.rows.bounded import BoundedTable, TablePlan, stage_sql, summarise
 from dpsense.tables.rows.checks import check_table, raise_on_flags
@@ -171,12 +171,6 @@ def load_keys(
         f"SELECT bool_or({nulls}), count(DISTINCT ({gs})) FROM dpsense_keys"
     ).fetchone() or (False, 0)
     if bad:
-        raise InputError(
-            "Some keys cannot be read as values of the by-columns "
-            f"({', '.join(f'{b}: {types[b]}' for b in plan.by)}); pass keys of those types."
-        )
+        raise keys_of_another_type(list(plan.by), [str(types[b]) for b in plan.by])
     if distinct != len(keys):
-        raise InputError(
-            "The 'keys' parameter lists a group more than once (after reading the keys as "
-            "values of the by-columns' types)."
-        )
+        raise keys_repeated()

@@ -57,12 +57,12 @@ class DuckDBEngine:
             c for c in row_filter.columns if c not in schema and (inferred is None or c in inferred)
         ]
         if undeclared:
-            example = ", ".join(f"{c!r}: 'int'" for c in undeclared[:2])
+            example = ", ".join(f"{c!r}: 'TYPE'" for c in undeclared[:2])
             raise InputError(
                 f"The 'where' filter reads {', '.join(repr(c) for c in undeclared)} from "
                 f"{source.label}, whose column types are inferred from its values and so are "
                 "not public: declare the type of each column the filter reads, e.g. "
-                f"schema={{{example}}} (types 'int', 'float', 'decimal(p,s)' or 'text')."
+                f"schema={{{example}}} with TYPE 'int', 'float', 'decimal(p,s)' or 'text'."
             )
 
     def apply_schema(self, source: Any, casts: Mapping[str, Cast]) -> None:

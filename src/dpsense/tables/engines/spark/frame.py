@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from dpsense.data.source import TableSource, connection
-from dpsense.errors import InputError, missing_column
+from dpsense.errors import InputError, keys_of_another_type, keys_repeated, missing_column
 from dpsense.tables.engines.spark import groups as spark_groups
 from dpsense.tables.engines.spark import held as spark_held
 from dpsense.tables.engines.spark import long_hash as spark_hash
@@ -181,17 +181,10 @@ def _keys_frame(source: SparkSource, plan: TablePlan, keys: list[tuple[Any, ...]
         return _keys_frame_in_spark(source, plan, keys)
     typed = [tuple(_as_type(v, t) for v, t in zip(key, types, strict=True)) for key in keys]
     if not all(ok for key in typed for ok, _ in key):
-        shown = ", ".join(f"{b}: {t.simpleString()}" for b, t in zip(plan.by, types, strict=True))
-        raise InputError(
-            f"Some keys cannot be read as values of the by-columns ({shown}); pass keys of "
-            "those types."
-        )
+        raise keys_of_another_type(list(plan.by), [t.simpleString() for t in types])
     values = [tuple(v for _, v in key) for key in typed]
     if len(set(values)) != len(values):
-        raise InputError(
-            "The 'keys' parameter lists a group more than once (after reading the keys as "
-            "values of the by-columns' types)."
-        )
+        raise keys_repeated()
     fields = [st.StructField(f"g{i}", t) for i, t in enumerate(types)]
     fields.append(st.StructField("gid", st.LongType()))
     rows = [(*key, j) for j, key in enumerate(values)]
@@ -223,16 +216,9 @@ def _keys_frame_in_spark(source: SparkSource, plan: TablePlan, keys: list[tuple[
         sf.count_distinct(*[sf.col(f"g{i}") for i in range(len(plan.by))]).alias("distinct"),
     ).collect()[0]
     if got["bad"]:
-        types = ", ".join(f"{b}: {source.types[b].simpleString()}" for b in plan.by)
-        raise InputError(
-            f"Some keys cannot be read as values of the by-columns ({types}); pass keys of "
-            "those types."
-        )
+        raise keys_of_another_type(list(plan.by), [source.types[b].simpleString() for b in plan.by])
     if got["distinct"] != len(keys):
-        raise InputError(
-            "The 'keys' parameter lists a group more than once (after reading the keys as "
-            "values of the by-columns' types)."
-        )
+        raise keys_repeated()
     return typed
 
 
