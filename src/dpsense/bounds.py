@@ -272,9 +272,9 @@ def _warn_far(lower: float, upper: float, where: str) -> None:
     if max(abs(lower), abs(upper)) >= FAR:
         warnings.warn(
             f"The bounds found by {where} reach beyond 2^50 (about 1e15): the column "
-            "probably holds infinities or sentinel values (such as 9999999), which every "
-            "release clips to the bound, and a mean or a sum is then mostly noise. Check the "
-            "column, drop those rows (a where filter), or pass public bounds.",
+            "holds infinities or sentinel values (such as 9999999), or too few rows for the "
+            "search at this epsilon; every release clips to the bounds, and a mean or a sum "
+            "is then mostly noise. Check the column, drop such rows, or pass public bounds.",
             FarBoundsWarning,
             stacklevel=3,
         )
@@ -283,7 +283,7 @@ def _warn_far(lower: float, upper: float, where: str) -> None:
 def _check_units(nulls: str, privacy_unit: str | None, max_rows_per_unit: Any) -> None:
     """The rule for missing values and the contribution bound, checked."""
     if nulls not in ("error", "drop"):
-        raise InputError(f"The 'nulls' parameter must be 'error' or 'drop'. Got {nulls!r}.")
+        raise InputError(f"The 'nulls' parameter must be 'error' or 'drop'. Got {nulls!r} instead.")
     if privacy_unit is None and max_rows_per_unit != 1:
         raise InputError(
             "max_rows_per_unit needs a privacy unit: pass privacy_unit='...' or leave "

@@ -388,7 +388,7 @@ def test_entries_are_checked(wagepan: Any) -> None:
         ds.release(wagepan, {}, epsilon=1.0)
     with pytest.raises(ds.InputError, match="must be a statistic"):
         ds.release(wagepan, {"x": ("lwage", "median")}, epsilon=1.0)
-    with pytest.raises(ds.InputError, match="several columns: pass the value column as column="):
+    with pytest.raises(ds.InputError, match="has 6 columns; name the one to use: pass one of"):
         ds.release(wagepan, {"n": ds.Count(), "m": ds.Median(-1, 4)}, epsilon=1.0)
     # a bare statistic takes column= for every entry
     res = ds.release(

@@ -471,6 +471,8 @@ class Ledger:
 def _rho_budget(rho: object, dlt: Decimal, approx_delta: object) -> RhoBudget:
     """A checked zCDP budget: rho > 0, the conversion's delta in (0, 1), and the cap on
     approximate deltas such that both sum below 1."""
+    if not isinstance(rho, Decimal):  # an Accountant's is checked there
+        check_epsilon(rho, "rho", where="Ledger.create")
     total_rho = as_decimal(rho, "rho")
     approx = as_decimal(approx_delta, "approx_delta")
     if total_rho <= 0 or not 0 < dlt < 1 or dlt + approx >= 1:
@@ -491,7 +493,10 @@ def _epsilon_budget(
     if eps <= 0 or dlt >= 1 or slack >= 1:
         raise LedgerError("A ledger needs a total epsilon > 0 and a delta in [0, 1).")
     if composition not in ("basic", "advanced"):
-        raise LedgerError("The composition of a ledger must be 'basic' or 'advanced'.")
+        raise LedgerError(
+            "The 'composition' parameter of Ledger.create must be 'basic' or 'advanced'. Got "
+            f"{composition!r} instead."
+        )
     if composition == "advanced" and not 0 < slack <= dlt:
         raise LedgerError(
             "Advanced composition needs a delta_slack in (0, delta]: it is spent from "

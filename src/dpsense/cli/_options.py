@@ -80,9 +80,9 @@ RELEASE_KEYS = typer.Option(
 )
 RELEASE_SCHEMA = typer.Option(
     help="Declared column types, COL=TYPE (int, float, decimal(p,s), text); repeatable or "
-    "comma-separated. Casts the column (values that do not fit become missing, see "
-    "--nulls); median/quantiles of an int column use resolution 1. A CSV's own types "
-    "are never used."
+    "comma-separated. Casts the column: a row whose value does not fit is dropped, "
+    "never an error (which would tell whether someone's value fits); median/quantiles of "
+    "an int column use resolution 1. A CSV's own types are never used."
 )
 RELEASE_OUTPUT = typer.Option(help="Also write the result rows to FILE.csv, .parquet or .json.")
 
@@ -100,7 +100,11 @@ SQL_KEYS = typer.Option(
     help="The public groups: a CSV/Parquet file with the GROUP BY columns, or inline "
     "(year=1980,1981); without it groups are chosen privately (needs --delta > 0)."
 )
-SQL_SCHEMA = typer.Option(help="Declared column types, COL=TYPE (int, float, decimal(p,s), text).")
+SQL_SCHEMA = typer.Option(
+    help="Declared column types, COL=TYPE (int, float, decimal(p,s), text); repeatable or "
+    "comma-separated. Casts the column as release --schema does (a row whose value does "
+    "not fit is dropped)."
+)
 SQL_OUTPUT = typer.Option(help="Also write the released rows to FILE.csv, .parquet or .json.")
 SQL_DATASET = typer.Option(help="Dataset label recorded in the ledger (default: FROM).")
 SQL_TABLE = typer.Option(
@@ -132,11 +136,11 @@ BOUNDS_COLUMN = typer.Option(
 )
 BOUNDS_PRIVACY_UNIT = typer.Option(help="Column naming the person: protect all their rows.")
 BOUNDS_MAX_ROWS = typer.Option(help="Rows kept per person (with --privacy-unit).")
-BOUNDS_NULLS = typer.Option(help="error (default) or drop.")
+BOUNDS_NULLS = typer.Option(help="Missing values in the used columns: error or drop.")
 BOUNDS_SCHEMA = typer.Option(
     help="Declared column types, COL=TYPE (int, float, decimal(p,s), text); repeatable or "
-    "comma-separated. Casts the column as release --schema does (values that do not "
-    "fit become missing, see --nulls)."
+    "comma-separated. Casts the column as release --schema does (a row whose value does "
+    "not fit is dropped)."
 )
 
 # ``dpsense ratio`` alone.

@@ -111,7 +111,8 @@ def _check(request: ReleaseRequest) -> _Checked:
 
     if request.method not in CLI_METHODS:
         raise InputError(
-            f"--method must be one of {', '.join(CLI_METHODS)}. Got {request.method!r}."
+            f"--method must be one of {', '.join(map(repr, CLI_METHODS))}. Got "
+            f"{request.method!r} instead."
         )
     bounds = _bounds_option(request)
     p, trim, resolution = request.p, request.trim, request.resolution

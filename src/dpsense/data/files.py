@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -146,7 +147,8 @@ def _select_index(
         if len(names) == 1:
             return 0
         raise InputError(
-            f"{where} has {len(names)} columns; name the one to use: pass one of "
+            f"{where[:1].upper()}{where[1:]} has {len(names)} columns; name the one to use: "
+            "pass one of "
             f"{_format_names(names)} as {argument}=..."
         )
     if column in names:
@@ -159,7 +161,8 @@ def _select_index(
 
 
 def _where(path: str) -> str:
-    return "standard input" if path == "-" else path
+    """The data named as a release names an opened file: "the file 'survey.csv'"."""
+    return "standard input" if path == "-" else f"the file {Path(path).name!r}"
 
 
 def _opened_as_table(source: Any) -> bool:

@@ -85,8 +85,8 @@ def check_exponential(statistic: Statistic) -> None:
     alone (``query.methods.check_parameters`` runs it before any charge)."""
     if not isinstance(statistic, Quantile | Quantiles):
         raise InputError(
-            "method='exponential' releases quantiles (Quantile or Median); "
-            f"got {statistic.name}. Use 'global', 'smooth' or 'ptr'."
+            "method='exponential' releases a median or quantiles; "
+            f"got {statistic.name}. Use another method: 'global', 'smooth' or 'ptr'."
         )
 
 

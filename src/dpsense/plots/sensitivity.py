@@ -196,7 +196,9 @@ def _profile_inputs(ks: ArrayLike, a_of_k: ArrayLike, beta: float) -> tuple[_Flo
     if k.shape != a.shape:
         raise InputError("The 'ks' and 'a_of_k' arguments of the plot must have equal length.")
     if not (math.isfinite(beta) and beta > 0):
-        raise InputError(f"The 'beta' parameter of the plot must be positive. Got {beta!r}.")
+        raise InputError(
+            f"The 'beta' parameter of the plot must be positive. Got {beta!r} instead."
+        )
     return k, a
 
 

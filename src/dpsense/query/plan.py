@@ -406,7 +406,9 @@ def _units_and_groups(args: ReleaseArgs, where: str) -> tuple[tuple[str, ...], i
     if args.keys is not None and not by_cols:
         raise InputError("The 'keys' parameter lists groups: pass by=... as well.")
     if args.nulls not in ("error", "drop"):
-        raise InputError(f"The 'nulls' parameter must be 'error' or 'drop'. Got {args.nulls!r}.")
+        raise InputError(
+            f"The 'nulls' parameter must be 'error' or 'drop'. Got {args.nulls!r} instead."
+        )
     return by_cols, m_rows, m_groups
 
 

@@ -261,8 +261,8 @@ class Quantile(BoundedStatistic):
             if not res > 0:
                 raise InputError(
                     f"The 'resolution' parameter of {name} must be a float > 0 (1 for "
-                    f"integer data) or None for continuous data. Got {self.resolution!r} "
-                    "instead."
+                    "integer data; no resolution at all for continuous data). Got "
+                    f"{self.resolution!r} instead."
                 )
             object.__setattr__(self, "resolution", res)
             if self.has_bounds:  # else with_bounds builds the grid

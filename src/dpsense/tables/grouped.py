@@ -234,8 +234,9 @@ def opened_table(
             candidates = [c for c in source.columns if c not in (*by, unit)]
             if len(candidates) != 1:
                 raise InputError(
-                    f"{source.label} has several columns: pass the value column as "
-                    "column=... (one of them)."
+                    f"{source.label[:1].upper()}{source.label[1:]} has "
+                    f"{len(source.columns)} columns; name the one to use: pass one of "
+                    f"{', '.join(map(repr, source.columns[:40]))} as column=..."
                 )
             columns = (candidates[0],)
         for c in columns:
