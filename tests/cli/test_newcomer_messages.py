@@ -292,3 +292,30 @@ def test_receipt_numbers_carry_the_digits_their_accuracy_gives(
     out = capsys.readouterr()[0]
     value_line = next(line for line in out.splitlines() if line.strip().startswith("value"))
     assert "." not in value_line  # a count stays whole
+
+
+def test_no_internal_name_reaches_a_message(
+    csv: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The type checker's sentences, sqlglot's node names, DuckDB's exception classes and
+    a query's internal column names stay out of messages: each says what to do in words."""
+    base = ["release", str(csv), "-c", "Temp", "-s", "mean", "--lower", "0", "--upper", "99"]
+    err = cli([*base, "--epsilon", "abc"], capsys)
+    assert "give a number" in err
+    assert "Input should" not in err
+    err = cli([*base, "--epsilon", "1", "--seed", "1.5"], capsys)
+    assert "give a whole number" in err
+    query = f"SELECT AVG(Temp) FROM '{csv}' WHERE Temp >> 3 = 1"
+    err = cli(
+        ["sql", query, "--epsilon", "1", "--bounds", "Temp=0:99", "--schema", "Temp=int"], capsys
+    )
+    assert "uses >> in WHERE" in err
+    assert "BITWISE" not in err
+    broken = tmp_path / "broken.parquet"
+    broken.write_text("not a parquet file\n")
+    err = cli(["release", str(broken), "-c", "a", "-s", "count", "--epsilon", "1"], capsys)
+    assert "Could not read the file 'broken.parquet'" in err
+    assert "Exception" not in err
+    err = cli(["sql", f"SELECT COUNT(DISTINCT name) FROM '{csv}'", "--epsilon", "1"], capsys)
+    assert "counts distinct values of 'name', which is not the privacy unit" in err
+    assert "people_" not in err

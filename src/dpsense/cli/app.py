@@ -12,6 +12,7 @@ published. ``lab`` shows them for the bundled example data only, to teach.
 from __future__ import annotations
 
 import importlib
+import re
 import sys
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -163,12 +164,32 @@ def _usage_error(exc: BaseException) -> tuple[int, str] | None:
         return None
     if type(exc).__name__ == "NoArgsIsHelpError":
         return EXIT_INPUT, format_message()
-    message = _one_line(format_message())
+    message = _plain_types(_one_line(format_message()))
     ctx = getattr(exc, "ctx", None)
     command_path = getattr(ctx, "command_path", None)
     if isinstance(command_path, str) and command_path:
         message += f" (see '{command_path} --help')"
     return EXIT_INPUT, message
+
+
+_TYPE_WORDS = (
+    (r"Input should be a valid number, unable to parse string as a number", "give a number"),
+    (
+        r"Input should be a valid integer, unable to parse string as an integer",
+        "give a whole number",
+    ),
+    (
+        r"Input should be a valid integer, got a number with a fractional part",
+        "give a whole number",
+    ),
+)
+"""The type checker's sentences, in the command line's words."""
+
+
+def _plain_types(message: str) -> str:
+    for pattern, words in _TYPE_WORDS:
+        message = re.sub(pattern, words, message)
+    return message
 
 
 def _show_warning(options: Callable[[], set[str]]) -> Any:

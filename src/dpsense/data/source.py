@@ -325,7 +325,7 @@ def unreadable(path: str, where: str, label: str, exc: Exception) -> InputError:
         return problem
     return InputError(
         f"Could not read {label}: it is not a readable CSV (with a header row) or "
-        f"Parquet file ({type(exc).__name__})."
+        "Parquet file. Check that the file is complete and of the kind its name says."
     )
 
 

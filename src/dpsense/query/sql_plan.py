@@ -223,7 +223,7 @@ def _check_people(agg: SqlAggregate, units: frozenset[str], rows_per_unit: int) 
     distinct people, with the sensitivity of one row per person and group)."""
     if agg.column not in units:
         raise InputError(
-            f"The SQL query counts distinct values of {agg.column!r} ({agg.name!r}), which "
+            f"The SQL query counts distinct values of {agg.column!r}, which "
             "is not the privacy unit: the number of distinct values is not bounded by one "
             "person's rows. COUNT(DISTINCT unit) counts people (pass privacy_unit="
             f"{agg.column!r} if that column identifies a person)."

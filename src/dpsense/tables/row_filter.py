@@ -30,6 +30,7 @@ messages name the argument and the construct, never a value of the data.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -140,6 +141,11 @@ def function_name(node: exp.Expression) -> str:
         return str(node.name).upper()
     if isinstance(node, exp.Func):
         return str(node.sql_name())
+    if isinstance(node, exp.Binary):  # an operator, as it is written: >>, &
+        with contextlib.suppress(Exception):  # sqlglot may not print every operator
+            text = type(node)(this=exp.column("a"), expression=exp.column("b")).sql()
+            if text.startswith("a ") and text.endswith(" b"):
+                return text[2:-2]
     return str(node.key).upper()
 
 
