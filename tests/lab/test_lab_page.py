@@ -53,13 +53,18 @@ def test_each_finding_is_on_the_page(
         assert " ".join(finding.split()) in text
 
 
-def test_the_lab_reads_on_a_phone(quick_lab: tuple[Path, LabResults], tmp_path: Path) -> None:
+def test_the_lab_reads_on_a_phone(opened: OpenedPage, tmp_path: Path) -> None:
     """At 390 px nothing sticks out of the page (wide tables and figures scroll inside
     their box) and the figures' text stays readable (at least 7 px tall as drawn)."""
-    path, _ = quick_lab
-    shot = Path(SHOT).with_name("lab-phone.png") if SHOT else tmp_path / "phone.png"
-    with open_page(path, screenshot=shot, width=390, height=844) as page:
-        scroll, window = page.page_width()
+    page = opened.page
+    wide = page.viewport_size
+    page.set_viewport_size({"width": 390, "height": 844})
+    try:
+        shot = Path(SHOT).with_name("lab-phone.png") if SHOT else tmp_path / "phone.png"
+        page.screenshot(path=str(shot), full_page=True)
+        scroll, window = opened.page_width()
         assert scroll <= window, (scroll, window)
-        assert page.figure_font_px() >= 7.0
-        assert page.console_errors == []
+        assert opened.figure_font_px() >= 7.0
+    finally:
+        page.set_viewport_size(wide)
+    assert opened.console_errors == []
