@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import math
 import shutil
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,7 @@ import pytest
 
 import dpsense as ds
 from dpsense.cli import main
-from dpsense.methods._release import format_value
+from dpsense.cli.tables_io import shown_value
 from dpsense.noise.rng import SeededRandom
 from dpsense.report import render_report
 from dpsense.report.model import format_number
@@ -99,7 +100,7 @@ def test_the_report_of_a_ledger_in_a_browser(
         assert len(figures) == 2  # the spending over time, the grouped median
         assert all(w > 100 and h > 100 for w, h in figures)
         text = opened.text()
-    shown = [format_value(mean.value)] + [format_value(rel.value) for _, rel in grouped]
+    shown = [shown_value(mean)] + [shown_value(rel) for _, rel in grouped]
     for value in shown:
         assert value in text
     for region in REGIONS:
@@ -134,7 +135,7 @@ def test_an_in_memory_accountant_has_a_report_too(tmp_path: Path) -> None:
     out = ds.report(acct, tmp_path / "r.html")
     html = out.read_text()
     assert "in-memory Accountant" in html
-    assert f"count = {format_value(rel.value)}" in html
+    assert f"count = {shown_value(rel)}" in html
     assert "Zero-concentrated differential privacy" in html
     assert "of the total rho is spent" in html  # rhos add up; their epsilons do not
     assert "<script" not in html  # nothing runs in the page
@@ -207,7 +208,7 @@ def test_one_charge_of_several_named_statistics_shows_each(tmp_path: Path) -> No
     assert "per_region (count) by region" in html
     assert html.count("<svg") == 2  # the spending chart and the grouped count
     for _, rel in grouped:
-        assert f"<td>{format_value(rel.value)}</td>" in html
+        assert f"<td>{shown_value(rel)}</td>" in html
     # a query through the Accountant: one charge, every statistic on the page
     acct = ds.Accountant(ledger=path)
     res = acct.release(
@@ -227,7 +228,7 @@ def test_one_charge_of_several_named_statistics_shows_each(tmp_path: Path) -> No
     assert "where <code>income &gt; 100</code>" in html
     for name in ("n", "mid"):
         for _, rel in res[name]:
-            assert f"<td>{format_value(rel.value)}</td>" in html
+            assert f"<td>{shown_value(rel)}</td>" in html
     # each statistic's share of the query, its bounds' source and how its intervals were
     # built; each group's 95% interval
     assert html.count("share of the query") >= 2
@@ -344,3 +345,39 @@ def test_the_reproducing_call_rebuilds_every_statistic(tmp_path: Path) -> None:
         assert namespace["release"].epsilon == 1.0
     assert "make_statistic" not in "".join(codes)
     assert 'bounds="private"' in html_module.unescape(codes[1])
+
+
+def test_the_report_shows_numbers_to_their_accuracy(tmp_path: Path) -> None:
+    """A value shows the digits its 95% interval gives (the interval rounded outward),
+    privately found bounds the powers of two they are, the noise scale three digits; the
+    CSV download keeps every digit."""
+    import base64
+    import io
+    import re
+
+    pd = pytest.importorskip("pandas")
+    acct = ds.Accountant(epsilon=2.0)
+    values = np.linspace(1.0, 900.0, 400)
+    rel = acct.release(values, ds.Mean(), bounds="private", epsilon=1.0, rng=SeededRandom(5))
+    assert isinstance(rel, ds.Release)
+    page = render_report(acct)
+    low, high = rel.interval()
+    shown = re.search(
+        r"mean = ([-0-9.]+) <span class=\"muted\">95% interval \[([-0-9.]+), ([-0-9.]+)\]", page
+    )
+    assert shown is not None, page
+    value, a, b = (float(g) for g in shown.groups())
+    half = (high - low) / 2
+    step = 10.0 ** -(1 - math.floor(math.log10(half)))  # two significant digits of it
+    assert abs(value - rel.value) <= step / 2 + 1e-9
+    assert a <= low  # rounded outward
+    assert b >= high
+    assert high - low < b - a <= high - low + 2 * step
+    assert "clipping bounds</th><td>[2^" in page
+    scale = re.search(r"noise scale</th><td>([0-9.]+)", page)
+    assert scale is not None
+    assert len(scale.group(1).replace(".", "").lstrip("0")) <= 3
+    link = re.search(r'base64,([^"]+)"', page)
+    assert link is not None
+    table = pd.read_csv(io.BytesIO(base64.b64decode(link.group(1))))
+    assert table["value"].tolist() == [rel.value]  # every digit

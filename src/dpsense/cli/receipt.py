@@ -10,6 +10,7 @@ from rich.table import Table
 
 from dpsense.cli._shared import _console, _fmt, _print_json
 from dpsense.defaults import ACCURACY_ALPHA
+from dpsense.shown import power_of_two
 
 if TYPE_CHECKING:
     from dpsense.methods import Release
@@ -108,17 +109,6 @@ _WORDS = {
 }
 """Receipt keys shown in words (``--json`` keeps the keys)."""
 _SCALE_UNITS = {"rescaled [0, 1]": "on the bounds rescaled to [0, 1]"}
-
-
-def power_of_two(value: float) -> str:
-    """``value`` as ``2^k`` (or ``-2^k``) when it is a power of two, else as usual: private
-    bounds and grids are powers of two, which their decimal expansions hide."""
-    if value == 0 or not math.isfinite(value):
-        return _fmt(value)
-    mantissa, exponent = math.frexp(abs(value))
-    if mantissa != 0.5 or not -60 <= exponent - 1 <= 60 or 0 <= exponent - 1 <= 10:
-        return _fmt(value)  # not a power of two, or one read as easily in decimals
-    return f"{'-' if value < 0 else ''}2^{exponent - 1}"
 
 
 def _parameter(key: str, value: Any) -> str:

@@ -193,7 +193,7 @@ def _with_intervals(spec: SqlQuery, row: dict[str, Any]) -> dict[str, Any]:
     accuracy gives (two significant digits of the half-width; ``--json`` keeps them all),
     the interval rounded outward so that it holds the one released."""
     from dpsense.cli._shared import _fmt
-    from dpsense.cli.tables_io import decimals_of, rounded
+    from dpsense.shown import decimals_of, rounded
 
     out = dict(row)
     for agg in spec.aggregates:

@@ -24,17 +24,16 @@ from dpsense.errors import InputError, keys_columns
 from dpsense.methods import Release
 from dpsense.methods._release import format_value
 from dpsense.query import QueryResult
+from dpsense.shown import decimals_of, rounded
 from dpsense.tables import GroupedRelease
 from dpsense.tables.grouped_result import INTERVAL_PARTS, interval_columns
 
 __all__ = [
     "check_output",
-    "decimals_of",
     "emit_grouped",
     "keys_option",
     "read_keys",
     "result_rows",
-    "rounded",
     "shown_accuracy",
     "shown_interval",
     "shown_value",
@@ -126,46 +125,6 @@ def _decimals(rel: Release) -> int | None:
     if rel.refused or np.ndim(rel.value) != 0:
         return None
     return decimals_of(rel.value, rel.interval(ACCURACY_ALPHA), rel.accuracy(ACCURACY_ALPHA))
-
-
-def decimals_of(value: Any, interval: Any, accuracy: Any) -> int | None:
-    """The decimals of a released scalar ``value`` shown with its 95% ``interval`` (a
-    (low, high) pair, or None) or, without one, its public 95% half-width ``accuracy``:
-    two significant digits of the half-width; whole numbers stay whole; None when
-    neither is public or the value is not one number."""
-    if value is None or np.ndim(value) != 0:
-        return None
-    if interval is not None:
-        if np.ndim(interval[0]) != 0 or np.ndim(interval[1]) != 0:
-            return None
-        half = (float(interval[1]) - float(interval[0])) / 2
-    elif accuracy is not None and np.ndim(accuracy) == 0:
-        half = float(accuracy)
-    else:
-        return None
-    if not math.isfinite(half) or half <= 0:
-        return None
-    decimals = min(12, 1 - math.floor(math.log10(half)))
-    ends = [float(value), *(float(e) for e in interval or ())]
-    if all(math.isfinite(e) and e == round(e) for e in ends):
-        decimals = min(decimals, 0)  # whole numbers (a count) stay whole
-    return decimals
-
-
-def rounded(value: float, decimals: int | None, way: str = "nearest") -> str:
-    """``value`` to ``decimals`` places (negative: tens, hundreds); an interval's ends are
-    rounded outward (``way`` "down" for the low end, "up" for the high), so the interval
-    shown holds the one released."""
-    if decimals is None or not math.isfinite(value):
-        return _fmt(value)
-    scale = 10.0**decimals
-    if way == "down":
-        shown = math.floor(value * scale) / scale
-    elif way == "up":
-        shown = math.ceil(value * scale) / scale
-    else:
-        shown = round(value, decimals)
-    return f"{shown:.{max(decimals, 0)}f}" if abs(shown) < 1e15 else _fmt(shown)
 
 
 def shown_value(rel: Release) -> str:

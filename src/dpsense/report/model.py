@@ -14,6 +14,7 @@ from typing import Any
 
 from dpsense.accounting import LedgerEntry
 from dpsense.report.reproduce import csv_href, reproduce_code
+from dpsense.shown import decimals_of, power_of_two, rounded
 
 __all__ = [
     "BudgetView",
@@ -235,17 +236,36 @@ def _row(stored: Mapping[str, Any], by: Sequence[str]) -> RowView:
         low_text = ""
     has_interval = not refused and isinstance(low, int | float) and isinstance(high, int | float)
     unreliable = bool(stored.get("unreliable")) and (has_interval or bool(low_text))
-    interval = (f"[{format_number(low)}, {format_number(high)}]" if has_interval else low_text) + (
-        " unreliable" if unreliable and (has_interval or low_text) else ""
+    # to the digits the accuracy gives, the interval rounded outward (the CSV keeps all)
+    decimals = decimals_of(
+        number, (low, high) if has_interval else None, None if refused else accuracy
     )
+    if has_interval and decimals is not None and low is not None and high is not None:
+        ends = f"[{rounded(float(low), decimals, 'down')}, {rounded(float(high), decimals, 'up')}]"
+    elif has_interval:
+        ends = f"[{format_number(low)}, {format_number(high)}]"
+    else:
+        ends = low_text
+    interval = ends + (" unreliable" if unreliable and (has_interval or low_text) else "")
+    shown = (
+        format_number(value)
+        if decimals is None or number is None
+        else rounded(float(number), decimals)
+    )
+    if refused or accuracy is None:
+        half = ""
+    elif decimals is None:
+        half = f"± {format_number(accuracy)}"
+    else:
+        half = f"± {rounded(float(accuracy), decimals, 'up')}"
     return RowView(
         group=[
             format_number(group.get(b)) if not isinstance(group.get(b), str) else group[b]
             for b in by
         ],
-        value="refused" if refused else format_number(value),
+        value="refused" if refused else shown,
         refused=refused,
-        accuracy="" if refused or accuracy is None else f"± {format_number(accuracy)}",
+        accuracy=half,
         rank_accuracy="" if refused or rank is None else f"± {rank} ranks",
         number=None if refused or number is None else float(number),
         halfwidth=None if refused or not isinstance(accuracy, int | float) else float(accuracy),
@@ -256,6 +276,9 @@ def _row(stored: Mapping[str, Any], by: Sequence[str]) -> RowView:
     )
 
 
+_SCALE_UNITS = {"rescaled [0, 1]": "on the bounds rescaled to [0, 1]"}
+
+
 def _receipt(stat: Mapping[str, Any]) -> list[tuple[str, str]]:
     out = [("statistic", str(stat.get("statistic") or "—"))]
     if stat.get("p") is not None:
@@ -263,7 +286,7 @@ def _receipt(stat: Mapping[str, Any]) -> list[tuple[str, str]]:
     out.append(("column", str(stat.get("column") or "—")))
     if stat.get("bounds") is not None:
         lower, upper = stat["bounds"]
-        out.append(("clipping bounds", f"[{format_number(lower)}, {format_number(upper)}]"))
+        out.append(("clipping bounds", f"[{power_of_two(lower)}, {power_of_two(upper)}]"))
     source = stat.get("bounds_source")
     if isinstance(source, Mapping):
         out.append(("bounds from", _bounds_words(source)))
@@ -288,23 +311,23 @@ def _receipt(stat: Mapping[str, Any]) -> list[tuple[str, str]]:
     scale = stat.get("scale")
     params = stat.get("parameters") or {}
     if not stat.get("by"):
-        units = f" ({params['scale_units']})" if params.get("scale_units") else ""
+        units = params.get("scale_units")
+        units = f" ({_SCALE_UNITS.get(units, units)})" if units else ""
         out.append(
             (
                 "noise scale",
-                format_number(scale) + units
+                f"{float(scale):.3g}" + units
                 if scale is not None
                 else "not public (it depends on the data)",
             )
         )
     for key, value in sorted(params.items()):
         if value is not None and key != "scale_units":
-            out.append(
-                (
-                    key.replace("_", " "),
-                    format_number(value) if not isinstance(value, str) else value,
-                )
-            )
+            if key in ("grid", "lattice", "lower", "upper") and isinstance(value, float):
+                text = power_of_two(value)
+            else:
+                text = format_number(value) if not isinstance(value, str) else value
+            out.append((key.replace("_", " "), text))
     if stat.get("seeded"):
         out.append(("randomness", "SEEDED: reproducible, not secure (tests and demos only)"))
     return out
