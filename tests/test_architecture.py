@@ -18,6 +18,7 @@ LAYERS = {
     "_progress": 1,
     "_exact_budget": 1,
     "defaults": 1,
+    "shown": 1,
     "noise": 2,
     "statistics": 2,
     "sensitivity": 3,
