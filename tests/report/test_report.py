@@ -166,6 +166,7 @@ def test_a_ledger_written_before_the_release_log_has_a_report(tmp_path: Path) ->
         ("corrupt", "not a dpsense ledger"),
         ("folder", "does not exist"),
         ("directory", "is a folder"),
+        ("suffix", "--output must name an .html file"),
     ],
 )
 def test_bad_ledgers_and_outputs_exit_2_with_one_line(
@@ -180,12 +181,15 @@ def test_bad_ledgers_and_outputs_exit_2_with_one_line(
         out = tmp_path / "nope" / "report.html"
     if case == "directory":
         out = tmp_path
+    if case == "suffix":
+        out = tmp_path / "report.txt"
     assert main(["report", str(ledger), "-o", str(out)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert fragment in err
     assert "Traceback" not in err
     assert not (tmp_path / "report.html").exists()
+    assert not (tmp_path / "report.txt").exists()
 
 
 def test_one_charge_of_several_named_statistics_shows_each(tmp_path: Path) -> None:

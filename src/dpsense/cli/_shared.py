@@ -44,11 +44,10 @@ def _console(min_width: int = 80) -> Console:
 
 
 def _fmt(value: float) -> str:
-    if math.isinf(value):
-        return "inf" if value > 0 else "-inf"
-    if math.isnan(value):
-        return "n/a"
-    return f"{value:.6g}"
+    """A number in six significant digits (:func:`dpsense.shown.plain`)."""
+    from dpsense.shown import plain
+
+    return plain(value)
 
 
 def _short(value: float, digits: int = 3) -> str:

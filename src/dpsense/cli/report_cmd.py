@@ -7,6 +7,8 @@ from typing import Annotated
 
 import typer
 
+from dpsense.errors import InputError
+
 __all__ = ["REPORT_EXAMPLES", "report_command"]
 
 REPORT_EXAMPLES = (
@@ -33,5 +35,10 @@ def report_command(
     ledger is only read."""
     from dpsense.report import report
 
+    if not output.is_dir() and output.suffix.lower() not in (".html", ".htm"):
+        raise InputError(
+            f"--output must name an .html file (the report is a web page). Got "
+            f"{output.name!r}; write e.g. -o {output.with_suffix('.html').name}."
+        )
     written = report(ledger, output)
     typer.echo(f"wrote the privacy report of {ledger} to {written}")
