@@ -286,8 +286,8 @@ def _check_units(nulls: str, privacy_unit: str | None, max_rows_per_unit: Any) -
         raise InputError(f"The 'nulls' parameter must be 'error' or 'drop'. Got {nulls!r} instead.")
     if privacy_unit is None and max_rows_per_unit != 1:
         raise InputError(
-            "max_rows_per_unit needs a privacy unit: pass privacy_unit='...' or leave "
-            "max_rows_per_unit at 1."
+            "max_rows_per_unit bounds what one privacy unit contributes: pass "
+            "privacy_unit=... (the column identifying a person)."
         )
     if not isinstance(max_rows_per_unit, int) or max_rows_per_unit < 1:
         raise InputError(

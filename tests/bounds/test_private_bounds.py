@@ -391,7 +391,7 @@ def test_bounds_then_median_spends_one_budget() -> None:
         ({"epsilon": 0.0}, "epsilon"),
         ({"epsilon": 1.0, "delta": 1e-6}, "pure epsilon-DP"),
         ({"epsilon": 1.0, "quantiles": (0.9, 0.1)}, "0 <= low < high <= 1"),
-        ({"epsilon": 1.0, "max_rows_per_unit": 3}, "needs a privacy unit"),
+        ({"epsilon": 1.0, "max_rows_per_unit": 3}, "what one privacy unit contributes"),
     ],
 )
 def test_bad_arguments_are_one_clear_error(kwargs: dict[str, Any], message: str) -> None:

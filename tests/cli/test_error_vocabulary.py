@@ -15,6 +15,7 @@ import pytest
 import dpsense as ds
 from dpsense.cli import main
 from dpsense.data import load_column
+from dpsense.statistics import make_statistic
 
 SECRET = "987654.25"
 
@@ -364,6 +365,49 @@ CAUSES: dict[str, tuple[str, list[Python], list[Line], str, str]] = {
         ],
         "privacy_unit={'orders': 'customer_id', 'items': ('order_id', 'orders', 'order_id')}",
         "--privacy-unit orders=customer_id --privacy-unit items=order_id:orders.order_id",
+    ),
+    "a quantile without its level": (
+        "statistic needs its level",
+        [lambda p: make_statistic("quantile", lower=0, upper=99)],
+        [
+            [*REL[:2], "-s", "quantile", "-c", "wage", "--lower", "0", "--upper", "99", *REL[4:]],
+            ["analyze", "DATA", "-s", "quantile", "-c", "wage", "--lower", "0", "--upper", "99"],
+        ],
+        "pass p=0.9",
+        "pass --p 0.9",
+    ),
+    "a contribution bound without a privacy unit": (
+        "what one privacy unit contributes: pass ",
+        [
+            lambda p: ds.release(
+                p, ds.Mean(0, 99), column="wage", epsilon=1.0, max_rows_per_unit=2
+            ),
+            lambda p: ds.private_bounds(p, column="wage", epsilon=1.0, max_rows_per_unit=2),
+        ],
+        [
+            [*REL, "-c", "wage", "--lower", "0", "--upper", "99", "--max-rows-per-unit", "2"],
+            ["bounds", "DATA", "-c", "wage", "--epsilon", "1", "--max-rows-per-unit", "2"],
+        ],
+        "privacy_unit=...",
+        "--privacy-unit ...",
+    ),
+    "a bounds share without private bounds": (
+        "is the share of epsilon spent on private bounds: pass ",
+        [
+            lambda p: ds.release(p, ds.Mean(0, 99), column="wage", epsilon=1.0, bounds_share=0.5),
+            lambda p: ds.sql(
+                f"SELECT AVG(wage) FROM '{p}'",
+                bounds={"wage": (0, 99)},
+                epsilon=1.0,
+                bounds_share=0.5,
+            ),
+        ],
+        [
+            [*REL, "-c", "wage", "--lower", "0", "--upper", "99", "--bounds-share", "0.5"],
+            ["sql", "SELECT AVG(wage) FROM 'DATA'", *SQL_REST, "--bounds-share", "0.5"],
+        ],
+        "bounds='private' too, or drop it",
+        "--bounds private too, or drop it",
     ),
     "keys without the group columns": (
         "must have the group columns 'note'; it has 'other'",

@@ -160,7 +160,8 @@ def _bounds_option(request: ReleaseRequest) -> dict[str, Any]:
         )
     if bounds_share is not None and bounds is None:
         raise InputError(
-            "--bounds-share is the share of --epsilon for --bounds private; pass both."
+            "--bounds-share is the share of epsilon spent on private bounds: pass --bounds "
+            "private too, or drop it."
         )
     given = lower is not None or upper is not None
     if bounds is not None:

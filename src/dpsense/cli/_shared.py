@@ -142,8 +142,12 @@ def _statistic(
     if resolution is not None and key not in ("median", "quantile", "quantiles"):
         raise InputError("--resolution applies only to --statistic median, quantile and quantiles.")
     if p is None and key in ("quantile", "quantiles"):
-        example = "0.9" if key == "quantile" else "0.1,0.5,0.9"
-        raise InputError(f"--statistic {key} needs its level(s): pass --p (e.g. --p {example}).")
+        # the words of the statistic's own message (statistics.statistic), on the command line
+        raise InputError(
+            "The quantile statistic needs its level: pass --p 0.9, say."
+            if key == "quantile"
+            else "The quantiles statistic needs its levels: pass --p 0.1,0.5,0.9, say."
+        )
     levels = _levels(p, key)
     if not bounds_optional and key != "count" and (lower is None or upper is None):
         what = "--upper is missing" if lower is not None else "--lower is missing"
