@@ -28,7 +28,7 @@ from dpsense.bounds import check_bounds_delta, private_bounds
 from dpsense.data.source import readable_twice
 from dpsense.errors import InputError, warn_large_epsilon
 from dpsense.methods import Release
-from dpsense.methods.ratio import private_ratio
+from dpsense.methods.ratio import check_ratio_request, private_ratio
 from dpsense.methods.sample_aggregate import sample_and_aggregate
 from dpsense.methods.zcdp import aggregate_rho, pure_rho, ratio_rho
 from dpsense.noise.rng import resolve_rng
@@ -238,6 +238,11 @@ class Accountant(Budget):
         """:func:`dpsense.private_ratio`, charged first."""
         eps = check_epsilon(epsilon, where="Accountant.private_ratio")
         dlt = check_delta(delta, where="Accountant.private_ratio")
+        # the whole request is checked before the charge: an invalid one costs nothing
+        options = {k: v for k, v in kwargs.items() if k not in ("method", "neighbours", "rng")}
+        check_ratio_request(
+            eps, dlt, kwargs.get("method", "ksw"), kwargs.get("neighbours", "add-remove"), options
+        )
         labels = {
             "dataset": dataset,
             "statistic": "ratio",
