@@ -28,18 +28,20 @@ import pandas as pd
 import dpsense as ds
 from bench_sql import best  # interleaved best-of timing, shared with bench_sql
 
-QUERY = (
-    "SELECT r.region, COUNT(*) AS visits, SUM(v.amount) AS total FROM visits v "
-    "JOIN people p ON v.person_id = p.person_id "
-    "JOIN regions r ON p.region_code = r.region_code GROUP BY r.region"
+JOINS = (
+    "FROM visits v JOIN people p ON v.person_id = p.person_id "
+    "JOIN regions r ON p.region_code = r.region_code"
 )
-BASELINE = """
-WITH j AS (
-    SELECT p.person_id AS u, r.region AS g, v.amount AS a FROM visits v
-    JOIN people p ON v.person_id = p.person_id
-    JOIN regions r ON p.region_code = r.region_code
-),
-pick AS (SELECT u, arg_min(g, hash(g, 7)) AS g FROM j GROUP BY u),
+QUERY = f"SELECT r.region, COUNT(*) AS visits, SUM(v.amount) AS total {JOINS} GROUP BY r.region"
+SPREAD_QUERY = f"SELECT v.site, COUNT(*) AS visits, SUM(v.amount) AS total {JOINS} GROUP BY v.site"
+
+
+def baseline(group: str, pick: str) -> str:
+    """One DuckDB statement doing the release's join and contribution bounding by hand:
+    the groups each person keeps (``pick``), then 5 rows per person and group, clipped."""
+    return f"""
+WITH j AS (SELECT p.person_id AS u, {group} AS g, v.amount AS a {JOINS}),
+pick AS ({pick}),
 kept AS (
     SELECT j.* FROM j SEMI JOIN pick USING (u, g)
     QUALIFY row_number() OVER (PARTITION BY u, g ORDER BY hash(a, 9)) <= 5
@@ -49,28 +51,12 @@ FROM kept GROUP BY g ORDER BY g
 """
 
 
-SPREAD_QUERY = (
-    "SELECT v.site, COUNT(*) AS visits, SUM(v.amount) AS total FROM visits v "
-    "JOIN people p ON v.person_id = p.person_id "
-    "JOIN regions r ON p.region_code = r.region_code GROUP BY v.site"
+# one group per person (its region), or up to 8 of the sites each person visits
+BASELINE = baseline("r.region", "SELECT u, arg_min(g, hash(g, 7)) AS g FROM j GROUP BY u")
+SPREAD_BASELINE = baseline(
+    "v.site",
+    "SELECT u, unnest(min_by(g, hash(g, 7), 8)) AS g FROM (SELECT DISTINCT u, g FROM j) GROUP BY u",
 )
-SPREAD_BASELINE = """
-WITH j AS (
-    SELECT p.person_id AS u, v.site AS g, v.amount AS a FROM visits v
-    JOIN people p ON v.person_id = p.person_id
-    JOIN regions r ON p.region_code = r.region_code
-),
-pick AS (
-    SELECT u, unnest(min_by(g, hash(g, 7), 8)) AS g
-    FROM (SELECT DISTINCT u, g FROM j) GROUP BY u
-),
-kept AS (
-    SELECT j.* FROM j SEMI JOIN pick USING (u, g)
-    QUALIFY row_number() OVER (PARTITION BY u, g ORDER BY hash(a, 9)) <= 5
-)
-SELECT g, count(*) AS visits, sum(least(greatest(a, 0.0), 100.0)) AS total
-FROM kept GROUP BY g ORDER BY g
-"""
 
 
 def tables(rows: int, seed: int = 0) -> dict[str, pd.DataFrame]:

@@ -63,6 +63,7 @@ REL = ["release", "DATA", "-s", "mean", "--epsilon", "1"]
 ANALYZE = ["analyze", "DATA", "-s", "mean", "--lower", "0", "--upper", "99"]
 EXPLORE = ["explore", "DATA", "--universe", "0,1,2"]
 INLINE = ["--keys", "other=a"]
+EPSILON_ZERO = [*REL[:4], "-c", "age", "--lower", "0", "--upper", "9", "--epsilon", "0"]
 SQL_REST = ["--bounds", "wage=0:9", "--epsilon", "1"]
 AUDIT = ["audit", "math:fabs", "--x", "DATA", "--x-prime", "DATA", "--epsilon", "1"]
 SQL = ["sql", "--epsilon", "1"]
@@ -144,44 +145,14 @@ CAUSES: dict[str, tuple[str, list[Python], list[Line], str, str]] = {
             lambda p: ds.Accountant(epsilon=0.0, ledger=p.with_name("l.db")),
         ],
         [
-            [
-                "release",
-                "DATA",
-                "-s",
-                "mean",
-                "-c",
-                "age",
-                "--lower",
-                "0",
-                "--upper",
-                "9",
-                "--epsilon",
-                "0",
-            ],
+            EPSILON_ZERO,
             ["bounds", "DATA", "-c", "age", "--epsilon", "-1"],
             [*ANALYZE, "-c", "wage", "--epsilon", "0"],
             ["audit", "math:fabs", "--x", "DATA", "--x-prime", "DATA", "--epsilon", "0"],
             ["budget", "init", "LEDGER", "--epsilon", "0"],
             # the column of these holds a missing value or text: the request's error first
             ["ratio", "DATA", "--numerator", "note", "--epsilon", "0"],
-            [
-                "release",
-                "DATA",
-                "-s",
-                "mean",
-                "-c",
-                "age",
-                "--lower",
-                "0",
-                "--upper",
-                "9",
-                "--epsilon",
-                "0",
-                "--method",
-                "sample-aggregate",
-                "--blocks",
-                "2",
-            ],
+            [*EPSILON_ZERO, "--method", "sample-aggregate", "--blocks", "2"],
         ],
         "The 'epsilon' parameter",
         "--epsilon",
@@ -365,6 +336,18 @@ CAUSES: dict[str, tuple[str, list[Python], list[Line], str, str]] = {
         ],
         "privacy_unit={'orders': 'customer_id', 'items': ('order_id', 'orders', 'order_id')}",
         "--privacy-unit orders=customer_id --privacy-unit items=order_id:orders.order_id",
+    ),
+    "an unknown statistic": (
+        "must be one of count, sum, mean, variance, std, median, quantile, quantiles, "
+        "trimmed-mean. Got 'meen' instead.",
+        [lambda p: make_statistic("meen", 0, 99)],
+        [
+            ["release", "DATA", "-s", "meen", "-c", "wage", "--epsilon", "1"],  # no bounds
+            ["analyze", "DATA", "-s", "meen", "-c", "wage"],
+            ["explore", "--values", "1,2", "--universe", "0,1,2", "--statistics", "meen"],
+        ],
+        "The 'statistic' parameter",
+        "--statistic",
     ),
     "a quantile without its level": (
         "statistic needs its level",

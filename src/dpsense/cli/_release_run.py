@@ -151,7 +151,10 @@ def _source(data: Path) -> Path | str:
 def _bounds_option(request: ReleaseRequest) -> dict[str, Any]:
     """The release's ``bounds``/``bounds_share`` from --bounds, or an InputError that names
     --lower/--upper and --bounds private when neither way is given."""
+    from dpsense.statistics import statistic_key
+
     statistic, lower, upper = request.statistic, request.lower, request.upper
+    statistic_key(statistic)  # an unknown name first, not its bounds
     bounds, bounds_share = request.bounds, request.bounds_share
     if bounds is not None and bounds != "private":
         raise InputError(

@@ -129,8 +129,9 @@ def _statistic(
 ) -> Statistic:
     """The statistic of the options; without ``bounds_optional`` a missing bound is an
     error here (commands other than ``release`` have no --bounds private)."""
-    from dpsense.statistics import make_statistic
+    from dpsense.statistics import make_statistic, statistic_key
 
+    statistic_key(name)  # an unknown name first: its checks below read the name
     key = name.strip().lower()
     if p is not None and key not in ("quantile", "quantiles"):
         raise InputError("--p applies only to --statistic quantile and quantiles.")

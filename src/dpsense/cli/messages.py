@@ -43,7 +43,12 @@ def option_names(command: Any) -> set[str]:
     return names
 
 
-_ALIASES = {"public_tables": "--public", "tables": "--table", "ps": "--p"}
+_ALIASES = {
+    "public_tables": "--public",
+    "tables": "--table",
+    "ps": "--p",
+    "statistic": "--statistics",  # explore's list of statistics
+}
 """Python parameters whose option is named otherwise."""
 
 
@@ -53,8 +58,6 @@ def _option(name: str, options: set[str]) -> str | None:
         return flag
     if _ALIASES.get(name) in options:
         return _ALIASES[name]
-    if flag + "s" in options:  # explore's --statistics for a statistic
-        return flag + "s"
     if name.upper() in options:  # an argument: QUERY, DATA, LEDGER
         return name.upper()
     if name == "hamming" and "--max-hamming" in options:

@@ -29,7 +29,21 @@ __all__ = [
     "TrimmedMean",
     "Variance",
     "make_statistic",
+    "statistic_key",
 ]
+
+
+def statistic_key(name: str) -> str:
+    """A statistic's name as :data:`STATISTIC_NAMES` spells it (``var``, ``stddev`` and
+    ``trimmed`` accepted), or the InputError of an unknown one."""
+    key = name.strip().lower().replace("_", "-")
+    key = {"var": "variance", "stddev": "std", "trimmed": "trimmed-mean"}.get(key, key)
+    if key not in STATISTIC_NAMES:
+        raise InputError(
+            f"The 'statistic' parameter must be one of {', '.join(STATISTIC_NAMES)}. "
+            f"Got {name!r} instead."
+        )
+    return key
 
 
 def make_statistic(
@@ -54,13 +68,7 @@ def make_statistic(
     InputError
         For an unknown name, one bound without the other, or a missing ``p`` / ``trim``.
     """
-    key = name.strip().lower().replace("_", "-")
-    key = {"var": "variance", "stddev": "std", "trimmed": "trimmed-mean"}.get(key, key)
-    if key not in STATISTIC_NAMES:
-        raise InputError(
-            f"The 'statistic' parameter must be one of {', '.join(STATISTIC_NAMES)}. "
-            f"Got {name!r} instead."
-        )
+    key = statistic_key(name)
     if key == "count":
         return Count()
     from dpsense.params import validate_bounds
