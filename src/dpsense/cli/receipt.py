@@ -66,12 +66,13 @@ def print_receipt(result: Release, column: str | None) -> None:
     table.add_row("method", result.method)
     table.add_row("noise", str(result.noise))
     units = result.parameters.get("scale_units")
-    table.add_row(
-        "noise scale",
-        "not public (depends on the data)"
-        if result.scale is None
-        else f"{result.scale:.3g}" + (f" ({_SCALE_UNITS.get(units, units)})" if units else ""),
-    )
+    if result.noise != SELECTED:  # the exponential mechanism adds no noise to scale
+        table.add_row(
+            "noise scale",
+            "not public (depends on the data)"
+            if result.scale is None
+            else f"{result.scale:.3g}" + (f" ({_SCALE_UNITS.get(units, units)})" if units else ""),
+        )
     table.add_row(
         "guarantee",
         f"epsilon={result.epsilon:g}, delta={result.delta:g}"
@@ -108,6 +109,8 @@ _WORDS = {
     "grid": "output grid",
 }
 """Receipt keys shown in words (``--json`` keeps the keys)."""
+SELECTED = "exponential-mechanism"
+"""The noise of a value the exponential mechanism selects: it has no scale."""
 _SCALE_UNITS = {"rescaled [0, 1]": "on the bounds rescaled to [0, 1]"}
 
 

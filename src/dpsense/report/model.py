@@ -310,7 +310,7 @@ def _receipt(stat: Mapping[str, Any]) -> list[tuple[str, str]]:
     out.append(("noise", str(stat.get("noise") or "—")))
     scale = stat.get("scale")
     params = stat.get("parameters") or {}
-    if not stat.get("by"):
+    if not stat.get("by") and stat.get("noise") != "exponential-mechanism":  # it has no scale
         units = params.get("scale_units")
         units = f" ({_SCALE_UNITS.get(units, units)})" if units else ""
         out.append(
