@@ -277,9 +277,9 @@ def test_nan_kept_as_nan_is_missing_in_every_format(tmp_path: Path) -> None:
             "polars-parquet": by_polars,
             "pyarrow-parquet": by_arrow,
         }.items():
-            # a CSV's by-column matched to public keys is text unless declared
-            # (tables.key_types): declared a float, its "nan" is a NaN
-            typed = {"schema": {"g": "float"}} if label == "csv" else {}
+            # a CSV's by-column matched to public keys, and its privacy unit, are text
+            # unless declared (tables.key_types): declared floats, their "nan" is a NaN
+            typed = {"schema": {"g": "float", "u": "float"}} if label == "csv" else {}
             with pytest.raises(ds.InputError, match="nulls='drop'"):
                 ds.release(data, ds.Mean(0, 10), epsilon=1.0, rng=2, **kwargs, **typed)
             got = ds.release(

@@ -32,6 +32,7 @@ from dpsense.errors import InputError, missing_column
 __all__ = [
     "PARQUET_SUFFIXES",
     "TableSource",
+    "as_text",
     "connection",
     "is_csv_path",
     "is_table",
@@ -291,6 +292,49 @@ def _numpy_frame(columns: dict[str, np.ndarray]) -> Any:
             arr = arr.astype(np.int64)
         out[name] = arr
     return out
+
+
+def as_text(data: Any, columns: Sequence[str]) -> Any:
+    """``data`` with each of ``columns`` whose type the container does not declare (a pandas
+    ``object`` column, a column given as a Python list in a mapping) as the text of each
+    value alone (``str(v)``; a missing value stays missing).
+
+    DuckDB reads such a column by a type it infers from all the values: ``[1, 1.0]`` as
+    DOUBLE (one value, "1.0"), the same with an added ``"abc"`` as VARCHAR ("1", "1.0",
+    "abc"). A column that is to be read as text (a privacy unit, a group, a join key whose
+    type no one declared) must be the text of each value alone, or one person's value would
+    decide whether two others are one unit, one group or one key (docs/entry_points.md,
+    "Types"). Other containers declare their types and are returned as they are."""
+    if not columns:
+        return data
+    module = type(data).__module__.split(".")[0]
+    if module == "pandas" and type(data).__name__ == "DataFrame":
+        names = [str(c) for c in data.columns]
+        todo = [c for c in columns if names.count(c) == 1 and data[c].dtype == object]
+        if not todo:
+            return data
+        import pandas as pd
+
+        return data.assign(
+            **{c: data[c].map(lambda v: None if _missing(v, pd) else str(v)) for c in todo}
+        )
+    if isinstance(data, Mapping):
+        out = dict(data)
+        for key, values in data.items():
+            if str(key) in columns and isinstance(values, list | tuple):
+                texts = [None if _missing(v, None) else str(v) for v in values]
+                # a numpy text array (object only with missing values, which numpy's
+                # float conversion then refuses): read as text, never parsed as numbers
+                out[key] = np.array(texts, dtype=object if None in texts else str)
+        return out
+    return data
+
+
+def _missing(value: Any, pd: Any) -> bool:
+    """True for None, NaN and pandas' NA/NaT: a missing value, not a text."""
+    if value is None or (isinstance(value, float) and value != value):
+        return True
+    return pd is not None and pd.api.types.is_scalar(value) and bool(pd.isna(value))
 
 
 def _value_errors(duckdb: Any) -> tuple[type[Exception], ...]:

@@ -118,12 +118,16 @@ def joined_input(
     casts = parse_schema(schema, _WHERE) if schema else {}
     undeclared = {t: _undeclared(named[t], columns[t]) for t in named}
     table_casts = {t: {c: k for c, k in casts.items() if c in columns[t]} for t in named}
-    for table, column in sorted({c for pair in plan.compared for c in pair}):
+    own_units = {
+        (t, p.column) for t in named if t not in units.public and (p := units.of(t)).column
+    }
+    for table, column in sorted({c for pair in plan.compared for c in pair} | own_units):
         if column in undeclared[table] and column not in table_casts[table]:
-            # a compared column whose type its table does not declare (a CSV file's, a
-            # pandas object column) is read as text, never as a type read from the values
-            # (as a one-table release reads such a by-column); declare it to compare it
-            # as a number
+            # a compared column or a unit column whose type its table does not declare (a
+            # CSV file's, a pandas object column) is read as text, never as a type read
+            # from the values (as a one-table release reads such a by-column or unit);
+            # declare it to compare it as a number. Otherwise ids "1" and "1.0" would be
+            # one person until another person's id "abc" made them two.
             table_casts[table][column] = Cast("text")
     data = engine.join(plan, named, units.public, table_casts, undeclared)
     if keys is None and group_keys_from_public(plan, spec.by) is not None:

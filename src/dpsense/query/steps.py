@@ -216,21 +216,23 @@ def checked_table(plan: QueryPlan, data: Any) -> QueryPlan:
 
 
 def with_key_casts(plan: QueryPlan, x: Any) -> QueryPlan:
-    """``plan`` with its groups formed by a public type: each by-column whose type would be
-    inferred from the values of ``x`` (a CSV file, lists, a pandas object column) read as
-    text (``tables.key_types``), with public keys or without (else one person's "n/a"
-    would turn a column of numbers into text, and split "2015" from "2015.0" for everyone
-    else). Decided from ``x``'s kind and declared types and the plan, before anything is
-    opened."""
-    if not plan.by:
+    """``plan`` with its groups and its units told apart by a public type: each by-column,
+    and the privacy unit column, whose type would be inferred from the values of ``x`` (a
+    CSV file, lists, a pandas object column) read as text (``tables.key_types``), with
+    public keys or without. Otherwise one person's "n/a" would turn a column of numbers
+    into text, and split "2015" from "2015.0" for everyone else; for the unit, ids "1"
+    and "1.0" would be one person until someone's id "abc" made them two
+    (docs/entry_points.md, "Types"). Decided from ``x``'s kind and declared types and the
+    plan, before anything is opened."""
+    keyed = (*plan.by, *([plan.unit] if plan.unit is not None else []))
+    if not keyed:
         return plan
     keep = [
         *(e.column for e in plan.entries if e.column is not None),
         *counted_columns(plan),
-        *([plan.unit] if plan.unit is not None else []),
         *(plan.row_filter.columns if plan.row_filter is not None else ()),
     ]
-    casts = key_casts(x, plan.by, plan.casts, keep=keep)
+    casts = key_casts(x, keyed, plan.casts, keep=keep)
     return plan if casts == dict(plan.casts) else replace(plan, casts=casts)
 
 

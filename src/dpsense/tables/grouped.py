@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from dpsense._exact_budget import float_up
+from dpsense.data.source import as_text
 from dpsense.errors import InputError
 from dpsense.mechanisms.partition_selection import SelectionRule, select_groups
 from dpsense.methods import Release
@@ -229,6 +230,8 @@ def opened_table(
     needed = [c for c in (*columns, *by, unit, *filter_cols) if c is not None]
     engine = engine_for(data)
     needed_or_all = needed if columns or not resolve_value else None
+    # undeclared columns read as text: the text of each value alone (data.source.as_text)
+    data = as_text(data, [c for c, k in (schema or {}).items() if k.kind == "text"])
     with engine.open(data, needed_or_all, row_filter) as source:
         if not columns and resolve_value:
             candidates = [c for c in source.columns if c not in (*by, unit)]

@@ -280,6 +280,19 @@ def plan_join(
             )
     selected = [f"{unit_expr[private[0].alias]} AS {_q(unit_name)}"]
     selected += [f"{_q(a)}.{_q(c)} AS {_q(c)}" for c, a in column_alias.items()]
+    # a column read from a public table is NULL where the analyst's LEFT JOIN found no
+    # public row, or where the public row holds NULL: such a row is in no group and holds
+    # no value, and it leaves here, before any missing-values check (docs/joins.md §4;
+    # refusing on a NULL the join made would let one person decide the outcome)
+    read = {name for name, _ in spec.column_tables}
+    public_aliases = {s.alias for s in sources if not is_private[s.alias]}
+    present = [
+        f"{_q(a)}.{_q(c)} IS NOT NULL"
+        for c, a in column_alias.items()
+        if c in read and a in public_aliases
+    ]
+    if present:
+        lines.append(f"WHERE {' AND '.join(present)}")
     sql = f"SELECT {', '.join(selected)} " + " ".join(lines)
     names = [s.table for s in sources]
     compared = [

@@ -34,6 +34,7 @@ __all__ = [
     "canonical",
     "keyed_hash",
     "raise_on_query_flags",
+    "text_unit_type",
 ]
 
 SCALAR_ROWS: Final = 16
@@ -44,12 +45,33 @@ _INTEGER_TYPES = frozenset(
 )
 
 
-def keyed_hash(salt: int, columns: str) -> str:
+def keyed_hash(salt: int, columns: str, *, text_unit: bool = False) -> str:
     """The bounding key of a unit's row or group, in DuckDB SQL: ``hash(key, u, columns)``
     shifted to a signed 63-bit key (same order; DuckDB's top-m aggregate is faster on
     BIGINT keys). The Spark engine computes this same expression with DuckDB on each
-    Arrow batch, so both engines keep the same rows."""
-    return f"(hash({int(salt)}, u, {columns}) >> 1)::BIGINT"
+    Arrow batch, so both engines keep the same rows.
+
+    ``text_unit``: the unit column ``u`` is text (a unit whose type no one declared is read
+    as its text, docs/entry_points.md "Types"). Then an id whose text is an integer written
+    the canonical way ("7", not "07", "+7" or "7.0") is hashed as that integer, as a
+    declared integer column's 7 is: the same rows are kept from a CSV file as from its
+    Parquet copy. The choice is per id, from its own text alone; who is one unit is its
+    text."""
+    if not text_unit:
+        return f"(hash({int(salt)}, u, {columns}) >> 1)::BIGINT"
+    number = "TRY_CAST(u AS BIGINT)"
+    return (
+        f"((CASE WHEN CAST({number} AS VARCHAR) = u THEN hash({int(salt)}, {number}, "
+        f"{columns}) ELSE hash({int(salt)}, u, {columns}) END) >> 1)::BIGINT"
+    )
+
+
+def text_unit_type(sql_type: str) -> bool:
+    """True when a unit column of DuckDB type ``sql_type`` is hashed as text
+    (:func:`canonical` reads it as VARCHAR)."""
+    return not (
+        sql_type in _INTEGER_TYPES or sql_type in FLOAT_TYPES or sql_type.startswith("DECIMAL")
+    )
 
 
 def canonical(expr: str, sql_type: str) -> str:
@@ -69,6 +91,8 @@ def bound_units(
     group_cols: list[str],
     canon: str | None,
     value: str,
+    *,
+    text_unit: bool = False,
 ) -> str:
     """Create ``dpsense_pairs``, one row per kept (unit, group) pair: the group columns,
     then the kept values as ``v1..vm`` (a list ``vs`` when m > ``SCALAR_ROWS``), or for a
@@ -80,8 +104,12 @@ def bound_units(
     salt_r = plan.salt[1]
     keyed = ", ".join(group_cols)
     m = int(plan.max_rows)
-    hr = keyed_hash(salt_r, value)
-    rows = f"({stage})" if canon is None else f"({_chosen_rows(plan, stage, group_cols, canon)})"
+    hr = keyed_hash(salt_r, value, text_unit=text_unit)
+    rows = (
+        f"({stage})"
+        if canon is None
+        else f"({_chosen_rows(plan, stage, group_cols, canon, text_unit)})"
+    )
     if plan.column is None:
         # a count: every row of a pair has the same value (0) and so the same row hash,
         # and the pair keeps min(c, m) of its c rows: counted, not ranked
@@ -110,7 +138,9 @@ def bound_units(
     return f"SELECT {keyed}, v, count(*)::BIGINT AS c FROM ({kept}) GROUP BY ALL"
 
 
-def _chosen_rows(plan: TablePlan, stage: str, group_cols: list[str], canon: str) -> str:
+def _chosen_rows(
+    plan: TablePlan, stage: str, group_cols: list[str], canon: str, text_unit: bool
+) -> str:
     """SQL of the rows of each unit's chosen groups (a semi-join), for the top-m rows of
     each kept pair.
 
@@ -119,7 +149,7 @@ def _chosen_rows(plan: TablePlan, stage: str, group_cols: list[str], canon: str)
     people spread over the groups); the bounded table is the same."""
     keyed = ", ".join(group_cols)
     G = int(plan.max_groups)
-    hg = keyed_hash(plan.salt[0], canon)
+    hg = keyed_hash(plan.salt[0], canon, text_unit=text_unit)
     if G == 1 and len(group_cols) == 1:
         # one group per unit: an arg-min per unit over its rows; ties between two
         # groups' 63-bit hashes are broken arbitrarily, as by the top-G aggregate

@@ -24,7 +24,12 @@ from dpsense.errors import keys_of_another_type, keys_repeated
 from dpsense.tables.engines.duckdb.held_scan import held_table
 from dpsense.tables.rows.bounded import BoundedTable, TablePlan, stage_sql, summarise
 from dpsense.tables.rows.checks import check_table, raise_on_flags
-from dpsense.tables.rows.unit_bounding import bound_units, canonical, keyed_hash
+from dpsense.tables.rows.unit_bounding import (
+    bound_units,
+    canonical,
+    keyed_hash,
+    text_unit_type,
+)
 
 __all__ = [
     "BoundedTable",
@@ -115,7 +120,8 @@ def _histogram_sources(
         canon = (
             "gid" if public else ", ".join(canonical(f"g{i}", types[b]) for i, b in enumerate(by))
         )
-    hist = bound_units(source.con, plan, stage, group_cols, canon, value)
+    text_unit = text_unit_type(types[plan.unit])
+    hist = bound_units(source.con, plan, stage, group_cols, canon, value, text_unit=text_unit)
     return hist, f"SELECT {keyed}, count(*)::BIGINT AS units FROM dpsense_pairs GROUP BY ALL"
 
 

@@ -17,7 +17,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from dpsense.data.source import TableSource, connection, is_csv_path, path_view, scannable
+from dpsense.data.source import (
+    TableSource,
+    as_text,
+    connection,
+    is_csv_path,
+    path_view,
+    scannable,
+)
 from dpsense.errors import InputError
 from dpsense.tables.engines.duckdb.casts import cast_view_sql
 from dpsense.tables.rows.casts import Cast
@@ -84,7 +91,8 @@ def _register(con: Any, view: str, data: Any, casts: Mapping[str, Cast]) -> None
             text = dict.fromkeys(casts, "VARCHAR")
             con.execute(f"CREATE OR REPLACE TEMP VIEW {view}_raw AS SELECT * FROM {reader(text)}")
     else:
-        con.register(f"{view}_raw", scannable(data))
+        texts = [c for c, k in casts.items() if k.kind == "text"]
+        con.register(f"{view}_raw", scannable(as_text(data, texts)))
     if casts:
         con.execute(f"CREATE TEMP VIEW {view} AS {cast_view_sql(con, f'{view}_raw', casts)}")
     else:

@@ -25,6 +25,7 @@ from dpsense.tables.rows.unit_bounding import (
     canonical,
     keyed_hash,
     raise_on_query_flags,
+    text_unit_type,
 )
 
 __all__ = ["BOUNDED", "bound_rows", "checked_rows"]
@@ -91,11 +92,14 @@ def bound_rows(source: Any, bounding: UnitBounding, *, keep: str) -> None:
         stage = f"SELECT s.* FROM ({stage}) s SEMI JOIN dpsense_keys k ON {on}"
     salt_g, salt_r = salt
     row_cols = [canonical(alias[v], types[v]) for v in values] or ["0"]
-    hr = keyed_hash(salt_r, ", ".join(row_cols))
+    text_unit = text_unit_type(types[unit])
+    hr = keyed_hash(salt_r, ", ".join(row_cols), text_unit=text_unit)
     kept = stage
     every_key = keys is not None and max_groups >= len(keys)
     if by and not every_key:
-        hg = keyed_hash(salt_g, ", ".join(canonical(alias[b], types[b]) for b in by))
+        hg = keyed_hash(
+            salt_g, ", ".join(canonical(alias[b], types[b]) for b in by), text_unit=text_unit
+        )
         keyed = ", ".join(group)
         if len(group) == 1:
             one, top = group[0], f"unnest(min_by({group[0]}, hg, {int(max_groups)})) AS {group[0]}"

@@ -99,6 +99,17 @@ def _canonical(sf: Any, column: Any, data_type: Any) -> Any:
     return column.cast("string")
 
 
+def _kind_of(data_type: Any) -> str:
+    """ "long", "double" or "string": the canonical type :func:`_canonical` gives."""
+    from pyspark.sql import types as st
+
+    if isinstance(data_type, st.ByteType | st.ShortType | st.IntegerType | st.LongType):
+        return "long"
+    if isinstance(data_type, st.FloatType | st.DoubleType | st.DecimalType):
+        return "double"
+    return "string"
+
+
 def _check(source: SparkSource, plan: TablePlan) -> Any:
     """Raise on bad values; return the filter that drops nulls (a Column), or None."""
     from pyspark.sql import types as st
@@ -404,7 +415,8 @@ def _bound_in_python(
     sf = _functions()
     by = plan.by
     salt_g, salt_r = plan.salt
-    hashed = _with_keyed_hash(stage, "hr", keyed_hash(salt_r, "v"), ["u", "v"])
+    text_unit = _kind_of(source.types[plan.unit]) == "string"
+    hashed = _with_keyed_hash(stage, "hr", keyed_hash(salt_r, "v", text_unit=text_unit), ["u", "v"])
     ranked = hashed.withColumn(
         "r",
         sf.row_number().over(Window.partitionBy("u", *group_cols).orderBy("hr", "v")),
@@ -421,7 +433,9 @@ def _bound_in_python(
         )
         pairs = kept.select("u", *group_cols).distinct().select("u", *group_cols, *canon)
         ks = [f"k{i}" for i in range(len(canon))]
-        pairs = _with_keyed_hash(pairs, "hg", keyed_hash(salt_g, ", ".join(ks)), ["u", *ks])
+        pairs = _with_keyed_hash(
+            pairs, "hg", keyed_hash(salt_g, ", ".join(ks), text_unit=text_unit), ["u", *ks]
+        )
         chosen = (
             pairs.withColumn(
                 "r",

@@ -85,7 +85,13 @@ def _kind(data_type: Any) -> str:
 
 
 def _with_hash(
-    frame: Any, name: str, salt: int, columns: list[str], kinds: list[str], native: bool
+    frame: Any,
+    name: str,
+    salt: int,
+    columns: list[str],
+    kinds: list[str],
+    native: bool,
+    text_unit: bool,
 ) -> Any:
     """``frame`` with the long column ``name`` = ``keyed_hash(salt, columns)`` (DuckDB's
     ``(hash(salt, u, *columns) >> 1)::BIGINT``) of its canonical columns ``u`` and
@@ -93,7 +99,8 @@ def _with_hash(
     if native and all(k != "string" for k in kinds):
         hashed = [("u", False), *[(c, k == "double") for c, k in zip(columns, kinds, strict=True)]]
         return spark_hash.native_hash(frame, name, salt, hashed)
-    return _with_keyed_hash(frame, name, keyed_hash(salt, ", ".join(columns)), ["u", *columns])
+    expression = keyed_hash(salt, ", ".join(columns), text_unit=text_unit)
+    return _with_keyed_hash(frame, name, expression, ["u", *columns])
 
 
 def spark_bound_rows(source: SparkSource, frame: Any, bounding: UnitBounding) -> Any:
@@ -124,11 +131,12 @@ def spark_bound_rows(source: SparkSource, frame: Any, bounding: UnitBounding) ->
         stage = stage.join(sf.broadcast(typed), on=group, how="left_semi")
     # Spark's arithmetic hashes integer units and numeric columns; DuckDB the rest
     native = kinds[unit] == "long" and spark_hash.native_hash_available()
+    text_unit = kinds[unit] == "string"
     salt_g, salt_r = salt
     every_key = keys is not None and max_groups >= len(keys)
     if by and not every_key:
         pairs = stage.select("u", *group, *canon_g).distinct()
-        pairs = _with_hash(pairs, "hg", salt_g, canon_g, [kinds[b] for b in by], native)
+        pairs = _with_hash(pairs, "hg", salt_g, canon_g, [kinds[b] for b in by], native, text_unit)
         chosen = (
             pairs.withColumn(
                 "r", sf.row_number().over(Window.partitionBy("u").orderBy("hg", *group))
@@ -138,7 +146,9 @@ def spark_bound_rows(source: SparkSource, frame: Any, bounding: UnitBounding) ->
         )
         stage = stage.join(chosen, on=["u", *group], how="left_semi")
     if values:
-        stage = _with_hash(stage, "hr", salt_r, canon_v, [kinds[v] for v in values], native)
+        stage = _with_hash(
+            stage, "hr", salt_r, canon_v, [kinds[v] for v in values], native, text_unit
+        )
         order = ["hr", *canon_v]
     else:
         # a count reads no value: a unit's rows in a group are alike, any m of them do
