@@ -142,7 +142,7 @@ class Accountant(Budget):
         where = "Accountant.release"
         args, options = release_arguments(kwargs)
         warn_large_epsilon(epsilon, where)
-        x, args = resolve_joined(x, statistic, args)  # ds.join: the joined table
+        x, args = resolve_joined(x, statistic, args, where)  # ds.join: the joined table
         # validate, then charge, then release: everything refused from the arguments and
         # the table's columns is refused here, before the charge (docs/accounting.md)
         plan = prepare_release(

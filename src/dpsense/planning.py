@@ -354,7 +354,7 @@ def _request(request: Any, kwargs: dict[str, Any]) -> tuple[Any, dict[str, Any]]
         if kwargs.get("keys") is None and public_groups(spec, public):
             # groups from public tables: public, no selection (their values do not change
             # a group's forecast, so none is read)
-            kwargs["keys"] = {column: ["(public)"] for column in spec.by}
+            kwargs["keys"] = {column: ["(public)"] for column in spec.released_by}
     else:
         names = frozenset({unit}) if isinstance(unit, str) else frozenset()
     args = sql_arguments(

@@ -207,7 +207,7 @@ def run_release(
 ) -> Release | GroupedRelease | QueryResult:
     """:func:`release` with its data-independent arguments gathered in ``args``."""
     warn_large_epsilon(epsilon, where)
-    x, args = resolve_joined(x, statistic, args)
+    x, args = resolve_joined(x, statistic, args, where)
     plan = prepare_release(
         x, statistic, args, epsilon=epsilon, delta=delta, options=options, where=where
     )

@@ -256,9 +256,11 @@ def _check_columns(spec: SqlQuery, data: Any) -> None:
     release names a missing column by the argument it would have in ds.release)."""
     if isinstance(data, str) and data == "-":
         return  # standard input is read once, by the release
+    from dpsense.query._sql_groups import check_group_aliases
     from dpsense.query.join_input import table_columns
 
     columns, label = table_columns(data)
+    check_group_aliases(spec.group_aliases, columns, label)
     for name, _ in spec.column_tables:
         if name not in columns:
             shown = ", ".join(repr(c) for c in columns[:40])
@@ -272,7 +274,9 @@ def _check_columns(spec: SqlQuery, data: Any) -> None:
 def _post_process(spec: SqlQuery, result: QueryResult) -> QueryResult:
     """ORDER BY / LIMIT / OFFSET on the released rows: a new result whose grouped
     releases hold the kept groups in the new order (post-processing: it reads released
-    values and public group names only, so it costs no privacy)."""
+    values and public group names only, so it costs no privacy). The group columns carry
+    their SELECT aliases first."""
+    result = _with_aliases(spec, result)
     if not spec.by or (not spec.order_by and spec.limit is None and spec.offset is None):
         return result
     grouped = {
@@ -287,3 +291,16 @@ def _post_process(spec: SqlQuery, result: QueryResult) -> QueryResult:
         for name, released in grouped.items()
     }
     return replace(result, results=results)
+
+
+def _with_aliases(spec: SqlQuery, result: QueryResult) -> QueryResult:
+    """The result with each GROUP BY column named as released (its SELECT alias): the
+    release ran on the table's columns, the aliases only rename them."""
+    names = spec.released_by
+    if names == spec.by:
+        return result
+    results = {
+        name: replace(released, by=names) if isinstance(released, GroupedRelease) else released
+        for name, released in result.results.items()
+    }
+    return replace(result, by=names, results=results)

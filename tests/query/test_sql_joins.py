@@ -421,3 +421,16 @@ def test_a_plan_of_a_join_reads_nothing_and_needs_no_keys_for_public_groups() ->
             public_tables=["regions"],
             bounds={"amount": (0, 100)},
         )
+
+
+def test_public_tables_messages_name_each_table_once_and_take_one_name() -> None:
+    tables = shop(seed=3, n_customers=30)
+    query = "SELECT COUNT(*) AS n FROM orders o JOIN customers c ON o.customer_id = c.customer_id"
+    with pytest.raises(InputError) as info:
+        _sql(query, tables, public_tables=["nope"])
+    message = str(info.value)
+    assert "'public_tables' parameter of ds.sql names 'nope'" in message
+    for name in ("orders", "customers", "items", "regions"):
+        assert message.count(repr(name)) == 1, name
+    one = _sql(query, tables, public_tables="regions").to_dicts()
+    assert one == _sql(query, tables, public_tables=["regions"]).to_dicts()

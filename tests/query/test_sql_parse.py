@@ -34,6 +34,7 @@ def test_the_design_query() -> None:
         ),
         columns=("year", "n", "median_wage", "mean_hours"),
         where="school >= 12",
+        by_names=("year",),
     )
     with pytest.raises(dataclasses.FrozenInstanceError):
         spec.table = "other"  # type: ignore[misc]

@@ -229,7 +229,7 @@ def _columns(spec: SqlQuery, rows: list[dict[str, Any]], *, all_accuracy: bool) 
     statistic and method, not of the data)."""
     from dpsense.tables.grouped_result import INTERVAL_PARTS
 
-    out = list(spec.by)
+    out = list(spec.released_by)
     for agg in spec.aggregates:
         out.append(agg.name)
         every = tuple(f"{agg.name}_{part}" for part in INTERVAL_PARTS)
@@ -275,7 +275,7 @@ def _emit(spec: SqlQuery, result: Any, json_output: bool) -> None:
             {
                 "epsilon": result.epsilon,
                 "delta": result.delta,
-                "by": list(spec.by),
+                "by": list(spec.released_by),
                 "rows": [_jsonable({c: r.get(c) for c in columns}) for r in rows],
                 "parameters": _jsonable(dict(result.parameters)),
             }
@@ -284,7 +284,7 @@ def _emit(spec: SqlQuery, result: Any, json_output: bool) -> None:
     console = _console()
     table = Table(title="Private SQL release", box=box.SIMPLE_HEAVY)
     for col in columns:
-        table.add_column(col, justify="left" if col in spec.by else "right")
+        table.add_column(col, justify="left" if col in spec.released_by else "right")
     for row in rows:
         names = {agg.name for agg in spec.aggregates}
         table.add_row(*(_cell(row.get(c), c in names) for c in columns))
@@ -387,5 +387,5 @@ def _checked(
         check_output(output)  # before any budget is spent
     if keys is not None and not spec.by:
         raise InputError("--keys lists groups, but the query has no GROUP BY.")
-    key_list = keys_option(keys, spec.by) if keys is not None else None
+    key_list = keys_option(keys, spec.released_by) if keys is not None else None
     return spec, bounds_arg, key_list

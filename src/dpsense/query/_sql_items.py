@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -112,10 +113,12 @@ def column_name(node: exp.Column, qualifiers: frozenset[str], where: str) -> str
 
 def select_items(
     tree: exp.Select, by: tuple[str, ...], qualifiers: frozenset[str]
-) -> tuple[tuple[SqlAggregate, ...], tuple[str, ...]]:
-    """The aggregates and the released columns of the SELECT list, in its order."""
+) -> tuple[tuple[SqlAggregate, ...], tuple[str, ...], tuple[str, ...]]:
+    """The aggregates, the released columns of the SELECT list (in its order) and the
+    released name of each GROUP BY column (its SELECT alias, else its name)."""
     aggregates: list[SqlAggregate] = []
     columns: list[str] = []
+    renamed: dict[str, str] = {}
     for item in tree.expressions:
         alias: str | None = None
         node = item
@@ -136,18 +139,19 @@ def select_items(
                     "or aggregate it (e.g. AVG or MEDIAN), since released values must be "
                     "aggregates."
                 )
-            if alias is not None and alias != name:
+            if name in renamed:
                 raise refuse(
-                    f"renames the GROUP BY column {name!r}; select it by its name (rename "
-                    "the released column afterwards)."
+                    f"selects the GROUP BY column {name!r} twice; the released table has "
+                    "one column per group column: select it once."
                 )
-            columns.append(name)
+            renamed[name] = alias or name
+            columns.append(alias or name)
             continue
         agg = _aggregate(node, alias, qualifiers)
-        if agg.name in columns or agg.name in by:
+        if agg.name in by and agg.name not in columns:
             raise refuse(
-                f"releases two columns named {agg.name!r}; give the aggregates distinct "
-                "names with AS."
+                f"names the aggregate {agg.name!r} like the GROUP BY column {agg.name!r}; "
+                "give the aggregate another name with AS."
             )
         aggregates.append(agg)
         columns.append(agg.name)
@@ -155,7 +159,12 @@ def select_items(
         raise refuse(
             "selects no aggregate; a release needs at least one, e.g. COUNT(*) or AVG(col)."
         )
-    return tuple(aggregates), tuple(columns)
+    by_names = tuple(renamed.get(b, b) for b in by)
+    released = [*columns, *(n for b, n in zip(by, by_names, strict=True) if b not in renamed)]
+    for name in released:
+        if released.count(name) > 1:
+            raise refuse(f"releases two columns named {name!r}; give them distinct names with AS.")
+    return tuple(aggregates), tuple(columns), by_names
 
 
 def _aggregate(node: exp.Expression, alias: str | None, qualifiers: frozenset[str]) -> SqlAggregate:
@@ -317,9 +326,11 @@ def order_by(
     tree: exp.Select,
     columns: tuple[str, ...],
     qualifiers: frozenset[str],
+    renamed: Mapping[str, str] | None = None,
 ) -> tuple[OrderKey, ...]:
     """The ORDER BY keys as released columns (a name, alias, position, or the aggregate
-    as written in SELECT)."""
+    as written in SELECT); ``renamed`` maps a GROUP BY column to its released name (an
+    alias), so the column's own name orders by it too."""
     order = tree.args.get("order")
     if order is None:
         return ()
@@ -335,6 +346,8 @@ def order_by(
             name = str(target.name)
         elif isinstance(target, exp.Column) and target.name in columns:
             name = column_name(target, qualifiers, "ORDER BY")
+        elif isinstance(target, exp.Column) and target.name in (renamed or {}):
+            name = (renamed or {})[column_name(target, qualifiers, "ORDER BY")]
         elif isinstance(target, exp.Literal) and not target.is_string:
             position = int(float(target.this))
             if not 1 <= position <= len(columns):

@@ -51,7 +51,7 @@ def join(
     on: Sequence[tuple[Any, ...]],
     *,
     how: str | Sequence[str] = "inner",
-    public_tables: Sequence[str] | None = None,
+    public_tables: str | Sequence[str] | None = None,
 ) -> Joined:
     """Join tables for :func:`dpsense.release`, as ``JOIN ... ON`` does in :func:`dpsense.sql`.
 
@@ -68,8 +68,9 @@ def join(
     how : "inner" or "left", or one per join
         A LEFT join keeps the rows of the tables so far without a match (the added table
         must then be public: docs/joins.md).
-    public_tables : list of str, optional
-        Tables that hold no one's data; every other table is private and needs a privacy
+    public_tables : str or list of str, optional
+        Tables that hold no one's data (one name, or a list); every other table is private
+        and needs a privacy
         unit (the release's ``privacy_unit``: a column name, or one per table with
         foreign-key paths, as in :func:`dpsense.sql`).
 
@@ -122,8 +123,29 @@ def join(
         pairs = _pairs(entry[2:], i)
         joins.append((left, right, pairs, kind == "left"))
         seen.append(right)
-    public = tuple(str(t) for t in public_tables or ())
-    return Joined(dict(tables), tuple(joins), public)
+    return Joined(dict(tables), tuple(joins), _public(public_tables, names))
+
+
+def _public(public_tables: object, names: Sequence[str]) -> tuple[str, ...]:
+    """The public tables: one name or a list of them, each a table of ``tables``."""
+    if public_tables is None:
+        return ()
+    if isinstance(public_tables, str):
+        public_tables = [public_tables]
+    if not isinstance(public_tables, Sequence | set | frozenset):
+        raise InputError(
+            f"The 'public_tables' parameter of {_WHERE} must be a table name or a list of "
+            f"them, e.g. public_tables=['regions']. Got {type(public_tables).__name__} instead."
+        )
+    public = tuple(dict.fromkeys(str(t) for t in public_tables))
+    unknown = [t for t in public if t not in names]
+    if unknown:
+        raise InputError(
+            f"The 'public_tables' parameter of {_WHERE} names "
+            f"{', '.join(map(repr, unknown))}, which is not in 'tables' (it has "
+            f"{', '.join(map(repr, names))})."
+        )
+    return public
 
 
 def _pairs(columns: Sequence[Any], i: int) -> tuple[tuple[str, str], ...]:
@@ -150,32 +172,68 @@ def _pairs(columns: Sequence[Any], i: int) -> tuple[tuple[str, str], ...]:
     )
 
 
-def _needed(statistic: Any, args: ReleaseArgs) -> list[str]:
-    """The columns a release reads besides the unit: values, groups and the filter's."""
-    out: list[str] = []
+def _reads(
+    statistic: Any, args: ReleaseArgs, tables: Sequence[str], where: str
+) -> tuple[tuple[tuple[str, str | None], ...], str | None]:
+    """The columns a release reads besides the unit (values, groups and the filter's), each
+    with the table a ``where`` filter qualifies it with (None: found by name), and the
+    filter without qualifiers (the joined table names each column once)."""
+    out: dict[str, str | None] = {}
     if isinstance(statistic, Mapping):
-        out += [str(v[0]) for v in statistic.values() if isinstance(v, tuple) and v]
+        out.update((str(v[0]), None) for v in statistic.values() if isinstance(v, tuple) and v)
     elif args.column is not None:
-        out.append(args.column)
+        out[args.column] = None
     by = args.by
-    out += [by] if isinstance(by, str) else list(by or ())
-    if args.where:
-        import sqlglot
-        from sqlglot import expressions as exp
+    out.update((b, None) for b in ([by] if isinstance(by, str) else list(by or ())))
+    text = args.where
+    if not isinstance(text, str) or not text.strip():
+        return tuple(out.items()), text
+    import sqlglot
+    from sqlglot import expressions as exp
 
-        try:
-            tree = sqlglot.parse_one(args.where, read="duckdb")
-        except sqlglot.errors.ParseError:
-            tree = None  # the release's own check of the filter says what is wrong
-        if tree is not None:
-            out += [str(c.name) for c in tree.find_all(exp.Column)]
-    return list(dict.fromkeys(out))
+    try:
+        tree = sqlglot.parse_one(text, read="duckdb")
+    except (sqlglot.errors.ParseError, sqlglot.errors.TokenError):
+        return tuple(out.items()), text  # the release's own check says what is wrong
+    qualified = False
+    for column in tree.find_all(exp.Column):
+        name, table = str(column.name), str(column.table) if column.table else None
+        if table is not None:
+            qualified = True
+            if table not in tables:
+                raise InputError(
+                    f"The 'where' parameter of {where} names the column {name!r} of "
+                    f"{table!r}, which is not a table of the ds.join (it joins "
+                    f"{', '.join(map(repr, tables))})."
+                )
+            seen = out.get(name)
+            if seen is not None and seen != table:
+                raise InputError(
+                    f"The 'where' parameter of {where} reads two columns named {name!r} "
+                    f"({seen}.{name} and {table}.{name}); the joined table names each "
+                    "column once: read one of them."
+                )
+            out[name] = table
+        else:
+            out.setdefault(name, None)
+    if not qualified:
+        return tuple(out.items()), text
+
+    def unqualify(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Column) and node.table:
+            return exp.column(node.this.copy())
+        return node
+
+    return tuple(out.items()), str(tree.transform(unqualify).sql(dialect="duckdb"))
 
 
-def resolve_joined(x: Any, statistic: Any, args: ReleaseArgs) -> tuple[Any, ReleaseArgs]:
+def resolve_joined(
+    x: Any, statistic: Any, args: ReleaseArgs, where: str = "release"
+) -> tuple[Any, ReleaseArgs]:
     """The data and arguments of a release of ``x``: for a :class:`Joined`, the joined
     table (on its tables' engine) with its unit column and, for groups from public tables,
-    their values as public keys; anything else unchanged."""
+    their values as public keys, and a ``where`` filter without table qualifiers; anything
+    else unchanged. ``where`` names the release in messages about its parameters."""
     if not isinstance(x, Joined):
         return x, args
     from dpsense.query.join_input import joined_input
@@ -189,10 +247,11 @@ def resolve_joined(x: Any, statistic: Any, args: ReleaseArgs) -> tuple[Any, Rele
         sources.append(source)
         joins.append(SqlJoin(source, is_left, tuple(((left, a), (right, b)) for a, b in pairs)))
     by = args.by
+    reads, row_filter = _reads(statistic, args, [s.table for s in sources], where)
     spec = _JoinSpec(
         tuple(sources),
         tuple(joins),
-        tuple((c, None) for c in _needed(statistic, args)),
+        reads,
         (by,) if isinstance(by, str) else tuple(by or ()),
     )
     joined = joined_input(
@@ -203,9 +262,14 @@ def resolve_joined(x: Any, statistic: Any, args: ReleaseArgs) -> tuple[Any, Rele
         list(x.public_tables),
         args.keys,
         args.schema,
+        _WHERE,
     )
     return joined.data, replace(
-        args, privacy_unit=joined.unit, keys=joined.keys, schema=joined.schema
+        args,
+        privacy_unit=joined.unit,
+        keys=joined.keys,
+        schema=joined.schema,
+        where=row_filter,
     )
 
 
@@ -217,3 +281,4 @@ class _JoinSpec:
     joins: tuple[Any, ...]
     column_tables: tuple[tuple[str, str | None], ...]
     by: tuple[str, ...]
+    group_aliases: tuple[tuple[str, str], ...] = ()

@@ -18,6 +18,7 @@ from dpsense.errors import InputError
 from dpsense.tables.engines import engine_for_tables, is_spark_frame
 from dpsense.tables.joined import (
     group_keys_from_public,
+    parameter_of,
     plan_join,
     privacy_units,
     public_key_sql,
@@ -86,11 +87,14 @@ def joined_input(
     public_tables: object,
     keys: Any,
     schema: Mapping[str, str] | None,
+    where: str = _WHERE,
 ) -> JoinedInput:
     """The joined table of ``spec``, its unit column and its public groups.
 
-    ``resolve(name, is_path)`` finds a table's data (``tables``, a path or a Spark view).
+    ``resolve(name, is_path)`` finds a table's data (``tables``, a path or a Spark view);
+    ``where`` names the caller in messages (ds.sql, or ds.join).
     """
+    owner = parameter_of(where)
     named = {s.table: resolve(s.table, s.is_path) for s in spec.sources}
     if isinstance(privacy_unit, Mapping):
         # the tables a path goes through must be passed too
@@ -102,20 +106,25 @@ def joined_input(
         extra = set(map(str, privacy_unit)) - set(named) - set(tables or {})
         if extra:
             raise InputError(
-                f"The 'privacy_unit' parameter of {_WHERE} names "
+                f"The 'privacy_unit' parameter of {owner} names "
                 f"{', '.join(map(repr, sorted(extra)))}, which is not a table of the query "
                 "or of the 'tables' parameter."
             )
-    units = privacy_units(privacy_unit, public_tables, [*named, *(tables or {})])
+    units = privacy_units(privacy_unit, public_tables, [*named, *(tables or {})], where)
     columns = {name: _columns(data) for name, data in named.items()}
+    if spec.group_aliases:
+        from dpsense.query._sql_groups import check_group_aliases
+
+        for name in named:
+            check_group_aliases(spec.group_aliases, columns[name], f"the table {name!r}")
     engine = engine_for_tables(named.values())
     spark = engine.name == "spark"
     # Spark's temporary views belong to the session: names of this query's own
     prefix = f"dpsense_{uuid.uuid4().hex[:12]}_t" if spark else "dpsense_t"
     # the columns of ``schema`` are read too (cast, and their rows kept or dropped, as in a
     # query of one table)
-    plan = plan_join(spec, units, columns, list(schema or {}), view_prefix=prefix)
-    casts = parse_schema(schema, _WHERE) if schema else {}
+    plan = plan_join(spec, units, columns, list(schema or {}), view_prefix=prefix, where=where)
+    casts = parse_schema(schema, owner) if schema else {}
     undeclared = {t: _undeclared(named[t], columns[t]) for t in named}
     table_casts = {t: {c: k for c, k in casts.items() if c in columns[t]} for t in named}
     own_units = {
@@ -139,7 +148,8 @@ def joined_input(
         )
         if not rows:
             raise InputError(
-                f"The public tables hold no value of the GROUP BY column(s) "
+                f"The public tables hold no value of the "
+                f"{'GROUP BY' if where == _WHERE else 'by'} column(s) "
                 f"{', '.join(spec.by)}: there is no group to release."
             )
         keys = [r[0] for r in rows] if len(spec.by) == 1 else [tuple(r) for r in rows]

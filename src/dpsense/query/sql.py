@@ -19,11 +19,11 @@ from sqlglot import expressions as exp
 from sqlglot.errors import ParseError, TokenError
 
 from dpsense.errors import InputError
+from dpsense.query._sql_groups import group_by
 from dpsense.query._sql_items import (
     AGGREGATES,
     OrderKey,
     SqlAggregate,
-    column_name,
     count_clause,
     order_by,
     refuse,
@@ -56,7 +56,8 @@ class SqlQuery:
     table_is_path : bool
         True when FROM gave a quoted string or ``read_parquet``/``read_csv`` of one.
     by : tuple of str
-        The GROUP BY columns, in order.
+        The GROUP BY columns as read from the table, in order (a SELECT alias or a
+        position in GROUP BY resolved to its column).
     aggregates : tuple of SqlAggregate
         In the order of the SELECT list.
     columns : tuple of str
@@ -68,6 +69,13 @@ class SqlQuery:
         Post-processing of the released rows.
     limit, offset : int or None
         Post-processing of the released rows.
+    sources, joins, column_tables
+        The tables read, their joins, and each column read with its table qualifier.
+    by_names : tuple of str
+        The released name of each GROUP BY column (its SELECT alias, else its name), in
+        the order of ``by``; ``keys=`` names the groups by these (:attr:`released_by`).
+    group_aliases : tuple of (str, str)
+        The SELECT aliases GROUP BY names instead of a column: (alias, column).
     """
 
     table: str
@@ -82,6 +90,13 @@ class SqlQuery:
     sources: tuple[SqlSource, ...] = ()
     joins: tuple[SqlJoin, ...] = ()
     column_tables: tuple[tuple[str, str | None], ...] = ()
+    by_names: tuple[str, ...] = ()
+    group_aliases: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def released_by(self) -> tuple[str, ...]:
+        """The released name of each GROUP BY column: its SELECT alias, else its name."""
+        return self.by_names or self.by
 
 
 def parse_sql(query: str) -> SqlQuery:
@@ -120,11 +135,12 @@ def parse_sql(query: str) -> SqlQuery:
     _refuse_clauses(tree)
     sources, joins = sources_and_joins(tree)
     qualifiers = frozenset({s.alias for s in sources} | {s.table for s in sources if not s.is_path})
-    tables = column_tables(tree, qualifiers)
-    by = _group_by(tree, qualifiers)
-    aggregates, columns = select_items(tree, by, qualifiers)
+    groups = group_by(tree, qualifiers)
+    tables = column_tables(tree, qualifiers, frozenset(a for a, _ in groups.aliases))
+    by = groups.by
+    aggregates, columns, by_names = select_items(tree, by, qualifiers)
     where = where_text(tree, qualifiers)
-    order = order_by(tree, columns, qualifiers)
+    order = order_by(tree, columns, qualifiers, dict(zip(by, by_names, strict=True)))
     limit = count_clause(tree, "limit", "LIMIT")
     offset = count_clause(tree, "offset", "OFFSET")
     return SqlQuery(
@@ -140,6 +156,8 @@ def parse_sql(query: str) -> SqlQuery:
         sources=sources,
         joins=joins,
         column_tables=tuple(tables.items()),
+        by_names=by_names,
+        group_aliases=groups.aliases,
     )
 
 
@@ -220,29 +238,3 @@ def _refuse_clauses(tree: exp.Select) -> None:
     for key in ("distribute", "sort", "cluster", "match", "kind", "exclude", "hint"):
         if args.get(key):
             raise refuse(f"uses {key.upper()}, which is not supported; remove it.")
-
-
-def _group_by(tree: exp.Select, qualifiers: frozenset[str]) -> tuple[str, ...]:
-    group = tree.args.get("group")
-    if group is None:
-        return ()
-    if group.args.get("all"):
-        raise refuse("uses GROUP BY ALL; list the columns: GROUP BY year, region.")
-    for key in ("rollup", "cube", "grouping_sets", "totals"):
-        if group.args.get(key):
-            raise refuse(
-                f"uses GROUP BY {key.upper().replace('_', ' ')}; list plain columns (run "
-                "one query per grouping: each is its own release)."
-            )
-    out: list[str] = []
-    for item in group.expressions:
-        if not isinstance(item, exp.Column) or isinstance(item.this, exp.Star):
-            raise refuse(
-                "groups by an expression or a position; GROUP BY takes column names (compute "
-                "the column beforehand)."
-            )
-        name = column_name(item, qualifiers, "GROUP BY")
-        if name in out:
-            raise refuse(f"lists the GROUP BY column {name!r} twice.")
-        out.append(name)
-    return tuple(out)

@@ -232,10 +232,13 @@ def sources_and_joins(tree: exp.Select) -> tuple[tuple[SqlSource, ...], tuple[Sq
     return (first, *(j.source for j in joins)), tuple(joins)
 
 
-def column_tables(tree: exp.Select, aliases: frozenset[str]) -> dict[str, str | None]:
+def column_tables(
+    tree: exp.Select, aliases: frozenset[str], select_aliases: frozenset[str] = frozenset()
+) -> dict[str, str | None]:
     """Each column the SELECT list, WHERE and GROUP BY read: bare name -> the alias it is
     qualified with (None when unqualified). A bare name qualified with two tables is
-    refused: the released columns and the filter use bare names."""
+    refused: the released columns and the filter use bare names. ``select_aliases`` are
+    the SELECT aliases GROUP BY names (not columns: the SELECT list reads their columns)."""
     out: dict[str, str | None] = {}
     parts: list[exp.Expression] = list(tree.expressions)
     for key in ("where", "group"):
@@ -244,6 +247,8 @@ def column_tables(tree: exp.Select, aliases: frozenset[str]) -> dict[str, str | 
     for part in parts:
         for node in part.walk():
             if not isinstance(node, exp.Column) or isinstance(node.this, exp.Star):
+                continue
+            if isinstance(part, exp.Group) and not node.table and node.name in select_aliases:
                 continue
             name = str(node.name)
             table = str(node.table) if node.table else None

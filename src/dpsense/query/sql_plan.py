@@ -129,10 +129,11 @@ def statistics(
 def group_keys(spec: SqlQuery, keys: Any) -> Any:
     """The public groups of the release from ``keys``.
 
-    ``{col: [values]}`` for every GROUP BY column gives every combination (their
-    product, in GROUP BY order: values for one column, tuples for several); None means
-    private partition selection; any other object (a DataFrame of the by-columns) is
-    passed on as the release's ``keys``.
+    ``{col: [values]}`` for every GROUP BY column, named as released (its SELECT alias,
+    else its name), gives every combination (their product, in GROUP BY order: values for
+    one column, tuples for several); None means private partition selection; a DataFrame
+    has a column per released group column; any other object (a list of values or tuples)
+    is passed on as the release's ``keys``.
     """
     if keys is None:
         return None
@@ -141,19 +142,28 @@ def group_keys(spec: SqlQuery, keys: Any) -> Any:
             f"The 'keys' parameter of {_WHERE} lists groups, but the query has no GROUP BY; "
             "add GROUP BY col or drop keys."
         )
+    released = spec.released_by
     if not isinstance(keys, Mapping):
+        if released != spec.by and hasattr(keys, "columns") and not isinstance(keys, list | tuple):
+            from dpsense.tables.request import normalise_keys
+
+            # a keys table names the groups as released: read them in GROUP BY order
+            rows = normalise_keys(keys, released)
+            return [r[0] for r in rows] if len(released) == 1 else rows
         return keys
     named = [str(k) for k in keys]
-    if sorted(named) != sorted(spec.by):
-        example = ", ".join(f"{b!r}: [...]" for b in spec.by)
+    if sorted(named) != sorted(released):
+        example = ", ".join(f"{b!r}: [...]" for b in released)
+        renamed = [f"{b!r} as {n!r}" for b, n in zip(spec.by, released, strict=True) if b != n]
+        note = f" (the query releases {', '.join(renamed)})" if renamed else ""
         raise keys_columns(
             f"The 'keys' parameter of {_WHERE}",
-            list(spec.by),
+            list(released),
             named,
-            f"list the values of each, keys={{{example}}}",
+            f"list the values of each{note}, keys={{{example}}}",
         )
     columns: list[list[Any]] = []
-    for col in spec.by:
+    for col in released:
         values = keys[col]
         listed = isinstance(values, Sequence | set | frozenset) and not isinstance(
             values, str | bytes
@@ -168,7 +178,7 @@ def group_keys(spec: SqlQuery, keys: Any) -> Any:
                 f"of values. Got {type(values).__name__} instead."
             )
         columns.append(list(values))
-    if len(spec.by) == 1:
+    if len(released) == 1:
         return columns[0]
     return [tuple(combo) for combo in itertools.product(*columns)]
 

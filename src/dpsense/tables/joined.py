@@ -16,10 +16,16 @@ public tables, which are public.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Final, Protocol
 
 from dpsense.errors import InputError
+from dpsense.tables.join_units import (
+    PrivacyUnits,
+    UnitPath,
+    parameter_of,
+    privacy_units,
+    who,
+)
 from dpsense.tables.rows.joins import JoinPlan
 
 
@@ -58,138 +64,13 @@ __all__ = [
     "PrivacyUnits",
     "UnitPath",
     "group_keys_from_public",
+    "parameter_of",
     "plan_join",
     "privacy_units",
     "public_key_sql",
 ]
 
-_WHERE = "ds.sql"
 _OWNER: Final = "dpsense_owner"
-
-
-@dataclass(frozen=True)
-class UnitPath:
-    """How a private table's rows find their unit: its own column (``via`` empty), or
-    ``via = (column, table, key)``: the unit of the row of ``table`` whose ``key`` equals
-    this row's ``column``."""
-
-    column: str | None
-    via: tuple[str, str, str] | None = None
-
-
-@dataclass(frozen=True)
-class PrivacyUnits:
-    """The declared privacy unit of every private table, and which tables are public."""
-
-    paths: Mapping[str, UnitPath]
-    public: frozenset[str]
-    default: str | None
-    """The unit column of every private table not in ``paths`` (a plain column name)."""
-
-    def of(self, table: str) -> UnitPath:
-        if table in self.paths:
-            return self.paths[table]
-        if self.default is None:
-            raise InputError(
-                f"The private table {table!r} has no privacy unit: name its unit column or "
-                f"its path to one in privacy_unit={{{table!r}: 'person_id'}} (or "
-                f"privacy_unit={{{table!r}: ('order_id', 'orders', 'order_id')}}), or list it "
-                "in public_tables=[...] if it holds no one's data."
-            )
-        return UnitPath(self.default)
-
-    def unit_table(self, table: str) -> str:
-        """The table at the end of ``table``'s path (``table`` itself without a path)."""
-        self.unit_column(table)  # circles and public ends refused
-        while (via := self.of(table).via) is not None:
-            table = via[1]
-        return table
-
-    def unit_column(self, table: str, seen: tuple[str, ...] = ()) -> str:
-        """The unit column at the end of ``table``'s path."""
-        path = self.of(table)
-        if path.via is None:
-            assert path.column is not None
-            return path.column
-        target = path.via[1]
-        if target in seen or target == table:
-            raise InputError(
-                "The privacy_unit paths go round in a circle "
-                f"({' -> '.join((*seen, table, target))}); each path must end at a table "
-                "that holds the unit column."
-            )
-        if target in self.public:
-            raise InputError(
-                f"The privacy_unit path of {table!r} goes to {target!r}, which is public; a "
-                "path must end at a private table that holds the unit column."
-            )
-        return self.unit_column(target, (*seen, table))
-
-
-def privacy_units(
-    privacy_unit: object, public_tables: object, names: Sequence[str]
-) -> PrivacyUnits:
-    """Check ``privacy_unit`` and ``public_tables`` (their shapes; no data is read)."""
-    if public_tables is None:
-        public: frozenset[str] = frozenset()
-    elif isinstance(public_tables, str) or not isinstance(
-        public_tables, Sequence | set | frozenset
-    ):
-        raise InputError(
-            f"The 'public_tables' parameter of {_WHERE} must be a list of table names, "
-            f"e.g. public_tables=['regions']. Got {type(public_tables).__name__} instead."
-        )
-    else:
-        public = frozenset(str(t) for t in public_tables)
-    unknown = sorted(public - set(names))
-    if unknown:
-        raise InputError(
-            f"The 'public_tables' parameter of {_WHERE} names {', '.join(map(repr, unknown))}, "
-            f"which the query does not read (it reads {', '.join(map(repr, names))})."
-        )
-    if privacy_unit is None:
-        if public >= set(names):
-            raise InputError(
-                f"The query reads only public tables ({', '.join(map(repr, names))}): there "
-                "is no one to protect; compute it without dpsense, or drop the table from "
-                "public_tables."
-            )
-        raise InputError(
-            "A query that joins tables needs privacy_unit=...: the column that identifies "
-            "a person in every private table (e.g. privacy_unit='person_id'), or one per "
-            "table (privacy_unit={'orders': 'customer_id', 'items': ('order_id', 'orders', "
-            "'order_id')})."
-        )
-    if isinstance(privacy_unit, str):
-        return PrivacyUnits({}, public, privacy_unit)
-    if not isinstance(privacy_unit, Mapping):
-        raise InputError(
-            f"The 'privacy_unit' parameter of {_WHERE} must be a column name or a mapping "
-            f"of table names to a column or a path (column, table, key). Got "
-            f"{type(privacy_unit).__name__} instead."
-        )
-    paths: dict[str, UnitPath] = {}
-    for table, entry in privacy_unit.items():
-        if isinstance(entry, str):
-            paths[str(table)] = UnitPath(entry)
-        elif (
-            isinstance(entry, Sequence)
-            and len(entry) == 3
-            and all(isinstance(e, str) for e in entry)
-        ):
-            paths[str(table)] = UnitPath(None, (entry[0], entry[1], entry[2]))
-        else:
-            raise InputError(
-                f"The privacy unit of {str(table)!r} must be its unit column (a name) or a "
-                "path (column, table, key): the row belongs to the unit of the row of "
-                "table whose key equals its column, e.g. ('order_id', 'orders', 'order_id')."
-            )
-        if str(table) in public:
-            raise InputError(
-                f"The table {str(table)!r} is both public (public_tables) and given a "
-                "privacy unit; a public table holds no one's data: drop one of the two."
-            )
-    return PrivacyUnits(paths, public, None)
 
 
 def _q(name: str) -> str:
@@ -203,15 +84,18 @@ def plan_join(
     extra_columns: Sequence[str] = (),
     *,
     view_prefix: str = "dpsense_t",
+    where: str = "ds.sql",
 ) -> JoinPlan:
     """The joined table of ``spec`` under ``units``; ``columns`` gives each table's column
     names (public). Raises InputError for every join that could put two people's data in
-    one row or make a row's presence depend on another person."""
+    one row or make a row's presence depend on another person (``where`` names the caller
+    in messages: ds.sql or ds.join)."""
     sources = spec.sources
     private = [s for s in sources if s.table not in units.public]
     if not private:
         raise InputError(
-            f"The query reads only public tables ({', '.join(repr(s.table) for s in sources)}): "
+            f"{who(where)} reads only public tables "
+            f"({', '.join(repr(s.table) for s in sources)}): "
             "there is no one to protect; compute it without dpsense."
         )
     for s in private:
@@ -219,13 +103,17 @@ def plan_join(
     by_alias = {s.alias: s for s in sources}
     is_private = {s.alias: s.table not in units.public for s in sources}
     first = sources[0]
+    for join in spec.joins:  # a missing column is named as such before any other refusal
+        for (alias, col), (other, col2) in join.pairs:
+            _require(by_alias[alias].table, col, columns, "a join condition")
+            _require(by_alias[other].table, col2, columns, "a join condition")
     for join in spec.joins:
         added = join.source
         seen = [s.alias for s in sources[: sources.index(added)]]
         left_private = [a for a in seen if is_private[a]]
         if join.left and is_private[added.alias]:
             raise InputError(
-                f"The query LEFT JOINs the private table {added.table!r}: whether a row "
+                f"{who(where)} LEFT JOINs the private table {added.table!r}: whether a row "
                 "with NULLs appears would depend on a person. Put the private table first "
                 "(FROM private LEFT JOIN public ...) or use an inner JOIN."
             )
@@ -237,18 +125,15 @@ def plan_join(
             )
         ):
             raise InputError(
-                f"The query joins the private table {added.table!r} to another "
+                f"{who(where)} joins the private table {added.table!r} to another "
                 "private table on a condition that does not equate their privacy "
                 "units: a row could hold two people's data. Join on the unit (ON "
                 "a.person_id = b.person_id), or along a path declared in the privacy "
                 "unit (the path items -> orders by order_id, and ON i.order_id = "
                 "o.order_id)."
             )
-        for (alias, col), (other, col2) in join.pairs:
-            _require(by_alias[alias].table, col, columns, "a join condition")
-            _require(by_alias[other].table, col2, columns, "a join condition")
     unit_name = units.unit_column(private[0].table)
-    column_alias = _resolve_columns(spec, units, columns, by_alias, unit_name, extra_columns)
+    column_alias = _resolve_columns(spec, units, columns, by_alias, unit_name, extra_columns, where)
     views = {
         table: f"{view_prefix}{i}"
         for i, table in enumerate(
@@ -438,9 +323,11 @@ def _resolve_columns(
     by_alias: Mapping[str, SqlSource],
     unit_name: str,
     extra: Sequence[str],
+    where: str = "ds.sql",
 ) -> dict[str, str]:
     """Each column the query reads -> the alias of the table it comes from (the unit
     column is the joined table's own)."""
+    reader = who(where, "The SQL query") if where == "ds.sql" else f"The release of {where}"
     wanted = dict(spec.column_tables)
     for name in extra:
         # a declared type (schema=) of a column the query does not read: cast in each
@@ -463,7 +350,7 @@ def _resolve_columns(
             if not holders:
                 tables = ", ".join(repr(s.table) for s in by_alias.values())
                 raise InputError(
-                    f"The SQL query reads the column {name!r}, which is in none of its "
+                    f"{reader} reads the column {name!r}, which is in none of its "
                     f"tables ({tables}); check the name."
                 )
             if name == unit_name and all(
@@ -473,9 +360,15 @@ def _resolve_columns(
             ):
                 holders = [a for a in holders if by_alias[a].table not in units.public] or holders
             if len(holders) > 1 and name != unit_name:
+                how = (
+                    f"qualify it: {holders[0]}.{name}"
+                    if where == "ds.sql"
+                    else f"a where= filter may qualify it ({holders[0]}.{name}); to group by "
+                    "or aggregate it, rename it in all of those tables but one"
+                )
                 raise InputError(
-                    f"The SQL query reads the column {name!r}, which is in several tables "
-                    f"({', '.join(repr(a) for a in holders)}); qualify it: {holders[0]}.{name}."
+                    f"{reader} reads the column {name!r}, which is in several tables "
+                    f"({', '.join(repr(a) for a in holders)}); {how}."
                 )
             alias = holders[0]
         else:
@@ -484,7 +377,7 @@ def _resolve_columns(
         if name == unit_name:
             if table in units.public or units.of(table).column != name:
                 raise InputError(
-                    f"The SQL query reads {alias}.{name}, which is named like the privacy "
+                    f"{reader} reads {alias}.{name}, which is named like the privacy "
                     f"unit {unit_name!r} but is not it; rename the column (the released "
                     "table names each column once)."
                 )
