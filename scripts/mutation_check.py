@@ -79,6 +79,40 @@ MUTANTS = (
         ("tests/tables/test_join_definition.py",),
     ),
     Mutant(
+        "unit-inferred-type",
+        "one table: an undeclared privacy unit compared by the type the engine infers from "
+        "every id (ids 1 and 1.0 one person until someone's id abc makes them two)",
+        "src/dpsense/query/steps.py",
+        (
+            (
+                "    keyed = (*plan.by, *([plan.unit] if plan.unit is not None else []))\n",
+                "    keyed = plan.by\n",
+            ),
+        ),
+        ("tests/neighbours/test_join_identity.py",),
+    ),
+    Mutant(
+        "join-unit-inferred-type",
+        "joins: a private table's undeclared unit column compared by its inferred type",
+        "src/dpsense/query/join_input.py",
+        (
+            (
+                "    for table, column in sorted({c for pair in plan.compared for c in pair} "
+                "| own_units):\n",
+                "    for table, column in sorted({c for pair in plan.compared for c in pair}):\n",
+            ),
+        ),
+        ("tests/neighbours/test_join_identity.py",),
+    ),
+    Mutant(
+        "left-join-nulls-kept",
+        "a LEFT JOIN's unmatched rows (NULL public columns) kept: the missing-values check "
+        "then refuses on a NULL the analyst's join made",
+        "src/dpsense/tables/joined.py",
+        (("    if present:\n", "    if False:\n"),),
+        ("tests/neighbours/test_join_identity.py",),
+    ),
+    Mutant(
         "interval-halved",
         "the interval of a noise-law release (counts, sums, global statistics) halved",
         "src/dpsense/methods/intervals.py",
