@@ -113,6 +113,23 @@ MUTANTS = (
         ("tests/neighbours/test_join_identity.py",),
     ),
     Mutant(
+        "quantile-interval-tightened",
+        "a quantile interval that is not the whole range tightened to the data's own "
+        "smallest and largest values",
+        "src/dpsense/methods/quantile_interval.py",
+        (
+            (
+                "    high = float(grid[min(j_high + 1, INTERVAL_STEPS)])\n",
+                "    high = float(grid[min(j_high + 1, INTERVAL_STEPS)])\n"
+                "    if (low, high) != (lower, upper) and isinstance(records, np.ndarray) "
+                "and records.size:\n"
+                "        low = max(low, float(np.min(records)))\n"
+                "        high = min(high, float(np.max(records)))\n",
+            ),
+        ),
+        ("tests/methods/test_intervals.py",),
+    ),
+    Mutant(
         "interval-halved",
         "the interval of a noise-law release (counts, sums, global statistics) halved",
         "src/dpsense/methods/intervals.py",

@@ -332,3 +332,75 @@ def test_a_smooth_release_refused_by_its_value_plan_is_refused_before_the_charge
     with pytest.raises(ds.InputError, match="too small"):
         acct.release(DATA, ds.Median(LOWER, UPPER), epsilon=8e-9, method="smooth", rng=1)
     assert acct.spent == (0.0, 0.0)
+
+
+@pytest.mark.parametrize("p", [0.5, 0.9])
+def test_the_endpoints_have_exactly_the_law_of_their_two_draws(p: float) -> None:
+    """Each endpoint is one exponential-mechanism draw over the public grid, and nothing
+    else: L is the grid point of the lower draw, H the grid point after the upper one, with
+    P(j) ∝ exp(-eta u_j) over the padded scores, computed here by brute force from the
+    definition (each record at its cell, ``pad`` public records at a bound). 4,000 intervals
+    of one small table, compared with that law by a chi-square test per endpoint; an
+    endpoint that is not a grid point (say, tightened to the data's own order statistics)
+    fails at once."""
+    from dpsense.methods.quantile_interval import quantile_endpoints
+    from dpsense.noise.rng import resolve_rng
+
+    lower, upper, eps = 0.0, 100.0, 0.8
+    x = np.random.default_rng(5).uniform(30.0, 70.0, 40)
+    grid = endpoint_grid(lower, upper)
+    score = quantile_score(p, eps, "add-remove", "test")
+    shift = interval_shift(p, eps, "add-remove", 0.05)
+    pad_low = -(-shift * score.den // (score.den - score.num))
+    pad_high = -(-shift * score.den // score.num)
+    cells = grid[np.searchsorted(grid, x, side="right") - 1]  # each record at its cell
+
+    def law(pad: tuple[int, int]) -> np.ndarray:
+        padded = np.concatenate([cells, np.full(pad[0], lower), np.full(pad[1], upper)])
+        total = padded.size
+        u = np.array(
+            [
+                max(
+                    0,
+                    score.den * int(np.sum(padded < c)) - score.num * total,
+                    score.den * int(np.sum(padded > c)) - (score.den - score.num) * total,
+                )
+                for c in grid
+            ],
+            dtype=float,
+        )
+        z = -float(score.eta) * u
+        w = np.exp(z - z.max())
+        return w / w.sum()
+
+    rng = resolve_rng(7)
+    draws = 4000
+    lows, highs = np.empty(draws), np.empty(draws)
+    for i in range(draws):
+        lows[i], highs[i], _ = quantile_endpoints(x, p, lower, upper, eps, "add-remove", 0.05, rng)
+    index = {float(c): j for j, c in enumerate(grid)}
+    assert set(lows.tolist()) <= set(index), "a lower endpoint is not a grid point"
+    assert set(highs.tolist()) <= set(index), "an upper endpoint is not a grid point"
+    low_j = np.array([index[v] for v in lows])
+    high_j = np.array([index[v] for v in highs]) - 1  # H is the grid point after the draw
+    high_j[np.array([v == upper for v in highs])] = -1  # the last cell or the one before
+    for name, got, pmf in (
+        ("lower", low_j, law((pad_low, 0))),
+        ("upper", high_j, law((0, pad_high))),
+    ):
+        if name == "upper":
+            # H = c_{min(j+1, K)}: the draws j = K - 1 and j = K both give the upper bound
+            pmf = np.append(pmf[: INTERVAL_STEPS - 1], pmf[INTERVAL_STEPS - 1 :].sum())
+            got = np.where(got < 0, INTERVAL_STEPS - 1, got)
+        observed = np.bincount(got, minlength=pmf.size)[: pmf.size]
+        expected = pmf * draws
+        keep = expected >= 5
+        obs = np.append(observed[keep], observed[~keep].sum())
+        exp_ = np.append(expected[keep], expected[~keep].sum())
+        if exp_[-1] < 5:  # merge the rare cells into the largest kept one
+            obs[np.argmax(exp_[:-1])] += obs[-1]
+            exp_[np.argmax(exp_[:-1])] += exp_[-1]
+            obs, exp_ = obs[:-1], exp_[:-1]
+        assert obs.sum() == draws
+        result = stats.chisquare(obs, exp_ * draws / exp_.sum())
+        assert result.pvalue > 1e-4, (name, p, result, obs, np.round(exp_, 1))
