@@ -67,7 +67,7 @@ class Count(Statistic):
 
     @property
     def name(self) -> str:
-        """"count", or "count(distinct units)" for a count of the units."""
+        """ "count", or "count(distinct units)" for a count of the units."""
         return "count(distinct units)" if self.distinct_units else "count"
 
     def _value(self, xc: FloatArray) -> float:
