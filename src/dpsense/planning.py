@@ -35,6 +35,7 @@ from dpsense.errors import InputError
 from dpsense.params import check_int
 from dpsense.query.plan import Entry, QueryPlan, plan_query, release_arguments, statistic_split
 from dpsense.statistics import Count, Mean, Quantile, Statistic
+from dpsense.statistics.units import counted_rows
 
 __all__ = ["Plan", "StatisticForecast", "plan"]
 
@@ -169,8 +170,8 @@ def _quantile_ranks(stat: Quantile, eps_point: float, n: int, spread: float, rng
 
 def _forecast(plan_: QueryPlan, entry: Entry, n: int, spread: float = 1.0) -> StatisticForecast:
     eps_g, _ = statistic_split(plan_, entry).per_group
-    m = plan_.max_rows if plan_.unit is not None else 1
     stat = entry.statistic
+    m = counted_rows(stat, plan_.max_rows) if plan_.unit is not None else 1
     rng = np.random.default_rng(0)
     common: dict[str, Any] = {
         "name": entry.name,
@@ -362,7 +363,6 @@ def _request(request: Any, kwargs: dict[str, Any]) -> tuple[Any, dict[str, Any]]
         kwargs.pop("bounds", None),
         kwargs.pop("keys", None),
         names,
-        kwargs.get("max_rows_per_unit", 1),
     )
     statistics = args.pop("statistics")
     return statistics, {**kwargs, **{k: v for k, v in args.items() if v is not None}}

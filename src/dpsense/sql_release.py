@@ -95,12 +95,11 @@ def sql_arguments(
     bounds: Mapping[str, Any] | str | None,
     keys: Any,
     units: frozenset[str] = frozenset(),
-    rows_per_unit: int = 1,
 ) -> dict[str, Any]:
     """The arguments of the one release the query makes (besides the data and budget)."""
     check_rows_clauses(spec)
     checked = check_bounds_argument(bounds)
-    stats = statistics(spec, checked, units, rows_per_unit)
+    stats = statistics(spec, checked, units)
     args: dict[str, Any] = {
         "statistics": stats,
         "by": list(spec.by) or None,
@@ -207,7 +206,7 @@ def sql(
         data = resolve_table(spec, tables)
         _check_columns(spec, data)
         units = frozenset({privacy_unit}) if isinstance(privacy_unit, str) else frozenset()
-    args = sql_arguments(spec, bounds, keys, units, max_rows_per_unit)
+    args = sql_arguments(spec, bounds, keys, units)
     stats = args.pop("statistics")
     options: dict[str, Any] = {
         "epsilon": epsilon,

@@ -51,8 +51,13 @@ COMMON = ["--schema", "customer_id=int,country=text", "--bounds", "amount=0:100"
           "--epsilon", "1", "--seed", "5"]  # fmt: skip
 
 
-def test_json_rows_equal_ds_sql(files: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["sql", QUERY, *tables(files), *UNIT_ARGS, *COMMON, "--json"])
+@pytest.mark.parametrize("m", [1, 4])
+def test_json_rows_equal_ds_sql(
+    files: dict[str, Path], m: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """People are counted at any --max-rows-per-unit (docs/joins.md §4)."""
+    rows_args = ["--max-rows-per-unit", str(m)]
+    code = main(["sql", QUERY, *tables(files), *UNIT_ARGS, *COMMON, *rows_args, "--json"])
     out, err = capsys.readouterr()
     assert code == 0, err
     rows = json.loads(out)["rows"]
@@ -65,6 +70,7 @@ def test_json_rows_equal_ds_sql(files: dict[str, Path], capsys: pytest.CaptureFi
             public_tables=["regions"],
             schema={"customer_id": "int", "country": "text"},
             bounds={"amount": (0, 100)},
+            max_rows_per_unit=m,
             epsilon=1.0,
             rng=5,
         ).to_dicts()

@@ -107,3 +107,38 @@ def test_a_flight_without_its_aircraft_in_planes_belongs_to_no_one(
     joined = flights_db["flights"].merge(flights_db["planes"], on="tailnum")
     assert abs(res["n"].value - len(joined)) < 600  # sensitivity 1e5 at epsilon 1000
     assert len(joined) < 0.9 * len(flights_db["flights"])
+
+
+def test_aircraft_per_airline_at_five_flights_each(flights_db: dict[str, Any]) -> None:
+    """COUNT(DISTINCT tailnum) at max_rows_per_unit=5 beside COUNT(*) and AVG: an aircraft's
+    many kept flights with an airline count once. With g = 2 every aircraft keeps each of
+    its (at most two) airlines, so the people count before noise is the number of distinct
+    aircraft per airline; each released count is within its noise of it and its 95%
+    interval covers it."""
+    m = 5
+    res = _release(
+        "SELECT a.name, COUNT(DISTINCT f.tailnum) AS aircraft, COUNT(*) AS flights, "
+        "AVG(f.distance) AS distance FROM flights f JOIN planes p ON f.tailnum = p.tailnum "
+        "JOIN airlines a ON f.carrier = a.carrier GROUP BY a.name",
+        flights_db,
+        epsilon=2.0,
+        bounds={"distance": (0.0, 5000.0)},
+        max_rows_per_unit=m,
+        max_groups_per_unit=2,
+    )
+    got = res.to_pandas().set_index("name")
+    joined = flights_db["flights"].merge(flights_db["planes"], on="tailnum")
+    joined = joined.merge(flights_db["airlines"], on="carrier")
+    assert joined.groupby("tailnum")["carrier"].nunique().max() == 2  # g = 2 keeps them all
+    aircraft = joined.groupby("name")["tailnum"].nunique()
+    flights = joined.groupby(["name", "tailnum"]).size().clip(upper=m).groupby("name").sum()
+    for name in got.index:
+        true = int(aircraft.get(name, 0))
+        row = got.loc[name]
+        assert row["aircraft_low"] <= true <= row["aircraft_high"], name
+        assert abs(row["aircraft"] - true) <= row["aircraft_accuracy"], name
+        # a count of the flights has m times the noise; it counts up to m of each aircraft
+        assert row["flights_accuracy"] == pytest.approx(m * row["aircraft_accuracy"], abs=m)
+        assert abs(row["flights"] - flights.get(name, 0)) <= 2 * row["flights_accuracy"], name
+    big = got.loc["Delta Air Lines Inc."]
+    assert big["flights"] > 4 * big["aircraft"]  # 5 flights of most aircraft, counted once

@@ -28,14 +28,17 @@ ARGS: dict[str, Any] = {
 }  # fmt: skip
 
 
-def test_spark_join_equals_duckdb(spark: Any) -> None:
+@pytest.mark.parametrize("m", [1, 4])
+def test_spark_join_equals_duckdb(spark: Any, m: int) -> None:
+    """COUNT(DISTINCT unit) at any max_rows_per_unit, from the query's one bounding."""
     tables = shop(seed=6, n_customers=150)
     on_spark = {name: to_spark(spark, frame) for name, frame in tables.items()}
+    args = {**ARGS, "max_rows_per_unit": m}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ds.SeededRandomnessWarning)
-        duck = ds.sql(QUERY, tables=tables, **ARGS).to_dicts()
-        spark_all = ds.sql(QUERY, tables=on_spark, **ARGS).to_dicts()
-        mixed = ds.sql(QUERY, tables={**on_spark, "regions": tables["regions"]}, **ARGS)
+        duck = ds.sql(QUERY, tables=tables, **args).to_dicts()
+        spark_all = ds.sql(QUERY, tables=on_spark, **args).to_dicts()
+        mixed = ds.sql(QUERY, tables={**on_spark, "regions": tables["regions"]}, **args)
     assert [r["region"] for r in duck] == ["Asia", "Europe", "Oceania"]
     assert spark_all == duck
     assert mixed.to_dicts() == duck

@@ -31,6 +31,7 @@ SALT = (918273645, 564738291)
 def _query() -> dict[str, Any]:
     return {
         "n": ds.Count(),
+        "people": ds.Count(distinct_units=True),  # the query's kept groups, one per person
         "mean_hours": ("hours", ds.Mean(0, 80)),
         "median_wage": ("log_wage", ds.Median(0.0, 4.0)),
         "wage_quartiles": ("log_wage", ds.Quantiles([0.25, 0.75], 0.0, 4.0)),
@@ -73,6 +74,26 @@ def test_query_equals_duckdbs_answer(spark: Any, frame: Any, setting: str) -> No
         groups = [[k for k, _ in got[name]] for name in got]
         assert all(g == groups[0] for g in groups)
         assert got["n"].selection == "private"
+
+
+@pytest.mark.parametrize("m", [1, 3])
+def test_a_people_count_alone_equals_duckdbs_answer(spark: Any, frame: Any, m: int) -> None:
+    """Released alone, the count of the units is bounded by the engine at one row per
+    person and group, whatever m is: the same answer on both engines and at every m."""
+    kwargs: dict[str, Any] = {
+        "by": "year", "keys": YEARS, "privacy_unit": "person", "max_rows_per_unit": m,
+        "max_groups_per_unit": 2, "epsilon": 1.0, "rng": 5,
+    }  # fmt: skip
+    shuffled = to_spark(spark, frame.sample(frac=1.0, random_state=4)).repartition(2)
+    people = ds.Count(distinct_units=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ds.SeededRandomnessWarning)
+        duck = ds.release(frame, people, **kwargs)
+        got = ds.release(shuffled, people, **kwargs)
+        at_one = ds.release(frame, people, **{**kwargs, "max_rows_per_unit": 1})
+    assert isinstance(got, ds.GroupedRelease)
+    assert got.to_dicts() == duck.to_dicts()
+    assert [r.value for _, r in got] == [r.value for _, r in at_one]
 
 
 def test_sql_of_several_aggregates_on_a_spark_view(spark: Any, frame: Any) -> None:

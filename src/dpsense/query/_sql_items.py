@@ -192,8 +192,8 @@ def _aggregate(node: exp.Expression, alias: str | None, qualifiers: frozenset[st
     if isinstance(target, exp.Distinct):
         raise refuse(
             f"uses {prefix.upper()}(DISTINCT ...): the number of distinct values is not "
-            "bounded by one person's rows this way; to count people use COUNT(*) with "
-            "the person column as privacy_unit and max_rows_per_unit=1."
+            "bounded by one person's rows this way; to count people use COUNT(DISTINCT "
+            "person) with the person column as privacy_unit."
         )
     if isinstance(node, exp.Count) and isinstance(target, exp.Star):
         return SqlAggregate(name=alias or "count", statistic="count", column=None)

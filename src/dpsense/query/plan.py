@@ -27,7 +27,7 @@ from dpsense.params import check_delta, check_epsilon, check_int
 from dpsense.query.bounds_step import BoundsPlan, plan_bounds
 from dpsense.query.methods import check_parameters, checked_method
 from dpsense.statistics import BoundedStatistic, Count, Statistic
-from dpsense.statistics.units import per_unit
+from dpsense.statistics.units import counts_units, per_unit
 from dpsense.tables.request import SELECTION_SHARE, BudgetSplit, budget_split
 from dpsense.tables.row_filter import RowFilter, parse_row_filter
 from dpsense.tables.schema import Cast, parse_schema
@@ -191,6 +191,12 @@ def _entries(
         if col is not None and not isinstance(col, str):
             raise InputError(f"The column of the dict entry {name!r} must be a column name.")
         count = isinstance(stat, Count)
+        if paired and counts_units(stat):
+            raise InputError(
+                f"The dict entry {name!r} pairs a column with ds.Count(distinct_units=True), "
+                "which counts the privacy units and reads no column: write it alone, "
+                f"{name!r}: ds.Count(distinct_units=True)."
+            )
         out.append((name, stat, None if count else col, col if count and paired else None))
     return out
 

@@ -89,7 +89,6 @@ def statistics(
     spec: SqlQuery,
     bounds: Mapping[str, Any] | str | None,
     units: frozenset[str] = frozenset(),
-    rows_per_unit: int = 1,
 ) -> dict[str, StatisticSpec]:
     """The statistics of the query, keyed by released name, in SELECT order.
 
@@ -99,10 +98,10 @@ def statistics(
     bounds : mapping of column to (lower, upper), "private" or None
         Public bounds per aggregated column (SQL carries none), or "private" to find
         them privately in the release (``bounds="private"`` of the dict release).
-    units, rows_per_unit
-        The columns that hold the privacy unit and ``max_rows_per_unit``: ``COUNT(DISTINCT
-        unit)`` (people per group) is the count of the bounded rows when each person keeps
-        one row per group.
+    units
+        The columns that hold the privacy unit: ``COUNT(DISTINCT unit)`` (people per group)
+        is ``Count(distinct_units=True)``, the number of kept (unit, group) pairs of the
+        query's one bounding, at any ``max_rows_per_unit`` (docs/joins.md §4).
 
     Raises
     ------
@@ -113,8 +112,8 @@ def statistics(
     out: dict[str, StatisticSpec] = {}
     for agg in spec.aggregates:
         if agg.statistic == "people":
-            _check_people(agg, units, rows_per_unit)
-            out[agg.name] = Count()
+            _check_people(agg, units)
+            out[agg.name] = Count(distinct_units=True)
             continue
         if agg.statistic == "count":
             out[agg.name] = Count() if agg.column is None else (agg.column, Count())
@@ -227,20 +226,13 @@ def ordered_rows(spec: SqlQuery, rows: Sequence[Mapping[str, Any]]) -> list[int]
     return order[start:stop]
 
 
-def _check_people(agg: SqlAggregate, units: frozenset[str], rows_per_unit: int) -> None:
-    """``COUNT(DISTINCT col)`` counts people: ``col`` must be the privacy unit, and each
-    person must keep one row per group (then the count of kept rows is the number of
-    distinct people, with the sensitivity of one row per person and group)."""
+def _check_people(agg: SqlAggregate, units: frozenset[str]) -> None:
+    """``COUNT(DISTINCT col)`` counts people: ``col`` must be the privacy unit (the number
+    of distinct values of another column is not bounded by one person's rows)."""
     if agg.column not in units:
         raise InputError(
             f"The SQL query counts distinct values of {agg.column!r}, which "
             "is not the privacy unit: the number of distinct values is not bounded by one "
             "person's rows. COUNT(DISTINCT unit) counts people (pass privacy_unit="
             f"{agg.column!r} if that column identifies a person)."
-        )
-    if rows_per_unit != 1:
-        raise InputError(
-            f"The SQL query counts people with COUNT(DISTINCT {agg.column}) ({agg.name!r}) and "
-            f"max_rows_per_unit={rows_per_unit}: people are counted on one row per person "
-            "and group; set max_rows_per_unit=1, or count them in a query of their own."
         )

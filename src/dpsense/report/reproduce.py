@@ -78,6 +78,8 @@ def _statistic_code(stat: Mapping[str, Any]) -> tuple[str, bool]:
     privately (then the statistic is built without them)."""
     name = str(stat.get("statistic") or "")  # "quantiles(p=0.1,0.9)", "trimmed-mean(trim=5)"
     kind = name.split("(")[0].strip()
+    if name == "count(distinct units)":
+        return "ds.Count(distinct_units=True)", False
     cls = _CLASSES.get(kind)
     if cls is None:
         return f"ds.make_statistic({kind!r})", False

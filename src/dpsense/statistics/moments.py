@@ -9,7 +9,7 @@ is defined on every dataset a neighbour relation can reach.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import ClassVar
 
@@ -17,6 +17,7 @@ import numpy as np
 
 from dpsense._arrays import FloatArray
 from dpsense._exact_budget import float_up, sqrt_bounds
+from dpsense.errors import InputError
 from dpsense.neighbours import Neighbours
 from dpsense.statistics._exact import (
     ETA,
@@ -43,9 +44,31 @@ class Count(Statistic):
     """The number of records.
 
     Sensitivity 1 under add-remove; 0 under substitute, where n is public.
+
+    ``Count(distinct_units=True)`` counts the privacy units (people) of each group, SQL's
+    ``COUNT(DISTINCT unit)``: its records are the kept (unit, group) pairs, one per unit
+    whatever ``max_rows_per_unit`` is, so one unit changes it by at most 1 in each of at
+    most ``max_groups_per_unit`` groups (docs/joins.md §4). Without a privacy unit every
+    row is a unit and it is the plain count.
     """
 
+    distinct_units: bool = field(default=False, kw_only=True)
     kind: ClassVar[str] = "count"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.distinct_units, bool):
+            raise InputError(
+                "The 'distinct_units' parameter of ds.Count must be True or False. Got "
+                f"{type(self.distinct_units).__name__} instead."
+            )
+
+    def __repr__(self) -> str:
+        return "Count(distinct_units=True)" if self.distinct_units else "Count()"
+
+    @property
+    def name(self) -> str:
+        """ "count", or "count(distinct units)" for a count of the units."""
+        return "count(distinct units)" if self.distinct_units else "count"
 
     def _value(self, xc: FloatArray) -> float:
         return float(xc.shape[0])

@@ -38,10 +38,13 @@ from dpsense.errors import InputError
 from dpsense.neighbours import Neighbours
 from dpsense.statistics._profile import IntArray, Profile
 from dpsense.statistics.base import Statistic
+from dpsense.statistics.moments import Count
 from dpsense.statistics.quantile import Quantile
 
 __all__ = [
     "UnitProfile",
+    "counted_rows",
+    "counts_units",
     "group_privacy_budget",
     "per_unit",
     "quantile_unit_lag",
@@ -144,13 +147,15 @@ def _unit_class(cls: type[Statistic]) -> type[Statistic]:
 def per_unit(statistic: Statistic, rows: int) -> Statistic:
     """``statistic`` with sensitivities measured in units of at most ``rows`` rows.
 
-    ``rows == 1`` returns the statistic itself. The returned object is an instance of a
-    subclass of the statistic's class and compares by its fields as the original does.
+    ``rows == 1`` returns the statistic itself, and so does a count of the units
+    (``Count(distinct_units=True)``), whose records are one per unit and group whatever
+    ``rows`` is (:func:`counted_rows`). The returned object is an instance of a subclass of
+    the statistic's class and compares by its fields as the original does.
     """
-    if rows == 1:
-        return statistic
     if rows < 1:
         raise InputError(f"max_rows_per_unit must be an integer >= 1. Got {rows!r} instead.")
+    if counted_rows(statistic, rows) == 1:
+        return statistic
     base = type(statistic)
     while getattr(base, "_unit_base", None) is not None:  # already per unit
         base = base._unit_base  # type: ignore[attr-defined]
@@ -160,6 +165,18 @@ def per_unit(statistic: Statistic, rows: int) -> Statistic:
     out.__dict__.update(statistic.__dict__)
     object.__setattr__(out, "_rows_per_unit", int(rows))
     return out
+
+
+def counted_rows(statistic: Statistic, rows: int) -> int:
+    """The records one unit has in a group of ``statistic``'s input when it keeps at most
+    ``rows`` rows there: ``rows``, or 1 for a count of the units (its records are the kept
+    (unit, group) pairs: a unit's many rows in a group count once, docs/joins.md §4)."""
+    return 1 if counts_units(statistic) else rows
+
+
+def counts_units(statistic: Statistic) -> bool:
+    """True for a count of the units, ``Count(distinct_units=True)``."""
+    return isinstance(statistic, Count) and statistic.distinct_units
 
 
 def rows_per_unit(statistic: Statistic) -> int:

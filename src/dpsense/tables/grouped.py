@@ -24,7 +24,7 @@ from dpsense.statistics import (
     Statistic,
     Sum,
 )
-from dpsense.statistics.units import per_unit
+from dpsense.statistics.units import counted_rows, counts_units, per_unit
 from dpsense.tables.engines import engine_for
 from dpsense.tables.grouped_result import GroupedRelease, rows_frame
 from dpsense.tables.presence import add_presence, present_rows
@@ -188,9 +188,15 @@ def table_plan(
     """The engine's plan of a release of ``statistic`` (with the resolution the column's
     declared type gives a quantile), the statistic per unit that the method releases, and
     the resolution's receipt. Without ``bound_units`` (rows a query bounded already) the
-    engine keeps every row of a unit."""
+    engine keeps every row of a unit.
+
+    A count of the units (``Count(distinct_units=True)``) is bounded at one row per unit
+    and group, always by the unit (also on rows a query bounded: a unit has at most g
+    groups there, so the engine keeps them all), so that each group's count is its number
+    of kept (unit, group) pairs, its distinct units (docs/joins.md §4)."""
     column, by, unit = request.column, request.grouping.by, request.unit
-    m = unit.rows_bound
+    m = counted_rows(statistic, unit.rows_bound)
+    bound_units = bound_units or counts_units(statistic)
     declared = declared_type(data, source, column, request.schema or {}) if column else None
     statistic, resolution = schema_resolution(statistic, declared)
     lower = statistic.lower if isinstance(statistic, BoundedStatistic) else None

@@ -32,6 +32,7 @@ from dpsense.mechanisms.partition_selection import SelectionRule, select_groups
 from dpsense.methods import Release
 from dpsense.noise.rng import RandomSource
 from dpsense.statistics import Count
+from dpsense.statistics.units import counts_units
 from dpsense.tables.engines import KeptRows, engine_for
 from dpsense.tables.grouped import GroupedRelease, opened_table, release_opened, table_plan
 from dpsense.tables.presence import add_presence, presence_names
@@ -216,8 +217,9 @@ def _needs(query: TableQuery, data: Any, rows: Any) -> list[tuple[TablePlan, flo
     statistic's release is what it would be alone on these rows)."""
     needs = []
     for s in query.statistics:
-        if s.request.present is not None:
-            continue  # a COUNT(col) reads its own rows (tables.presence)
+        if s.request.present is not None or counts_units(s.statistic):
+            continue  # a COUNT(col) reads its own rows (tables.presence); a count of the
+            # units bounds the kept rows by the unit (tables.grouped.table_plan)
         table, unit_stat, _ = table_plan(
             data, rows, s.statistic, s.request, salt=(0, 0), bound_units=False
         )
