@@ -64,6 +64,9 @@ def _draw_ids(rs: np.random.Generator, container: str, n: int) -> tuple[list[Any
     pool, new = (TEXT_IDS, NEW_TEXT_IDS) if container == "csv" else (OBJECT_IDS, NEW_OBJECT_IDS)
     if container == "csv" and rs.random() < 0.3:
         pool = pool + ODD_TEXT_IDS
+    if container != "csv" and rs.random() < 0.5:
+        # numbers only: an engine would read 1 and 1.0 as one number
+        pool = tuple(v for v in pool if not isinstance(v, str))
     ids = [pool[i] for i in rs.integers(0, len(pool), n)]
     seen = {_text(v) for v in ids}
     fresh = [v for v in new if _text(v) not in seen]
