@@ -54,7 +54,7 @@ from dpsense.noise.choice import ExponentialChoice
 from dpsense.noise.exact import bernoulli_exp_py, uniform_below
 from dpsense.noise.rng import RandomSource
 from dpsense.statistics._grid import CandidateGrid
-from dpsense.statistics._order import select_sorted
+from dpsense.statistics._order import counts_below_points, select_sorted
 
 __all__ = [
     "ArrayRecords",
@@ -145,7 +145,7 @@ class ArrayRecords:
         return int(np.count_nonzero(self.x > v))
 
     def counts_below(self, points: F64) -> I64:
-        return np.searchsorted(np.sort(self.x), points, side="left").astype(np.int64)
+        return counts_below_points(self.x, points)
 
     def sorted_values(self) -> F64:
         self.x.sort()

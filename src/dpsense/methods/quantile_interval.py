@@ -46,6 +46,7 @@ from dpsense.mechanisms.quantile import quantile_score
 from dpsense.neighbours import Neighbours
 from dpsense.noise.choice import ExponentialChoice
 from dpsense.noise.rng import RandomSource
+from dpsense.statistics._order import counts_below_points
 
 __all__ = [
     "INTERVAL_STEPS",
@@ -72,8 +73,8 @@ def endpoint_grid(lower: float, upper: float) -> F64:
 def _counts_below(records: Any, points: F64) -> I64:
     """#{x < c} for each point c: from a numpy array, or from any record source (an
     engine's records: its exact counts, one per point)."""
-    if isinstance(records, np.ndarray):
-        return np.searchsorted(np.sort(records), points, side="left").astype(np.int64)
+    if isinstance(records, np.ndarray):  # one pass, no sorted copy
+        return counts_below_points(records, points)
     return np.asarray(records.counts_below(points), dtype=np.int64)
 
 

@@ -10,10 +10,11 @@ import math
 from typing import Final
 
 import numpy as np
+from numpy.typing import NDArray
 
 from dpsense._arrays import FloatArray
 
-__all__ = ["OrderStatistics", "select_sorted"]
+__all__ = ["OrderStatistics", "counts_below_points", "select_sorted"]
 
 _SAMPLE: Final = 1 << 16
 """Records sampled to guess the values that bracket a rank range (speed only)."""
@@ -150,3 +151,58 @@ class OrderStatistics:
     def at(self, i: int) -> float:
         """The single extended order statistic ``x_(i)``."""
         return float(self.window(i, i)[0])
+
+
+_CHUNK: Final = 1 << 16
+"""Records classified at a time by :func:`counts_below_points` (fits in a core's cache)."""
+
+
+def counts_below_points(x: FloatArray, points: FloatArray) -> NDArray[np.int64]:
+    """``#{x < c}`` for each of the increasing ``points`` c, exactly, in one pass over x
+    and without copying it (O(n) time, O(chunk) memory; x is not reordered).
+
+    Each record's cell, the number of points at or below it, is guessed by the points'
+    mean spacing and then corrected by comparisons with the points themselves until
+    ``points[k - 1] <= x < points[k]`` holds for every record of the chunk (one check
+    each way for equal steps; more rounds for uneven ones: exact for any sorted points).
+    A NaN counts as above every point. The counts are the cumulative sums of the cells.
+    """
+    c = np.asarray(points, dtype=np.float64)
+    g = int(c.shape[0])
+    cells = np.zeros(g + 1, dtype=np.int64)
+    n = int(x.shape[0])
+    if g == 0 or n == 0:
+        return np.zeros(g, dtype=np.int64)
+    # edges[k] = points[k - 1] and edges[0] = -inf: cell k holds edges[k] <= x <
+    # edges[k + 1]; the top sentinel is NaN (x >= NaN is false: +inf stays in cell g)
+    edges = np.concatenate(([-math.inf], c, [math.nan]))
+    span = float(c[-1] - c[0])
+    scale = (g - 1) / span if g > 1 and math.isfinite(span) and span > 0 else 0.0
+    step = min(_CHUNK, n)
+    guess = np.empty(step, dtype=np.float64)
+    k = np.empty(step, dtype=np.intp)
+    shift = 1.0 - float(c[0]) * scale if scale else 0.0
+    for start in range(0, n, step):
+        chunk = x[start : start + step]
+        f, kk = guess[: chunk.shape[0]], k[: chunk.shape[0]]
+        with np.errstate(invalid="ignore", over="ignore"):  # a guess: any value will do
+            np.multiply(chunk, scale, out=f)
+            np.add(f, shift, out=f)  # 1 + (x - points[0]) * scale
+        np.floor(f, out=f)
+        np.fmax(f, 0.0, out=f)  # NaN becomes 0 here, and g below
+        np.fmin(f, float(g), out=f)
+        np.copyto(kk, f, casting="unsafe")
+        while True:  # the guess may be too high: step down where x < edges[k]
+            down = chunk < edges[kk]
+            if not down.any():
+                break
+            kk -= down
+        while True:  # ... or too low: step up where x >= edges[k + 1]
+            up = chunk >= edges[kk + 1]
+            if not up.any():
+                break
+            kk += up
+        if np.isnan(chunk).any():
+            kk[np.isnan(chunk)] = g
+        cells += np.bincount(kk, minlength=g + 1)
+    return np.cumsum(cells[:-1]).astype(np.int64)

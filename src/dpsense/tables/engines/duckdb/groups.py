@@ -39,6 +39,7 @@ from numpy.typing import NDArray
 
 from dpsense.mechanisms._quantile_sampler import window_ranks
 from dpsense.statistics._exact import RecordGrid
+from dpsense.tables.engines.duckdb.cells import counts_below_all
 from dpsense.tables.rows.windows import (
     BATCH_ROWS,
     SAMPLE_MOD,
@@ -409,16 +410,13 @@ class DuckGroups:
         return int(row[0]) if row is not None else 0
 
     def counts_below(self, gid: int, points: F64) -> I64:
-        """One pass answers every group (an interval's grid is the same for all of them:
-        the statistic's bounds), cached by the points."""
+        """One pass answers every held group (an interval's points are the same for all of
+        them: the statistic's bounds), cached by the points (``cells.counts_below_all``)."""
         key = tuple(float(c) for c in points)
         if key not in self._below:
-            filters = ", ".join("count(*) FILTER (WHERE v < ?)" for _ in key)
-            rows = self.con.execute(
-                f"SELECT gid, {filters} FROM ({self.stage}) GROUP BY gid", list(key)
-            ).fetchall()
-            self.queries += 1
-            self._below[key] = {int(r[0]): np.array(r[1:], dtype=np.int64) for r in rows}
+            got, queries = counts_below_all(self.con, self.raw, sorted(self.sizes), points)
+            self.queries += queries
+            self._below[key] = got
         return self._below[key].get(gid, np.zeros(points.size, dtype=np.int64))
 
     def values(self, gid: int) -> F64:
