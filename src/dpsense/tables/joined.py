@@ -267,7 +267,11 @@ def plan_join(
         seen = [s.alias for s in sources[: sources.index(added)]]
         before = [a for a in seen if is_private[a]]
         if is_private[added.alias] and before:
-            conditions.append(f"{unit_expr[before[0]]} = {unit_expr[added.alias]}")
+            units_equal = f"{unit_expr[before[0]]} = {unit_expr[added.alias]}"
+            swapped = f"{unit_expr[added.alias]} = {unit_expr[before[0]]}"
+            if units_equal not in conditions and swapped not in conditions:
+                # (a join on the units themselves says it already)
+                conditions.append(units_equal)
         kind = "LEFT JOIN" if join.left else "JOIN"
         hidden_joins = hidden.get(added.alias, [])
         if hidden_joins:
