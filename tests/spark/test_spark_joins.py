@@ -52,3 +52,27 @@ def test_a_private_frame_beside_spark_frames_is_refused(spark: Any) -> None:
             tables=on_spark,
             **{**ARGS, "rng": None},
         )
+
+
+def test_a_declared_type_is_cast_in_each_table_before_the_join(spark: Any) -> None:
+    """Country codes held as numbers by the customers and as text by the regions: the join
+    is refused for comparing a number with text, on both engines, and the refusal's own
+    advice (``schema={'country': 'text'}``, the key named once) makes it release, with
+    the same seeded answer on Spark as on DuckDB."""
+    tables = shop(seed=6, n_customers=150)
+    codes = {"fr": 0, "de": 1, "it": 2, "jp": 3, "nz": 4}
+    customers = tables["customers"].assign(country=tables["customers"]["country"].map(codes))
+    regions = tables["regions"].assign(country=[str(codes[c]) for c in tables["regions"].country])
+    tables = {**tables, "customers": customers, "regions": regions}
+    on_spark = {name: to_spark(spark, frame) for name, frame in tables.items()}
+    query = QUERY.replace(" WHERE i.price > 1", "")
+    for given in (tables, on_spark):
+        with pytest.raises(InputError, match="one kind") as info:
+            ds.sql(query, tables=given, **{**ARGS, "rng": None})
+        assert "schema={'country': 'text'} " in str(info.value)  # the key named once
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ds.SeededRandomnessWarning)
+        duck = ds.sql(query, tables=tables, schema={"country": "text"}, **ARGS).to_dicts()
+        spark_all = ds.sql(query, tables=on_spark, schema={"country": "text"}, **ARGS).to_dicts()
+    assert [r["region"] for r in duck] == ["Asia", "Europe", "Oceania"]
+    assert spark_all == duck

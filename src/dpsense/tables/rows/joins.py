@@ -66,10 +66,13 @@ def comparable(
     for a, b in compared:
         ta, tb = types[a], types[b]
         if _family(ta) != _family(tb):
+            # one entry per name: a key named alike in both tables is declared once (the
+            # entry casts it in every table that holds it)
+            example = ", ".join(f"{c!r}: 'text'" for c in dict.fromkeys((a[1], b[1])))
             raise InputError(
                 f"The join compares {a[0]}.{a[1]} ({ta}) with {b[0]}.{b[1]} ({tb}): a join "
                 "compares columns of one kind (numbers with numbers, text with text). "
-                f"Declare both with one type, e.g. schema={{{a[1]!r}: 'text', {b[1]!r}: 'text'}} "
+                f"Declare both with one type, e.g. schema={{{example}}} "
                 "(types 'int', 'float', 'decimal(p,s)' or 'text'), or store the keys with one "
                 "type."
             )
