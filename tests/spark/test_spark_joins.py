@@ -5,6 +5,7 @@ public groups come from it."""
 from __future__ import annotations
 
 import warnings
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,17 +29,22 @@ ARGS: dict[str, Any] = {
 }  # fmt: skip
 
 
-def test_spark_join_equals_duckdb(spark: Any) -> None:
+def test_spark_join_equals_duckdb(spark: Any, tmp_path: Path) -> None:
     tables = shop(seed=6, n_customers=150)
     on_spark = {name: to_spark(spark, frame) for name, frame in tables.items()}
+    csv = tmp_path / "regions.csv"
+    tables["regions"].to_csv(csv, index=False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ds.SeededRandomnessWarning)
         duck = ds.sql(QUERY, tables=tables, **ARGS).to_dicts()
         spark_all = ds.sql(QUERY, tables=on_spark, **ARGS).to_dicts()
         mixed = ds.sql(QUERY, tables={**on_spark, "regions": tables["regions"]}, **ARGS)
+        # a public CSV file beside Spark tables: copied into Spark, its columns as text
+        from_file = ds.sql(QUERY, tables={**on_spark, "regions": str(csv)}, **ARGS)
     assert [r["region"] for r in duck] == ["Asia", "Europe", "Oceania"]
     assert spark_all == duck
     assert mixed.to_dicts() == duck
+    assert from_file.to_dicts() == duck
 
 
 def test_a_private_frame_beside_spark_frames_is_refused(spark: Any) -> None:
