@@ -5,6 +5,7 @@ public groups come from it."""
 from __future__ import annotations
 
 import warnings
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -29,19 +30,24 @@ ARGS: dict[str, Any] = {
 
 
 @pytest.mark.parametrize("m", [1, 4])
-def test_spark_join_equals_duckdb(spark: Any, m: int) -> None:
-    """COUNT(DISTINCT unit) at any max_rows_per_unit, from the query's one bounding."""
+def test_spark_join_equals_duckdb(spark: Any, m: int, tmp_path: Path) -> None:
+    """COUNT(DISTINCT unit) at any max_rows_per_unit, from the query's one bounding; a
+    public CSV file beside Spark tables is copied into Spark, its columns as text."""
     tables = shop(seed=6, n_customers=150)
     on_spark = {name: to_spark(spark, frame) for name, frame in tables.items()}
     args = {**ARGS, "max_rows_per_unit": m}
+    csv = tmp_path / "regions.csv"
+    tables["regions"].to_csv(csv, index=False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ds.SeededRandomnessWarning)
         duck = ds.sql(QUERY, tables=tables, **args).to_dicts()
         spark_all = ds.sql(QUERY, tables=on_spark, **args).to_dicts()
         mixed = ds.sql(QUERY, tables={**on_spark, "regions": tables["regions"]}, **args)
+        from_file = ds.sql(QUERY, tables={**on_spark, "regions": str(csv)}, **args)
     assert [r["region"] for r in duck] == ["Asia", "Europe", "Oceania"]
     assert spark_all == duck
     assert mixed.to_dicts() == duck
+    assert from_file.to_dicts() == duck
 
 
 def test_a_private_frame_beside_spark_frames_is_refused(spark: Any) -> None:
@@ -55,3 +61,27 @@ def test_a_private_frame_beside_spark_frames_is_refused(spark: Any) -> None:
             tables=on_spark,
             **{**ARGS, "rng": None},
         )
+
+
+def test_a_declared_type_is_cast_in_each_table_before_the_join(spark: Any) -> None:
+    """Country codes held as numbers by the customers and as text by the regions: the join
+    is refused for comparing a number with text, on both engines, and the refusal's own
+    advice (``schema={'country': 'text'}``, the key named once) makes it release, with
+    the same seeded answer on Spark as on DuckDB."""
+    tables = shop(seed=6, n_customers=150)
+    codes = {"fr": 0, "de": 1, "it": 2, "jp": 3, "nz": 4}
+    customers = tables["customers"].assign(country=tables["customers"]["country"].map(codes))
+    regions = tables["regions"].assign(country=[str(codes[c]) for c in tables["regions"].country])
+    tables = {**tables, "customers": customers, "regions": regions}
+    on_spark = {name: to_spark(spark, frame) for name, frame in tables.items()}
+    query = QUERY.replace(" WHERE i.price > 1", "")
+    for given in (tables, on_spark):
+        with pytest.raises(InputError, match="one kind") as info:
+            ds.sql(query, tables=given, **{**ARGS, "rng": None})
+        assert "schema={'country': 'text'} " in str(info.value)  # the key named once
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ds.SeededRandomnessWarning)
+        duck = ds.sql(query, tables=tables, schema={"country": "text"}, **ARGS).to_dicts()
+        spark_all = ds.sql(query, tables=on_spark, schema={"country": "text"}, **ARGS).to_dicts()
+    assert [r["region"] for r in duck] == ["Asia", "Europe", "Oceania"]
+    assert spark_all == duck

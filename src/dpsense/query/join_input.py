@@ -16,14 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 from dpsense.errors import InputError
 from dpsense.tables.engines import engine_for_tables, is_spark_frame
-from dpsense.tables.joined import (
-    group_keys_from_public,
-    parameter_of,
-    plan_join,
-    privacy_units,
-    public_key_sql,
-)
+from dpsense.tables.joined import parameter_of, plan_join, privacy_units
 from dpsense.tables.rows.casts import Cast
+from dpsense.tables.rows.joins import group_keys_from_public, public_key_sql
 from dpsense.tables.schema import parse_schema
 
 if TYPE_CHECKING:

@@ -63,11 +63,9 @@ class SqlQuery(Protocol):
 __all__ = [
     "PrivacyUnits",
     "UnitPath",
-    "group_keys_from_public",
     "parameter_of",
     "plan_join",
     "privacy_units",
-    "public_key_sql",
 ]
 
 _OWNER: Final = "dpsense_owner"
@@ -152,7 +150,11 @@ def plan_join(
         seen = [s.alias for s in sources[: sources.index(added)]]
         before = [a for a in seen if is_private[a]]
         if is_private[added.alias] and before:
-            conditions.append(f"{unit_expr[before[0]]} = {unit_expr[added.alias]}")
+            units_equal = f"{unit_expr[before[0]]} = {unit_expr[added.alias]}"
+            swapped = f"{unit_expr[added.alias]} = {unit_expr[before[0]]}"
+            if units_equal not in conditions and swapped not in conditions:
+                # (a join on the units themselves says it already)
+                conditions.append(units_equal)
         kind = "LEFT JOIN" if join.left else "JOIN"
         hidden_joins = hidden.get(added.alias, [])
         if hidden_joins:
@@ -384,33 +386,3 @@ def _resolve_columns(
             continue  # the joined table's unit column
         out[name] = alias
     return out
-
-
-def group_keys_from_public(plan: JoinPlan, by: Sequence[str]) -> list[str] | None:
-    """The aliases whose distinct values are the groups, when every GROUP BY column comes
-    from a public table (None otherwise: the groups are selected privately or given)."""
-    if not by:
-        return None
-    aliases = [plan.column_alias.get(c) for c in by]
-    if any(a is None or a not in plan.public_aliases for a in aliases):
-        return None
-    return [a for a in aliases if a is not None]
-
-
-def public_key_sql(plan: JoinPlan, by: Sequence[str]) -> str:
-    """DuckDB SQL for every combination of the GROUP BY columns' distinct (non-null) values
-    in their public tables: the distinct rows within a table, the product across tables."""
-    views = {t: v for v, t in plan.tables}
-    parts: dict[str, list[str]] = {}
-    for column in by:
-        parts.setdefault(plan.column_alias[column], []).append(column)
-    selects = []
-    for i, (alias, cols) in enumerate(parts.items()):
-        picked = ", ".join(_q(c) for c in cols)
-        present = " AND ".join(f"{_q(c)} IS NOT NULL" for c in cols)
-        selects.append(
-            f"(SELECT DISTINCT {picked} FROM {views[plan.alias_table[alias]]} WHERE {present}) "
-            f"AS k{i}"
-        )
-    ordered = ", ".join(_q(c) for c in by)
-    return f"SELECT {ordered} FROM {' CROSS JOIN '.join(selects)} ORDER BY {ordered}"

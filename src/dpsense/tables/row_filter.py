@@ -202,7 +202,11 @@ def total_sql(tree: Any, dialect: str) -> str:
         name = spark_try.get(type(node))
         if name is not None and isinstance(node, exp.Binary):
             return exp.Anonymous(this=name, expressions=[node.this, node.expression])
-        if isinstance(node, exp.Neg):
+        if isinstance(node, exp.Neg) and not (
+            isinstance(node.this, exp.Literal) and node.this.is_number
+        ):
+            # a negated column or expression can overflow; a negated number is a literal
+            # (kept as one: ROUND's scale, say, takes only a constant)
             zero = exp.Literal.number(0)
             return exp.Anonymous(this="try_subtract", expressions=[zero, node.this])
         return node

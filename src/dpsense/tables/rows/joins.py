@@ -3,13 +3,13 @@ values; built by :mod:`dpsense.tables.joined`, run by each engine's ``join``).""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
 from dpsense.errors import InputError
 
-__all__ = ["JoinPlan", "comparable", "shared_key"]
+__all__ = ["JoinPlan", "comparable", "group_keys_from_public", "public_key_sql", "shared_key"]
 
 
 @dataclass(frozen=True)
@@ -66,10 +66,13 @@ def comparable(
     for a, b in compared:
         ta, tb = types[a], types[b]
         if _family(ta) != _family(tb):
+            # one entry per name: a key named alike in both tables is declared once (the
+            # entry casts it in every table that holds it)
+            example = ", ".join(f"{c!r}: 'text'" for c in dict.fromkeys((a[1], b[1])))
             raise InputError(
                 f"The join compares {a[0]}.{a[1]} ({ta}) with {b[0]}.{b[1]} ({tb}): a join "
                 "compares columns of one kind (numbers with numbers, text with text). "
-                f"Declare both with one type, e.g. schema={{{a[1]!r}: 'text', {b[1]!r}: 'text'}} "
+                f"Declare both with one type, e.g. schema={{{example}}} "
                 "(types 'int', 'float', 'decimal(p,s)' or 'text'), or store the keys with one "
                 "type."
             )
@@ -84,3 +87,37 @@ def shared_key(table: str, key: str) -> InputError:
         "keys of a path must be keys (each value of one unit): clean the table (a data "
         "owner's precondition, like missing values), or declare another path."
     )
+
+
+def group_keys_from_public(plan: JoinPlan, by: Sequence[str]) -> list[str] | None:
+    """The aliases whose distinct values are the groups, when every GROUP BY column comes
+    from a public table (None otherwise: the groups are selected privately or given)."""
+    if not by:
+        return None
+    aliases = [plan.column_alias.get(c) for c in by]
+    if any(a is None or a not in plan.public_aliases for a in aliases):
+        return None
+    return [a for a in aliases if a is not None]
+
+
+def public_key_sql(plan: JoinPlan, by: Sequence[str]) -> str:
+    """DuckDB SQL for every combination of the GROUP BY columns' distinct (non-null) values
+    in their public tables: the distinct rows within a table, the product across tables."""
+    views = {t: v for v, t in plan.tables}
+    parts: dict[str, list[str]] = {}
+    for column in by:
+        parts.setdefault(plan.column_alias[column], []).append(column)
+    selects = []
+    for i, (alias, cols) in enumerate(parts.items()):
+        picked = ", ".join(_quote(c) for c in cols)
+        present = " AND ".join(f"{_quote(c)} IS NOT NULL" for c in cols)
+        selects.append(
+            f"(SELECT DISTINCT {picked} FROM {views[plan.alias_table[alias]]} WHERE {present}) "
+            f"AS k{i}"
+        )
+    ordered = ", ".join(_quote(c) for c in by)
+    return f"SELECT {ordered} FROM {' CROSS JOIN '.join(selects)} ORDER BY {ordered}"
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'

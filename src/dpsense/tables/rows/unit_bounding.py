@@ -40,6 +40,8 @@ __all__ = [
 SCALAR_ROWS: Final = 16
 """Up to this many rows per unit, a unit's kept values are stored as scalar columns."""
 
+_STAGE: Final = "dpsense_stage"
+
 _INTEGER_TYPES = frozenset(
     {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER"}
 )
@@ -153,18 +155,22 @@ def _chosen_rows(
     if G == 1 and len(group_cols) == 1:
         # one group per unit: an arg-min per unit over its rows; ties between two
         # groups' 63-bit hashes are broken arbitrarily, as by the top-G aggregate
-        chosen = f"SELECT u, arg_min({keyed}, {hg}) AS {keyed} FROM ({stage}) GROUP BY u"
+        chosen = f"SELECT u, arg_min({keyed}, {hg}) AS {keyed} FROM {_STAGE} GROUP BY u"
     else:
         # each unit's G (unit, group) pairs of smallest hash(key, unit, group), chosen
         # from the distinct pairs
-        distinct = f"SELECT DISTINCT u, {keyed}, {hg} AS hg FROM ({stage})"
+        distinct = f"SELECT DISTINCT u, {keyed}, {hg} AS hg FROM {_STAGE}"
         if len(group_cols) == 1:
             top = f"unnest(min_by({keyed}, hg, {G})) AS {keyed}"
         else:
             struct = ", ".join(f"'{c}': {c}" for c in group_cols)
             top = f"unnest(min_by({{{struct}}}, hg, {G}), recursive := true)"
         chosen = f"SELECT u, {top} FROM ({distinct}) GROUP BY u"
-    return f"SELECT s.* FROM ({stage}) s SEMI JOIN ({chosen}) c USING (u, {keyed})"
+    # the staged rows (a join, say) are one CTE read twice: computed once
+    return (
+        f"WITH {_STAGE} AS ({stage}) "
+        f"SELECT s.* FROM {_STAGE} s SEMI JOIN ({chosen}) c USING (u, {keyed})"
+    )
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from typing import Any, Final
 
 from dpsense.tables.rows.casts import Cast, CastDialect, fitting_cast
 
-__all__ = ["apply_spark_schema"]
+__all__ = ["apply_spark_schema", "cast_spark_frame"]
 
 _SPARK: Final = CastDialect(
     "try_cast",
@@ -35,16 +35,22 @@ def apply_spark_schema(source: Any, casts: Mapping[str, Cast]) -> None:
         return
     for name in casts:
         source.require(name, "schema")
-    frame = source.frame
+    source.frame = cast_spark_frame(source.frame, casts)
+    source.types = {f.name: f.dataType for f in source.frame.schema.fields}
+
+
+def cast_spark_frame(frame: Any, casts: Mapping[str, Cast]) -> Any:
+    """``frame`` with the columns of ``casts`` cast (each must exist), without the rows
+    whose non-null value does not fit its declared type."""
+    if not casts:
+        return frame
     from pyspark.sql import functions as sf
 
+    types = {f.name: f.dataType for f in frame.schema.fields}
     exprs = {
-        name: _spark_cast(name, type(source.types[name]).__name__, cast)
-        for name, cast in casts.items()
+        name: _spark_cast(name, type(types[name]).__name__, cast) for name, cast in casts.items()
     }
     fits = " AND ".join(
         f"(`{n.replace('`', '``')}` IS NULL OR ({e}) IS NOT NULL)" for n, e in exprs.items()
     )
-    kept = frame.filter(sf.expr(fits))
-    source.frame = kept.withColumns({n: sf.expr(e) for n, e in exprs.items()})
-    source.types = {f.name: f.dataType for f in source.frame.schema.fields}
+    return frame.filter(sf.expr(fits)).withColumns({n: sf.expr(e) for n, e in exprs.items()})

@@ -88,8 +88,9 @@ class SparkEngine:
         casts: Mapping[str, Mapping[str, Cast]],
         undeclared: Mapping[str, frozenset[str]],
     ) -> Any:
-        # the DataFrames' types are declared; ``casts`` are applied to the joined table
-        return spark_join(plan, tables, public)
+        # each table's declared columns are cast in its own frame, before the join (and
+        # again on the joined table, as on DuckDB)
+        return spark_join(plan, tables, public, casts)
 
     def distinct_rows(
         self, plan: JoinPlan, tables: Mapping[str, Any], public: frozenset[str], sql: str
