@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import duckdb
@@ -80,17 +81,13 @@ def tables(rows: int, seed: int = 0) -> dict[str, pd.DataFrame]:
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--rows", type=int, default=10_000_000)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--spread", action="store_true", help="group by 200 sites, g = 8")
-    args = parser.parse_args()
-    query, baseline = (SPREAD_QUERY, SPREAD_BASELINE) if args.spread else (QUERY, BASELINE)
-    unit = {"max_rows_per_unit": 5, "max_groups_per_unit": 8 if args.spread else 1}
-    keys = {"keys": {"site": list(range(200))}} if args.spread else {}
-    warnings.simplefilter("ignore", ds.SeededRandomnessWarning)
-    data = tables(args.rows)
+def runners(rows: int, spread: bool = False) -> tuple[Callable[[], Any], Callable[[], Any]]:
+    """The release (``ds.sql``) and its DuckDB baseline on ``tables(rows)``, as two calls
+    (``benchmarks/guard.py`` times them too)."""
+    query, baseline = (SPREAD_QUERY, SPREAD_BASELINE) if spread else (QUERY, BASELINE)
+    unit = {"max_rows_per_unit": 5, "max_groups_per_unit": 8 if spread else 1}
+    keys = {"keys": {"site": list(range(200))}} if spread else {}
+    data = tables(rows)
 
     def via_dpsense() -> Any:
         return ds.sql(
@@ -113,6 +110,17 @@ def main() -> None:
         con.close()
         return out
 
+    return via_dpsense, via_duckdb
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--rows", type=int, default=10_000_000)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--spread", action="store_true", help="group by 200 sites, g = 8")
+    args = parser.parse_args()
+    warnings.simplefilter("ignore", ds.SeededRandomnessWarning)
+    via_dpsense, via_duckdb = runners(args.rows, args.spread)
     released = via_dpsense()
     exact = via_duckdb()
     label = "site" if args.spread else "region"
