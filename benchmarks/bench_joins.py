@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import duckdb
@@ -113,29 +114,27 @@ def tables(rows: int, seed: int = 0, people: int = 1_000_000) -> dict[str, pd.Da
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--rows", type=int, default=10_000_000)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--people", type=int, default=1_000_000)
-    parser.add_argument("--spread", action="store_true", help="group by 200 sites, g = 8")
-    parser.add_argument("--spark", action="store_true", help="on Spark, against Spark SQL")
-    args = parser.parse_args()
-    query, baseline = (SPREAD_QUERY, SPREAD_BASELINE) if args.spread else (QUERY, BASELINE)
-    unit = {"max_rows_per_unit": 5, "max_groups_per_unit": 8 if args.spread else 1}
-    keys = {"keys": {"site": list(range(200))}} if args.spread else {}
-    warnings.simplefilter("ignore", ds.SeededRandomnessWarning)
-    data: dict[str, Any] = tables(args.rows, people=args.people)
-    if args.spark:
+def runners(
+    rows: int, spread: bool = False, people: int = 1_000_000, spark: bool = False
+) -> tuple[Callable[[], Any], Callable[[], Any]]:
+    """The release (``ds.sql``) and its baseline (DuckDB's own SQL, or with ``spark`` Spark
+    SQL on cached frames) doing the same join and bounding on ``tables(rows)``, as two calls
+    (``benchmarks/guard.py`` times them too)."""
+    query, baseline = (SPREAD_QUERY, SPREAD_BASELINE) if spread else (QUERY, BASELINE)
+    unit = {"max_rows_per_unit": 5, "max_groups_per_unit": 8 if spread else 1}
+    keys = {"keys": {"site": list(range(200))}} if spread else {}
+    data: dict[str, Any] = tables(rows, people=people)
+    session_: Any = None
+    if spark:
         warnings.simplefilter("ignore")
         from bench_spark import session
 
-        spark = session()
-        data = {name: spark.createDataFrame(frame).cache() for name, frame in data.items()}
+        session_ = session()
+        data = {name: session_.createDataFrame(frame).cache() for name, frame in data.items()}
         for name, frame in data.items():
             frame.count()
             frame.createOrReplaceTempView(name)
-        baseline = SPARK_SPREAD_BASELINE if args.spread else SPARK_BASELINE
+        baseline = SPARK_SPREAD_BASELINE if spread else SPARK_BASELINE
 
     def via_dpsense() -> Any:
         return ds.sql(
@@ -150,9 +149,9 @@ def main() -> None:
             rng=1,
         ).to_dicts()
 
-    def via_duckdb() -> Any:
-        if args.spark:
-            return [tuple(r) for r in spark.sql(baseline).collect()]
+    def via_baseline() -> Any:
+        if session_ is not None:
+            return [tuple(r) for r in session_.sql(baseline).collect()]
         con = duckdb.connect()
         for name, frame in data.items():
             con.register(name, frame)
@@ -160,6 +159,19 @@ def main() -> None:
         con.close()
         return out
 
+    return via_dpsense, via_baseline
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--rows", type=int, default=10_000_000)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--people", type=int, default=1_000_000)
+    parser.add_argument("--spread", action="store_true", help="group by 200 sites, g = 8")
+    parser.add_argument("--spark", action="store_true", help="on Spark, against Spark SQL")
+    args = parser.parse_args()
+    warnings.simplefilter("ignore", ds.SeededRandomnessWarning)
+    via_dpsense, via_duckdb = runners(args.rows, args.spread, args.people, args.spark)
     released = via_dpsense()
     exact = via_duckdb()
     label = "site" if args.spread else "region"

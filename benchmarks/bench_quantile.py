@@ -4,11 +4,11 @@ For n in ``--sizes`` (default 10^6, 10^7, 10^8) and two data kinds (continuous l
 values; tied integers 0..99 declared with ``resolution=1``), times ``ds.release`` with the
 smooth, exponential and auto methods (epsilon = 1, add-remove) and the median's smooth
 sensitivity (``Median.smooth_sensitivity``), each as a ratio to ``numpy.median`` on the same
-array (best of R). Peak numpy memory of each release is measured with ``tracemalloc`` and
-reported as a multiple of the input's bytes. A second table times the exponential median
-against OpenDP (numpy input, 1001 candidates, scale calibrated to epsilon by
-``binary_search_chain``) and diffprivlib when they are installed (``pip install opendp
-diffprivlib``). Results: ``benchmarks/results/quantile_speed.md``.
+array (best of R, the calls interleaved). Peak numpy memory of each release is measured
+with ``tracemalloc`` and reported as a multiple of the input's bytes. A second table times
+the exponential median against OpenDP (numpy input, 1001 candidates, scale calibrated to
+epsilon by ``binary_search_chain``) and diffprivlib when they are installed (``pip install
+opendp diffprivlib``). Results: ``benchmarks/results/quantile_speed.md``.
 
 Run: ``.venv/bin/python benchmarks/bench_quantile.py [--sizes 1000000 10000000]``
 """
@@ -17,16 +17,22 @@ from __future__ import annotations
 
 import argparse
 import gc
+import sys
 import time
 import tracemalloc
 import warnings
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
 import dpsense as ds
+from bench_tables import interleaved
 from dpsense._progress import track
+from dpsense.noise.rng import SeededRandom
 
 RESULTS = Path(__file__).resolve().parent / "results"
 LOWER, UPPER, EPSILON = 0.0, 100.0, 1.0
@@ -60,8 +66,35 @@ def data(kind: str, n: int) -> tuple[np.ndarray, ds.Median]:
     return rs.integers(0, 100, n).astype(np.float64), ds.Median(LOWER, UPPER, resolution=1.0)
 
 
+def release_figures(
+    kind: str,
+    n: int,
+    repeats: int,
+    methods: tuple[str, ...] = METHODS,
+    sensitivity: bool = True,
+) -> dict[str, float]:
+    """The figures of one row (``kind`` data of size ``n``): the time of ``ds.release`` by
+    each method (and of the median's smooth sensitivity) over ``numpy.median``'s on the same
+    array, best of ``repeats`` with the calls interleaved (load from other processes falls on
+    all alike); ``"numpy"``: numpy's time in seconds; ``"memory"``: tracemalloc's peak over
+    the methods' releases, over the input's bytes. ``benchmarks/guard.py`` calls it too."""
+    x, stat = data(kind, n)
+    rng = SeededRandom(1)
+    fns: dict[str, Callable[[], object]] = {"numpy": lambda: np.median(x)}
+    for method in methods:
+        fns[method] = partial(ds.release, x, stat, epsilon=EPSILON, method=method, rng=rng)
+    if sensitivity:
+        beta = ds.smooth_beta(EPSILON, 0.0)
+        fns["smooth sensitivity"] = partial(stat.smooth_sensitivity, x, beta)
+    gc.collect()
+    best = interleaved(fns, repeats)
+    out = {name: seconds / best["numpy"] for name, seconds in best.items()}
+    out["numpy"] = best["numpy"]
+    out["memory"] = max(peak_bytes(fns[method]) for method in methods) / x.nbytes
+    return out
+
+
 def speed_table(sizes: list[int], repeats: int) -> list[str]:
-    rng = ds.noise.rng.SeededRandom(1)
     lines = [
         "| data | n | numpy.median (s) | "
         + " | ".join(f"{m} (ratio)" for m in METHODS)
@@ -70,26 +103,14 @@ def speed_table(sizes: list[int], repeats: int) -> list[str]:
     ]
     cases = [(n, kind) for n in sizes for kind in ("continuous", "tied")]
     for n, kind in track(cases, "Timing medians", auto_refresh=False):
-        x, stat = data(kind, n)
         reps = repeats if n <= 10**7 else max(1, repeats // 2)
-        base = best_of(lambda x=x: np.median(x), reps)
-        cells, peaks = [], []
-        for method in METHODS:
-
-            def run(method: str = method, x: np.ndarray = x, stat: ds.Median = stat) -> None:
-                ds.release(x, stat, epsilon=EPSILON, method=method, rng=rng)
-
-            cells.append(f"{best_of(run, reps) / base:.2f}")
-            peaks.append(peak_bytes(run) / x.nbytes)
-        beta = ds.smooth_beta(EPSILON, 0.0)
-        ss = best_of(lambda x=x, stat=stat, beta=beta: stat.smooth_sensitivity(x, beta), reps)
+        r = release_figures(kind, n, reps)
         lines.append(
-            f"| {kind} | {n:,} | {base:.3f} | "
-            + " | ".join(cells)
-            + f" | {ss / base:.2f} | {max(peaks):.2f} |"
+            f"| {kind} | {n:,} | {r['numpy']:.3f} | "
+            + " | ".join(f"{r[m]:.2f}" for m in METHODS)
+            + f" | {r['smooth sensitivity']:.2f} | {r['memory']:.2f} |"
         )
         print(lines[-1], flush=True)
-        del x
     return lines
 
 

@@ -15,7 +15,10 @@ under the temp dir, keyed by their parameters:
 Timed, interleaved and best of ``--repeats`` (another process may share the cores: only
 the ratios mean something): DuckDB's own ``median(v)`` / ``avg(clip(v))`` / ``count(*)``
 ``GROUP BY g`` to Python, and the dpsense releases with public keys, every row a unit and
-with ``privacy_unit="person", max_rows_per_unit=5`` (one group per person, the default).
+with ``privacy_unit="person", max_rows_per_unit=5`` (one group per person, the default);
+the latter also against DuckDB's ``count(DISTINCT person) GROUP BY g`` and against DuckDB's
+own SQL doing the same bounding (``bounding_sql``: each person's group and 5 rows chosen by
+hashes, then the aggregate).
 Also the peak of Python-side allocations (``tracemalloc``, numpy arrays included) of each
 release, next to the size of the value column as a numpy array (rows x 8 bytes).
 
@@ -106,20 +109,47 @@ def interleaved(fns: dict[str, Callable[[], object]], repeats: int) -> dict[str,
     return best
 
 
-def bench(kind: str, args: argparse.Namespace) -> list[dict[str, Any]]:
-    path = table_path(kind, args.rows, args.groups, args.people)
+def bounding_sql(path: Path, aggregate: str) -> str:
+    """DuckDB's own SQL doing a release's contribution bounding by hand (one group per
+    person, chosen by a hash; then 5 of its rows there, chosen by a hash), then
+    ``aggregate`` by group: the baseline of a release with a privacy unit."""
+    return f"""
+WITH pick AS (SELECT person, arg_min(g, hash(g, 7)) AS g FROM '{path}' GROUP BY person),
+kept AS (
+    SELECT t.* FROM '{path}' t SEMI JOIN pick USING (person, g)
+    QUALIFY row_number() OVER (PARTITION BY person, g ORDER BY hash(v, 9)) <= 5
+)
+SELECT g, {aggregate} FROM kept GROUP BY g
+"""
+
+
+def bench(
+    kind: str,
+    rows: int,
+    groups: int,
+    people: int,
+    repeats: int,
+    stats: list[str],
+    modes: list[str],
+) -> list[dict[str, Any]]:
+    """For each statistic, the best times (s) of DuckDB's own ``GROUP BY`` (``duckdb``),
+    the release with every row a unit (``rows``), with ``privacy_unit="person"`` and 5 rows
+    each (``person``), DuckDB's ``count(DISTINCT person)`` and DuckDB's SQL doing the same
+    bounding (``bounded``), interleaved; and the Python peaks (bytes) of the releases.
+    ``benchmarks/guard.py`` calls it too."""
+    path = table_path(kind, rows, groups, people)
     hi = 100.0 if kind == "easy" else 1000.0
     resolution = {"resolution": 1.0} if kind != "hard" else {}
-    stats = {
+    known = {
         "median": (ds.Median(0.0, hi, **resolution), "median(v)"),
         "mean": (ds.Mean(0.0, hi), f"avg(greatest(least(v, {hi}), 0.0))"),
         "count": (ds.Count(), "count(*)"),
     }
-    keys = list(range(args.groups))
+    keys = list(range(groups))
     con = duckdb.connect()
     out = []
-    for name in args.stats:
-        statistic, aggregate = stats[name]
+    for name in stats:
+        statistic, aggregate = known[name]
 
         def duck(aggregate: str = aggregate) -> object:
             return con.execute(f"SELECT g, {aggregate} FROM '{path}' GROUP BY g").fetchall()
@@ -139,9 +169,9 @@ def bench(kind: str, args: argparse.Namespace) -> list[dict[str, Any]]:
 
         duck()  # warm the file cache
         fns: dict[str, Callable[[], object]] = {"duckdb": duck}
-        if "rows" in args.modes:
+        if "rows" in modes:
             fns["rows"] = lambda: release(False)
-        if "person" in args.modes:
+        if "person" in modes:
             fns["person"] = lambda: release(True)
             # a fair baseline for a release with a privacy unit: the engine's own
             # grouped query that also has to group the people (any exact contribution
@@ -149,8 +179,18 @@ def bench(kind: str, args: argparse.Namespace) -> list[dict[str, Any]]:
             fns["distinct"] = lambda: con.execute(
                 f"SELECT g, count(DISTINCT person) FROM '{path}' GROUP BY g"
             ).fetchall()
+            # the baseline that does the same work: the same bounding, in DuckDB's own SQL
+            fns["bounded"] = lambda aggregate=aggregate: con.execute(
+                bounding_sql(path, aggregate)
+            ).fetchall()
         nan = float("nan")
-        best = {"rows": nan, "person": nan, "distinct": nan, **interleaved(fns, args.repeats)}
+        best = {
+            "rows": nan,
+            "person": nan,
+            "distinct": nan,
+            "bounded": nan,
+            **interleaved(fns, repeats),
+        }
         out.append(
             {
                 "table": kind,
@@ -159,6 +199,7 @@ def bench(kind: str, args: argparse.Namespace) -> list[dict[str, Any]]:
                 "rows": best["rows"],
                 "person": best["person"],
                 "distinct": best["distinct"],
+                "bounded": best["bounded"],
                 "mem_rows": peak_bytes(lambda: release(False)) if "rows" in fns else 0,
                 "mem_person": peak_bytes(lambda: release(True)) if "person" in fns else 0,
             }
@@ -167,7 +208,8 @@ def bench(kind: str, args: argparse.Namespace) -> list[dict[str, Any]]:
         print(
             f"{kind:8} {name:6} duckdb {r['duckdb']:.2f} s  rows {r['rows'] / r['duckdb']:.2f}x"
             f"  person {r['person'] / r['duckdb']:.2f}x"
-            f" ({r['person'] / r['distinct']:.2f}x distinct)  peak {r['mem_rows'] / 2**20:.0f}/"
+            f" ({r['person'] / r['distinct']:.2f}x distinct,"
+            f" {r['person'] / r['bounded']:.2f}x bounding SQL)  peak {r['mem_rows'] / 2**20:.0f}/"
             f"{r['mem_person'] / 2**20:.0f} MB",
             flush=True,
         )
@@ -189,7 +231,13 @@ def main() -> None:
     args = parser.parse_args()
     warnings.simplefilter("ignore")
     kinds = TABLES if args.table == "all" else (args.table,)
-    results = [r for kind in kinds for r in bench(kind, args)]
+    results = [
+        r
+        for kind in kinds
+        for r in bench(
+            kind, args.rows, args.groups, args.people, args.repeats, args.stats, args.modes
+        )
+    ]
     lines = [
         "# Grouped releases from a Parquet file (same process)",
         "",
@@ -203,20 +251,24 @@ def main() -> None:
         "over the groups), `hard-int` (the same divided by 10 and rounded: heavily tied).",
         "",
         "| table | statistic | DuckDB (s) | rows as units / DuckDB | person, 5 rows / DuckDB "
-        "| person / DuckDB count(DISTINCT person) | Python peak, rows / person (MB) |",
-        "|---|---|---:|---:|---:|---:|---:|",
+        "| person / DuckDB count(DISTINCT person) | person / DuckDB's SQL, same bounding "
+        "| Python peak, rows / person (MB) |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results:
         lines.append(
             f"| {r['table']} | {r['stat']} | {r['duckdb']:.2f} | {r['rows'] / r['duckdb']:.2f} "
             f"| {r['person'] / r['duckdb']:.2f} | {r['person'] / r['distinct']:.2f} "
+            f"| {r['person'] / r['bounded']:.2f} "
             f"| {r['mem_rows'] / 2**20:.1f} / "
             f"{r['mem_person'] / 2**20:.1f} |"
         )
     lines += [
         "",
         "DuckDB's queries: `median(v)`, `avg(greatest(least(v, hi), 0))`, `count(*)` "
-        f"`GROUP BY g`. The value column alone takes {args.rows * 8 / 2**20:.0f} MB as a "
+        "`GROUP BY g`; the same bounding in DuckDB's SQL: each person's group chosen by a "
+        "hash, 5 of their rows there by a hash (`bench_tables.bounding_sql`), then the "
+        f"aggregate `GROUP BY g`. The value column alone takes {args.rows * 8 / 2**20:.0f} MB as a "
         "numpy array.",
     ]
     text = "\n".join(lines) + "\n"

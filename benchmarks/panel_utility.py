@@ -83,42 +83,51 @@ def opendp_draws(
     return {y: d for y, d in draws.items() if d is not None}
 
 
+def main_cell(
+    frame: Any, column: str, eps: float, trials: int
+) -> tuple[tuple[float, float], tuple[float, float]]:
+    """One cell of the main table: (MAE, standard error) of dpsense's grouped release and of
+    OpenDP's per-year quantile, over the eight years and ``trials`` trials.
+    ``benchmarks/guard.py`` calls it too."""
+    lower, upper = COLUMNS[column]
+    by_year = {
+        y: np.clip(frame.loc[frame.year == y, column].to_numpy(float), lower, upper) for y in YEARS
+    }
+    truths = {y: lower_median(v) for y, v in by_year.items()}
+    rng = SeededRandom(5)
+    ours: list[float] = []
+    for _ in track(range(trials), f"{column}, eps={eps:g}: dpsense"):
+        out = ds.release(
+            frame,
+            ds.Median(lower, upper),
+            column=column,
+            by="year",
+            keys=YEARS,
+            privacy_unit="nr",
+            max_rows_per_unit=1,
+            max_groups_per_unit=8,
+            epsilon=eps,
+            rng=rng,
+        )
+        assert out.parameters["per_group"]["epsilon"] == eps / len(YEARS)
+        ours += [abs(r.value - truths[y]) for y, r in out]
+    draws = opendp_draws(by_year, lower, upper, eps / len(YEARS))
+    peer = [
+        abs(draws[y]() - truths[y])
+        for _ in track(range(trials), f"{column}, eps={eps:g}: OpenDP")
+        for y in YEARS
+    ]
+    return summary(ours), summary(peer)
+
+
 def main_table(frame: Any, trials: int) -> list[str]:
     lines = [
         "| column | bounds | eps per person (per year) | dpsense auto MAE | OpenDP MAE | ratio |",
         "|---|---|---:|---:|---:|---:|",
     ]
     for column, (lower, upper) in COLUMNS.items():
-        by_year = {
-            y: np.clip(frame.loc[frame.year == y, column].to_numpy(float), lower, upper)
-            for y in YEARS
-        }
-        truths = {y: lower_median(v) for y, v in by_year.items()}
         for eps in EPSILONS:
-            rng = SeededRandom(5)
-            ours: list[float] = []
-            for _ in track(range(trials), f"{column}, eps={eps:g}: dpsense"):
-                out = ds.release(
-                    frame,
-                    ds.Median(lower, upper),
-                    column=column,
-                    by="year",
-                    keys=YEARS,
-                    privacy_unit="nr",
-                    max_rows_per_unit=1,
-                    max_groups_per_unit=8,
-                    epsilon=eps,
-                    rng=rng,
-                )
-                assert out.parameters["per_group"]["epsilon"] == eps / len(YEARS)
-                ours += [abs(r.value - truths[y]) for y, r in out]
-            draws = opendp_draws(by_year, lower, upper, eps / len(YEARS))
-            peer = [
-                abs(draws[y]() - truths[y])
-                for _ in track(range(trials), f"{column}, eps={eps:g}: OpenDP")
-                for y in YEARS
-            ]
-            (a, se_a), (b, se_b) = summary(ours), summary(peer)
+            (a, se_a), (b, se_b) = main_cell(frame, column, eps, trials)
             lines.append(
                 f"| {column} | [{lower:g}, {upper:g}] | {eps:g} ({eps / len(YEARS):g}) |"
                 f" {a:.4g} ± {se_a:.2g} | {b:.4g} ± {se_b:.2g} | {ratio(b, a)} |"
@@ -145,28 +154,47 @@ def dpsense_draws(
     return {y: draw(v) for y, v in by_year.items()}
 
 
-def continuous_table(frame: Any, trials: int) -> list[str]:
+def continuous_data(frame: Any) -> dict[str, dict[int, np.ndarray]]:
+    """The second table's data sets: wagepan's ``lwage`` by year, and one year of 54,500."""
     lower, upper = COLUMNS["lwage"]
     wagepan = {
         y: np.clip(frame.loc[frame.year == y, "lwage"].to_numpy(float), lower, upper) for y in YEARS
     }
     rs = np.random.default_rng(23)
     noisy = np.repeat(wagepan[1980], 100) + rs.normal(0.0, 0.01, 100 * wagepan[1980].size)
-    big = {1980: np.clip(noisy, lower, upper)}
+    return {
+        "wagepan, n = 545 per year": wagepan,
+        "n = 54,500 (one year)": {1980: np.clip(noisy, lower, upper)},
+    }
+
+
+def continuous_cells(
+    data: dict[int, np.ndarray], eps: float, trials: int, grid: bool = True
+) -> list[tuple[float, float]]:
+    """One row of the second table at ``eps`` per year: (MAE, standard error) of dpsense's
+    continuous mechanism, of dpsense on a declared 1001-point grid (without ``grid``: not
+    run) and of OpenDP. ``benchmarks/guard.py`` calls it too."""
+    lower, upper = COLUMNS["lwage"]
+    resolutions = (None, (upper - lower) / 1000) if grid else (None,)
+    cells = [
+        per_year_errors(
+            data, dpsense_draws(data, ds.Median(lower, upper, resolution=r), eps, 7), trials
+        )
+        for r in resolutions
+    ]
+    cells.append(per_year_errors(data, opendp_draws(data, lower, upper, eps), trials))
+    return cells
+
+
+def continuous_table(frame: Any, trials: int) -> list[str]:
     lines = [
         "| data | eps per year | dpsense continuous (auto) | dpsense on a 1001-point grid |"
         " OpenDP (1001 points) | OpenDP / auto |",
         "|---|---:|---:|---:|---:|---:|",
     ]
-    for label, data in (("wagepan, n = 545 per year", wagepan), ("n = 54,500 (one year)", big)):
+    for label, data in continuous_data(frame).items():
         for eps in (e / len(YEARS) for e in EPSILONS):
-            cells = [
-                per_year_errors(
-                    data, dpsense_draws(data, ds.Median(lower, upper, resolution=r), eps, 7), trials
-                )
-                for r in (None, (upper - lower) / 1000)
-            ]
-            cells.append(per_year_errors(data, opendp_draws(data, lower, upper, eps), trials))
+            cells = continuous_cells(data, eps, trials)
             text = " | ".join(f"{m:.4g} ± {s:.2g}" for m, s in cells)
             lines.append(f"| {label} | {eps:g} | {text} | {ratio(cells[2][0], cells[0][0])} |")
             print(lines[-1], flush=True)
