@@ -32,7 +32,7 @@ def select_sorted(x: FloatArray, lo: int, hi: int) -> tuple[FloatArray, int] | N
 
     The shortcut (Floyd and Rivest 1975): sort a random sample of the records, read off two
     values that bracket the ranks with a wide margin, count the records below the lower
-    one and copy out the records between the two (a few vectorised passes, no partition),
+    one and copy out the records between the two (one pass in chunks, no partition),
     then check that the bracket really contains the ranks. The sample only decides how
     fast the answer comes, never what it is.
     """
@@ -46,13 +46,44 @@ def select_sorted(x: FloatArray, lo: int, hi: int) -> tuple[FloatArray, int] | N
     i_hi = int(hi / n * _SAMPLE) + 1 + margin
     low = sample[i_lo] if i_lo >= 0 else -np.inf
     high = sample[i_hi] if i_hi < _SAMPLE else np.inf
-    below = int(np.count_nonzero(x < low))
-    above = int(np.count_nonzero(x > high))
-    inside = n - below - above
-    if below > lo or n - above <= hi or 4 * inside > n:
+    picked = _bracket(x, float(low), float(high), lo, hi)
+    if picked is None:
         return None
-    window = x[(x >= low) & (x <= high)]
+    window, below = picked
     window.sort()
+    return window, below
+
+
+def _bracket(
+    x: FloatArray, low: float, high: float, lo: int, hi: int
+) -> tuple[FloatArray, int] | None:
+    """``(x[(x >= low) & (x <= high)], #{x < low})`` in one pass over x in chunks (no
+    full-size temporaries), or None as soon as the bracket misses the 0-based ranks
+    ``lo..hi`` (more than lo records below low, or n - hi above high) or holds more than
+    a quarter of the records."""
+    n = int(x.shape[0])
+    step = min(_CHUNK, n)
+    lt = np.empty(step, dtype=bool)
+    le = np.empty(step, dtype=bool)
+    inside = np.empty(step, dtype=bool)
+    pieces: list[FloatArray] = []
+    below = upto = kept = 0
+    for start in range(0, n, step):
+        chunk = x[start : start + step]
+        m = int(chunk.shape[0])
+        a, b, c = lt[:m], le[:m], inside[:m]
+        np.less(chunk, low, out=a)
+        np.less_equal(chunk, high, out=b)
+        np.greater(b, a, out=c)  # low <= x <= high (false for NaN)
+        below += int(np.count_nonzero(a))
+        upto += int(np.count_nonzero(b))
+        k = upto - below - kept
+        if k:
+            pieces.append(chunk[c])
+            kept += k
+        if 4 * kept > n or below > lo or start + m - upto >= n - hi:
+            return None
+    window = np.concatenate(pieces) if pieces else np.empty(0, dtype=np.float64)
     return window, below
 
 
@@ -154,55 +185,106 @@ class OrderStatistics:
 
 
 _CHUNK: Final = 1 << 16
-"""Records classified at a time by :func:`counts_below_points` (fits in a core's cache)."""
+"""Records classified at a time by the one-pass scans below (fits in a core's cache)."""
+_MAX_BINS: Final = 1 << 12
+"""The most bins of the lookup table of :func:`counts_below_points`."""
+
+
+def _bin_table(
+    c: FloatArray,
+) -> tuple[float, float, NDArray[np.intp], FloatArray, NDArray[np.bool_]] | None:
+    """``(scale, shift, top, threshold, crowded)`` for the distinct, finite, increasing
+    points c: with ``f(x) = x * scale + shift`` (two roundings, each monotone in x, so f is
+    non-decreasing) and ``b = floor(f(x))`` clamped to the table, ``top[b]`` points lie in
+    bins ``<= b`` and ``threshold[b]`` is the bin's point when it holds exactly one (NaN
+    when it holds none). A record in bin b is above every point of a lower bin
+    (``f(c) < b <= f(x)``) and below every point of a higher one, so its cell (the number
+    of points at or below it) is ``top[b] - (x < threshold[b])``, exactly, unless the bin
+    is ``crowded`` (several points: a binary search). None for infinite points."""
+    g = int(c.shape[0])
+    span = float(c[-1] - c[0])
+    if not (math.isfinite(span) and math.isfinite(float(c[0]))):
+        return None
+    if g == 1 or not span > 0:
+        scale, shift, bins = 0.0, 0.5, 1
+    else:
+        gap = float(np.min(np.diff(c)))
+        bins = g  # equal steps: point j near the middle of bin j
+        if 2.0 * span / gap + 2.0 > g:  # uneven steps: finer bins, some maybe crowded
+            bins = int(min(_MAX_BINS, max(g, 2.0 * span / gap + 2.0)))
+        scale = (bins - 1) / span
+        shift = 0.5 - float(c[0]) * scale
+    with np.errstate(over="ignore", invalid="ignore"):
+        at = np.floor(c * scale + shift)  # f(c), rounded as f(x) is in the scan
+    np.clip(at, 0, bins - 1, out=at)  # as the scan clamps f(x)
+    per_bin = np.bincount(at.astype(np.intp), minlength=bins)
+    threshold = np.full(bins, np.nan)
+    single = per_bin[at.astype(np.intp)] == 1
+    threshold[at[single].astype(np.intp)] = c[single]
+    return scale, shift, np.cumsum(per_bin), threshold, per_bin > 1
 
 
 def counts_below_points(x: FloatArray, points: FloatArray) -> NDArray[np.int64]:
     """``#{x < c}`` for each of the increasing ``points`` c, exactly, in one pass over x
     and without copying it (O(n) time, O(chunk) memory; x is not reordered).
 
-    Each record's cell, the number of points at or below it, is guessed by the points'
-    mean spacing and then corrected by comparisons with the points themselves until
-    ``points[k - 1] <= x < points[k]`` holds for every record of the chunk (one check
-    each way for equal steps; more rounds for uneven ones: exact for any sorted points).
-    A NaN counts as above every point. The counts are the cumulative sums of the cells.
+    Each record's cell, the number of points at or below it, comes from a lookup table
+    over the points' range (:func:`_bin_table`: one multiply, one add, a clamp and one
+    comparison with at most one point per record); the records of a bin that holds several
+    points (uneven steps), and all records when a point is infinite, take a binary search.
+    Exact for any sorted points, repeated ones included. A NaN counts as above every
+    point. The counts are the cumulative sums of the cells.
     """
     c = np.asarray(points, dtype=np.float64)
     g = int(c.shape[0])
-    cells = np.zeros(g + 1, dtype=np.int64)
     n = int(x.shape[0])
     if g == 0 or n == 0:
         return np.zeros(g, dtype=np.int64)
-    # edges[k] = points[k - 1] and edges[0] = -inf: cell k holds edges[k] <= x <
-    # edges[k + 1]; the top sentinel is NaN (x >= NaN is false: +inf stays in cell g)
-    edges = np.concatenate(([-math.inf], c, [math.nan]))
-    span = float(c[-1] - c[0])
-    scale = (g - 1) / span if g > 1 and math.isfinite(span) and span > 0 else 0.0
+    distinct = np.ones(g, dtype=bool)
+    np.not_equal(c[1:], c[:-1], out=distinct[1:])
+    u = c[distinct]  # the counts of a repeated point are its first copy's
+    which = np.cumsum(distinct) - 1
+    table = _bin_table(u)
+    cells = np.zeros(u.shape[0] + 1, dtype=np.int64)
     step = min(_CHUNK, n)
-    guess = np.empty(step, dtype=np.float64)
-    k = np.empty(step, dtype=np.intp)
-    shift = 1.0 - float(c[0]) * scale if scale else 0.0
-    for start in range(0, n, step):
-        chunk = x[start : start + step]
-        f, kk = guess[: chunk.shape[0]], k[: chunk.shape[0]]
-        with np.errstate(invalid="ignore", over="ignore"):  # a guess: any value will do
-            np.multiply(chunk, scale, out=f)
-            np.add(f, shift, out=f)  # 1 + (x - points[0]) * scale
-        np.floor(f, out=f)
-        np.fmax(f, 0.0, out=f)  # NaN becomes 0 here, and g below
-        np.fmin(f, float(g), out=f)
-        np.copyto(kk, f, casting="unsafe")
-        while True:  # the guess may be too high: step down where x < edges[k]
-            down = chunk < edges[kk]
-            if not down.any():
-                break
-            kk -= down
-        while True:  # ... or too low: step up where x >= edges[k + 1]
-            up = chunk >= edges[kk + 1]
-            if not up.any():
-                break
-            kk += up
-        if np.isnan(chunk).any():
-            kk[np.isnan(chunk)] = g
-        cells += np.bincount(kk, minlength=g + 1)
-    return np.cumsum(cells[:-1]).astype(np.int64)
+    if table is None:
+        for start in range(0, n, step):
+            # NaN sorts after every point: its cell is the last one
+            cell = np.searchsorted(u, x[start : start + step], side="right")
+            cells += np.bincount(cell, minlength=u.shape[0] + 1)
+    else:
+        scale, shift, top, threshold, crowded = table
+        bins = int(top.shape[0])
+        any_crowded = bool(crowded.any())
+        f = np.empty(step, dtype=np.float64)
+        t = np.empty(step, dtype=np.float64)
+        b = np.empty(step, dtype=np.intp)
+        lt = np.empty(step, dtype=bool)
+        # [2 b + (x < threshold[b])], and one more for the records of crowded bins
+        by_bin = np.zeros(2 * bins + 1, dtype=np.int64)
+        for start in range(0, n, step):
+            chunk = x[start : start + step]
+            m = int(chunk.shape[0])
+            ff, tt, bb, ll = f[:m], t[:m], b[:m], lt[:m]
+            with np.errstate(over="ignore", invalid="ignore"):
+                np.multiply(chunk, scale, out=ff)
+                np.add(ff, shift, out=ff)
+            np.fmin(ff, float(bins - 1), out=ff)  # NaN becomes the top bin here
+            np.fmax(ff, 0.0, out=ff)
+            np.copyto(bb, ff, casting="unsafe")  # floor, as ff >= 0
+            np.take(threshold, bb, out=tt, mode="clip")
+            np.less(chunk, tt, out=ll)  # false for NaN, and against an empty bin's NaN
+            np.left_shift(bb, 1, out=bb)
+            np.add(bb, ll, out=bb)
+            if any_crowded:
+                busy = np.take(crowded, bb >> 1, mode="clip")
+                if busy.any():
+                    cell = np.searchsorted(u, chunk[busy], side="right")
+                    cells += np.bincount(cell, minlength=u.shape[0] + 1)
+                    bb[busy] = 2 * bins
+            by_bin += np.bincount(bb, minlength=2 * bins + 1)
+        pairs = by_bin[:-1].reshape(bins, 2)
+        np.add.at(cells, top, pairs[:, 0])
+        np.add.at(cells, top - 1, pairs[:, 1])  # only bins with a point have x < it
+    below = np.cumsum(cells[:-1])
+    return below[which].astype(np.int64)
