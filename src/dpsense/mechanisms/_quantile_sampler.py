@@ -255,7 +255,7 @@ def _window_counts(x: F64, lo: int, hi: int) -> tuple[F64, I64, int, int]:
     records below and above that range. Widening by one distinct value each side keeps the
     tail bound tight on tied data (the tail then starts below a whole run of ties)."""
     n = x.shape[0]
-    picked = select_sorted(x, lo, hi)
+    picked = select_sorted(x, lo, hi, runs=True)
     sub: F64 | None = None
     if picked is None:
         x.partition([lo, hi])  # in place: x[:lo] <= x[lo] <= x[lo+1:hi] <= x[hi] <= x[hi+1:]
@@ -270,13 +270,15 @@ def _window_counts(x: F64, lo: int, hi: int) -> tuple[F64, I64, int, int]:
         sub, offset = picked  # sorted ranks offset .. offset + len(sub) - 1, x untouched
         a, b = sub[lo - offset], sub[hi - offset]
 
-        def less(v: float) -> int:  # #{x < v}; from sub when every copy of v lies in it
-            if sub[0] < v:
+        # sub holds every record of [sub[0], sub[-1]] (a range of values): all copies of
+        # any value in it
+        def less(v: float) -> int:  # #{x < v}
+            if sub[0] <= v:
                 return offset + int(np.searchsorted(sub, v, "left"))
             return int(np.count_nonzero(x < v))
 
         def at_most(v: float) -> int:  # #{x <= v}
-            if v < sub[-1]:
+            if v <= sub[-1]:
                 return offset + int(np.searchsorted(sub, v, "right"))
             return int(n) - int(np.count_nonzero(x > v))
 
@@ -301,14 +303,12 @@ def _neighbour(x: F64, sub: F64 | None, v: float, *, before: bool) -> tuple[floa
     if sub is not None:
         if before and sub[0] < v:
             i = int(np.searchsorted(sub, v, "left"))
-            u = float(sub[i - 1])
-            if sub[0] < u:
-                return u, i - int(np.searchsorted(sub, u, "left"))
+            u = float(sub[i - 1])  # every copy of u lies in sub (a range of values)
+            return u, i - int(np.searchsorted(sub, u, "left"))
         if not before and v < sub[-1]:
             i = int(np.searchsorted(sub, v, "right"))
             u = float(sub[i])
-            if u < sub[-1]:
-                return u, int(np.searchsorted(sub, u, "right")) - i
+            return u, int(np.searchsorted(sub, u, "right")) - i
     # a record of a public-seeded sample close to v brackets the neighbour: only the
     # records between that sample value and v are examined (speed only; exact either way)
     sample = np.sort(x[np.random.default_rng(x.shape[0]).integers(0, x.shape[0], 1 << 12)])

@@ -22,7 +22,9 @@ _MIN_N: Final = 1 << 17
 """Below this size a partition is as fast as the sampled selection."""
 
 
-def select_sorted(x: FloatArray, lo: int, hi: int) -> tuple[FloatArray, int] | None:
+def select_sorted(
+    x: FloatArray, lo: int, hi: int, *, runs: bool = False
+) -> tuple[FloatArray, int] | None:
     """Sorted order statistics covering the 0-based ranks ``lo..hi``, without reordering x.
 
     Returns ``(window, offset)``: ``window[i]`` is the order statistic of 0-based rank
@@ -34,7 +36,9 @@ def select_sorted(x: FloatArray, lo: int, hi: int) -> tuple[FloatArray, int] | N
     values that bracket the ranks with a wide margin, count the records below the lower
     one and copy out the records between the two (one pass in chunks, no partition),
     then check that the bracket really contains the ranks. The sample only decides how
-    fast the answer comes, never what it is.
+    fast the answer comes, never what it is. ``runs=True`` moves each end of the bracket
+    out to the next distinct sample value, so that on tied data the window usually holds
+    the whole run of values next to ``x_(lo)`` and ``x_(hi)`` (their neighbours).
     """
     n = int(x.shape[0])
     if n < _MIN_N or 8 * (hi - lo + 1) > n:
@@ -44,6 +48,10 @@ def select_sorted(x: FloatArray, lo: int, hi: int) -> tuple[FloatArray, int] | N
     margin = 2 * int(math.sqrt(_SAMPLE)) + 2  # 4 standard deviations of a sample rank
     i_lo = int(lo / n * _SAMPLE) - margin
     i_hi = int(hi / n * _SAMPLE) + 1 + margin
+    if runs and i_lo >= 0:
+        i_lo = int(np.searchsorted(sample, sample[i_lo], "left")) - 1
+    if runs and i_hi < _SAMPLE:
+        i_hi = int(np.searchsorted(sample, sample[i_hi], "right"))
     low = sample[i_lo] if i_lo >= 0 else -np.inf
     high = sample[i_hi] if i_hi < _SAMPLE else np.inf
     picked = _bracket(x, float(low), float(high), lo, hi)
