@@ -295,4 +295,4 @@ def counts_below_points(x: FloatArray, points: FloatArray) -> NDArray[np.int64]:
         np.add.at(cells, top, pairs[:, 0])
         np.add.at(cells, top - 1, pairs[:, 1])  # only bins with a point have x < it
     below = np.cumsum(cells[:-1])
-    return below[which].astype(np.int64)
+    return np.asarray(below[which], dtype=np.int64)
