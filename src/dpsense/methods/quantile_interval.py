@@ -101,19 +101,21 @@ def _size(records: Any) -> int:
     return int(records.shape[0]) if isinstance(records, np.ndarray) else int(records.size)
 
 
+def _ladder_points(candidates: F64, side: int) -> F64:
+    """The public points whose #{x < c} give the cells: c_j, j >= 1 (side -1), or the
+    next double after c_j, j < K (side +1: #{x <= c} is #{x < the next double after c})."""
+    return candidates[1:] if side < 0 else np.nextafter(candidates[:-1], np.inf)
+
+
+def _cells(n: int, counts: I64) -> I64:
+    return np.diff(np.concatenate([[0], counts, [n]])).astype(np.int64)
+
+
 def ladder_cells(records: Any, candidates: F64, side: int) -> I64:
     """How many records count as each candidate: the candidate at or below each record
     (side -1; records below the first count as the first) or at or above it (side +1;
-    records above the last count as the last). Read only as #{x < c} for public c:
-    #{x <= c} is #{x < the next double after c}."""
-    n = _size(records)
-    if side < 0:
-        below = _counts_below(records, candidates[1:])  # #{x < c_j}, j >= 1
-        edges = np.concatenate([[0], below, [n]])
-    else:
-        at_most = _counts_below(records, np.nextafter(candidates[:-1], np.inf))
-        edges = np.concatenate([[0], at_most, [n]])
-    return np.diff(edges).astype(np.int64)
+    records above the last count as the last). Read only as #{x < c} for public c."""
+    return _cells(_size(records), _counts_below(records, _ladder_points(candidates, side)))
 
 
 def interval_shift(p: float, epsilon: float, neighbours: Neighbours, alpha: float) -> int:
@@ -182,8 +184,13 @@ def quantile_endpoints(
     pad_high = -(-shift * den // num)  # ceil(s / p)
     below = endpoint_ladder(point, lower, upper, -1)
     above = endpoint_ladder(point, lower, upper, +1)
-    low = float(below[_draw(ladder_cells(records, below, -1), pad_low, 0, score, rng)])
-    high = float(above[_draw(ladder_cells(records, above, +1), 0, pad_high, score, rng)])
+    # one read of the records for both ladders: #{x < c} at public points
+    first, second = _ladder_points(below, -1), _ladder_points(above, +1)
+    counts = _counts_below(records, np.concatenate([first, second]))
+    n = _size(records)
+    cells_low, cells_high = _cells(n, counts[: first.size]), _cells(n, counts[first.size :])
+    low = float(below[_draw(cells_low, pad_low, 0, score, rng)])
+    high = float(above[_draw(cells_high, 0, pad_high, score, rng)])
     receipt = {
         "candidates": INTERVAL_CANDIDATES,
         "ladder": f"2^-{INTERVAL_OCTAVES} to 1 of the width, {INTERVAL_PER_OCTAVE} a doubling",
