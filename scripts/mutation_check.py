@@ -119,8 +119,8 @@ MUTANTS = (
         "src/dpsense/methods/quantile_interval.py",
         (
             (
-                "    high = float(grid[min(j_high + 1, INTERVAL_STEPS)])\n",
-                "    high = float(grid[min(j_high + 1, INTERVAL_STEPS)])\n"
+                "    high = float(above[_draw(cells_high, 0, pad_high, score, rng)])\n",
+                "    high = float(above[_draw(cells_high, 0, pad_high, score, rng)])\n"
                 "    if (low, high) != (lower, upper) and isinstance(records, np.ndarray) "
                 "and records.size:\n"
                 "        low = max(low, float(np.min(records)))\n"

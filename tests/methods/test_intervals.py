@@ -14,10 +14,11 @@ from scipy import stats
 import dpsense as ds
 from dpsense.mechanisms.quantile import quantile_score
 from dpsense.methods.quantile_interval import (
-    INTERVAL_STEPS,
-    endpoint_grid,
+    INTERVAL_CANDIDATES,
+    endpoint_ladder,
     endpoint_scores,
     interval_shift,
+    ladder_cells,
 )
 
 DATA = np.random.default_rng(11).lognormal(2.0, 0.6, 1500)
@@ -120,30 +121,38 @@ def test_the_shift_is_the_smallest_that_bounds_the_tail() -> None:
         s = interval_shift(p, eps, "add-remove", 0.05)
         score = quantile_score(p, eps, "add-remove", "test")
         per_row = score.eta * score.den
-        tail = (INTERVAL_STEPS + 1) * math.exp(-per_row * s)
+        tail = INTERVAL_CANDIDATES * math.exp(-per_row * s)
         assert tail <= 0.025 * (1 + 1e-9)
-        assert (INTERVAL_STEPS + 1) * math.exp(-per_row * (s - 1)) > 0.025
+        assert INTERVAL_CANDIDATES * math.exp(-per_row * (s - 1)) > 0.025
+    for point in (0.0, 3.3, 9.99, 10.0):
+        for side in (-1, 1):
+            ladder = endpoint_ladder(point, 0.0, 10.0, side)
+            assert ladder.size <= INTERVAL_CANDIDATES
+            assert np.all(np.diff(ladder) > 0)
+            assert ladder[0] == (0.0 if side < 0 else point)
+            assert ladder[-1] == (point if side < 0 else 10.0)
 
 
 @pytest.mark.parametrize("neighbours", ["add-remove", "substitute"])
 @pytest.mark.parametrize("p", [0.1, 0.5, 0.9])
 def test_each_endpoint_is_epsilon_dp_on_neighbouring_data(neighbours: str, p: float) -> None:
-    """The exact output distribution of each endpoint (P(j) ∝ exp(-eta u_j) over the
-    padded scores) changes by at most e^epsilon when a record is added, removed or
-    replaced: brute force over random small tables and every neighbour."""
+    """Given the released value (the ladders' centre, public once released), the exact
+    output distribution of each endpoint (P(j) ∝ exp(-eta u_j) over the padded scores of
+    the records at their candidates) changes by at most e^epsilon when a record is added,
+    removed or replaced: brute force over random small tables, several released values
+    and every neighbour."""
     rng = np.random.default_rng(3)
     eps = 0.7
-    grid = endpoint_grid(0.0, 10.0)
     score = quantile_score(p, eps, neighbours, "test")  # type: ignore[arg-type]
     shift = interval_shift(p, eps, neighbours, 0.05)  # type: ignore[arg-type]
-    pads = [
-        (-(-shift * score.den // (score.den - score.num)), 0),
-        (0, -(-shift * score.den // score.num)),
-    ]
+    pads = {
+        -1: (-(-shift * score.den // (score.den - score.num)), 0),
+        1: (0, -(-shift * score.den // score.num)),
+    }
 
-    def log_pmf(x: np.ndarray, pad: tuple[int, int]) -> np.ndarray:
-        below = np.searchsorted(np.sort(x), grid, side="left").astype(np.int64)
-        u = np.array(endpoint_scores(below, x.size, pad[0], pad[1], score), dtype=float)
+    def log_pmf(x: np.ndarray, ladder: np.ndarray, side: int) -> np.ndarray:
+        cells = ladder_cells(x, ladder, side)
+        u = np.array(endpoint_scores(cells, *pads[side], score), dtype=float)
         z = -score.eta * u
         return z - (z.max() + np.log(np.exp(z - z.max()).sum()))
 
@@ -156,11 +165,39 @@ def test_each_endpoint_is_epsilon_dp_on_neighbouring_data(neighbours: str, p: fl
             others = [
                 np.concatenate([np.delete(x, i), [rng.uniform(0, 10)]]) for i in range(x.size)
             ]
-        for pad in pads:
-            base = log_pmf(x, pad)
-            for y in others:
-                worst = max(worst, float(np.max(np.abs(base - log_pmf(y, pad)))))
+        for point in (float(rng.choice(x)), float(rng.uniform(0, 10)), 0.0, 10.0):
+            for side in (-1, 1):
+                ladder = endpoint_ladder(point, 0.0, 10.0, side)
+                base = log_pmf(x, ladder, side)
+                for y in others:
+                    worst = max(worst, float(np.max(np.abs(base - log_pmf(y, ladder, side)))))
     assert worst <= eps + 1e-9
+
+
+def test_ladder_cells_read_an_engine_only_through_counts_below_public_points() -> None:
+    """The cells of a record source (an engine's records: only #{x < c} for public c) are
+    the cells of the same records as an array, on both sides, ties on the ladder included."""
+    x = np.array([0.0, 1.0, 2.5, 2.5, 4.0, 7.25, 10.0, 10.0])
+    seen: list[np.ndarray] = []
+
+    class Source:
+        size = x.size
+
+        def counts_below(self, points: np.ndarray) -> np.ndarray:
+            seen.append(np.array(points))
+            return np.searchsorted(np.sort(x), points, side="left")
+
+    for point in (2.5, 4.0, 0.0, 10.0):
+        for side in (-1, 1):
+            ladder = endpoint_ladder(point, 0.0, 10.0, side)
+            got = ladder_cells(Source(), ladder, side)
+            if side < 0:
+                at = np.maximum(np.searchsorted(ladder, x, side="right") - 1, 0)
+            else:
+                at = np.minimum(np.searchsorted(ladder, x, side="left"), ladder.size - 1)
+            assert got.tolist() == np.bincount(at, minlength=ladder.size).tolist()
+            assert got.tolist() == ladder_cells(x, ladder, side).tolist()
+    assert all(np.all(np.isfinite(s)) for s in seen)
 
 
 def test_a_quantile_interval_is_informative_on_a_large_group() -> None:
@@ -169,7 +206,8 @@ def test_a_quantile_interval_is_informative_on_a_large_group() -> None:
     big = np.random.default_rng(2).lognormal(2.0, 0.6, 20_000)
     rel = ds.release(big, ds.Median(LOWER, UPPER), epsilon=1.0, rng=4)
     low, high = rel.interval()
-    assert high - low < 0.1 * np.median(big) + 2 * UPPER / INTERVAL_STEPS
+    assert high - low < 0.05 * np.median(big)  # a 64-step grid alone made it 0.1 wider
+    assert low <= rel.value <= high
     assert not rel.unreliable()
     tiny = ds.release(big[:50], ds.Median(LOWER, UPPER), epsilon=0.1, rng=4)
     assert tiny.unreliable()
@@ -336,27 +374,31 @@ def test_a_smooth_release_refused_by_its_value_plan_is_refused_before_the_charge
 
 @pytest.mark.parametrize("p", [0.5, 0.9])
 def test_the_endpoints_have_exactly_the_law_of_their_two_draws(p: float) -> None:
-    """Each endpoint is one exponential-mechanism draw over the public grid, and nothing
-    else: L is the grid point of the lower draw, H the grid point after the upper one, with
-    P(j) ∝ exp(-eta u_j) over the padded scores, computed here by brute force from the
-    definition (each record at its cell, ``pad`` public records at a bound). 4,000 intervals
-    of one small table, compared with that law by a chi-square test per endpoint; an
-    endpoint that is not a grid point (say, tightened to the data's own order statistics)
-    fails at once."""
+    """Given the released value M, each endpoint is one exponential-mechanism draw over its
+    public ladder, and nothing else: L a candidate of the ladder below M, H one of the
+    ladder above, with P(j) ∝ exp(-eta u_j) over the padded scores, computed here by brute
+    force from the definition (each record at the candidate at or below it for L, at or
+    above it for H; ``pad`` public records at a bound). 4,000 intervals of one small table,
+    compared with that law by a chi-square test per endpoint; an endpoint that is not a
+    ladder point (say, tightened to the data's own order statistics) fails at once."""
     from dpsense.methods.quantile_interval import quantile_endpoints
     from dpsense.noise.rng import resolve_rng
 
-    lower, upper, eps = 0.0, 100.0, 0.8
+    lower, upper, eps, point = 0.0, 100.0, 0.8, 51.3
     x = np.random.default_rng(5).uniform(30.0, 70.0, 40)
-    grid = endpoint_grid(lower, upper)
     score = quantile_score(p, eps, "add-remove", "test")
     shift = interval_shift(p, eps, "add-remove", 0.05)
     pad_low = -(-shift * score.den // (score.den - score.num))
     pad_high = -(-shift * score.den // score.num)
-    cells = grid[np.searchsorted(grid, x, side="right") - 1]  # each record at its cell
 
-    def law(pad: tuple[int, int]) -> np.ndarray:
-        padded = np.concatenate([cells, np.full(pad[0], lower), np.full(pad[1], upper)])
+    def law(side: int) -> tuple[np.ndarray, np.ndarray]:
+        ladder = endpoint_ladder(point, lower, upper, side)
+        if side < 0:  # the candidate at or below each record; the pads at the lower bound
+            at = ladder[np.maximum(np.searchsorted(ladder, x, side="right") - 1, 0)]
+            padded = np.concatenate([at, np.full(pad_low, lower)])
+        else:  # the candidate at or above each record; the pads at the upper bound
+            at = ladder[np.minimum(np.searchsorted(ladder, x, side="left"), ladder.size - 1)]
+            padded = np.concatenate([at, np.full(pad_high, upper)])
         total = padded.size
         u = np.array(
             [
@@ -365,34 +407,26 @@ def test_the_endpoints_have_exactly_the_law_of_their_two_draws(p: float) -> None
                     score.den * int(np.sum(padded < c)) - score.num * total,
                     score.den * int(np.sum(padded > c)) - (score.den - score.num) * total,
                 )
-                for c in grid
+                for c in ladder
             ],
             dtype=float,
         )
         z = -float(score.eta) * u
         w = np.exp(z - z.max())
-        return w / w.sum()
+        return ladder, w / w.sum()
 
     rng = resolve_rng(7)
     draws = 4000
     lows, highs = np.empty(draws), np.empty(draws)
     for i in range(draws):
-        lows[i], highs[i], _ = quantile_endpoints(x, p, lower, upper, eps, "add-remove", 0.05, rng)
-    index = {float(c): j for j, c in enumerate(grid)}
-    assert set(lows.tolist()) <= set(index), "a lower endpoint is not a grid point"
-    assert set(highs.tolist()) <= set(index), "an upper endpoint is not a grid point"
-    low_j = np.array([index[v] for v in lows])
-    high_j = np.array([index[v] for v in highs]) - 1  # H is the grid point after the draw
-    high_j[np.array([v == upper for v in highs])] = -1  # the last cell or the one before
-    for name, got, pmf in (
-        ("lower", low_j, law((pad_low, 0))),
-        ("upper", high_j, law((0, pad_high))),
-    ):
-        if name == "upper":
-            # H = c_{min(j+1, K)}: the draws j = K - 1 and j = K both give the upper bound
-            pmf = np.append(pmf[: INTERVAL_STEPS - 1], pmf[INTERVAL_STEPS - 1 :].sum())
-            got = np.where(got < 0, INTERVAL_STEPS - 1, got)
-        observed = np.bincount(got, minlength=pmf.size)[: pmf.size]
+        lows[i], highs[i], _ = quantile_endpoints(
+            x, p, point, lower, upper, eps, "add-remove", 0.05, rng
+        )
+    for name, got, side in (("lower", lows, -1), ("upper", highs, 1)):
+        ladder, pmf = law(side)
+        index = {float(c): j for j, c in enumerate(ladder)}
+        assert set(got.tolist()) <= set(index), f"a {name} endpoint is not a ladder point"
+        observed = np.bincount([index[v] for v in got], minlength=pmf.size)
         expected = pmf * draws
         keep = expected >= 5
         obs = np.append(observed[keep], observed[~keep].sum())

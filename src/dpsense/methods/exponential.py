@@ -117,6 +117,7 @@ def release_exponential(call: MethodCall) -> Release:
     low, high, receipt = quantile_endpoints(
         xc,
         statistic.p,
+        value,
         statistic.lower,
         statistic.upper,
         each,
@@ -167,11 +168,19 @@ def _release_several(
         raw = mech.release_clipped(dithered(xc, res, rng), rng)
         values = statistic.candidates().nearest(raw)
     values.setflags(write=False)
-    ends = [
+    ends = [  # each level's endpoints on ladders around its released value
         quantile_endpoints(
-            xc, p, statistic.lower, statistic.upper, each, neighbours, ACCURACY_ALPHA, rng
+            xc,
+            p,
+            float(v),
+            statistic.lower,
+            statistic.upper,
+            each,
+            neighbours,
+            ACCURACY_ALPHA,
+            rng,
         )
-        for p in statistic.ps
+        for p, v in zip(statistic.ps, values, strict=True)
     ]
     params = _grid_parameters(statistic, grid.spacing if res is None else res)
     params.update(
@@ -190,7 +199,8 @@ def _release_several(
         "alpha": ACCURACY_ALPHA,
         "share": INTERVAL_SHARE,
         "range": (statistic.lower, statistic.upper),
-        "steps": ends[0][2]["steps"],
+        "candidates": ends[0][2]["candidates"],
+        "ladder": ends[0][2]["ladder"],
         "epsilon_each": each,
         "shift_rows": [receipt["shift_rows"] for _, _, receipt in ends],
     }

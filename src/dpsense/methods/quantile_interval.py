@@ -1,15 +1,19 @@
-r"""A private 95% interval for a quantile: two more quantiles, at ranks moved outward.
+r"""A private 95% interval for a quantile: two more quantiles, at ranks moved outward, on
+public ladders around the released value.
 
 The quantile's value :math:`x_{(r)}`, :math:`r = \max(1, \lceil pn \rceil)`, is bracketed by
 two releases of the exponential mechanism at level p, each with its own share of the
-budget (docs/intervals.md §3, after the private confidence intervals for the median of
-Drechsler, Globus-Harris, McMillan, Sarathy and Smith 2022):
+budget, drawn after the point M (docs/intervals.md §3, after the private confidence
+intervals for the median of Drechsler, Globus-Harris, McMillan, Sarathy and Smith 2022):
 
-* **A coarse public grid.** Candidates :math:`c_0 = l < c_1 < \dots < c_K = u` (K = 64 equal
-  steps of the bounds). Each record counts as the grid point at or below it (its cell
-  :math:`y = c_{\max\{k: c_k \le x\}} \le x`), so the data lie on the candidates and some
-  candidate has score 0. The counts the scores need, :math:`\#\{y < c_j\} = \#\{x < c_j\}`
-  and :math:`\#\{y > c_j\} = \#\{x \ge c_{j+1}\}`, are comparisons with public doubles.
+* **Ladders around the released value.** The lower endpoint's candidates are M and the
+  points :math:`M - w 2^{-B + k/Q}` (w the bounds' width, B = 20 octaves, Q = 4 steps an
+  octave, k = 0..BQ) clipped to the bounds, with the lower bound; the upper's mirror them
+  above M. At most :math:`G = BQ + 3` candidates a side, each a function of public
+  quantities and the released M: fine where the endpoints land on large groups, a fixed
+  share (:math:`2^{1/Q} - 1`, 19%) of the distance to M further out. Each record counts
+  as a candidate: for L the one at or below it (records above M at M), for H the one at or
+  above it (records below M at M); the counts are comparisons with public doubles.
 * **Ranks moved without knowing n.** The lower endpoint's data get :math:`k_{lo}` public
   records at l, the upper's :math:`k_{hi}` at u (a public change: neighbours stay
   neighbours, the score's sensitivity is unchanged). The level-p target of the padded
@@ -18,17 +22,15 @@ Drechsler, Globus-Harris, McMillan, Sarathy and Smith 2022):
 * **How far.** The exponential mechanism over G candidates outputs a candidate whose
   score is at least s with probability at most :math:`G e^{-\eta s}` when the best score
   is 0 (McSherry and Talwar 2007). With :math:`s = \lceil (\ln G + \ln(2/\alpha)) / \eta
-  \rceil` rows and :math:`k_{lo} = \lceil s / (1-p) \rceil`: if the lower endpoint L were
-  above :math:`y_{(r)}`, at least :math:`r + k_{lo}` padded records would lie below it and
-  its score would be at least :math:`r + k_{lo} - p(n + k_{lo}) \ge (1-p) k_{lo} \ge s`.
-  So :math:`P(L > x_{(r)}) \le P(L > y_{(r)}) \le \alpha / 2`, and likewise
-  :math:`P(H < y_{(r)}) \le \alpha / 2` with :math:`k_{hi} = \lceil s / p \rceil`. As
-  :math:`x_{(r)} < c_{j+1}` when :math:`y_{(r)} = c_j`, the interval is L to the grid point
-  after H: it holds :math:`x_{(r)}` with probability at least :math:`1 - \alpha`.
+  \rceil` rows, :math:`k_{lo} = \lceil s / (1-p) \rceil` and :math:`k_{hi} = \lceil s / p
+  \rceil`: :math:`P(L > x_{(r)} \mid M) \le \alpha / 2` and :math:`P(H < x_{(r)} \mid M)
+  \le \alpha / 2` for every released M, so :math:`[L, H]` (which holds M) holds
+  :math:`x_{(r)}` with probability at least :math:`1 - \alpha`.
 
 Each endpoint is an exact draw (:class:`dpsense.noise.choice.ExponentialChoice`: integer
-scores, the multiplier rounded down). Pure epsilon-DP at its share, under either neighbour
-relation (the score's sensitivity is the point release's: ``quantile_score``).
+scores, the multiplier rounded down). Pure epsilon-DP at its share given M, under either
+neighbour relation (the score's sensitivity is the point release's: ``quantile_score``);
+with M's own epsilon they compose to the quantile's.
 """
 
 from __future__ import annotations
@@ -49,25 +51,43 @@ from dpsense.noise.rng import RandomSource
 from dpsense.statistics._order import counts_below_points
 
 __all__ = [
-    "INTERVAL_STEPS",
-    "endpoint_grid",
+    "INTERVAL_CANDIDATES",
+    "INTERVAL_OCTAVES",
+    "INTERVAL_PER_OCTAVE",
+    "endpoint_ladder",
     "endpoint_scores",
     "interval_shift",
+    "ladder_cells",
     "quantile_endpoints",
 ]
 
-INTERVAL_STEPS: Final = 64
-"""K: the interval's candidates are the bounds and K - 1 equal steps between them."""
+INTERVAL_OCTAVES: Final = 20
+"""B: the ladder's finest step is 2^-B of the bounds' width."""
+
+INTERVAL_PER_OCTAVE: Final = 4
+"""Q: the ladder's steps per doubling of the distance to the released value."""
+
+INTERVAL_CANDIDATES: Final = INTERVAL_OCTAVES * INTERVAL_PER_OCTAVE + 3
+"""G: at most this many candidates a side (the value, BQ + 1 distances, the bound)."""
 
 F64 = NDArray[np.float64]
 I64 = NDArray[np.int64]
 
 
-def endpoint_grid(lower: float, upper: float) -> F64:
-    """The public candidates c_0 = lower < ... < c_K = upper (increasing doubles)."""
-    points = lower + (upper - lower) * (np.arange(INTERVAL_STEPS + 1) / INTERVAL_STEPS)
-    points[0], points[-1] = lower, upper
-    return np.maximum.accumulate(np.minimum(points, upper))
+def endpoint_ladder(point: float, lower: float, upper: float, side: int) -> F64:
+    """The public candidates of one endpoint, increasing doubles: below the released
+    ``point`` down to ``lower`` (side -1) or above it up to ``upper`` (side +1)."""
+    width = upper - lower
+    powers = -INTERVAL_OCTAVES + np.arange(INTERVAL_OCTAVES * INTERVAL_PER_OCTAVE + 1) / (
+        INTERVAL_PER_OCTAVE
+    )
+    steps = width * np.exp2(powers)
+    if side < 0:
+        points = np.concatenate([[lower], point - steps, [point]])
+    else:
+        points = np.concatenate([[point], point + steps, [upper]])
+    points = np.clip(points, min(lower, point), max(upper, point))
+    return np.unique(points)  # sorted, strictly increasing, at most G of them
 
 
 def _counts_below(records: Any, points: F64) -> I64:
@@ -82,50 +102,57 @@ def _size(records: Any) -> int:
     return int(records.shape[0]) if isinstance(records, np.ndarray) else int(records.size)
 
 
+def _ladder_points(candidates: F64, side: int) -> F64:
+    """The public points whose #{x < c} give the cells: c_j, j >= 1 (side -1), or the
+    next double after c_j, j < K (side +1: #{x <= c} is #{x < the next double after c})."""
+    return candidates[1:] if side < 0 else np.nextafter(candidates[:-1], np.inf)
+
+
+def _cells(n: int, counts: I64) -> I64:
+    return np.diff(np.concatenate([[0], counts, [n]])).astype(np.int64)
+
+
+def ladder_cells(records: Any, candidates: F64, side: int) -> I64:
+    """How many records count as each candidate: the candidate at or below each record
+    (side -1; records below the first count as the first) or at or above it (side +1;
+    records above the last count as the last). Read only as #{x < c} for public c."""
+    return _cells(_size(records), _counts_below(records, _ladder_points(candidates, side)))
+
+
 def interval_shift(p: float, epsilon: float, neighbours: Neighbours, alpha: float) -> int:
     """s: the score (in rows) an endpoint stays below with probability 1 - alpha / 2."""
     score = quantile_score(p, epsilon, neighbours, "interval")
     per_row = exact(score.eta) * score.den  # the multiplier of a score in rows
     if per_row <= 0:
         return 2**62
-    _, log_ratio = log_bounds((INTERVAL_STEPS + 1) * 2 / exact(alpha))
+    _, log_ratio = log_bounds(INTERVAL_CANDIDATES * 2 / exact(alpha))
     return max(1, math.ceil(log_ratio / per_row))
 
 
-def endpoint_scores(
-    below: I64, n: int, pad_low: int, pad_high: int, score: QuantileScore
-) -> list[int]:
+def endpoint_scores(cells: I64, pad_low: int, pad_high: int, score: QuantileScore) -> list[int]:
     """The integer scores ``max(0, den a - num N, den b - (den - num) N)`` of the candidates
-    for the records (``below[j] = #{x < c_j}``, n of them) plus ``pad_low`` records at the
-    lower bound and ``pad_high`` at the upper (N in all), each record counted at its cell.
-    Python integers: the padding can be large (a level near 0 or 1 at a small epsilon),
-    and no size of it may overflow."""
-    counts = [int(c) for c in below]
-    total = n + pad_low + pad_high
+    for ``cells[j]`` records at candidate j plus ``pad_low`` records at the first and
+    ``pad_high`` at the last (N in all; a records below candidate j, b above it). Python
+    integers: the padding can be large (a level near 0 or 1 at a small epsilon), and no
+    size of it may overflow."""
+    counts = [int(c) for c in cells]
+    counts[0] += pad_low
+    counts[-1] += pad_high
+    total = sum(counts)
     num, den = score.num, score.den
     out = []
-    for j, c in enumerate(counts):
-        a = c + (pad_low if j > 0 else 0)  # the lower records lie below every c_j, j >= 1
-        # cells above c_j: records at or above c_{j+1}, and the upper records for j < K
-        b = (n - counts[j + 1] + pad_high) if j + 1 < len(counts) else 0
-        out.append(max(0, den * a - num * total, den * b - (den - num) * total))
+    below = 0
+    for c in counts:
+        above = total - below - c
+        out.append(max(0, den * below - num * total, den * above - (den - num) * total))
+        below += c
     return out
 
 
-def _draw(
-    below: I64,
-    n: int,
-    pad_low: int,
-    pad_high: int,
-    p: float,
-    epsilon: float,
-    neighbours: Neighbours,
-    rng: RandomSource,
-) -> int:
-    """The index of one endpoint: level p over the cells of the padded records, drawn
-    exactly with P(j) ∝ exp(-eta u_j)."""
-    score = quantile_score(p, epsilon, neighbours, "interval")
-    scores = endpoint_scores(below, n, pad_low, pad_high, score)
+def _draw(cells: I64, pad_low: int, pad_high: int, score: QuantileScore, rng: RandomSource) -> int:
+    """The index of one endpoint: level p over the padded records at their candidates,
+    drawn exactly with P(j) ∝ exp(-eta u_j)."""
+    scores = endpoint_scores(cells, pad_low, pad_high, score)
     floats = np.array([float(s) for s in scores], dtype=np.float64)  # each correctly rounded
     choice = ExponentialChoice(
         weights=np.ones(len(scores)),
@@ -140,6 +167,7 @@ def _draw(
 def quantile_endpoints(
     records: Any,
     p: float,
+    point: float,
     lower: float,
     upper: float,
     epsilon: float,
@@ -147,19 +175,27 @@ def quantile_endpoints(
     alpha: float,
     rng: RandomSource,
 ) -> tuple[float, float, dict[str, Any]]:
-    """(L, H, receipt): the interval's two endpoints, each an epsilon-DP release (the
-    caller charges 2 epsilon), and their public parameters."""
-    grid = endpoint_grid(lower, upper)
-    below = _counts_below(records, grid)
-    n = _size(records)
+    """(L, H, receipt): the interval's two endpoints around the released ``point`` (L <=
+    point <= H), each an epsilon-DP release given it (the caller charges 2 epsilon), and
+    their public parameters."""
     shift = interval_shift(p, epsilon, neighbours, alpha)
-    level = quantile_score(p, epsilon, neighbours, "interval")  # p = num / den, exactly
-    num, den = level.num, level.den
+    score = quantile_score(p, epsilon, neighbours, "interval")  # p = num / den, exactly
+    num, den = score.num, score.den
     pad_low = -(-shift * den // (den - num))  # ceil(s / (1 - p))
     pad_high = -(-shift * den // num)  # ceil(s / p)
-    j_low = _draw(below, n, pad_low, 0, p, epsilon, neighbours, rng)
-    j_high = _draw(below, n, 0, pad_high, p, epsilon, neighbours, rng)
-    low = float(grid[j_low])
-    high = float(grid[min(j_high + 1, INTERVAL_STEPS)])
-    receipt = {"steps": INTERVAL_STEPS, "shift_rows": shift, "epsilon_each": epsilon}
+    below = endpoint_ladder(point, lower, upper, -1)
+    above = endpoint_ladder(point, lower, upper, +1)
+    # one read of the records for both ladders: #{x < c} at public points
+    first, second = _ladder_points(below, -1), _ladder_points(above, +1)
+    counts = _counts_below(records, np.concatenate([first, second]))
+    n = _size(records)
+    cells_low, cells_high = _cells(n, counts[: first.size]), _cells(n, counts[first.size :])
+    low = float(below[_draw(cells_low, pad_low, 0, score, rng)])
+    high = float(above[_draw(cells_high, 0, pad_high, score, rng)])
+    receipt = {
+        "candidates": INTERVAL_CANDIDATES,
+        "ladder": f"2^-{INTERVAL_OCTAVES} to 1 of the width, {INTERVAL_PER_OCTAVE} a doubling",
+        "shift_rows": shift,
+        "epsilon_each": epsilon,
+    }
     return low, high, receipt
