@@ -129,10 +129,9 @@ def test_held_groups_read_whole_come_from_one_histogram_pass(
     kwargs: dict[str, Any] = {"column": "v", "epsilon": 0.02, "by": "g", "keys": [0, 1, 2]}
     got = [_rows(ds.release(table, s, rng=seed, **kwargs)) for s in stats for seed in (1, 2)]
     assert len(held) == 4
-    # the histogram pass, then one fetch per batch (three groups here), and one read of
-    # the interval's counts per group (its ladders are centred on the group's released
-    # value, so groups no longer share one point set; docs/intervals.md §3)
-    assert [h.queries for h in held] == [5 if batch == "one batch" else 7] * 4
+    # the histogram pass, then one fetch per batch (three groups here), and one pass for
+    # the intervals' counts of every group
+    assert [h.queries for h in held] == [3 if batch == "one batch" else 5] * 4
     monkeypatch.setattr(held_scan, "HOLD_ROWS", 10**12)
     want = [_rows(ds.release(table, s, rng=seed, **kwargs)) for s in stats for seed in (1, 2)]
     assert got == want

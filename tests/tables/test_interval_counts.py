@@ -18,8 +18,9 @@ import numpy as np
 import pytest
 
 import dpsense as ds
+from dpsense.methods.quantile_interval import ladder_counts
 from dpsense.statistics._order import counts_below_points
-from dpsense.tables.engines.duckdb import cells, held_scan
+from dpsense.tables.engines.duckdb import cells, held_scan, ladders
 from dpsense.tables.engines.duckdb.groups import DuckGroups, RawRows
 
 pd = pytest.importorskip("pandas")
@@ -80,14 +81,15 @@ def test_numpy_counts_equal_brute_force(name: str) -> None:
 def test_grouped_intervals_take_a_fixed_number_of_queries(
     monkeypatch: pytest.MonkeyPatch, groups: int
 ) -> None:
-    """Every group held: the intervals of a median and a 90th percentile (same bounds,
-    same points) of any number of groups take one query for all their counts, and the
-    whole release a fixed number (the window pass and the counts)."""
+    """Every group held: the intervals of a median and a 90th percentile of any number of
+    groups (ladders around each group's released value: points of its own) take one
+    query for all their counts, and the whole release a fixed number (the window pass
+    and the counts)."""
     monkeypatch.setattr(held_scan, "HOLD_ROWS", 100)
     monkeypatch.setattr(held_scan, "HOLD_DISTINCT", 0)
     made: list[DuckGroups] = []
     calls: list[int] = []
-    original, count_all = DuckGroups.__init__, cells.counts_below_all
+    original, count_all = DuckGroups.__init__, ladders.ladder_counts_all
 
     def spy(self: DuckGroups, *args: Any) -> None:
         original(self, *args)
@@ -98,15 +100,91 @@ def test_grouped_intervals_take_a_fixed_number_of_queries(
         return count_all(*args)
 
     monkeypatch.setattr(DuckGroups, "__init__", spy)
-    monkeypatch.setattr("dpsense.tables.engines.duckdb.groups.counts_below_all", spy_counts)
+    monkeypatch.setattr(ladders, "ladder_counts_all", spy_counts)
     rng = np.random.default_rng(8)
     n = 3000 * groups
     frame = pd.DataFrame({"g": rng.integers(0, groups, n), "v": _values(n, 9)})
     query = {"median": ("v", ds.Median(0.0, 100.0)), "p90": ("v", ds.Quantile(0.9, 0.0, 100.0))}
     res = ds.release(frame, query, by="g", keys=list(range(groups)), epsilon=2.0, rng=3)
     assert len(made) == 1
-    assert calls == [groups]  # one call answers every group and both levels
+    assert calls == [2 * groups]  # one call answers every group's ladders of both levels
     assert made[0].fallbacks == 0
     assert made[0].queries <= 3  # the window pass, the counts (and at most one split)
     for name in query:
         assert all(rel.interval() is not None for _, rel in res[name])
+
+
+def _ladder(centre: float, lower: float, upper: float) -> Any:
+    return ladder_counts(centre, lower, upper)
+
+
+@pytest.mark.parametrize("clip", [(0.0, 100.0), (None, None)])
+def test_duckdb_ladder_counts_equal_brute_force(clip: tuple[Any, Any]) -> None:
+    """Each group's ladders around its own value, counted by one query (two when a
+    bucket straddles a point), equal a brute-force count: values on the ladders' points
+    and their neighbours, at the value, at the bounds, infinite; several requests per
+    group; a group with no rows."""
+    rng = np.random.default_rng(11)
+    n = 30_000
+    g = rng.integers(0, 6, n)
+    x = _values(n, 12)
+    centres = [35.0, 0.0, 100.0, 12.5, 61.37, 35.0]
+    wants = [(100 + k, _ladder(m, 0.0, 100.0)) for k, m in enumerate(centres)]
+    wants += [(100, _ladder(80.0, 0.0, 100.0)), (106, _ladder(50.0, 0.0, 100.0))]
+    for k, (gid, want) in enumerate(wants[:6]):  # rows on and next to the points
+        on = want.points[np.isfinite(want.points)]
+        pick = rng.choice(on, 200)
+        near = np.nextafter(pick, rng.choice([-np.inf, np.inf], 200))
+        rows = np.flatnonzero(g == gid - 100)[:400]
+        x[rows] = np.concatenate([pick, near])[: rows.size]
+        x[rows[:5]] = centres[k]
+    frame = pd.DataFrame({"g": g, "x": x})
+    con = duckdb.connect()
+    con.register("t", frame)
+    con.execute("CREATE TEMP TABLE keys AS SELECT range AS g, range + 100 AS gid FROM range(7)")
+    raw = RawRows("SELECT g, x FROM t", ("g",), "SELECT * FROM keys", *clip)
+    got, queries = ladders.ladder_counts_all(con, raw, wants)
+    assert queries in (1, 2)
+    xs = np.clip(x, *clip) if clip[0] is not None else x
+    for (gid, want), counts in zip(wants, got, strict=True):
+        mine = xs[g == gid - 100]
+        assert counts.tolist() == [int(np.count_nonzero(mine < c)) for c in want.points]
+    con.close()
+
+
+def test_duckdb_ladder_straddles_are_split_exactly(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Buckets that do not follow the ladder (every value in one bucket a side) straddle
+    points: the second query splits them, exactly."""
+    monkeypatch.setattr(ladders, "_bucket_sql", lambda v, m, w: f"sign({v} - {m})::INTEGER")
+    rng = np.random.default_rng(13)
+    frame = pd.DataFrame({"g": rng.integers(0, 3, 5000), "x": _values(5000, 14)})
+    con = duckdb.connect()
+    con.register("t", frame)
+    con.execute("CREATE TEMP TABLE keys AS SELECT range AS g, range AS gid FROM range(3)")
+    raw = RawRows("SELECT g, x FROM t", ("g",), "SELECT * FROM keys", 0.0, 100.0)
+    wants = [(k, _ladder(m, 0.0, 100.0)) for k, m in enumerate([20.0, 45.5, 99.0])]
+    got, queries = ladders.ladder_counts_all(con, raw, wants)
+    assert queries == 2
+    xs = np.clip(frame["x"].to_numpy(), 0.0, 100.0)
+    for (gid, want), counts in zip(wants, got, strict=True):
+        mine = xs[frame["g"].to_numpy() == gid]
+        assert counts.tolist() == [int(np.count_nonzero(mine < c)) for c in want.points]
+
+
+def test_duckdb_ladder_counts_on_two_decimal_data_take_one_query() -> None:
+    """Values and released values on a 0.01 grid: ``M - w / 4`` and the like are data
+    values whose logarithm rounds either way; the rung's cell is corrected in the same
+    query, so no second query runs, and the counts are exact."""
+    rng = np.random.default_rng(15)
+    n = 200_000
+    frame = pd.DataFrame({"g": rng.integers(0, 4, n), "x": np.round(rng.gamma(2.0, 150.0, n), 2)})
+    con = duckdb.connect()
+    con.register("t", frame)
+    raw = RawRows("SELECT g AS gid, x FROM t", ("gid",), None, 0.0, 1000.0)
+    wants = [(k, _ladder(m, 0.0, 1000.0)) for k, m in enumerate([254.31, 248.98, 300.0, 0.5])]
+    got, queries = ladders.ladder_counts_all(con, raw, wants)
+    assert queries == 1
+    xs = np.clip(frame["x"].to_numpy(), 0.0, 1000.0)
+    for (gid, want), counts in zip(wants, got, strict=True):
+        mine = xs[frame["g"].to_numpy() == gid]
+        assert counts.tolist() == [int(np.count_nonzero(mine < c)) for c in want.points]

@@ -6,7 +6,9 @@ data needed. See :mod:`dpsense.mechanisms.quantile` and docs/quantile_mechanisms
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
@@ -18,14 +20,28 @@ from dpsense.mechanisms.quantile import ExponentialQuantile
 from dpsense.mechanisms.quantiles import RecursiveQuantiles, dithered
 from dpsense.methods._release import Release
 from dpsense.methods.call import MethodCall
-from dpsense.methods.quantile_interval import quantile_endpoints
+from dpsense.methods.quantile_interval import (
+    LadderCounts,
+    endpoint_steps,
+    quantile_endpoints,
+    run_with,
+)
 from dpsense.neighbours import Neighbours
 from dpsense.noise.rng import RandomSource
 from dpsense.statistics import Quantile, Quantiles, Statistic
 from dpsense.statistics._grid import PowerOfTwoGrid
 from dpsense.statistics.units import group_privacy_budget, rows_per_unit
 
-__all__ = ["check_exponential", "interval_budget", "release_exponential"]
+__all__ = [
+    "ExponentialSteps",
+    "check_exponential",
+    "exponential_steps",
+    "interval_budget",
+    "release_exponential",
+]
+
+ExponentialSteps = Generator[LadderCounts, Any, Release]
+"""A release as steps (``exponential_steps``): the counts of its interval asked for once."""
 
 
 def _grid_parameters(statistic: Quantile | Quantiles, spacing: float) -> dict[str, object]:
@@ -96,6 +112,15 @@ def release_exponential(call: MethodCall) -> Release:
     ``xc`` (clipped records) is reordered in place: callers pass a buffer they own.
     Several quantiles (:class:`Quantiles`) are released by recursive halving.
     """
+    return run_with(exponential_steps(call), call.records)
+
+
+def exponential_steps(call: MethodCall) -> ExponentialSteps:
+    """:func:`release_exponential` as steps: a single quantile's value is drawn, then its
+    interval asks for its counts (``quantile_interval.LadderCounts``, public given the
+    value) and, sent them, draws its endpoints. A grouped release draws every group's
+    value, then has the engine count every group's ladders at once, then draws the
+    intervals in the groups' order (``tables.grouped``)."""
     xc, statistic, epsilon, _, neighbours, rng = call.parts()  # delta unused
     check_exponential(statistic)
     if isinstance(statistic, Quantiles):
@@ -114,8 +139,12 @@ def release_exponential(call: MethodCall) -> Release:
     )
     out = mech.release_clipped(xc, rng)
     value = float(out.value)
-    low, high, receipt = quantile_endpoints(
-        xc,
+    n = int(xc.shape[0]) if isinstance(xc, np.ndarray) else int(xc.size)
+    params = _grid_parameters(statistic, mech.grid)
+    bound, selection = mech.rank_bound(), mech.selection
+    del xc, call, out, mech  # a paused release keeps no records (its counts come later)
+    low, high, receipt = yield from endpoint_steps(
+        n,
         statistic.p,
         value,
         statistic.lower,
@@ -125,8 +154,6 @@ def release_exponential(call: MethodCall) -> Release:
         ACCURACY_ALPHA,
         rng,
     )
-    params = _grid_parameters(statistic, mech.grid)
-    bound = mech.rank_bound()
     if bound is not None:  # public: epsilon, the score's sensitivity, the grid
         params["rank_bound"] = {"eta": bound[0], "candidates": bound[1]}
     params["interval"] = {
@@ -138,7 +165,7 @@ def release_exponential(call: MethodCall) -> Release:
         "range": (statistic.lower, statistic.upper),
         **receipt,
     }
-    return _release(value, mech.selection, epsilon, neighbours, statistic, rng, params)
+    return _release(value, selection, epsilon, neighbours, statistic, rng, params)
 
 
 def _release_several(

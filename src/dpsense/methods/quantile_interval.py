@@ -36,8 +36,10 @@ with M's own epsilon they compose to the quantile's.
 from __future__ import annotations
 
 import math
+from collections.abc import Generator
+from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Final
+from typing import Any, Final, TypeVar, cast
 
 import numpy as np
 from numpy.typing import NDArray
@@ -54,11 +56,17 @@ __all__ = [
     "INTERVAL_CANDIDATES",
     "INTERVAL_OCTAVES",
     "INTERVAL_PER_OCTAVE",
+    "EndpointSteps",
+    "LadderCounts",
+    "counts_at",
     "endpoint_ladder",
     "endpoint_scores",
+    "endpoint_steps",
     "interval_shift",
     "ladder_cells",
+    "ladder_counts",
     "quantile_endpoints",
+    "run_with",
 ]
 
 INTERVAL_OCTAVES: Final = 20
@@ -72,6 +80,7 @@ INTERVAL_CANDIDATES: Final = INTERVAL_OCTAVES * INTERVAL_PER_OCTAVE + 3
 
 F64 = NDArray[np.float64]
 I64 = NDArray[np.int64]
+T = TypeVar("T")
 
 
 def endpoint_ladder(point: float, lower: float, upper: float, side: int) -> F64:
@@ -88,6 +97,11 @@ def endpoint_ladder(point: float, lower: float, upper: float, side: int) -> F64:
         points = np.concatenate([[point], point + steps, [upper]])
     points = np.clip(points, min(lower, point), max(upper, point))
     return np.unique(points)  # sorted, strictly increasing, at most G of them
+
+
+def counts_at(records: Any, points: F64) -> I64:
+    """#{x < c} at each of the increasing public ``points``, read from ``records``."""
+    return _counts_below(records, points)
 
 
 def _counts_below(records: Any, points: F64) -> I64:
@@ -164,6 +178,83 @@ def _draw(cells: I64, pad_low: int, pad_high: int, score: QuantileScore, rng: Ra
     return int(choice.sample(rng)[0])
 
 
+@dataclass(frozen=True)
+class LadderCounts:
+    """What an interval reads of the records: ``#{x < c}`` at the increasing public
+    ``points`` (both ladders', public given the released ``centre``). ``width`` (the
+    bounds') and the ladder's geometry let an engine guess each record's cell (speed only:
+    every count is exact whatever the guess; ``tables.engines.duckdb.ladders``)."""
+
+    points: F64
+    centre: float
+    width: float
+    below: F64
+    above: F64
+
+    @property
+    def split(self) -> int:
+        """How many of ``points`` are the lower ladder's (the rest the upper's)."""
+        return int(self.below.shape[0]) - 1
+
+
+def ladder_counts(point: float, lower: float, upper: float) -> LadderCounts:
+    """The points whose counts give both ladders' cells around the released ``point``."""
+    below = endpoint_ladder(point, lower, upper, -1)
+    above = endpoint_ladder(point, lower, upper, +1)
+    first, second = _ladder_points(below, -1), _ladder_points(above, +1)
+    points = np.concatenate([first, second])
+    return LadderCounts(points, float(point), float(upper - lower), below, above)
+
+
+EndpointSteps = Generator[LadderCounts, I64, tuple[float, float, dict[str, Any]]]
+"""An interval's release as steps: it asks for one :class:`LadderCounts` and, sent the
+counts, returns (L, H, receipt). A caller may hold the counts back (an engine then answers
+many groups' ladders at once) as long as the draws keep their order."""
+
+
+def endpoint_steps(
+    n: int,
+    p: float,
+    point: float,
+    lower: float,
+    upper: float,
+    epsilon: float,
+    neighbours: Neighbours,
+    alpha: float,
+    rng: RandomSource,
+) -> EndpointSteps:
+    """:func:`quantile_endpoints` for ``n`` records, the counts asked for and sent in."""
+    shift = interval_shift(p, epsilon, neighbours, alpha)
+    score = quantile_score(p, epsilon, neighbours, "interval")  # p = num / den, exactly
+    num, den = score.num, score.den
+    pad_low = -(-shift * den // (den - num))  # ceil(s / (1 - p))
+    pad_high = -(-shift * den // num)  # ceil(s / p)
+    want = ladder_counts(point, lower, upper)
+    # one read of the records for both ladders: #{x < c} at public points
+    counts = np.asarray((yield want), dtype=np.int64)
+    k = want.split
+    cells_low, cells_high = _cells(n, counts[:k]), _cells(n, counts[k:])
+    low = float(want.below[_draw(cells_low, pad_low, 0, score, rng)])
+    high = float(want.above[_draw(cells_high, 0, pad_high, score, rng)])
+    receipt = {
+        "candidates": INTERVAL_CANDIDATES,
+        "ladder": f"2^-{INTERVAL_OCTAVES} to 1 of the width, {INTERVAL_PER_OCTAVE} a doubling",
+        "shift_rows": shift,
+        "epsilon_each": epsilon,
+    }
+    return low, high, receipt
+
+
+def run_with(steps: Generator[LadderCounts, I64, T], records: Any) -> T:
+    """Run ``steps`` to the end, answering each request from ``records`` at once."""
+    try:
+        want = next(steps)
+        while True:
+            want = steps.send(_counts_below(records, want.points))
+    except StopIteration as done:
+        return cast(T, done.value)
+
+
 def quantile_endpoints(
     records: Any,
     p: float,
@@ -178,24 +269,5 @@ def quantile_endpoints(
     """(L, H, receipt): the interval's two endpoints around the released ``point`` (L <=
     point <= H), each an epsilon-DP release given it (the caller charges 2 epsilon), and
     their public parameters."""
-    shift = interval_shift(p, epsilon, neighbours, alpha)
-    score = quantile_score(p, epsilon, neighbours, "interval")  # p = num / den, exactly
-    num, den = score.num, score.den
-    pad_low = -(-shift * den // (den - num))  # ceil(s / (1 - p))
-    pad_high = -(-shift * den // num)  # ceil(s / p)
-    below = endpoint_ladder(point, lower, upper, -1)
-    above = endpoint_ladder(point, lower, upper, +1)
-    # one read of the records for both ladders: #{x < c} at public points
-    first, second = _ladder_points(below, -1), _ladder_points(above, +1)
-    counts = _counts_below(records, np.concatenate([first, second]))
-    n = _size(records)
-    cells_low, cells_high = _cells(n, counts[: first.size]), _cells(n, counts[first.size :])
-    low = float(below[_draw(cells_low, pad_low, 0, score, rng)])
-    high = float(above[_draw(cells_high, 0, pad_high, score, rng)])
-    receipt = {
-        "candidates": INTERVAL_CANDIDATES,
-        "ladder": f"2^-{INTERVAL_OCTAVES} to 1 of the width, {INTERVAL_PER_OCTAVE} a doubling",
-        "shift_rows": shift,
-        "epsilon_each": epsilon,
-    }
-    return low, high, receipt
+    steps = endpoint_steps(_size(records), p, point, lower, upper, epsilon, neighbours, alpha, rng)
+    return run_with(steps, records)

@@ -21,7 +21,11 @@ from dpsense.methods.adaptive import checked_adaptive, release_adaptive
 from dpsense.methods.auto import choose_method
 from dpsense.methods.bounded_ls import bounded_ls_mean, check_bound_fraction
 from dpsense.methods.call import MethodCall
-from dpsense.methods.exponential import check_exponential, release_exponential
+from dpsense.methods.exponential import (
+    check_exponential,
+    exponential_steps,
+    release_exponential,
+)
 from dpsense.methods.global_sensitivity import checked_global_noise, release_global
 from dpsense.methods.ksw import ksw_mean
 from dpsense.methods.ptr import checked_ptr_options, release_ptr
@@ -33,7 +37,14 @@ from dpsense.statistics import BoundedStatistic, Count, Mean, Quantiles, Statist
 from dpsense.statistics.units import group_privacy_budget, rows_per_unit
 from dpsense.tables.schema import array_type, schema_resolution
 
-__all__ = ["DISPATCH", "METHODS", "check_parameters", "checked_method", "release_column"]
+__all__ = [
+    "DISPATCH",
+    "METHODS",
+    "STEPS",
+    "check_parameters",
+    "checked_method",
+    "release_column",
+]
 
 _OPTIONS: Final[dict[str, tuple[str, ...]]] = {
     "global": ("noise",),
@@ -95,6 +106,11 @@ DISPATCH: Final[dict[str, Callable[..., Release]]] = {
     "ksw": _for_means("ksw", ksw_mean, takes_delta=False),
     "bounded-ls": _for_means("bounded-ls", bounded_ls_mean, takes_delta=True),
 }
+
+STEPS: Final[dict[str, Callable[..., Any]]] = {"exponential": exponential_steps}
+"""Methods a grouped release runs as steps (``methods.exponential.exponential_steps``:
+an interval's counts asked for, so an engine counts every group's at once); the same
+draws as ``DISPATCH`` for one group."""
 
 
 def release_column(

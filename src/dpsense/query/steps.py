@@ -10,14 +10,14 @@ call: the plan's casts and value column, the bounds, the requests.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from dpsense.methods import Release
 from dpsense.methods.call import MethodCall
 from dpsense.noise.rng import RandomSource
 from dpsense.query.bounds_step import BoundsPlan, bounded_statistic, find_bounds
-from dpsense.query.methods import DISPATCH
+from dpsense.query.methods import DISPATCH, STEPS
 from dpsense.query.plan import Entry, QueryPlan, statistic_split
 from dpsense.statistics import BoundedStatistic, Count, Statistic
 from dpsense.tables.grouped import opened_table
@@ -47,9 +47,11 @@ __all__ = [
 
 
 def _release_one(entry: Entry, plan: QueryPlan, rng: RandomSource) -> Any:
-    """The engine's per-group callback for ``entry``: its method, with its own draws."""
+    """The engine's per-group callback for ``entry``: its method, with its own draws (a
+    Release, or for a method in ``STEPS`` its steps: ``tables.grouped`` runs them)."""
+    run: Callable[..., Any] = STEPS.get(entry.chosen, DISPATCH[entry.chosen])
 
-    def one(values: Any, stat: Statistic, eps: float, dlt: float) -> Release:
+    def one(values: Any, stat: Statistic, eps: float, dlt: float) -> Any:
         call = MethodCall(
             records=values,
             statistic=stat,
@@ -58,7 +60,7 @@ def _release_one(entry: Entry, plan: QueryPlan, rng: RandomSource) -> Any:
             neighbours=plan.neighbours,
             rng=rng,
         )
-        return DISPATCH[entry.chosen](call, **entry.options)
+        return run(call, **entry.options)
 
     return one
 

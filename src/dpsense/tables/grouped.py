@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
@@ -15,6 +15,7 @@ from dpsense.data.source import as_text
 from dpsense.errors import InputError
 from dpsense.mechanisms.partition_selection import SelectionRule, select_groups
 from dpsense.methods import Release
+from dpsense.methods.quantile_interval import LadderCounts, counts_at
 from dpsense.noise.rng import RandomSource
 from dpsense.statistics import (
     BoundedStatistic,
@@ -41,10 +42,12 @@ from dpsense.tables.schema import Cast, declared_type, schema_resolution
 __all__ = [
     "GroupedRelease",
     "bounded_values",
+    "finish",
     "held_or_values",
     "opened_table",
     "reads_held",
     "release_opened",
+    "release_opened_steps",
     "release_table",
     "rows_frame",
     "table_plan",
@@ -86,6 +89,20 @@ def release_table(
         return release_opened(data, source, statistic, opened, rng)
 
 
+OpenedSteps = Generator[None, None, "Release | GroupedRelease"]
+"""A release as steps (:func:`release_opened_steps`): it pauses at most once, when every
+group's interval has asked the engine for its counts and none has been answered."""
+
+
+def finish(steps: OpenedSteps) -> Release | GroupedRelease:
+    """Run ``steps`` to the end."""
+    try:
+        while True:
+            next(steps)
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+
+
 def release_opened(
     data: Any,
     source: Any,
@@ -95,6 +112,21 @@ def release_opened(
     *,
     prebounded: bool = False,
 ) -> Release | GroupedRelease:
+    """:func:`release_opened_steps` run to the end."""
+    return finish(
+        release_opened_steps(data, source, statistic, request, rng, prebounded=prebounded)
+    )
+
+
+def release_opened_steps(
+    data: Any,
+    source: Any,
+    statistic: Statistic,
+    request: StatisticRelease,
+    rng: RandomSource,
+    *,
+    prebounded: bool = False,
+) -> OpenedSteps:
     """:func:`release_table` on a table already opened as ``source`` (``data`` is the
     user's object, for its declared types). The query layer runs several statistics over
     one bounded table through this, one at a time, with ``prebounded``: each unit of
@@ -125,11 +157,42 @@ def release_opened(
     eps_g, dlt_g = request.split.per_group
     params["per_group"] = {"epsilon": eps_g, "delta": dlt_g}
     out: dict[Any, Release] = {}
+    # a method run as steps (an exponential-mechanism quantile): every group's value
+    # first, then its interval's counts (an engine answers every group's at once, after
+    # the pause), then the intervals' draws in the groups' order, whatever the engine
+    waiting: list[tuple[Any, Generator[LadderCounts, Any, Release], Any]] = []
+    announced = False
     for gid, values in table.values([int(i) for i in chosen], histograms=True):
         key = table.keys[gid]
+        name = key if len(by) > 1 else (key[0] if by else None)
         records = held_or_values(values, unit_stat, request.method)
-        rel = request.release_one(records, unit_stat, eps_g, dlt_g)
-        out[key if len(by) > 1 else (key[0] if by else None)] = _noted(rel, unit, resolution)
+        got = request.release_one(records, unit_stat, eps_g, dlt_g)
+        if isinstance(got, Release):
+            out[name] = _noted(got, unit, resolution)
+            continue
+        try:
+            want = next(got)
+        except StopIteration as done:
+            out[name] = _noted(done.value, unit, resolution)
+            continue
+        out[name] = got  # its place in the order; replaced below
+        if hasattr(records, "announce_counts"):  # counted with the other groups' later
+            records.announce_counts(want)
+            waiting.append((name, got, (records, want)))
+            announced = True
+        else:  # an array or a histogram: counted now, the records not kept
+            waiting.append((name, got, counts_at(records, want.points)))
+    if announced:
+        yield
+    for name, steps, answer in waiting:
+        if isinstance(answer, tuple):
+            answer = answer[0].counts_below(answer[1].points)
+        try:
+            steps.send(answer)
+        except StopIteration as done:
+            out[name] = _noted(done.value, unit, resolution)
+        else:
+            raise RuntimeError("an interval asked for its counts twice")
     if not by:
         return out[None]
     # public keys keep the caller's order; privately selected groups are sorted

@@ -8,7 +8,7 @@ when the statistics name none), adds each ``COUNT(col)``'s 0/1 column
 (``tables.presence``), bounds each unit once over all the query's columns in whichever
 engine reads the data (``tables.engines``), selects the groups once from the bounded
 rows' unit counts, then runs each statistic's grouped release
-(``tables.grouped.release_opened``) on the bounded rows at its share, with the selected
+(``tables.grouped.release_opened_steps``) on the bounded rows at its share, with the selected
 groups as its keys. The draws are the same, in the same order, whichever engine runs:
 the bounding's two secret keys and the selection from the query's source, then each
 statistic's release from its own.
@@ -34,7 +34,14 @@ from dpsense.noise.rng import RandomSource
 from dpsense.statistics import Count
 from dpsense.statistics.units import counts_units
 from dpsense.tables.engines import KeptRows, engine_for
-from dpsense.tables.grouped import GroupedRelease, opened_table, release_opened, table_plan
+from dpsense.tables.grouped import (
+    GroupedRelease,
+    OpenedSteps,
+    finish,
+    opened_table,
+    release_opened_steps,
+    table_plan,
+)
 from dpsense.tables.presence import add_presence, presence_names
 from dpsense.tables.request import TableQuery, normalise_keys
 from dpsense.tables.rows.plan import TablePlan
@@ -59,10 +66,16 @@ def release_query(data: Any, query: TableQuery, source: RandomSource) -> QueryRe
     ``source`` is the query's random source (its bounding and its selection)."""
     with (
         _opened(data, query) as (query, opened, values, public, column),
-        _kept(data, query, opened, values, public, source) as (keys, selection, rows),
+        _kept(data, query, opened, values, public, source) as (keys, selection, rows, shares),
     ):
         results = _release_each(
-            data, query, keys, selection, rows, prebounded=len(query.statistics) > 1
+            data,
+            query,
+            keys,
+            selection,
+            rows,
+            prebounded=len(query.statistics) > 1,
+            shares=shares,
         )
     return QueryReleases(results, selection, column)
 
@@ -137,14 +150,15 @@ def _kept(
     values: tuple[str, ...],
     public: list[tuple[Any, ...]] | None,
     source: RandomSource,
-) -> Iterator[tuple[Any, dict[str, Any] | None, Callable[[], AbstractContextManager[Any]]]]:
+) -> Iterator[tuple[Any, dict[str, Any] | None, Callable[[], AbstractContextManager[Any]], bool]]:
     """The query's rows, checked and bounded once for all its statistics, with the groups
-    they release (the public keys or one selection's, and its receipt) and how a
-    statistic opens them. A query of one shares nothing (module docstring)."""
+    they release (the public keys or one selection's, and its receipt), how a
+    statistic opens them and whether they share held groups (``_release_each``). A query
+    of one shares nothing (module docstring)."""
     # each COUNT(col)'s 0/1 column, hashed and carried by the bounding
     flags = tuple(add_presence(opened, _counted(query)).values())
     if len(query.statistics) == 1:
-        yield query.grouping.keys, None, lambda: nullcontext(opened)
+        yield query.grouping.keys, None, lambda: nullcontext(opened), False
         return
     rows = QueryRows(
         values=values,
@@ -161,7 +175,7 @@ def _kept(
         keys, selection = _shared_groups(query, kept, source)
         if kept.shares_first_pass:
             kept.announce(_needs(query, data, kept.source))
-        yield keys, selection, kept.opened
+        yield keys, selection, kept.opened, kept.shares_first_pass
 
 
 def _unit_bounding(
@@ -236,14 +250,22 @@ def _release_each(
     rows: Callable[[], AbstractContextManager[Any]],
     *,
     prebounded: bool,
+    shares: bool = False,
 ) -> dict[str, Release | GroupedRelease]:
     """Each statistic's grouped release on the query's rows (``rows()`` opens them for
     one statistic) at its share, with the shared groups as its keys. ``prebounded``: the
     rows are the query's bounded rows (several statistics); else the statistic's engine
-    pass checks and bounds them (a query of one, whose bounding is its statistic's)."""
-    results: dict[str, Release | GroupedRelease] = {}
+    pass checks and bounds them (a query of one, whose bounding is its statistic's).
+
+    ``shares``: the statistics share the engine's held groups (DuckDB): a statistic that
+    pauses with its intervals' counts announced (``grouped.release_opened_steps``) is
+    finished after the last statistic's pause, so that the engine counts every
+    statistic's ladders at once (each statistic draws from its own source: the order
+    between statistics changes no draw)."""
+    results: dict[str, Release | GroupedRelease | None] = {}
     flags = presence_names(_counted(query))
-    for s in query.statistics:
+    waiting: list[tuple[str, OpenedSteps]] = []
+    for i, s in enumerate(query.statistics):
         present = s.request.present
         request = replace(
             s.request,
@@ -252,10 +274,22 @@ def _release_each(
             present=flags[present] if present is not None else None,
         )
         with rows() as opened:
-            got = release_opened(data, opened, s.statistic, request, s.rng, prebounded=prebounded)
+            steps = release_opened_steps(
+                data, opened, s.statistic, request, s.rng, prebounded=prebounded
+            )
+            results[s.name] = None  # the query's order
+            try:
+                next(steps)
+                waiting.append((s.name, steps))
+            except StopIteration as done:
+                results[s.name] = done.value
+            if not shares or i == len(query.statistics) - 1:
+                for name, paused in waiting:
+                    results[name] = finish(paused)
+                waiting = []
+    for name, got in results.items():
         if isinstance(got, GroupedRelease) and selection is not None:
-            got = replace(
+            results[name] = replace(
                 got, selection="private", parameters={**got.parameters, "selection": selection}
             )
-        results[s.name] = got
-    return results
+    return {name: got for name, got in results.items() if got is not None}

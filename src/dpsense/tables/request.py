@@ -15,7 +15,6 @@ import numpy as np
 
 from dpsense._exact_budget import difference_down, product_down, quotient_down
 from dpsense.errors import InputError, keys_columns
-from dpsense.methods import Release
 from dpsense.noise.rng import RandomSource
 from dpsense.statistics import Statistic
 from dpsense.tables.row_filter import RowFilter
@@ -126,7 +125,8 @@ class StatisticRelease:
     the method, the value column, the budget and how it is split (``split``, the split the
     charge prices), the grouping, the privacy unit, the rule for missing values, the
     declared schema, the 0/1 column a ``COUNT(col)`` counts, and the method's release of
-    one group's clipped records at ``(epsilon, delta)`` (``release_one``)."""
+    one group's clipped records at ``(epsilon, delta)`` (``release_one``: a Release, or
+    the method's steps, ``tables.grouped.release_opened_steps``)."""
 
     method: str
     column: str | None
@@ -135,7 +135,7 @@ class StatisticRelease:
     grouping: Grouping
     unit: PrivacyUnit
     nulls: str
-    release_one: Callable[[Any, Statistic, float, float], Release]
+    release_one: Callable[[Any, Statistic, float, float], Any]
     schema: Mapping[str, Cast] | None = None
     present: str | None = None
 

@@ -65,6 +65,11 @@ class GroupAnswers(Protocol):
         """The group's numbers of records below each point, in one pass."""
         ...
 
+    def announce_counts(self, gid: int, want: Any) -> None:
+        """The points (``quantile_interval.LadderCounts``) the group will ask counts at:
+        the engine may count every announced group's at once."""
+        ...
+
     def grid_sum(self, gid: int, grid: RecordGrid) -> int:
         """The exact sum of ``grid.integers`` over the group's records."""
         ...
@@ -97,6 +102,9 @@ class HeldGroup:
 
     def counts_below(self, points: F64) -> I64:
         return self.groups.counts_below(self.gid, points)
+
+    def announce_counts(self, want: Any) -> None:
+        self.groups.announce_counts(self.gid, want)
 
     def sorted_values(self) -> F64:
         return self.groups.values(self.gid)

@@ -40,6 +40,7 @@ from numpy.typing import NDArray
 from dpsense.mechanisms._quantile_sampler import window_ranks
 from dpsense.statistics._exact import RecordGrid
 from dpsense.tables.engines.duckdb.cells import counts_below_all
+from dpsense.tables.engines.duckdb.ladders import PendingLadders
 from dpsense.tables.rows.windows import (
     BATCH_ROWS,
     SAMPLE_MOD,
@@ -184,6 +185,7 @@ class DuckGroups:
         self._sums: dict[tuple[Any, ...], dict[int, int]] = {}
         self._chunk: dict[int, tuple[F64, I64]] = {}
         self._below: dict[tuple[float, ...], dict[int, I64]] = {}
+        self._ladders = PendingLadders()
         """Histograms of a run of consecutive held groups (for :meth:`values`)."""
         self._held_distinct: dict[int, int] = {}
         self.queries = 0
@@ -409,9 +411,16 @@ class DuckGroups:
         self.queries += 1
         return int(row[0]) if row is not None else 0
 
+    def announce_counts(self, gid: int, want: Any) -> None:
+        self._ladders.announce(gid, want)  # counted with the others when one is asked for
+
     def counts_below(self, gid: int, points: F64) -> I64:
-        """One pass answers every held group (an interval's points are the same for all of
-        them: the statistic's bounds), cached by the points (``cells.counts_below_all``)."""
+        """Announced ladders: one query for all (``ladders``); other points: one for every
+        held group at them, cached by them (``cells.counts_below_all``)."""
+        mine, queries = self._ladders.answer(self.con, self.raw, gid, points)
+        self.queries += queries
+        if mine is not None:
+            return mine
         key = tuple(float(c) for c in points)
         if key not in self._below:
             got, queries = counts_below_all(self.con, self.raw, sorted(self.sizes), points)

@@ -26,6 +26,7 @@ from numpy.typing import NDArray
 
 from dpsense.mechanisms._quantile_sampler import window_ranks
 from dpsense.statistics._exact import RecordGrid
+from dpsense.tables.engines.spark.ladders import PendingLadders
 from dpsense.tables.rows.plan import TablePlan
 from dpsense.tables.rows.windows import HeldGroup
 
@@ -97,6 +98,7 @@ class SparkHeld(ABC):
         self._windows: dict[tuple[int, int, int], dict[int, Any]] = {}
         self._sums: dict[tuple[Any, ...], dict[int, int]] = {}
         self._below: dict[tuple[float, ...], dict[int, I64]] = {}
+        self._ladders = PendingLadders()
         self.jobs = 0
         """Spark jobs run for the windows, counts, sums and histograms."""
         self.rows_collected = 0
@@ -110,6 +112,22 @@ class SparkHeld(ABC):
         if key not in self._windows:
             self._windows[key] = self._all_windows(num, den, w)
         return self._windows[key].get(gid)
+
+    def announce_counts(self, gid: int, want: Any) -> None:
+        """An interval's ladders around the group's released value, counted with every
+        other announced one by one job when the first is asked for (``ladders``)."""
+        self._ladders.announce(gid, want)
+
+    def _announced(self, gid: int, points: F64) -> I64 | None:
+        frame, weight = self._rows()
+        got, jobs, rows = self._ladders.answer(frame, weight, gid, points)
+        self.jobs += jobs
+        self.rows_collected += rows
+        return got
+
+    @abstractmethod
+    def _rows(self) -> tuple[Any, Any]:
+        """The held rows as a DataFrame (``gid, v``) and the rows each stands for."""
 
     @abstractmethod
     def _all_windows(self, num: int, den: int, w: int) -> dict[int, Any]:
@@ -194,9 +212,14 @@ class SparkGroups(SparkHeld):
         )
         return int(rows[0]["n"])
 
+    def _rows(self) -> tuple[Any, Any]:
+        return self.hist, self._sf().col("c")
+
     def counts_below(self, gid: int, points: F64) -> I64:
-        """One job answers every group (an interval's grid is the same for all of them),
-        cached by the points."""
+        """Announced ladders: one job for all (``ladders``). Else one job answers every
+        group at the same points, cached by them."""
+        if (got := self._announced(gid, points)) is not None:
+            return got
         key = tuple(float(c) for c in points)
         cache = self._below
         if key not in cache:

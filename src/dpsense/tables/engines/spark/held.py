@@ -222,9 +222,14 @@ class SparkRowGroups(SparkHeld):
         self.jobs += 1
         return int(n)
 
+    def _rows(self) -> tuple[Any, Any]:
+        return self.stage, _functions().lit(1)
+
     def counts_below(self, gid: int, points: F64) -> I64:
-        """One job answers every held group (an interval's grid is the same for all of
-        them), cached by the points."""
+        """Announced ladders: one job for all (``spark.ladders``). Else one job answers
+        every held group at the same points, cached by them."""
+        if (got := self._announced(gid, points)) is not None:
+            return got
         key = tuple(float(c) for c in points)
         cache = self._below
         if key not in cache:
