@@ -30,7 +30,7 @@ def ladder_counts_job(
 ) -> tuple[list[I64], int]:
     """``#{v < c}`` at each request's points for its group, from ``frame`` (``gid, v``
     with ``weight`` rows each), in one job, and the number of rows it collected (one per
-    request and cell with records)."""
+    request whose group has records)."""
     from pyspark.sql import functions as sf
 
     small = frame.sparkSession.createDataFrame(
@@ -41,15 +41,17 @@ def ladder_counts_job(
     cell = sf.when(v.isNull(), sf.size("pts")).otherwise(
         sf.size(sf.filter("pts", lambda p: p <= v))
     )
-    got = (
+    per_cell = (
         frame.join(sf.broadcast(small), "gid")
         .groupBy("rid", cell.alias("k"))
         .agg(sf.sum(weight).alias("n"))
-        .collect()
     )
+    # one row per request reaches the driver: its cells with records, as a list
+    got = per_cell.groupBy("rid").agg(sf.collect_list(sf.struct("k", "n")).alias("l")).collect()
     cells = [np.zeros(w.points.shape[0] + 1, dtype=np.int64) for _, w in requests]
     for row in got:
-        cells[int(row["rid"])][int(row["k"])] += int(row["n"])
+        for k, n in row["l"]:
+            cells[int(row["rid"])][int(k)] += int(n)
     return [np.cumsum(c)[:-1].astype(np.int64) for c in cells], len(got)
 
 
