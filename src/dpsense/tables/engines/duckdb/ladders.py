@@ -52,18 +52,15 @@ _NAN_BUCKET = 1 << 20
 
 
 def _bucket_sql(v: str, m: str, w: str) -> str:
-    """A signed bucket per value: 0 at M; 1.. above it and -1.. below it, one per rung."""
+    """A signed rung per value: 0 at M; 1.. above it and -1.. below it (the sign of
+    v - M times 1 + the clamped ceiling of Q log2(|v - M| / w) + BQ; at M the logarithm
+    is -inf and the sign 0). One logarithm and no branch but NaN's (a third cheaper than
+    a CASE per side on 2e6 rows)."""
     q, top = INTERVAL_PER_OCTAVE, INTERVAL_OCTAVES * INTERVAL_PER_OCTAVE
     d = f"({v} - {m})"
-
-    def rung(dist: str) -> str:
-        k = f"ceil({float(q)!r}::DOUBLE * log2({dist} / {w})) + {float(top)!r}::DOUBLE"
-        return f"(1 + greatest(least({k}, {float(top + 1)!r}::DOUBLE), 0.0::DOUBLE)::INTEGER)"
-
-    return (
-        f"CASE WHEN isnan({v}) THEN {_NAN_BUCKET} WHEN {d} = 0 THEN 0 "
-        f"WHEN {d} > 0 THEN {rung(d)} ELSE -{rung(f'(-{d})')} END"
-    )
+    k = f"ceil({float(q)!r}::DOUBLE * log2(abs({d}) / {w})) + {float(top)!r}::DOUBLE"
+    rung = f"(1.0::DOUBLE + least(greatest({k}, 0.0::DOUBLE), {float(top + 1)!r}::DOUBLE))"
+    return f"CASE WHEN isnan({v}) THEN {_NAN_BUCKET} ELSE (sign({d}) * {rung})::INTEGER END"
 
 
 def _rungs(requests: list[tuple[int, LadderCounts]]) -> dict[str, np.ndarray]:
