@@ -92,9 +92,10 @@ def bound_rows(source: Any, bounding: UnitBounding, *, keep: str) -> None:
     own_unit = unit not in (*values, *by) and types[unit] in _UNIT_BACK
     names = list(dict.fromkeys((*values, *by, *([] if own_unit else [unit]))))
     alias = {name: f"a{i}" for i, name in enumerate(names)}
-    cols = ", ".join(f"{quote(n)} AS {alias[n]}" for n in names)
     canon_u = canonical(quote(unit), types[unit])
-    stage = f"SELECT {cols}, {canon_u} AS u FROM {source.view} WHERE {keep}"
+    # no column besides the unit (a query of counts only, no by): u alone
+    cols = ", ".join([*(f"{quote(n)} AS {alias[n]}" for n in names), f"{canon_u} AS u"])
+    stage = f"SELECT {cols} FROM {source.view} WHERE {keep}"
     group = [alias[b] for b in by]
     if keys is not None and by:
         load_keys(source, TablePlan(None, by, unit, 1, 1, "error", None, None, (0, 0)), keys, types)
