@@ -90,13 +90,7 @@ def _functions() -> Any:
 def _canonical(sf: Any, column: Any, data_type: Any) -> Any:
     """Every integer width as a long, floats and decimals as doubles, the rest as text, so
     the hash does not depend on how the input typed the column."""
-    from pyspark.sql import types as st
-
-    if isinstance(data_type, st.ByteType | st.ShortType | st.IntegerType | st.LongType):
-        return column.cast("long")
-    if isinstance(data_type, st.FloatType | st.DoubleType | st.DecimalType):
-        return column.cast("double")
-    return column.cast("string")
+    return column.cast(_kind_of(data_type))
 
 
 def _kind_of(data_type: Any) -> str:

@@ -18,7 +18,13 @@ from __future__ import annotations
 from typing import Any
 
 from dpsense.tables.engines.spark import long_hash as spark_hash
-from dpsense.tables.engines.spark.frame import SparkSource, _canonical, _escape, _keys_frame
+from dpsense.tables.engines.spark.frame import (
+    SparkSource,
+    _canonical,
+    _escape,
+    _keys_frame,
+    _kind_of,
+)
 from dpsense.tables.engines.spark.workers import _with_keyed_hash
 from dpsense.tables.rows.plan import TablePlan
 from dpsense.tables.rows.unit_bounding import UnitBounding, keyed_hash, raise_on_query_flags
@@ -73,17 +79,6 @@ def spark_checked_rows(
     return frame.where(~any_missing) if drop else frame
 
 
-def _kind(data_type: Any) -> str:
-    """The canonical type a column is hashed as: "long", "double" or "string"."""
-    from pyspark.sql import types as st
-
-    if isinstance(data_type, st.ByteType | st.ShortType | st.IntegerType | st.LongType):
-        return "long"
-    if isinstance(data_type, st.FloatType | st.DoubleType | st.DecimalType):
-        return "double"
-    return "string"
-
-
 def _with_hash(
     frame: Any,
     name: str,
@@ -114,7 +109,7 @@ def spark_bound_rows(source: SparkSource, frame: Any, bounding: UnitBounding) ->
     sf = _functions()
     names = list(dict.fromkeys((*values, *by, unit)))
     alias = {name: f"a{i}" for i, name in enumerate(names)}
-    kinds = {name: _kind(source.types[name]) for name in names}
+    kinds = {name: _kind_of(source.types[name]) for name in names}
     group = [alias[b] for b in by]
     canon_v = [f"cv{i}" for i in range(len(values))]
     canon_g = [f"cg{i}" for i in range(len(by))]
