@@ -130,6 +130,19 @@ MUTANTS = (
         ("tests/methods/test_intervals.py",),
     ),
     Mutant(
+        "interval-pair-eta-doubled",
+        "a quantile interval's pair of endpoints drawn with twice the multiplier its share "
+        "allows (noise too small)",
+        "src/dpsense/methods/quantile_interval.py",
+        (
+            (
+                "        eta=score.eta,\n        exact_score=exact_score,\n",
+                "        eta=2 * score.eta,\n        exact_score=exact_score,\n",
+            ),
+        ),
+        ("tests/methods/test_intervals.py",),
+    ),
+    Mutant(
         "interval-halved",
         "the interval of a noise-law release (counts, sums, global statistics) halved",
         "src/dpsense/methods/intervals.py",
@@ -280,8 +293,8 @@ MUTANTS = (
             (
                 "    row_epsilon = group_privacy_budget(epsilon, 0.0, "
                 "rows_per_unit(statistic))[0]\n"
-                "    point, each = interval_budget(row_epsilon)\n",
-                "    row_epsilon = epsilon\n    point, each = interval_budget(row_epsilon)\n",
+                "    point, pair = interval_budget(row_epsilon)\n",
+                "    row_epsilon = epsilon\n    point, pair = interval_budget(row_epsilon)\n",
             ),
         ),
         ("tests/tables/test_unit_shortcuts.py",),

@@ -169,9 +169,9 @@ def test_quantiles_depths_add_up_to_at_most_epsilon(
             rng=rng,
         )
     per_call, depth = rel.parameters["epsilon_per_call"], rel.parameters["depth"]
-    # the values and the intervals' 2 endpoints per level, all per row, within epsilon
-    each = rel.parameters["interval"]["epsilon_each"]
-    spent = exact(per_call) * depth + 2 * len(levels) * exact(each)
+    # the values and the intervals' pair of endpoints per level, all per row, within epsilon
+    each = rel.parameters["interval"]["epsilon_pair"]
+    spent = exact(per_call) * depth + len(levels) * exact(each)
     assert spent * m <= exact(eps)
     # the largest such double for the values' share of the row-level budget (itself the
     # largest <= eps / m)

@@ -193,7 +193,7 @@ def _forecast(plan_: QueryPlan, entry: Entry, n: int, spread: float = 1.0) -> St
         row_eps = eps_g / m
         point = row_eps * (1.0 - INTERVAL_SHARE)
         errors = _quantile_ranks(stat, point, n, spread, rng) * m
-        width = _quantile_interval_ranks(stat, row_eps * INTERVAL_SHARE / 2, n, plan_) * m
+        width = _quantile_interval_ranks(stat, row_eps * INTERVAL_SHARE, n, plan_) * m
         return StatisticForecast(
             **common,
             units="ranks",
@@ -212,11 +212,11 @@ def _forecast(plan_: QueryPlan, entry: Entry, n: int, spread: float = 1.0) -> St
     )
 
 
-def _quantile_interval_ranks(stat: Quantile, eps_each: float, n: int, plan_: QueryPlan) -> float:
+def _quantile_interval_ranks(stat: Quantile, eps_pair: float, n: int, plan_: QueryPlan) -> float:
     """About the width in ranks of the interval: the endpoints target p n -/+ s."""
     from dpsense.methods.quantile_interval import interval_shift
 
-    s = interval_shift(stat.p, eps_each, plan_.neighbours, 0.05)
+    s = interval_shift(stat.p, eps_pair, plan_.neighbours, 0.05)
     low = max(0.0, stat.p * n - s)
     high = min(float(n), stat.p * n + s)
     return high - low

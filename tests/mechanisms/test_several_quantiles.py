@@ -28,6 +28,7 @@ from tests.mechanisms.test_permute_flip import pf_law
 
 import dpsense as ds
 from dpsense.audit.histogram import histogram_audit
+from dpsense.defaults import INTERVAL_SHARE
 from dpsense.errors import InputError
 from dpsense.mechanisms import quantiles as mq
 from dpsense.mechanisms._permute_flip import pf_eta
@@ -280,7 +281,7 @@ def test_close_to_the_true_quantiles_on_plenty_of_data() -> None:
     assert np.max(np.abs(ranks - np.array(stat.ps))) < 0.01  # 1% of the ranks
     assert rel.parameters["depth"] == 3
     # the values' share of epsilon (the rest: their intervals), over three depths
-    assert rel.parameters["epsilon_per_call"] == pytest.approx(0.8 / 3)
+    assert rel.parameters["epsilon_per_call"] == pytest.approx((1 - INTERVAL_SHARE) / 3)
 
 
 def test_integer_data_on_a_resolution_grid() -> None:
@@ -317,8 +318,8 @@ def test_same_seed_same_result_across_formats_grouped_and_per_person() -> None:
         assert len(value) == 3
         assert value == sorted(value)
     assert frame["accuracy"].isna().all()
-    # the values' share (0.8) of eps / m, over the depth
-    assert unit.parameters["epsilon_per_call"] == pytest.approx(0.8 * 0.5 / 2)
+    # the values' share (1 - INTERVAL_SHARE) of eps / m, over the depth
+    assert unit.parameters["epsilon_per_call"] == pytest.approx((1 - INTERVAL_SHARE) * 0.5 / 2)
 
 
 @pytest.mark.parametrize(

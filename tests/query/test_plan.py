@@ -74,19 +74,23 @@ def _rank_error(part: np.ndarray, p: float, value: float) -> float:
 def test_the_quantile_forecast_matches_releases_on_data_it_assumes(spread: float) -> None:
     """Records evenly spread over the lower ``spread`` share of the bounds (the forecast's
     stated assumption): each quantile's forecast median rank error is within a factor 1.5
-    of 50 releases' (200 rows per group; the survey benchmark reports real data)."""
+    of 50 releases' of 8 groups (200 rows per group; the survey benchmark reports real
+    data). At spread 0.5 a 90th percentile's error is bimodal (the empty stretch above the
+    records is one heavy candidate), so its median needs hundreds of draws to settle."""
     n = 200
+    keys = list("abcdefgh")
     frame = {
-        "g": np.repeat(["a", "b"], n),
-        "v": np.tile((np.arange(n) + 0.5) / n * 100.0 * spread, 2),
+        "g": np.repeat(keys, n),
+        "v": np.tile((np.arange(n) + 0.5) / n * 100.0 * spread, len(keys)),
     }
-    p = ds.plan(None, QUANTILES, epsilon=1.0, rows_per_group=n, spread=spread, **ARGS)
+    args = {**ARGS, "keys": {"g": keys}}
+    p = ds.plan(None, QUANTILES, epsilon=1.0, rows_per_group=n, spread=spread, **args)
     levels = {"med": 0.5, "p10": 0.1, "p90": 0.9}
     errors: dict[str, list[float]] = {name: [] for name in levels}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ds.SeededRandomnessWarning)
         for seed in range(50):
-            res = ds.sql(QUANTILES, tables={"t": frame}, epsilon=1.0, rng=seed, **ARGS)
+            res = ds.sql(QUANTILES, tables={"t": frame}, epsilon=1.0, rng=seed, **args)
             for row in res.to_dicts():
                 part = frame["v"][frame["g"] == row["g"]]
                 for name, level in levels.items():

@@ -238,7 +238,7 @@ def test_one_charge_of_several_named_statistics_shows_each(tmp_path: Path) -> No
     assert html.count("share of the query") >= 2
     assert "50% of its epsilon" in html
     assert "given by the analyst" in html
-    assert "two more quantiles at ranks moved outward, 0.2 of the statistic" in html
+    assert "two more quantiles at ranks moved outward, 0.15 of the statistic" in html
     for _, rel in res["n"]:
         low, high = rel.interval()
         assert f"[{format_number(low)}, {format_number(high)}]" in html

@@ -72,7 +72,7 @@ _PUBLIC_SCALE = frozenset({"global", "ptr", "bounded-ls"})
 """Methods whose noise scale is public or released, so that :meth:`Release.accuracy` is
 a function of released values."""
 
-_SHOWN = frozenset({"kind", "share", "alpha", "steps", "shift_rows", "epsilon_each"})
+_SHOWN = frozenset({"kind", "share", "alpha", "steps", "shift_rows", "epsilon_pair"})
 """The keys of an interval's record shown in ``parameters``: how it was built. The rest
 (released values, scales, ranges) stay in ``interval_parts``."""
 

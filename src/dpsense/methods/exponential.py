@@ -61,11 +61,11 @@ def _release(
 
 
 def interval_budget(epsilon: float) -> tuple[float, float]:
-    """(point, each): a quantile's epsilon split between its value and each of its
-    interval's two endpoints (``INTERVAL_SHARE / 2`` each, the value the rest; all rounded
-    down, so the three releases compose to at most ``epsilon``)."""
-    each = product_down(Fraction(INTERVAL_SHARE) / 2, epsilon)
-    return difference_down(epsilon, 2 * exact(each)), each
+    """(point, pair): a quantile's epsilon split between its value and its interval's two
+    endpoints, drawn jointly (``INTERVAL_SHARE`` for the pair, the value the rest; both
+    rounded down, so the two releases compose to at most ``epsilon``)."""
+    pair = product_down(Fraction(INTERVAL_SHARE), epsilon)
+    return difference_down(epsilon, exact(pair)), pair
 
 
 def _outward(statistic: Quantiles, value: float, *, down: bool) -> float:
@@ -103,7 +103,7 @@ def release_exponential(call: MethodCall) -> Release:
     assert isinstance(statistic, Quantile)
     # a unit moves every score by at most m times a row's change (m = 1 without a unit)
     row_epsilon = group_privacy_budget(epsilon, 0.0, rows_per_unit(statistic))[0]
-    point, each = interval_budget(row_epsilon)
+    point, pair = interval_budget(row_epsilon)
     mech = ExponentialQuantile(
         statistic.p,
         statistic.lower,
@@ -119,7 +119,7 @@ def release_exponential(call: MethodCall) -> Release:
         statistic.p,
         statistic.lower,
         statistic.upper,
-        each,
+        pair,
         neighbours,
         ACCURACY_ALPHA,
         rng,
@@ -150,11 +150,11 @@ def _release_several(
 ) -> Release:
     # a unit's rows change the calls of one depth by at most m rows in total
     row_epsilon = group_privacy_budget(epsilon, 0.0, rows_per_unit(statistic))[0]
-    # the intervals: two endpoints per level, INTERVAL_SHARE / (2 m) each (sequential
+    # the intervals: one pair of endpoints per level, INTERVAL_SHARE / m each (sequential
     # composition); the levels themselves the rest
     levels = len(statistic.ps)
     point, shared = interval_budget(row_epsilon)
-    each = quotient_down(2 * exact(shared), 2 * levels)
+    each = quotient_down(exact(shared), levels)
     res = statistic.resolution
     if res is None:
         grid = statistic.candidates()
@@ -191,7 +191,7 @@ def _release_several(
         "share": INTERVAL_SHARE,
         "range": (statistic.lower, statistic.upper),
         "steps": ends[0][2]["steps"],
-        "epsilon_each": each,
+        "epsilon_pair": each,
         "shift_rows": [receipt["shift_rows"] for _, _, receipt in ends],
     }
     return _release(values, "exponential-mechanism", epsilon, neighbours, statistic, rng, params)

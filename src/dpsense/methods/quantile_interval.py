@@ -1,32 +1,34 @@
 r"""A private 95% interval for a quantile: two more quantiles, at ranks moved outward.
 
 The quantile's value :math:`x_{(r)}`, :math:`r = \max(1, \lceil pn \rceil)`, is bracketed by
-two releases of the exponential mechanism at level p, each with its own share of the
-budget (docs/intervals.md §3, after the private confidence intervals for the median of
-Drechsler, Globus-Harris, McMillan, Sarathy and Smith 2022):
+a pair of level-p quantiles drawn together by one exponential mechanism with the
+interval's share of the budget (docs/intervals.md §3, after the private confidence
+intervals for the median of Drechsler, Globus-Harris, McMillan, Sarathy and Smith 2022):
 
 * **A coarse public grid.** Candidates :math:`c_0 = l < c_1 < \dots < c_K = u` (K = 64 equal
   steps of the bounds). Each record counts as the grid point at or below it (its cell
   :math:`y = c_{\max\{k: c_k \le x\}} \le x`), so the data lie on the candidates and some
   candidate has score 0. The counts the scores need, :math:`\#\{y < c_j\} = \#\{x < c_j\}`
   and :math:`\#\{y > c_j\} = \#\{x \ge c_{j+1}\}`, are comparisons with public doubles.
-* **Ranks moved without knowing n.** The lower endpoint's data get :math:`k_{lo}` public
-  records at l, the upper's :math:`k_{hi}` at u (a public change: neighbours stay
-  neighbours, the score's sensitivity is unchanged). The level-p target of the padded
-  data is then :math:`(1-p) k_{lo}` ranks below (:math:`p k_{hi}` above) the original one,
-  whatever n is.
-* **How far.** The exponential mechanism over G candidates outputs a candidate whose
-  score is at least s with probability at most :math:`G e^{-\eta s}` when the best score
-  is 0 (McSherry and Talwar 2007). With :math:`s = \lceil (\ln G + \ln(2/\alpha)) / \eta
-  \rceil` rows and :math:`k_{lo} = \lceil s / (1-p) \rceil`: if the lower endpoint L were
+* **Ranks moved without knowing n.** The lower endpoint's score :math:`u_{lo}` is that of
+  the data plus :math:`k_{lo}` public records at l, the upper's :math:`u_{hi}` plus
+  :math:`k_{hi}` at u (a public change: neighbours stay neighbours, each score's
+  sensitivity is unchanged). The level-p target of the padded data is then
+  :math:`(1-p) k_{lo}` ranks below (:math:`p k_{hi}` above) the original one.
+* **One draw for the pair.** :math:`(L, H) = (c_j, c_k)`, :math:`j \le k`, with
+  :math:`P \propto e^{-\eta U}`, :math:`U = \max(u_{lo}(j), u_{hi}(k))`: the maximum of two
+  scores of sensitivity Δ has sensitivity Δ, so the pair is one epsilon-DP release.
+* **How far.** The best pair has U = 0, so a pair with :math:`U \ge s` is drawn with
+  probability at most :math:`P e^{-\eta s}` over the P = G (G + 1) / 2 pairs (McSherry and
+  Talwar 2007). With :math:`s = \lceil (\ln P + \ln(1/\alpha)) / \eta \rceil` rows and
+  :math:`k_{lo} = \lceil s / (1-p) \rceil`, :math:`k_{hi} = \lceil s / p \rceil`: if L were
   above :math:`y_{(r)}`, at least :math:`r + k_{lo}` padded records would lie below it and
-  its score would be at least :math:`r + k_{lo} - p(n + k_{lo}) \ge (1-p) k_{lo} \ge s`.
-  So :math:`P(L > x_{(r)}) \le P(L > y_{(r)}) \le \alpha / 2`, and likewise
-  :math:`P(H < y_{(r)}) \le \alpha / 2` with :math:`k_{hi} = \lceil s / p \rceil`. As
-  :math:`x_{(r)} < c_{j+1}` when :math:`y_{(r)} = c_j`, the interval is L to the grid point
-  after H: it holds :math:`x_{(r)}` with probability at least :math:`1 - \alpha`.
+  :math:`u_{lo}(L) \ge (1-p) k_{lo} \ge s`; likewise H below :math:`y_{(r)}` would give
+  :math:`u_{hi}(H) \ge s`. So :math:`L \le y_{(r)} \le H` with probability at least
+  :math:`1 - \alpha`; as :math:`x_{(r)} < c_{j+1}` when :math:`y_{(r)} = c_j`, the interval
+  is L to the grid point after H.
 
-Each endpoint is an exact draw (:class:`dpsense.noise.choice.ExponentialChoice`: integer
+The pair is an exact draw (:class:`dpsense.noise.choice.ExponentialChoice`: integer
 scores, the multiplier rounded down). Pure epsilon-DP at its share, under either neighbour
 relation (the score's sensitivity is the point release's: ``quantile_score``).
 """
@@ -53,6 +55,7 @@ __all__ = [
     "endpoint_grid",
     "endpoint_scores",
     "interval_shift",
+    "pair_count",
     "quantile_endpoints",
 ]
 
@@ -83,13 +86,20 @@ def _size(records: Any) -> int:
 
 
 def interval_shift(p: float, epsilon: float, neighbours: Neighbours, alpha: float) -> int:
-    """s: the score (in rows) an endpoint stays below with probability 1 - alpha / 2."""
+    """s: the score (in rows) that both endpoints stay below with probability 1 - alpha,
+    for the pair drawn jointly with ``epsilon`` (:func:`pair_count` candidate pairs)."""
     score = quantile_score(p, epsilon, neighbours, "interval")
     per_row = exact(score.eta) * score.den  # the multiplier of a score in rows
     if per_row <= 0:
         return 2**62
-    _, log_ratio = log_bounds((INTERVAL_STEPS + 1) * 2 / exact(alpha))
+    _, log_ratio = log_bounds(Fraction(pair_count()) / exact(alpha))
     return max(1, math.ceil(log_ratio / per_row))
+
+
+def pair_count() -> int:
+    """The candidate pairs (L, H) = (c_j, c_k), j <= k, of the joint draw: G (G + 1) / 2."""
+    g = INTERVAL_STEPS + 1
+    return g * (g + 1) // 2
 
 
 def endpoint_scores(
@@ -112,29 +122,34 @@ def endpoint_scores(
     return out
 
 
-def _draw(
-    below: I64,
-    n: int,
-    pad_low: int,
-    pad_high: int,
-    p: float,
-    epsilon: float,
-    neighbours: Neighbours,
-    rng: RandomSource,
-) -> int:
-    """The index of one endpoint: level p over the cells of the padded records, drawn
-    exactly with P(j) ∝ exp(-eta u_j)."""
-    score = quantile_score(p, epsilon, neighbours, "interval")
-    scores = endpoint_scores(below, n, pad_low, pad_high, score)
-    floats = np.array([float(s) for s in scores], dtype=np.float64)  # each correctly rounded
+def _pairs() -> tuple[I64, I64]:
+    """The indices (j, k), j <= k, of the candidate pairs, in a fixed public order."""
+    j, k = np.triu_indices(INTERVAL_STEPS + 1)
+    return j.astype(np.int64), k.astype(np.int64)
+
+
+def _draw_pair(
+    low_scores: list[int], high_scores: list[int], score: QuantileScore, rng: RandomSource
+) -> tuple[int, int]:
+    """(j, k): the endpoints' indices, one exact draw with P(j, k) ∝ exp(-eta U(j, k)),
+    U(j, k) = max(u_lo(j), u_hi(k)) over the pairs j <= k."""
+    j, k = _pairs()
+    lo = np.array([float(v) for v in low_scores], dtype=np.float64)  # correctly rounded
+    hi = np.array([float(v) for v in high_scores], dtype=np.float64)
+    floats = np.maximum(lo[j], hi[k])  # the max of two roundings is the rounded max
+
+    def exact_score(i: int) -> Fraction:
+        return Fraction(max(low_scores[int(j[i])], high_scores[int(k[i])]))
+
     choice = ExponentialChoice(
-        weights=np.ones(len(scores)),
+        weights=np.ones(j.shape[0]),
         scores=floats,
         eta=score.eta,
-        exact_score=lambda j: Fraction(scores[j]),
+        exact_score=exact_score,
         score_error=float(np.max(floats)) * 2.0**-52,
     )
-    return int(choice.sample(rng)[0])
+    i = int(choice.sample(rng)[0])
+    return int(j[i]), int(k[i])
 
 
 def quantile_endpoints(
@@ -147,19 +162,20 @@ def quantile_endpoints(
     alpha: float,
     rng: RandomSource,
 ) -> tuple[float, float, dict[str, Any]]:
-    """(L, H, receipt): the interval's two endpoints, each an epsilon-DP release (the
-    caller charges 2 epsilon), and their public parameters."""
+    """(L, H, receipt): the interval's two endpoints, drawn jointly as one epsilon-DP
+    release (the caller charges epsilon), and their public parameters."""
     grid = endpoint_grid(lower, upper)
     below = _counts_below(records, grid)
     n = _size(records)
     shift = interval_shift(p, epsilon, neighbours, alpha)
-    level = quantile_score(p, epsilon, neighbours, "interval")  # p = num / den, exactly
-    num, den = level.num, level.den
+    score = quantile_score(p, epsilon, neighbours, "interval")  # p = num / den, exactly
+    num, den = score.num, score.den
     pad_low = -(-shift * den // (den - num))  # ceil(s / (1 - p))
     pad_high = -(-shift * den // num)  # ceil(s / p)
-    j_low = _draw(below, n, pad_low, 0, p, epsilon, neighbours, rng)
-    j_high = _draw(below, n, 0, pad_high, p, epsilon, neighbours, rng)
+    low_scores = endpoint_scores(below, n, pad_low, 0, score)
+    high_scores = endpoint_scores(below, n, 0, pad_high, score)
+    j_low, j_high = _draw_pair(low_scores, high_scores, score, rng)
     low = float(grid[j_low])
     high = float(grid[min(j_high + 1, INTERVAL_STEPS)])
-    receipt = {"steps": INTERVAL_STEPS, "shift_rows": shift, "epsilon_each": epsilon}
+    receipt = {"steps": INTERVAL_STEPS, "shift_rows": shift, "epsilon_pair": epsilon}
     return low, high, receipt
