@@ -409,9 +409,16 @@ class DuckGroups:
         self.queries += 1
         return int(row[0]) if row is not None else 0
 
+    def preset_counts(self, points: F64, counts: dict[int, I64]) -> None:
+        """Counts below ``points`` taken in the engine's first pass (``pass_cells``): served
+        by :meth:`counts_below` for exactly these points (a group absent had no rows)."""
+        zero = np.zeros(points.size, dtype=np.int64)
+        self._below[tuple(float(c) for c in points)] = {g: counts.get(g, zero) for g in self.sizes}
+
     def counts_below(self, gid: int, points: F64) -> I64:
         """One pass answers every held group (an interval's points are the same for all of
-        them: the statistic's bounds), cached by the points (``cells.counts_below_all``)."""
+        them: the statistic's bounds), cached by the points (``cells.counts_below_all``),
+        unless the first pass counted them (:meth:`preset_counts`)."""
         key = tuple(float(c) for c in points)
         if key not in self._below:
             got, queries = counts_below_all(self.con, self.raw, sorted(self.sizes), points)

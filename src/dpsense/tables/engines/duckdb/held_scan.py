@@ -39,6 +39,7 @@ from dpsense.tables.engines.duckdb.groups import (
     quanta_sum_sql,
     sample_test,
 )
+from dpsense.tables.engines.duckdb.pass_cells import cell_need, read_cells
 from dpsense.tables.rows.bounded import BoundedTable, TablePlan, stage_sql, summarise
 from dpsense.tables.rows.checks import FLOAT_TYPES, check_exprs, exact_numeric, raise_on_flags
 from dpsense.tables.rows.windows import split_by_group
@@ -94,6 +95,10 @@ class _Pass:
     outside: int = 0
     """Rows whose group is not among the public keys."""
     groups: dict[tuple[Any, ...], DuckGroups] = field(default_factory=dict)
+    cells: dict[tuple[Any, ...], tuple[np.ndarray, dict[int, np.ndarray]]] = field(
+        default_factory=dict
+    )
+    """A quantile interval's counts below its points per group, by column and bounds."""
 
 
 def announce(source: TableSource, needs: list[ScanNeed]) -> None:
@@ -132,15 +137,22 @@ def _first_pass(
     cols += [f"{quote(c)} AS y{i}" for i, c in enumerate(texts)]
     cols += [f"{quote(b)} AS {g}" for b, g in zip(plan.by, gs, strict=True)]
     inner = f"SELECT {', '.join(cols) or '1 AS one'} FROM {source.view} WHERE {row_test or 'TRUE'}"
-    aggs = ["count(*)::BIGINT AS n"]
     sampled = [c for c in columns if any(n.column == c and n.hold == "window" for n in needs)]
-    aggs += [
-        f"list({alias[c]}) FILTER (WHERE {sample_test(alias[c])}) AS s_{alias[c]}" for c in sampled
-    ]
     sum_sql = _sum_sqls(needs, alias)
-    aggs += [f"sum({k})::HUGEINT::VARCHAR AS t{i}" for i, (_, k) in enumerate(sum_sql)]
-    aggs += [f"count({alias[c]})::BIGINT, max({alias[c]})" for c in columns]
-    aggs += [f"count(y{i})::BIGINT" for i in range(len(texts))]
+    ngroups = len(keys) if keys is not None else 1
+    cell = cell_need(needs, alias, ngroups)
+    parts = _aggregates(columns, alias, sampled, [k for _, k in sum_sql], len(texts))
+    if cell is None:
+        aggs = [f"{a}{'::VARCHAR' if name[0] == 't' else ''} AS {name}" for name, a in parts]
+    else:  # grouped by bucket too (``pass_cells``), then summed over the buckets
+        x = alias[str(cell[0].column)]
+        by_bucket = [*gs, "b", *(f"{a} AS {name}" for name, a in parts), f"min({x}) AS lo"]
+        con.execute(
+            f"CREATE OR REPLACE TEMP TABLE dpsense_cells AS SELECT {', '.join(by_bucket)} "
+            f"FROM (SELECT *, {cell[1]} AS b FROM ({inner})) GROUP BY ALL"
+        )
+        inner = "SELECT * FROM dpsense_cells"
+        aggs = [f"{_OVER[name[0]].format(name)} AS {name}" for name, _ in parts]
     if gs:
         agg = f"SELECT {', '.join([*gs, *aggs])} FROM ({inner}) GROUP BY ALL"
         on = ", ".join(gs)
@@ -161,9 +173,42 @@ def _first_pass(
             if (t := check_exprs(replace(plan, column=c), types)[1])
         )
         return _first_pass(source, plan, needs, keys, types, f"NOT ({any_null})")
-    ngroups = len(keys) if keys is not None else 1
     sampled_cols = {c: alias[c] for c in sampled}
-    return _read_pass(con, got, first, ngroups, sampled_cols, sum_sql, row_test or "TRUE")
+    scan = _read_pass(con, got, first, ngroups, sampled_cols, sum_sql, row_test or "TRUE")
+    if cell is not None:
+        scan.cells = read_cells(con, cell[0], alias[str(cell[0].column)], gs)
+    return scan
+
+
+_OVER: Final = {
+    "n": "coalesce(sum({}), 0)::BIGINT",
+    "s": "flatten(list({}))",
+    "t": "sum({})::HUGEINT::VARCHAR",
+    "c": "coalesce(sum({}), 0)::BIGINT",
+    "m": "max({})",
+}
+"""Each aggregate of :func:`_aggregates` (by its name's first letter) over the buckets."""
+
+
+def _aggregates(
+    columns: list[str], alias: dict[str, str], sampled: list[str], sums: list[str], texts: int
+) -> list[tuple[str, str]]:
+    """(name, SQL) of the first pass's aggregates, in the order :func:`_checks` and
+    :func:`_read_pass` read them: the rows, the samples, the sums (HUGEINT), each
+    column's count of numbers and its max, each text column's count of entries."""
+    out = [("n", "count(*)::BIGINT")]
+    out += [
+        (f"s_{alias[c]}", f"list({alias[c]}) FILTER (WHERE {sample_test(alias[c])})")
+        for c in sampled
+    ]
+    out += [(f"t{i}", f"sum({k})::HUGEINT") for i, k in enumerate(sums)]
+    for c in columns:
+        out += [
+            (f"c_{alias[c]}", f"count({alias[c]})::BIGINT"),
+            (f"m_{alias[c]}", f"max({alias[c]})"),
+        ]
+    out += [(f"cy{i}", f"count(y{i})::BIGINT") for i in range(texts)]
+    return out
 
 
 def _read_pass(
@@ -412,6 +457,8 @@ def _groups(
     for key, sums in scan.sums.items():
         if key[0] == need.column:
             groups.preset_sums(key[1:], sums)
+    if (cells := scan.cells.get((need.column, need.lower, need.upper))) is not None:
+        groups.preset_counts(*cells)
     scan.groups[ident] = groups
     return groups
 
