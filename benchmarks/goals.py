@@ -244,8 +244,8 @@ GOALS: tuple[Goal, ...] = (
         baseline="OpenDP then_private_quantile, 1001 candidates, run live",
         goal=8,
         margin=1,
-        limit=5,
-        today=6,
+        limit=6,
+        today=7,
         better="higher",
         measured_by="panel_utility.main_cell",
         command="benchmarks/panel_utility.py --trials 400",
@@ -257,7 +257,10 @@ GOALS: tuple[Goal, ...] = (
             "0.71-0.80 and lwage/year@1 0.69-0.80 always < 1; lwage@8 0.94-1.02 and "
             "lwage/year@8 0.98-1.04 flip from run to run (at 60 trials a ratio's standard error "
             "is about 6-9%, 2.6 times that at 400): the count is 5-7, and the limit 5 fails "
-            "when any cell that does not flip turns"
+            "when any cell that does not flip turns. After the interval's endpoints drawn "
+            "jointly at 0.15 of epsilon (the point 0.85, was 0.8; issue 44): 7, 7, 7 at 60 "
+            "trials (hours@1 0.90-0.95, lwage@1 0.70-0.76, lwage/year@1 0.78-0.93 the cells "
+            "below 1), 7 at 200 trials; limit = today - margin"
         ),
         unit="cells",
     ),
