@@ -338,14 +338,21 @@ MUTANTS = (
     Mutant(
         "charge-before-table-check",
         "Accountant.release charges before the table's columns are checked (the release checks)",
-        "src/dpsense/accountant.py",
+        "src/dpsense/pipeline.py",
         (
             (
-                "                plan = checked_table(with_key_casts(plan, data), data)\n",
-                "                plan = with_key_casts(plan, data)\n",
+                "            plan = checked_table(with_key_casts(plan, data), data)\n",
+                "            plan = with_key_casts(plan, data)\n",
             ),
         ),
         ("tests/accounting/test_validate_then_charge.py",),
+    ),
+    Mutant(
+        "sql-not-charged",
+        "ds.sql and Accountant.sql run the pipeline without the accountant's ledger",
+        "src/dpsense/sql_release.py",
+        (("    result = execute(request, accountant)\n", "    result = execute(request)\n"),),
+        ("tests/accounting/test_accountant.py",),
     ),
     Mutant(
         "charge-before-method-check",

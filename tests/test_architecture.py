@@ -28,6 +28,7 @@ LAYERS = {
     "data": 4,
     "datasets": 4,
     "tables": 5,
+    "pipeline": 6,
     "release": 6,
     "sql_release": 6,
     "planning": 6,

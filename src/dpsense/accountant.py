@@ -25,20 +25,15 @@ from dpsense.accounting.budget import NOT_ZCDP, Budget
 from dpsense.accounting.composition import ZcdpCharge
 from dpsense.accounting.release_log import outputs_of
 from dpsense.bounds import check_bounds_delta, private_bounds
-from dpsense.data.source import readable_twice
-from dpsense.errors import InputError, warn_large_epsilon
+from dpsense.errors import InputError
 from dpsense.methods import Release
 from dpsense.methods.ratio import check_ratio_request, private_ratio
 from dpsense.methods.sample_aggregate import sample_and_aggregate
 from dpsense.methods.zcdp import aggregate_rho, pure_rho, ratio_rho
-from dpsense.noise.rng import resolve_rng
 from dpsense.params import check_delta, check_epsilon
+from dpsense.pipeline import Request, execute
 from dpsense.query import QueryResult
-from dpsense.query.join_form import resolve_joined
-from dpsense.query.plan import QueryPlan, ReleaseArgs, release_arguments
-from dpsense.query.run import reads_column, run_plan
-from dpsense.query.steps import checked_table, with_key_casts
-from dpsense.release import plan_zcdp_cost, prepare_release
+from dpsense.query.plan import release_arguments
 from dpsense.statistics import Statistic
 from dpsense.tables import GroupedRelease
 
@@ -93,7 +88,7 @@ class Accountant(Budget):
     """
 
     # -- charged releases -----------------------------------------------------------------
-    def _run(
+    def charged(
         self,
         eps: float,
         dlt: float,
@@ -104,7 +99,8 @@ class Accountant(Budget):
     ) -> R:
         """Charge (``price()`` under a rho budget, else (eps, dlt)), then release, then log
         the release's public outputs (``context``: the statistic, column and privacy unit,
-        see :func:`~dpsense.accounting.release_log.outputs_of`) with its outcome."""
+        see :func:`~dpsense.accounting.release_log.outputs_of`) with its outcome. The
+        pipeline's ledger step (:class:`dpsense.pipeline.Charger`)."""
         if self._rho is not None:
             charge_id = self._charge_zcdp(price(), eps, labels)
         else:
@@ -139,34 +135,21 @@ class Accountant(Budget):
         guarantee is refused before anything is drawn). Every argument is checked before
         the charge.
         """
-        where = "Accountant.release"
         args, options = release_arguments(kwargs)
-        warn_large_epsilon(epsilon, where)
-        x, args = resolve_joined(x, statistic, args, where)  # ds.join: the joined table
-        # validate, then charge, then release: everything refused from the arguments and
-        # the table's columns is refused here, before the charge (docs/accounting.md)
-        plan = prepare_release(
-            x, statistic, args, epsilon=epsilon, delta=delta, options=options, where=where
+        where = "Accountant.release"
+        return execute(
+            Request(x, statistic, args, epsilon, delta, rng, options, where, dataset), self
         )
-        source = resolve_rng(rng, where=where)
-        name = (
-            getattr(statistic, "name", "")
-            if isinstance(statistic, Statistic)
-            else "query(" + ", ".join(e.name for e in plan.entries) + ")"
-        )
-        labels = {"dataset": dataset, "statistic": name, "method": args.method}
-        with readable_twice(x) as data:
-            if not reads_column(plan, data):
-                plan = checked_table(with_key_casts(plan, data), data)
-            checked = plan
-            return self._run(
-                plan.epsilon,
-                plan.delta,
-                labels,
-                lambda: run_plan(checked, data, source),
-                lambda: plan_zcdp_cost(checked),
-                _log_request(plan, args),
-            )
+
+    def sql(
+        self, query: str, *, epsilon: float, dataset: str | None = None, **kwargs: Any
+    ) -> QueryResult:
+        """:func:`dpsense.sql` (every keyword argument of it), charged first: one charge of
+        the query's total (epsilon, delta), every argument and the tables' columns checked
+        before it. ``dataset`` labels the ledger entry (default: the FROM table)."""
+        from dpsense.sql_release import sql
+
+        return sql(query, epsilon=epsilon, accountant=self, dataset=dataset, **kwargs)
 
     def sample_and_aggregate(
         self,
@@ -190,7 +173,7 @@ class Accountant(Budget):
                 raise InputError(NOT_ZCDP.format(what=what))
             return ZcdpCharge.exact(rho)
 
-        return self._run(
+        return self.charged(
             eps,
             dlt,
             labels,
@@ -212,7 +195,7 @@ class Accountant(Budget):
         dlt = check_delta(delta, where="Accountant.private_bounds")
         check_bounds_delta(dlt)  # refused before the charge, not after it
         labels = {"dataset": dataset, "statistic": "bounds", "method": "exponential"}
-        return self._run(
+        return self.charged(
             eps,
             dlt,
             labels,
@@ -255,7 +238,7 @@ class Accountant(Budget):
                 raise InputError(NOT_ZCDP.format(what="A local-bound ratio"))
             return ZcdpCharge.exact(rho)
 
-        return self._run(
+        return self.charged(
             eps, dlt, labels, lambda: private_ratio(a, b, epsilon=eps, delta=dlt, **kwargs), price
         )
 
@@ -266,19 +249,3 @@ class Accountant(Budget):
             return f"Accountant(rho={b.rho}, delta={b.delta}, approx_delta={b.approx_delta}{where})"
         eps, dlt = self.total
         return f"Accountant(epsilon={eps:g}, delta={dlt:g}{where})"
-
-
-def _log_request(plan: QueryPlan, args: ReleaseArgs) -> dict[str, Any]:
-    """What the release log keeps of a release's request (public: its statistics, columns
-    and contribution bounds, and the ``where`` text)."""
-    single = plan.single
-    return {
-        "statistic": (
-            plan.entries[0].statistic if single else {e.name: e.statistic for e in plan.entries}
-        ),
-        "column": plan.entries[0].column if single else {e.name: e.column for e in plan.entries},
-        "privacy_unit": args.privacy_unit,
-        "max_rows_per_unit": args.max_rows_per_unit,
-        "max_groups_per_unit": args.max_groups_per_unit,
-        "where": args.where,
-    }

@@ -10,28 +10,16 @@ never contains a non-private quantity.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from fractions import Fraction
 from typing import Any
 
 from dpsense.accounting.composition import ZcdpCharge
-from dpsense.errors import InputError, warn_large_epsilon
 from dpsense.methods import Release
-from dpsense.methods.zcdp import pure_rho
-from dpsense.noise.rng import resolve_rng
+from dpsense.pipeline import Request, execute, plan_zcdp_cost, prepare_release
 from dpsense.query import QueryResult
-from dpsense.query.join_form import resolve_joined
 from dpsense.query.methods import METHODS
-from dpsense.query.plan import (
-    QueryPlan,
-    ReleaseArgs,
-    plan_query,
-    release_arguments,
-    statistic_split,
-)
-from dpsense.query.run import reads_column, run_plan
+from dpsense.query.plan import ReleaseArgs, plan_query, release_arguments
 from dpsense.statistics import Statistic
 from dpsense.tables.grouped import GroupedRelease
-from dpsense.tables.zcdp import release_zcdp_cost, selection_rho
 
 __all__ = [
     "METHODS",
@@ -173,27 +161,6 @@ def release(
     return run_release(x, statistic, args, epsilon=epsilon, delta=delta, rng=rng, options=options)
 
 
-def prepare_release(
-    x: Any,
-    statistic: Any,
-    args: ReleaseArgs,
-    *,
-    epsilon: float,
-    delta: float,
-    options: dict[str, Any],
-    where: str = "release",
-) -> QueryPlan:
-    """The checked plan of :func:`release` (an InputError for anything refused from the
-    arguments alone, before any data is read)."""
-    plan = plan_query(statistic, args, epsilon=epsilon, delta=delta, options=options, where=where)
-    if plan.neighbours == "substitute" and not reads_column(plan, x):
-        raise InputError(
-            "Tables, groups and privacy units use add-remove neighbours (the number of "
-            "rows of a unit is private): pass neighbours='add-remove'."
-        )
-    return plan
-
-
 def run_release(
     x: Any,
     statistic: Any,
@@ -205,14 +172,10 @@ def run_release(
     options: dict[str, Any],
     where: str = "release",
 ) -> Release | GroupedRelease | QueryResult:
-    """:func:`release` with its data-independent arguments gathered in ``args``."""
-    warn_large_epsilon(epsilon, where)
-    x, args = resolve_joined(x, statistic, args, where)
-    plan = prepare_release(
-        x, statistic, args, epsilon=epsilon, delta=delta, options=options, where=where
-    )
-    source = resolve_rng(rng, where=where)
-    return run_plan(plan, x, source)
+    """:func:`release` with its data-independent arguments gathered in ``args``: the
+    pipeline with no ledger."""
+    request = Request(x, statistic, args, epsilon, delta, rng, options, where)
+    return execute(request)
 
 
 def zcdp_cost(
@@ -239,33 +202,3 @@ def zcdp_cost(
     args, options = release_arguments(kwargs)
     plan = plan_query(statistic, args, epsilon=epsilon, delta=delta, options=options)
     return plan_zcdp_cost(plan)
-
-
-def plan_zcdp_cost(plan: QueryPlan) -> ZcdpCharge:
-    """The zCDP cost of a checked plan (:func:`zcdp_cost`): zCDP composes by adding rhos
-    (Bun & Steinke 2016, Lemma 2.3) and approximate deltas.
-
-    Each statistic is priced at :func:`~dpsense.query.plan.statistic_split`, the split its
-    release runs with (after a shared selection: over g groups, never over the number
-    selected, which is data), so the rho charged is the rho of the per-group releases that
-    run, from public parameters only."""
-    g = plan.groups_per_unit
-    rho, approx = Fraction(0), Fraction(0)
-    for entry in plan.entries:
-        part = release_zcdp_cost(
-            entry.statistic,
-            method=entry.chosen,
-            split=statistic_split(plan, entry),
-            neighbours=plan.neighbours,
-            groups=g,
-            options=dict(entry.options),
-        )
-        rho += Fraction(part.rho)
-        approx += Fraction(part.delta)
-    if plan.selection is not None:
-        sel_rho, sel_delta = selection_rho(plan.selection, g)
-        rho += sel_rho
-        approx += sel_delta
-    # each column's bounds step is pure epsilon_b-DP: epsilon_b^2 / 2-zCDP
-    rho += len(plan.bounds_columns) * pure_rho(plan.bounds_epsilon)
-    return ZcdpCharge.exact(rho, approx)

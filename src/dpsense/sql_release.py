@@ -14,6 +14,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from dpsense.errors import InputError
+from dpsense.pipeline import Request, execute
 from dpsense.query.join_input import joined_input, reads_several_tables
 from dpsense.query.plan import release_arguments
 from dpsense.query.result import QueryResult
@@ -24,7 +25,6 @@ from dpsense.query.sql_plan import (
     ordered_rows,
     statistics,
 )
-from dpsense.release import run_release
 from dpsense.tables import GroupedRelease
 
 if TYPE_CHECKING:  # sqlglot is imported by the first query, not by ``import dpsense``
@@ -208,19 +208,18 @@ def sql(
         units = frozenset({privacy_unit}) if isinstance(privacy_unit, str) else frozenset()
     args = sql_arguments(spec, bounds, keys, units)
     stats = args.pop("statistics")
-    options: dict[str, Any] = {
-        "epsilon": epsilon,
-        "delta": delta,
-        "privacy_unit": privacy_unit,
-        "max_rows_per_unit": max_rows_per_unit,
-        "max_groups_per_unit": max_groups_per_unit,
-        "weights": weights,
-        "nulls": nulls,
-        "schema": schema,
-        "rng": rng,
-        "bounds_share": bounds_share,
-        **args,
-    }
+    release_args, method_options = release_arguments(
+        {
+            "privacy_unit": privacy_unit,
+            "max_rows_per_unit": max_rows_per_unit,
+            "max_groups_per_unit": max_groups_per_unit,
+            "weights": weights,
+            "nulls": nulls,
+            "schema": schema,
+            "bounds_share": bounds_share,
+            **args,
+        }
+    )
     if accountant is not None:
         from dpsense.accountant import Accountant
 
@@ -229,23 +228,10 @@ def sql(
                 f"The 'accountant' parameter of {_WHERE} must be a ds.Accountant. Got "
                 f"{type(accountant).__name__} instead."
             )
-        result = accountant.release(
-            data, stats, dataset=label if dataset is None else dataset, **options
-        )
-    else:
-        # release's own path, with this function named in its messages
-        budget = {k: options.pop(k) for k in ("epsilon", "delta", "rng")}
-        release_args, method_options = release_arguments(options)
-        result = run_release(
-            data,
-            stats,
-            release_args,
-            epsilon=budget["epsilon"],
-            delta=budget["delta"],
-            rng=budget["rng"],
-            options=method_options,
-            where=_WHERE,
-        )
+    where = _WHERE if accountant is None else "Accountant.release"
+    label = label if dataset is None else dataset
+    request = Request(data, stats, release_args, epsilon, delta, rng, method_options, where, label)
+    result = execute(request, accountant)
     assert isinstance(result, QueryResult)  # a dict of statistics is a query
     return _post_process(spec, result)
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import dpsense as ds
-import dpsense.accountant as accountant_module
+import dpsense.pipeline as pipeline_module
 from dpsense.accounting import Ledger
 from dpsense.noise.rng import SeededRandom
 
@@ -84,7 +84,7 @@ def test_a_crash_after_the_charge_loses_the_answer_not_the_budget(
     def crash(*args: object, **kwargs: object) -> None:
         raise RuntimeError("killed while computing")
 
-    monkeypatch.setattr(accountant_module, "run_plan", crash)
+    monkeypatch.setattr(pipeline_module, "run_plan", crash)  # the pipeline runs the plan
     with pytest.raises(RuntimeError):
         acct.release(X, MEDIAN, epsilon=0.3)
     (entry,) = Ledger.open(path).entries()
@@ -175,3 +175,43 @@ def test_ledger_creation_works_where_hard_links_are_not_supported(
         Ledger.create(path, epsilon=2.0)
     assert Ledger.open(path).total_epsilon == 1
     assert [p.name for p in tmp_path.iterdir()] == ["ledger.db"]  # no temporary file left
+
+
+SQL_TABLE = {"g": ["a", "b", "a", "b", "a", "b", "a"], "v": [31.0, 45, 45, 52, 60, 61, 70]}
+SQL_QUERY = "SELECT g, COUNT(*) AS n, MEDIAN(v) AS med FROM t GROUP BY g"
+
+
+def test_accountant_sql_is_ds_sql_charged_once(tmp_path: Path) -> None:
+    """Accountant.sql is the pipeline of ds.sql with the accountant as its ledger: one
+    charge of the query's total, labelled by the FROM table, and seed for seed the same
+    result as ds.sql(..., accountant=...)."""
+    kwargs = {"tables": {"t": SQL_TABLE}, "keys": {"g": ["a", "b"]}, "bounds": {"v": (0, 100)}}
+    path = tmp_path / "ledger.db"
+    acct = ds.Accountant(epsilon=2.0, ledger=path)
+    with pytest.warns(ds.SeededRandomnessWarning):
+        got = acct.sql(SQL_QUERY, epsilon=0.5, rng=7, **kwargs)
+    assert acct.spent == (0.5, 0.0)
+    (entry,) = Ledger.open(path).entries()
+    assert entry.dataset == "t"
+    other = ds.Accountant(epsilon=2.0)
+    with pytest.warns(ds.SeededRandomnessWarning):
+        same = ds.sql(SQL_QUERY, epsilon=0.5, rng=7, accountant=other, **kwargs)
+    assert got.to_dicts() == same.to_dicts()
+    assert other.spent == acct.spent
+
+
+def test_accountant_sql_refuses_before_the_charge_and_over_budget_draws_nothing() -> None:
+    acct = ds.Accountant(epsilon=1.0)
+    tables = {"t": SQL_TABLE}
+    with pytest.raises(ds.InputError, match="HAVING"):
+        acct.sql(SQL_QUERY + " HAVING COUNT(*) > 1", tables=tables, epsilon=0.5)
+    with pytest.raises(ds.InputError, match="nope"):
+        acct.sql("SELECT MEDIAN(nope) FROM t", tables=tables, epsilon=0.5, bounds={"nope": (0, 1)})
+    assert acct.spent == (0.0, 0.0)
+    rng = CountingRandom()
+    with pytest.raises(ds.BudgetExceededError):
+        acct.sql(
+            SQL_QUERY, tables=tables, epsilon=1.5, keys={"g": ["a"]}, bounds={"v": (0, 9)}, rng=rng
+        )
+    assert rng.drawn == 0
+    assert acct.spent == (0.0, 0.0)

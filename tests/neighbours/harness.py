@@ -397,7 +397,7 @@ class Request:
                 f"{self.sql_bounds()!r}, keys={self.sql_keys()!r}, nulls={self.nulls!r}, "
                 f"epsilon={self.epsilon!r}, delta={self.delta!r}, rng={self.seed})"
             )
-        if self.entry in ("sql", "sql-accountant"):
+        if self.entry in SQL_ENTRIES:
             args = [
                 repr(self.sql_text(TABLE)),
                 f"tables={{{TABLE!r}: {data}}}",
@@ -415,6 +415,8 @@ class Request:
                 args.append(f"keys={self.sql_keys()!r}")
             if self.entry == "sql-accountant":
                 args.append(f"accountant={_ACCOUNTANT_CODE['epsilon']}")
+            if self.entry == "sql-accountant-method":
+                return f"{_ACCOUNTANT_CODE['epsilon']}.sql({', '.join(args)}, rng={self.seed})"
             return f"ds.sql({', '.join(args)}, rng={self.seed})"
         if self.entry == "private_bounds":
             stat = self.stats[0]
@@ -852,7 +854,7 @@ def observe(call: Callable[[], Any], accountant: Any = None) -> Outcome:
 def run_python(request: Request, data: Any) -> Outcome:
     """The request through its Python entry point on ``data``."""
     accountant = None
-    if request.entry in ("accountant", "sql-accountant"):
+    if request.entry in ("accountant", "sql-accountant", "sql-accountant-method"):
         accountant = ds.Accountant(epsilon=50.0, delta=0.5)
     elif request.entry == "accountant-rho":
         accountant = ds.Accountant(rho=50.0, delta=1e-6, approx_delta=0.5)
@@ -881,7 +883,7 @@ def _call(request: Request, data: Any, accountant: Any) -> Any:
             public_tables=["lk"],
             **kw,
         )
-    if request.entry in ("sql", "sql-accountant"):
+    if request.entry in SQL_ENTRIES:
         kw = {
             k: v
             for k, v in kw.items()
@@ -901,6 +903,8 @@ def _call(request: Request, data: Any, accountant: Any) -> Any:
             kw["bounds"] = request.sql_bounds()
         if request.sql_keys() is not None:
             kw["keys"] = request.sql_keys()
+        if request.entry == "sql-accountant-method":  # Accountant.sql
+            return accountant.sql(request.sql_text(TABLE), tables={TABLE: data}, **kw)
         if accountant is not None:
             kw["accountant"] = accountant
         return ds.sql(request.sql_text(TABLE), tables={TABLE: data}, **kw)
@@ -1081,6 +1085,8 @@ def run_cli(request: Request, data: Path, folder: Path) -> Outcome:
 # D (``which="D"``) or D' of the tables as the entry point reads it
 Source = Callable[[Tables, str, Path], Any]
 
+SQL_ENTRIES = ("sql", "sql-accountant", "sql-accountant-method")
+"""ds.sql on the one table; with accountant=; and Accountant.sql."""
 JOIN_ENTRIES = ("sql-join", "sql-join-public")
 # ds.release of ds.join(the table, people, lookup): the same joins without SQL
 FORM_ENTRIES = ("release-join",)

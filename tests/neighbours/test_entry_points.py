@@ -77,14 +77,15 @@ PYTHON = (
     "accountant-rho",  # ds.Accountant(rho=...).release
     "sql",  # ds.sql
     "sql-accountant",  # ds.sql(..., accountant=acc)
+    "sql-accountant-method",  # ds.Accountant(epsilon=...).sql
     "private_bounds",  # ds.private_bounds
 )
 CLI = ("cli-release", "cli-sql", "cli-bounds")
 FILES = ("csv", "parquet")
 
 QUICK = {"release": 60, "query": 50, "accountant": 40, "accountant-rho": 30, "sql": 60,
-         "sql-accountant": 30, "private_bounds": 30, "cli-release": 25, "cli-sql": 25,
-         "cli-bounds": 15}  # fmt: skip
+         "sql-accountant": 30, "sql-accountant-method": 20, "private_bounds": 30,
+         "cli-release": 25, "cli-sql": 25, "cli-bounds": 15}  # fmt: skip
 SLOW = 300
 
 

@@ -1,0 +1,188 @@
+"""The one pipeline behind every release door (docs/architecture.md, "The pipeline").
+
+``ds.release``, ``ds.sql``, ``Accountant.release`` and ``Accountant.sql`` build a
+:class:`Request` and hand it to :func:`execute`, which runs the same steps in the same
+order whichever door it came from:
+
+1. warn about a large epsilon (a public parameter);
+2. resolve a ``ds.join`` handle to the joined table;
+3. check the request and build its plan (:func:`prepare_release`): everything refused
+   from the arguments alone is refused here, before any data is read;
+4. resolve the random source;
+5. with a ledger: check the table's columns against the plan (``query.steps``) before
+   anything is charged, charge the plan's price (the accountant's
+   :meth:`~dpsense.accountant.Accountant.charged`), run the plan
+   (:func:`dpsense.query.run.run_plan`) and log its public outputs; without one, run the
+   plan (its first opening of the table makes the same checks, before anything is
+   drawn).
+
+An uncharged release is the same pipeline with no ledger. The plan's price under a zCDP
+budget is :func:`plan_zcdp_cost`; under an (epsilon, delta) budget it is the plan's total,
+which the plan states (``QueryPlan.epsilon``, ``QueryPlan.delta``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, Protocol
+
+from dpsense.accounting.composition import ZcdpCharge
+from dpsense.data.source import readable_twice
+from dpsense.errors import InputError, warn_large_epsilon
+from dpsense.methods import Release
+from dpsense.methods.zcdp import pure_rho
+from dpsense.noise.rng import resolve_rng
+from dpsense.query import QueryResult
+from dpsense.query.join_form import resolve_joined
+from dpsense.query.plan import QueryPlan, ReleaseArgs, plan_query, statistic_split
+from dpsense.query.run import reads_column, run_plan
+from dpsense.query.steps import checked_table, with_key_casts
+from dpsense.statistics import Statistic
+from dpsense.tables.grouped import GroupedRelease
+from dpsense.tables.zcdp import release_zcdp_cost, selection_rho
+
+__all__ = ["Charger", "Request", "execute", "plan_zcdp_cost", "prepare_release"]
+
+Result = Release | GroupedRelease | QueryResult
+
+
+@dataclass(frozen=True)
+class Request:
+    """One release as a door hands it to the pipeline: the data, what to release, its
+    data-independent arguments, the budget and the random source; ``where`` names the
+    door in messages, ``dataset`` labels a ledger entry."""
+
+    data: Any
+    statistic: Statistic | Mapping[str, Any]
+    args: ReleaseArgs
+    epsilon: float
+    delta: float
+    rng: object
+    options: dict[str, Any] = field(default_factory=dict)
+    where: str = "release"
+    dataset: str = ""
+
+
+class Charger(Protocol):
+    """What the pipeline needs of a ledger: charge first, then run, then log."""
+
+    def charged(
+        self,
+        eps: float,
+        dlt: float,
+        labels: dict[str, str],
+        make: Callable[[], Result],
+        price: Callable[[], ZcdpCharge],
+        context: Mapping[str, Any] | None = None,
+    ) -> Result: ...
+
+
+def prepare_release(
+    x: Any,
+    statistic: Any,
+    args: ReleaseArgs,
+    *,
+    epsilon: float,
+    delta: float,
+    options: dict[str, Any],
+    where: str = "release",
+) -> QueryPlan:
+    """The checked plan of a request (an InputError for anything refused from the
+    arguments alone, before any data is read)."""
+    plan = plan_query(statistic, args, epsilon=epsilon, delta=delta, options=options, where=where)
+    if plan.neighbours == "substitute" and not reads_column(plan, x):
+        raise InputError(
+            "Tables, groups and privacy units use add-remove neighbours (the number of "
+            "rows of a unit is private): pass neighbours='add-remove'."
+        )
+    return plan
+
+
+def execute(request: Request, ledger: Charger | None = None) -> Result:
+    """Run ``request`` through the pipeline of the module docstring, charged to
+    ``ledger`` first when one is given."""
+    where = request.where
+    warn_large_epsilon(request.epsilon, where)
+    x, args = resolve_joined(request.data, request.statistic, request.args, where)
+    plan = prepare_release(
+        x,
+        request.statistic,
+        args,
+        epsilon=request.epsilon,
+        delta=request.delta,
+        options=request.options,
+        where=where,
+    )
+    source = resolve_rng(request.rng, where=where)
+    if ledger is None:  # the run's own first opening checks the table (nothing to charge)
+        return run_plan(plan, x, source)
+    with readable_twice(x) as data:
+        if not reads_column(plan, data):
+            plan = checked_table(with_key_casts(plan, data), data)
+        checked = plan
+        return ledger.charged(
+            checked.epsilon,
+            checked.delta,
+            _labels(request, checked, args),
+            lambda: run_plan(checked, data, source),
+            lambda: plan_zcdp_cost(checked),
+            _log_request(checked, args),
+        )
+
+
+def plan_zcdp_cost(plan: QueryPlan) -> ZcdpCharge:
+    """The zCDP cost of a checked plan: zCDP composes by adding rhos (Bun & Steinke 2016,
+    Lemma 2.3) and approximate deltas.
+
+    Each statistic is priced at :func:`~dpsense.query.plan.statistic_split`, the split its
+    release runs with (after a shared selection: over g groups, never over the number
+    selected, which is data), so the rho charged is the rho of the per-group releases that
+    run, from public parameters only."""
+    g = plan.groups_per_unit
+    rho, approx = Fraction(0), Fraction(0)
+    for entry in plan.entries:
+        part = release_zcdp_cost(
+            entry.statistic,
+            method=entry.chosen,
+            split=statistic_split(plan, entry),
+            neighbours=plan.neighbours,
+            groups=g,
+            options=dict(entry.options),
+        )
+        rho += Fraction(part.rho)
+        approx += Fraction(part.delta)
+    if plan.selection is not None:
+        sel_rho, sel_delta = selection_rho(plan.selection, g)
+        rho += sel_rho
+        approx += sel_delta
+    # each column's bounds step is pure epsilon_b-DP: epsilon_b^2 / 2-zCDP
+    rho += len(plan.bounds_columns) * pure_rho(plan.bounds_epsilon)
+    return ZcdpCharge.exact(rho, approx)
+
+
+def _labels(request: Request, plan: QueryPlan, args: ReleaseArgs) -> dict[str, str]:
+    statistic = request.statistic
+    name = (
+        getattr(statistic, "name", "")
+        if isinstance(statistic, Statistic)
+        else "query(" + ", ".join(e.name for e in plan.entries) + ")"
+    )
+    return {"dataset": request.dataset, "statistic": name, "method": args.method}
+
+
+def _log_request(plan: QueryPlan, args: ReleaseArgs) -> dict[str, Any]:
+    """What the release log keeps of a release's request (public: its statistics, columns
+    and contribution bounds, and the ``where`` text)."""
+    single = plan.single
+    return {
+        "statistic": (
+            plan.entries[0].statistic if single else {e.name: e.statistic for e in plan.entries}
+        ),
+        "column": plan.entries[0].column if single else {e.name: e.column for e in plan.entries},
+        "privacy_unit": args.privacy_unit,
+        "max_rows_per_unit": args.max_rows_per_unit,
+        "max_groups_per_unit": args.max_groups_per_unit,
+        "where": args.where,
+    }
