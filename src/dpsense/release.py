@@ -26,7 +26,6 @@ __all__ = [
     "plan_zcdp_cost",
     "prepare_release",
     "release",
-    "run_release",
     "zcdp_cost",
 ]
 
@@ -158,24 +157,7 @@ def release(
         weights,
         where,
     )
-    return run_release(x, statistic, args, epsilon=epsilon, delta=delta, rng=rng, options=options)
-
-
-def run_release(
-    x: Any,
-    statistic: Any,
-    args: ReleaseArgs,
-    *,
-    epsilon: float,
-    delta: float,
-    rng: object,
-    options: dict[str, Any],
-    where: str = "release",
-) -> Release | GroupedRelease | QueryResult:
-    """:func:`release` with its data-independent arguments gathered in ``args``: the
-    pipeline with no ledger."""
-    request = Request(x, statistic, args, epsilon, delta, rng, options, where)
-    return execute(request)
+    return execute(Request(x, statistic, args, epsilon, delta, rng, options))  # no ledger
 
 
 def zcdp_cost(

@@ -27,7 +27,7 @@ from dpsense.statistics import (
 from dpsense.statistics.units import counted_rows, counts_units, per_unit
 from dpsense.tables.engines import engine_for
 from dpsense.tables.grouped_result import GroupedRelease, rows_frame
-from dpsense.tables.presence import add_presence, present_rows
+from dpsense.tables.presence import present_rows
 from dpsense.tables.request import (
     BudgetSplit,
     PrivacyUnit,
@@ -45,45 +45,11 @@ __all__ = [
     "opened_table",
     "reads_held",
     "release_opened",
-    "release_table",
     "rows_frame",
+    "selection_receipt",
     "table_plan",
+    "unit_salt",
 ]
-
-
-def release_table(
-    data: Any,
-    statistic: Statistic,
-    request: StatisticRelease,
-    rng: RandomSource,
-    *,
-    row_filter: RowFilter | None = None,
-) -> Release | GroupedRelease:
-    """Bound, group and release (the engine work in its engine, the noise in Python).
-
-    ``request.schema`` (parsed by :func:`~dpsense.tables.schema.parse_schema`) casts
-    columns in the engine; a quantile without a resolution takes one from the value
-    column's declared type (docs/tables.md §7). ``row_filter`` keeps the rows that pass it,
-    in the engine, before anything else (contribution bounding included). A count with
-    ``request.present`` counts the rows that hold a value in that column
-    (``tables.presence``: SQL ``COUNT(col)``), kept after ``row_filter``."""
-    needs_value = not isinstance(statistic, Count)
-    present = request.present
-    named = tuple(c for c in (request.column, present) if c is not None)
-    with opened_table(
-        data,
-        named,
-        request.grouping.by,
-        request.unit.column,
-        resolve_value=needs_value,
-        schema=request.schema,
-        row_filter=row_filter,
-    ) as (source, columns):
-        flag = add_presence(source, (present,))[present] if present is not None else None
-        opened = replace(
-            request, column=columns[0] if columns and needs_value else None, present=flag
-        )
-        return release_opened(data, source, statistic, opened, rng)
 
 
 def release_opened(
@@ -95,8 +61,9 @@ def release_opened(
     *,
     prebounded: bool = False,
 ) -> Release | GroupedRelease:
-    """:func:`release_table` on a table already opened as ``source`` (``data`` is the
-    user's object, for its declared types). The query layer runs several statistics over
+    """Bound, group and release ``statistic`` of a table already opened as ``source``
+    (``data`` is the user's object, for its declared types; the engine work in its
+    engine, the noise in Python). The query layer runs several statistics over
     one bounded table through this, one at a time, with ``prebounded``: each unit of
     ``source`` already has at most ``request.unit.max_groups`` groups and
     ``request.unit.max_rows`` rows in each, so the engine skips its own bounding (which would
@@ -115,7 +82,7 @@ def release_opened(
     g = unit.groups_bound(bool(by))
     keys = request.grouping.keys
     public = normalise_keys(keys, by) if (by and keys is not None) else None
-    salt = (int(rng.words(1)[0] >> np.uint64(1)), int(rng.words(1)[0] >> np.uint64(1)))
+    salt = unit_salt(rng)
     plan, unit_stat, resolution = table_plan(
         data, source, statistic, request, salt=salt, bound_units=not prebounded
     )
@@ -157,13 +124,25 @@ def _selected_groups(
     eps_sel, dlt_sel = split.selection
     rule = SelectionRule.for_budget(eps_sel, dlt_sel, g)
     chosen = select_groups(table.units, rule, rng)
-    params["selection"] = {
-        "epsilon": eps_sel,
-        "delta": dlt_sel,
+    params["selection"] = selection_receipt(rule, eps_sel, dlt_sel)
+    return chosen
+
+
+def unit_salt(rng: RandomSource) -> tuple[int, int]:
+    """The secret keys of a contribution bounding's keyed hashes (the unit's groups, then
+    its rows), drawn in this order by every engine and path."""
+    return (int(rng.words(1)[0] >> np.uint64(1)), int(rng.words(1)[0] >> np.uint64(1)))
+
+
+def selection_receipt(rule: SelectionRule, epsilon: float, delta: float) -> dict[str, Any]:
+    """What a private partition selection's receipt states (public: its budget, its
+    threshold and its noise scale, rounded up)."""
+    return {
+        "epsilon": epsilon,
+        "delta": delta,
         "threshold": rule.threshold,
         "scale": float_up(rule.scale),
     }
-    return chosen
 
 
 def _noted(rel: Release, unit: PrivacyUnit, resolution: dict[str, Any]) -> Release:
@@ -279,7 +258,7 @@ def bounded_values(
 ) -> np.ndarray:
     """One column of a table, bounded to ``max_rows_per_unit`` rows per unit and not
     clipped (for releases that need the raw values, such as private bounds); ``schema``
-    and ``row_filter`` as in :func:`release_table`."""
+    and ``row_filter`` as in :func:`release_opened`'s callers (``tables.query_release``)."""
     m = max_rows_per_unit if privacy_unit is not None else 1
     salt = (int(rng.words(1)[0] >> np.uint64(1)), int(rng.words(1)[0] >> np.uint64(1)))
     with opened_table(
@@ -331,12 +310,10 @@ def _sort_key(key: Any) -> tuple[Any, ...]:
 
 
 def _with_resolution_source(rel: Release, source: str | None) -> Release:
-    from dataclasses import replace
 
     return replace(rel, parameters={**rel.parameters, "resolution_source": source})
 
 
 def _with_unit_note(rel: Release, unit: str | None, m: int) -> Release:
-    from dataclasses import replace
 
     return replace(rel, parameters={**rel.parameters, "privacy_unit": unit, "max_rows_per_unit": m})

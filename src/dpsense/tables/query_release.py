@@ -27,14 +27,20 @@ from typing import Any
 
 import numpy as np
 
-from dpsense._exact_budget import float_up
 from dpsense.mechanisms.partition_selection import SelectionRule, select_groups
 from dpsense.methods import Release
 from dpsense.noise.rng import RandomSource
 from dpsense.statistics import Count
 from dpsense.statistics.units import counts_units
 from dpsense.tables.engines import KeptRows, engine_for
-from dpsense.tables.grouped import GroupedRelease, opened_table, release_opened, table_plan
+from dpsense.tables.grouped import (
+    GroupedRelease,
+    opened_table,
+    release_opened,
+    selection_receipt,
+    table_plan,
+    unit_salt,
+)
 from dpsense.tables.presence import add_presence, presence_names
 from dpsense.tables.request import TableQuery, normalise_keys
 from dpsense.tables.rows.plan import TablePlan
@@ -174,7 +180,7 @@ def _unit_bounding(
     from the query's source in the order both engines draw them."""
     unit, by = query.unit, query.grouping.by
     assert unit.column is not None
-    salt = (int(source.words(1)[0] >> np.uint64(1)), int(source.words(1)[0] >> np.uint64(1)))
+    salt = unit_salt(source)
     groups = unit.max_groups if by else 1
     return UnitBounding(values, by, unit.column, unit.max_rows, groups, public, salt)
 
@@ -202,13 +208,7 @@ def _select_shared(
     g = query.unit.max_groups if query.unit.column is not None else 1
     rule = SelectionRule.for_budget(eps_sel, dlt_sel, g)
     chosen = select_groups(np.asarray(counts, dtype=np.int64), rule, source)
-    receipt = {
-        "epsilon": eps_sel,
-        "delta": dlt_sel,
-        "threshold": rule.threshold,
-        "scale": float_up(rule.scale),
-    }
-    return [groups[int(i)] for i in chosen], receipt
+    return [groups[int(i)] for i in chosen], selection_receipt(rule, eps_sel, dlt_sel)
 
 
 def _needs(query: TableQuery, data: Any, rows: Any) -> list[tuple[TablePlan, float | None]]:
