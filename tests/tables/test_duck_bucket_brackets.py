@@ -84,7 +84,14 @@ def test_a_bucket_bracket_holds_its_ranks() -> None:
         assert inside <= rows <= inside + np.count_nonzero((x == a) | (x == b))
 
 
-@pytest.mark.parametrize("stat", [ds.Median(0.0, 100.0), ds.Quantile(0.9, 10.0, 40.0)])
+@pytest.mark.parametrize(
+    "stat",
+    [
+        ds.Median(0.0, 100.0),
+        ds.Quantile(0.9, 10.0, 40.0),
+        ds.Median(0.0, 1e9),  # every row in the first bucket: the samples bracket
+    ],
+)
 def test_a_release_with_buckets_equals_the_histogram_path(
     stat: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -101,10 +108,13 @@ def test_a_release_with_buckets_equals_the_histogram_path(
 
     monkeypatch.setattr(DuckGroups, "__init__", spy)
     monkeypatch.setattr(held_scan, "HOLD_ROWS", 100)
+    wide = stat.upper == 1e9
+    if wide:  # a bucket of an eighth of a group is wide
+        monkeypatch.setattr(duck_groups, "_WIDE_ROWS", 0)
     kwargs: dict[str, Any] = {"column": "v", "epsilon": 1.0, "by": "g", "keys": [0, 1, 2, 5]}
     got = [ds.release(table, stat, rng=s, **kwargs) for s in range(4)]
     assert made
-    assert all(m.buckets and not m.samples for m in made)
+    assert all(m.buckets and bool(m.samples) == wide for m in made)
     monkeypatch.setattr(held_scan, "HOLD_ROWS", 10**12)
     want = [ds.release(table, stat, rng=s, **kwargs) for s in range(4)]
     for a, b in zip(got, want, strict=True):

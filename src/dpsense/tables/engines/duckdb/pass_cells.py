@@ -146,19 +146,16 @@ def read_cells(
 
 
 def _by_group(gid: I64, b: I64, present: I64, lo: F64, hi: F64) -> dict[int, Buckets]:
-    """Each group's buckets as arrays indexed by bucket."""
+    """Each group's buckets as arrays indexed by bucket (one entry per group and bucket)."""
     k = INTERVAL_STEPS + 1
-    out: dict[int, Buckets] = {}
-    for g in np.unique(gid).tolist():
-        at = gid == g
-        counts = np.zeros(k, dtype=np.int64)
-        small = np.full(k, np.nan)
-        large = np.full(k, np.nan)
-        counts[b[at]] = present[at]
-        small[b[at]] = lo[at]
-        large[b[at]] = hi[at]
-        out[int(g)] = (counts, small, large)
-    return out
+    groups, at = np.unique(gid, return_inverse=True)
+    counts = np.zeros((groups.shape[0], k), dtype=np.int64)
+    small = np.full((groups.shape[0], k), np.nan)
+    large = np.full((groups.shape[0], k), np.nan)
+    counts[at, b] = present
+    small[at, b] = lo
+    large[at, b] = hi
+    return {int(g): (counts[i], small[i], large[i]) for i, g in enumerate(groups.tolist())}
 
 
 def bucket_bracket(
