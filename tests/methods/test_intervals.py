@@ -406,3 +406,26 @@ def test_the_endpoints_have_exactly_the_law_of_their_joint_draw(p: float) -> Non
     assert obs.sum() == draws
     result = stats.chisquare(obs, exp_ * draws / exp_.sum())
     assert result.pvalue > 1e-4, (p, result)
+
+
+def test_endpoint_scores_in_int64_equal_the_python_integers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The numpy path (``den * N < 2^62``) gives the integers of the Python loop, which
+    serves larger paddings; both paths are compared on the same inputs."""
+    from dpsense.methods import quantile_interval as qi
+
+    rng = np.random.default_rng(3)
+    cases = []
+    for n in [0, 1, 7, 1000, 10**6, 10**9, 10**12]:
+        below = np.sort(rng.integers(0, n + 1, qi.INTERVAL_STEPS + 1)).astype(np.int64)
+        for p in [0.5, 0.9, 1e-6, 0.333333]:
+            for nb in ["add-remove", "substitute"]:
+                score = quantile_score(p, 1.0, nb, "test")
+                for pads in [(0, 0), (5, 0), (0, 12), (10**9, 10**11)]:
+                    cases.append((below, n, *pads, score))
+    fast = [qi.endpoint_scores(*c) for c in cases]
+    monkeypatch.setattr(qi, "_EXACT_INT64", 0)  # the Python loop for every case
+    slow = [qi.endpoint_scores(*c) for c in cases]
+    assert fast == slow
+    assert all(type(v) is int for row in fast for v in row)

@@ -110,9 +110,11 @@ def endpoint_scores(
     lower bound and ``pad_high`` at the upper (N in all), each record counted at its cell.
     Python integers: the padding can be large (a level near 0 or 1 at a small epsilon),
     and no size of it may overflow."""
-    counts = [int(c) for c in below]
     total = n + pad_low + pad_high
     num, den = score.num, score.den
+    if den * total < _EXACT_INT64:  # every term fits an int64: numpy computes them exactly
+        return _endpoint_scores_int64(below, n, pad_low, pad_high, num, den, total)
+    counts = [int(c) for c in below]
     out = []
     for j, c in enumerate(counts):
         a = c + (pad_low if j > 0 else 0)  # the lower records lie below every c_j, j >= 1
@@ -122,10 +124,40 @@ def endpoint_scores(
     return out
 
 
-def _pairs() -> tuple[I64, I64]:
-    """The indices (j, k), j <= k, of the candidate pairs, in a fixed public order."""
+_EXACT_INT64: Final = 1 << 62
+"""``endpoint_scores`` in numpy's int64 below this bound on ``den * N`` (its terms and
+their differences then lie within +-2^62)."""
+
+
+def _endpoint_scores_int64(
+    below: I64, n: int, pad_low: int, pad_high: int, num: int, den: int, total: int
+) -> list[int]:
+    """:func:`endpoint_scores` in int64, for ``den * total < 2^62``: the same integers."""
+    c = np.asarray(below, dtype=np.int64)
+    a = c.copy()
+    a[1:] += pad_low
+    b = np.zeros_like(c)
+    b[:-1] = n - c[1:] + pad_high
+    zero = np.zeros_like(c)
+    out = np.maximum(np.maximum(zero, den * a - num * total), den * b - (den - num) * total)
+    return [int(v) for v in out.tolist()]
+
+
+def _make_pairs() -> tuple[I64, I64]:
     j, k = np.triu_indices(INTERVAL_STEPS + 1)
-    return j.astype(np.int64), k.astype(np.int64)
+    j, k = j.astype(np.int64), k.astype(np.int64)
+    j.setflags(write=False)
+    k.setflags(write=False)
+    return j, k
+
+
+_PAIRS: Final = _make_pairs()
+
+
+def _pairs() -> tuple[I64, I64]:
+    """The indices (j, k), j <= k, of the candidate pairs, in a fixed public order (made
+    once: read-only arrays)."""
+    return _PAIRS
 
 
 def _draw_pair(

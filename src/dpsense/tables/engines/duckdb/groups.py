@@ -8,14 +8,17 @@ groups ``held_scan`` chooses are not moved to Python. DuckDB answers instead:
 
 * the exponential-mechanism quantile: the distinct values around the target rank (the
   window of ``window_ranks``, with their multiplicities and the numbers of records below
-  and above), for every held group in one query. A value-hash sample of each group
-  (taken in the pass that counts the groups) brackets the target rank; one pass over the
-  raw values (:class:`RawRows`: conditions on the unclipped value, so DuckDB filters the
-  column as it scans) counts the rows below each bracket and returns the rows inside it,
-  for every level the query announced at once; the rows outside become two sentinel
-  entries (-inf and +inf) and the window rows are kept by their cumulative counts
-  (``tables.windows``). A group whose window reaches a sentinel (a bracket too narrow,
-  which the sample makes rare) is answered from its whole histogram instead;
+  and above), for every held group in one query. The buckets of the pass that counts the
+  groups (``pass_cells``: rows, smallest and largest value per group and bucket of the
+  value) bracket the target rank exactly, or, when a bucket holds too many rows or the
+  pass took none, a value-hash sample of each group does; one pass over the raw values
+  (:class:`RawRows`: conditions on the unclipped value, so DuckDB filters the column as
+  it scans; with buckets, only the rows between the lowest bracket start and a ceiling
+  whose rows above the buckets count) counts the rows below each bracket and returns the
+  rows inside it, for every level the query announced at once; the rows outside become
+  two sentinel entries (-inf and +inf) and the window rows are kept by their cumulative
+  counts (``tables.windows``). A group whose window reaches a sentinel (a bracket too
+  narrow, which the margins make rare) is answered from its whole histogram instead;
 * the sum and the means: exact integer sums (HUGEINT) of the records mapped to the
   statistic's public grid, with numpy's ``rint`` (halves to even) written in SQL, in one
   query for every large group;
@@ -31,7 +34,6 @@ the same seed; the sample and the brackets decide only the running time.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any, Final
 
 import numpy as np
@@ -40,6 +42,14 @@ from numpy.typing import NDArray
 from dpsense.mechanisms._quantile_sampler import window_ranks
 from dpsense.statistics._exact import RecordGrid
 from dpsense.tables.engines.duckdb.cells import counts_below_all
+from dpsense.tables.engines.duckdb.pass_cells import Buckets, bucket_bracket, bucket_ceiling
+from dpsense.tables.engines.duckdb.raw_rows import RawRows
+from dpsense.tables.engines.duckdb.sum_sql import (
+    grid_sum_sql,
+    quanta_sum_sql,
+    rint_sql,
+    sample_test,
+)
 from dpsense.tables.rows.windows import (
     BATCH_ROWS,
     SAMPLE_MOD,
@@ -62,93 +72,15 @@ __all__ = [
 
 _PAD: Final = 256
 """Ranks beyond the window each side that leave DuckDB (room for the neighbours' ties)."""
+_WIDE_ROWS: Final = 1 << 16
+"""A group's buckets bracket its window when they hold at most this many rows (or an
+eighth of the group); otherwise the held groups' samples are taken (one more pass)."""
 _WHOLE_ROWS: Final = 1 << 21
 """Brackets of more rows than this in all (estimated) are sorted and sliced in DuckDB;
 smaller ones leave whole (16 MB at most) and are sorted in numpy."""
 
 F64 = NDArray[np.float64]
 I64 = NDArray[np.int64]
-
-
-def sample_test(v: str) -> str:
-    """SQL true for the sampled values: about one distinct value in ``SAMPLE_MOD``, all
-    copies of it. ``hash(v)`` alone is not used: DuckDB's hash of a double keeps a
-    pattern of its bits, and its low bits sample small values more often than large ones
-    (seen on two-decimal data); combining it with a constant mixes them."""
-    return f"hash({v}, 40503) % {SAMPLE_MOD} = 0"
-
-
-def rint_sql(x: str) -> str:
-    """numpy's ``rint`` (halves to even) of a double SQL expression, as a BIGINT: DuckDB
-    casts a double to an integer with ``nearbyint`` (the rounding mode is to nearest,
-    halves to even), several times cheaper than writing the rounding out with ``floor``.
-    ``x`` must lie within the BIGINT range (the callers clamp it first)."""
-    return f"({x})::BIGINT"
-
-
-def _clip_sql(v: str, lower: float | None, upper: float | None) -> str:
-    if lower is None or upper is None:
-        return v
-    return f"greatest(least({v}, {upper!r}::DOUBLE), {lower!r}::DOUBLE)"
-
-
-def grid_sum_sql(
-    grid: RecordGrid, lower: float | None, upper: float | None, v: str = "v"
-) -> tuple[tuple[Any, ...], str]:
-    """The cache key and the SQL of ``grid.integers(clip(v, lower, upper))`` (numpy's rint,
-    then clamped); ``v`` may be the raw value (the clip is idempotent on clipped ones)."""
-    # clamping to the integers k_low..k_high before rounding equals clamping after
-    # (rint is monotone and keeps integers), and keeps the cast within BIGINT
-    k = f"({_clip_sql(v, lower, upper)} - {grid.centre!r}::DOUBLE) / {grid.grid!r}::DOUBLE"
-    lo, hi = f"{float(grid.k_low)!r}::DOUBLE", f"{float(grid.k_high)!r}::DOUBLE"
-    k = rint_sql(f"least(greatest({k}, {lo}), {hi})")
-    return ("grid", grid.centre, grid.grid, grid.k_low, grid.k_high), k
-
-
-def quanta_sum_sql(
-    lower: float, upper: float, quanta: int, v: str = "v"
-) -> tuple[tuple[Any, ...], str]:
-    """The cache key and the SQL of ``rint(clip((clip(v, l, u) - l) / (u - l), 0, 1) *
-    quanta)``, as ``methods.ksw.unit_sums`` computes it in numpy."""
-    unit = f"({_clip_sql(v, lower, upper)} - {lower!r}::DOUBLE) / {upper - lower!r}::DOUBLE"
-    if not math.isfinite(upper - lower):
-        # with u - l finite the quotient of two correctly rounded differences, the first
-        # at most the second, lies in [0, 1] already and the outer clip is a no-op
-        unit = f"greatest(least({unit}, 1.0::DOUBLE), 0.0::DOUBLE)"
-    return (
-        "quanta",
-        lower,
-        upper,
-        quanta,
-    ), rint_sql(f"{unit} * {float(quanta)!r}::DOUBLE")
-
-
-@dataclass(frozen=True)
-class RawRows:
-    """Where the window pass reads the rows: ``sql`` yields the group columns ``on`` and
-    ``x``, the value before clipping to ``[lower, upper]``; ``keys`` is SQL mapping those
-    group columns to ``gid`` (None when ``on`` is ``("gid",)`` itself). Conditions on the
-    raw value select the rows whose clipped value lies in a bracket, so DuckDB filters the
-    column as it reads it and the clip happens on the few rows that leave it."""
-
-    sql: str
-    on: tuple[str, ...]
-    keys: str | None
-    lower: float | None
-    upper: float | None
-
-    def threshold(self, a: float, side: str) -> float:
-        """The raw-value threshold of the clipped-value condition ``v >= a`` (``side``
-        "low") or ``v <= a`` ("high"): the same rows, as clipping is monotone and a bracket
-        end lies in [lower, upper]."""
-        if side == "low":
-            return -math.inf if self.lower is not None and a <= self.lower else a
-        return math.inf if self.upper is not None and a >= self.upper else a
-
-    def clip(self, x: F64) -> F64:
-        if self.lower is None or self.upper is None:
-            return x
-        return np.minimum(np.maximum(x, self.lower), self.upper)
 
 
 class DuckGroups:
@@ -166,6 +98,7 @@ class DuckGroups:
         raw: RawRows | None = None,
         hints: tuple[tuple[int, int], ...] = (),
         bounds: tuple[float, float] | None = None,
+        buckets: dict[int, Buckets] | None = None,
     ) -> None:
         self.con = con
         self.stage = stage
@@ -177,6 +110,13 @@ class DuckGroups:
         """Other quantile levels (num, den) the release or its query will ask windows of:
         their brackets are fetched in the same pass (speed only)."""
         self.bounds = bounds
+        self.buckets = buckets or {}
+        """Each group's buckets of the first pass (``pass_cells``), for the groups without
+        a sample: they bracket a window exactly, unless a bucket holds too many rows."""
+        self._ceiling = math.inf
+        """Rows above this are not read by the window pass (counted by the buckets)."""
+        self._upto: dict[int, int] = {}
+        """Each group's rows at or below the ceiling (all, without one)."""
         self._loaded = False
         self._windows: dict[tuple[int, int, int], dict[int, Any]] = {}
         self._brackets: dict[int, list[tuple[int, F64]]] = {}
@@ -208,7 +148,14 @@ class DuckGroups:
 
     def _bracket(self, gid: int, lo: int, hi: int, w: int) -> tuple[float, float]:
         """Values a <= x_(lo) and b >= x_(hi) from the group's sample, with a margin of
-        several standard deviations of the sample's rank estimate (speed only)."""
+        several standard deviations of the sample's rank estimate (speed only); or from
+        its buckets, when they hold few rows around the window."""
+        if gid not in self.samples and gid in self.buckets:
+            pad = w + _PAD + 4
+            a, b, inside = bucket_bracket(self.buckets[gid], lo - pad, hi + pad, self.raw.clip)
+            if inside <= max(_WIDE_ROWS, self.sizes[gid] >> 3):
+                return a, b
+            self._sample_all()  # a bucket of too many rows: the sample's brackets instead
         values, counts = self.samples.get(gid, (np.zeros(0), np.zeros(0, dtype=np.int64)))
         n = self.sizes[gid]
         total = int(counts.sum())
@@ -223,6 +170,27 @@ class DuckGroups:
         a = float(values[i]) if i >= 0 else -math.inf
         b = float(values[j]) if j < values.shape[0] else math.inf
         return a, b
+
+    def _sample_all(self) -> None:
+        """The value-hash sample of every held group without one (one pass)."""
+        todo = [g for g in sorted(self.sizes) if g not in self.samples]
+        if not todo:
+            return
+        rows = self.raw.sql
+        if self.raw.keys is not None:
+            on = ", ".join(self.raw.on)
+            rows = f"SELECT k.gid, s.x FROM ({rows}) s JOIN ({self.raw.keys}) k USING ({on})"
+        listed = ", ".join(str(g) for g in todo)
+        got = self.con.execute(
+            f"SELECT gid, x FROM ({rows}) WHERE gid IN ({listed}) AND {sample_test('x')}"
+        ).fetchnumpy()
+        self.queries += 1
+        split = split_by_group(
+            np.asarray(got["gid"], dtype=np.int64), np.asarray(got["x"], dtype=np.float64)
+        )
+        for g in todo:
+            x = self.raw.clip(split.get(g, np.zeros(0)))
+            self.samples[g] = np.unique(x, return_counts=True)
 
     def _from_cache(self, gid: int, lo: int, hi: int) -> Any:
         for below, inside in self._brackets.get(gid, ()):
@@ -280,7 +248,7 @@ class DuckGroups:
             for g in lv:
                 row = found.get(g)
                 # a group with no row at or above the floor has all its rows below
-                below = int(row[k]) if row is not None else self.sizes[g]
+                below = int(row[k]) if row is not None else self._upto[g]
                 if big[k]:
                     m, s0, part = row[at : at + 3] if row is not None else (0, 0, None)
                     x = np.sort(self.raw.clip(np.asarray(part or [], dtype=np.float64)))
@@ -304,15 +272,28 @@ class DuckGroups:
         cols: dict[str, list[Any]] = {"gid": gids, "n": [self.sizes[g] for g in gids]}
         big: list[bool] = []
         floor = math.inf  # the lowest bracket start: rows below every bracket are not read
+        top = -math.inf  # the highest bracket end
         for k, lv in enumerate(wanted):
             br = {g: self._bracket(g, lo, hi, w) for g, (lo, hi) in lv.items()}
             starts = {g: self.raw.threshold(br[g][0], "low") for g in br}
+            ends = {g: self.raw.threshold(br[g][1], "high") for g in br}
             floor = min([floor, *starts.values()])  # a level may want no group
+            top = max([top, *ends.values()])
             cols[f"a{k}"] = [starts.get(g, 1.0) for g in gids]
-            cols[f"b{k}"] = [self.raw.threshold(br[g][1], "high") if g in br else 0.0 for g in gids]
+            cols[f"b{k}"] = [ends.get(g, 0.0) for g in gids]
             cols[f"lo{k}"] = [lv.get(g, (0, 0))[0] for g in gids]
             cols[f"hi{k}"] = [lv.get(g, (0, 0))[1] for g in gids]
             big.append(sum(_estimate(self, g, *br[g]) for g in br) > _WHOLE_ROWS)
+        # rows above every bracket need not be read either when the buckets count them
+        cut = (
+            bucket_ceiling([self.buckets[g] for g in gids], top)
+            if all(g in self.buckets for g in gids)
+            else None
+        )
+        self._ceiling = math.inf if cut is None else cut[0]
+        if cut is not None:  # n: the rows at or below the ceiling
+            cols["n"] = [n - above for n, above in zip(cols["n"], cut[1], strict=True)]
+        self._upto = dict(zip(gids, cols["n"], strict=True))
         arrays = {
             c: np.asarray(
                 v, dtype=np.int64 if c in ("gid", "n") or c[:2] in ("lo", "hi") else np.float64
@@ -333,7 +314,8 @@ class DuckGroups:
     def _scan_brackets(
         self, nk: int, big: list[bool], floor: float, pad: int
     ) -> tuple[dict[int, tuple[Any, ...]], dict[int, F64]]:
-        """One pass over the rows at or above ``floor``: by group, each level's count
+        """One pass over the rows at or above ``floor`` (and at or below the ceiling the
+        buckets allow: ``pass_cells.bucket_ceiling``): by group, each level's count
         below its bracket, and for a large level its bracket's size, offset and sorted
         slice around the window ranks; the rows inside the small brackets by group."""
         small = [k for k in range(nk) if not big[k]]
@@ -357,8 +339,11 @@ class DuckGroups:
                 )
         on = ", ".join(self.raw.on)
         rows = self.raw.sql
-        if -math.inf < floor < math.inf:
-            rows = f"SELECT * FROM ({rows}) WHERE x >= {floor!r}::DOUBLE"
+        tests = [f"x >= {floor!r}::DOUBLE"] if -math.inf < floor < math.inf else []
+        if self._ceiling < math.inf:
+            tests.append(f"x <= {self._ceiling!r}::DOUBLE")
+        if tests:
+            rows = f"SELECT * FROM ({rows}) WHERE {' AND '.join(tests)}"
         self.con.execute(
             "CREATE OR REPLACE TEMP TABLE dpsense_win AS "
             f"WITH b AS (SELECT r.gid, {', '.join(inner)} FROM ({rows}) s "
@@ -491,7 +476,12 @@ class DuckGroups:
 
 
 def _estimate(groups: DuckGroups, gid: int, a: float, b: float) -> float:
-    """The sample's estimate of the rows of group ``gid`` in [a, b] (speed only)."""
+    """The sample's estimate of the rows of group ``gid`` in [a, b], or its buckets'
+    (speed only)."""
+    if gid not in groups.samples and gid in groups.buckets:
+        rows, small, large = groups.buckets[gid]
+        clip = groups.raw.clip
+        return float(rows[(clip(large) >= a) & (clip(small) <= b)].sum())
     values, counts = groups.samples.get(gid, (np.zeros(0), np.zeros(0, dtype=np.int64)))
     total = int(counts.sum())
     n = groups.sizes[gid]

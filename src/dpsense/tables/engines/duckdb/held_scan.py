@@ -4,7 +4,9 @@ Without a privacy unit, and with public keys or no grouping, a release that read
 records (``grouped.reads_held``) needs one aggregation over the table before anything
 else: each group's row count, the value checks, the exact sums the sum and the means read,
 and, for the exponential-mechanism quantile, a value-hash sample of each group
-(``duck_groups``). This module runs that aggregation
+(``duck_groups``), or, when the pass is grouped by buckets of the value too (a quantile
+interval's counts, ``pass_cells``), those buckets instead (the sample cost half of that
+pass; the buckets bracket the windows exactly). This module runs that aggregation
 
 * on the raw values (clipping is monotone: the sums clip inside their own expressions and
   the sample is clipped in numpy), so DuckDB reads the columns as they are stored;
@@ -39,7 +41,7 @@ from dpsense.tables.engines.duckdb.groups import (
     quanta_sum_sql,
     sample_test,
 )
-from dpsense.tables.engines.duckdb.pass_cells import cell_need, read_cells
+from dpsense.tables.engines.duckdb.pass_cells import Buckets, cell_need, read_cells
 from dpsense.tables.rows.bounded import BoundedTable, TablePlan, stage_sql, summarise
 from dpsense.tables.rows.checks import FLOAT_TYPES, check_exprs, exact_numeric, raise_on_flags
 from dpsense.tables.rows.windows import split_by_group
@@ -99,6 +101,8 @@ class _Pass:
         default_factory=dict
     )
     """A quantile interval's counts below its points per group, by column and bounds."""
+    buckets: dict[str | None, dict[int, Buckets]] = field(default_factory=dict)
+    """Each group's buckets of a bucketed column (``pass_cells``), instead of a sample."""
 
 
 def announce(source: TableSource, needs: list[ScanNeed]) -> None:
@@ -137,10 +141,17 @@ def _first_pass(
     cols += [f"{quote(c)} AS y{i}" for i, c in enumerate(texts)]
     cols += [f"{quote(b)} AS {g}" for b, g in zip(plan.by, gs, strict=True)]
     inner = f"SELECT {', '.join(cols) or '1 AS one'} FROM {source.view} WHERE {row_test or 'TRUE'}"
-    sampled = [c for c in columns if any(n.column == c and n.hold == "window" for n in needs)]
     sum_sql = _sum_sqls(needs, alias)
     ngroups = len(keys) if keys is not None else 1
     cell = cell_need(needs, alias, ngroups)
+    # a bucketed column needs no sample: its buckets bracket the windows (the sample
+    # costs half the bucketed pass)
+    bucketed = cell[0].column if cell is not None else None
+    sampled = [
+        c
+        for c in columns
+        if c != bucketed and any(n.column == c and n.hold == "window" for n in needs)
+    ]
     parts = _aggregates(columns, alias, sampled, [k for _, k in sum_sql], len(texts))
     if cell is None:
         aggs = [f"{a}{'::VARCHAR' if name[0] == 't' else ''} AS {name}" for name, a in parts]
@@ -176,7 +187,8 @@ def _first_pass(
     sampled_cols = {c: alias[c] for c in sampled}
     scan = _read_pass(con, got, first, ngroups, sampled_cols, sum_sql, row_test or "TRUE")
     if cell is not None:
-        scan.cells = read_cells(con, cell[0], alias[str(cell[0].column)], gs)
+        scan.cells, buckets = read_cells(con, cell[0], alias[str(cell[0].column)], gs)
+        scan.buckets[str(cell[0].column)] = buckets
     return scan
 
 
@@ -339,12 +351,17 @@ def held_table(
         g: np.unique(_clip(s, plan.lower, plan.upper), return_counts=True)
         for g, s in (scan.samples.get(need.column, {}) if need.hold == "window" else {}).items()
     }
+    buckets = scan.buckets.get(need.column, {}) if need.hold == "window" else {}
     if need.hold == "window":
         distinct = np.zeros(len(rows), dtype=np.int64)  # distinct values in the sample
         for g, (values, _) in samples.items():
-            distinct[g] = values.shape[0]
+            distinct[g] = values.shape[0] * SAMPLE_MOD
+        for g, (_, least, most) in buckets.items():
+            # at most one value per bucket: few distinct values; otherwise held
+            single = bool(np.all(np.isnan(least) | (least == most)))
+            distinct[g] = np.count_nonzero(~np.isnan(least)) if single else HOLD_DISTINCT + 1
         # tied data: a small histogram is cheaper than the window pass
-        held = (rows > HOLD_ROWS) & (distinct * SAMPLE_MOD > HOLD_DISTINCT)
+        held = (rows > HOLD_ROWS) & (distinct > HOLD_DISTINCT)
     else:
         held = rows > HOLD_SUM_ROWS
     large = [int(g) for g in np.flatnonzero(held)]
@@ -363,7 +380,7 @@ def held_table(
     table.rows[large] = rows[large]
     table.units[large] = rows[large]
     if large:
-        groups = _groups(source, need, scan, stage, raw, large, samples, needs)
+        groups = _groups(source, need, scan, stage, raw, large, (samples, buckets), needs)
         table.held = {g: groups.group(g) for g in large}
     return table
 
@@ -430,7 +447,7 @@ def _groups(
     stage: str,
     raw: RawRows,
     large: list[int],
-    samples: dict[int, Any],
+    guides: tuple[dict[int, Any], dict[int, Buckets]],
     needs: tuple[ScanNeed, ...],
 ) -> DuckGroups:
     """The held groups of ``need`` (one object per column, bounds and need for a query,
@@ -449,10 +466,11 @@ def _groups(
         source.con,
         stage,
         {g: int(scan.rows[g]) for g in large},
-        {g: samples[g] for g in large if g in samples},
+        {g: guides[0][g] for g in large if g in guides[0]},
         raw,
         hints,
         bounds,
+        {g: guides[1][g] for g in large if g in guides[1]},
     )
     for key, sums in scan.sums.items():
         if key[0] == need.column:
