@@ -48,6 +48,7 @@ from dpsense.tables.engines.spark.groups import (
     load_histogram,
     quanta_k,
 )
+from dpsense.tables.engines.spark.pass_cells import BucketCells, bucket_column, cell_bounds
 from dpsense.tables.rows.bounded import BoundedTable, TablePlan, summarise
 from dpsense.tables.rows.windows import SAMPLE_MOD, _distinct, window_rows
 
@@ -116,7 +117,6 @@ class SparkRowGroups(SparkHeld):
         self.fallbacks = 0
         """Groups whose bracket missed their window (answered from their histogram)."""
         self.histograms = 0
-        self._below: dict[tuple[float, ...], dict[int, I64]] = {}
         """Groups whose whole histogram was built (a missed bracket or a full read)."""
 
     def group(self, gid: int) -> SparkGroup:
@@ -224,7 +224,8 @@ class SparkRowGroups(SparkHeld):
 
     def counts_below(self, gid: int, points: F64) -> I64:
         """One job answers every held group (an interval's grid is the same for all of
-        them), cached by the points."""
+        them), cached by the points, unless the first job counted them
+        (:meth:`preset_counts`)."""
         key = tuple(float(c) for c in points)
         cache = self._below
         if key not in cache:
@@ -321,28 +322,68 @@ def _preset_sums(plan: TablePlan) -> list[tuple[tuple[Any, ...], Any]]:
 
 
 def _count_groups(
-    stage: Any, hold: str, preset: list[tuple[tuple[Any, ...], Any]], ngroups: int
-) -> tuple[list[Any], np.ndarray, dict[int, tuple[F64, I64]]]:
+    stage: Any,
+    hold: str,
+    preset: list[tuple[tuple[Any, ...], Any]],
+    ngroups: int,
+    bounds: tuple[float, float] | None = None,
+) -> tuple[dict[int, list[int]], np.ndarray, dict[int, tuple[F64, I64]], Any]:
     """One job: each group's rows, with the value-hash sample of a quantile and the
-    preset exact sums; the collected rows, rows per group and samples by group."""
+    preset exact sums; the preset sums by group, rows per group, samples by group and,
+    with ``bounds``, the interval's counts below the points (``pass_cells``; None if an
+    entry straddles a point)."""
     sf = _functions()
-    aggs = [sf.count(sf.lit(1)).alias("n")]
     if hold == "window":
-        aggs.append(sf.expr(f"collect_list(v) FILTER (WHERE {SAMPLE})").alias("sample"))
+        return _window_pass(stage, ngroups, bounds)
+    aggs = [sf.count(sf.lit(1)).alias("n")]
     for i, (_, k) in enumerate(preset):
         aggs.append(sf.sum(k.cast("decimal(38,0)")).cast("string").alias(f"s{i}"))
     got = stage.groupBy("gid").agg(*aggs).collect()
     rows = np.zeros(ngroups, dtype=np.int64)
-    samples: dict[int, tuple[F64, I64]] = {}
+    sums: dict[int, list[int]] = {}
     for r in got:
         g = int(r["gid"])
         rows[g] = int(r["n"])
-        if hold == "window":
-            values, counts = np.unique(
-                np.asarray(r["sample"] or [], dtype=np.float64), return_counts=True
-            )
-            samples[g] = (values, counts.astype(np.int64))
-    return got, rows, samples
+        sums[g] = [int(r[f"s{i}"]) for i in range(len(preset))]
+    return sums, rows, {}, None
+
+
+def _window_pass(
+    stage: Any, ngroups: int, bounds: tuple[float, float] | None
+) -> tuple[dict[int, list[int]], np.ndarray, dict[int, tuple[F64, I64]], Any]:
+    """The first job of a quantile: rows grouped by ``gid``, the sampled value (NULL for
+    the rows not sampled: plain hash aggregation, not lists) and, with ``bounds``, the
+    bucket of ``pass_cells`` with its smallest and largest value."""
+    sf = _functions()
+    keys = ["gid", "sv"]
+    aggs = [sf.count(sf.lit(1)).alias("n")]
+    frame = stage.withColumn("sv", sf.when(sf.expr(SAMPLE), sf.col("v")))
+    bucket = None if bounds is None else bucket_column(sf, *bounds)
+    cells = None
+    if bucket is not None and bounds is not None:
+        frame = frame.withColumn("b", bucket)
+        keys.append("b")
+        aggs += [sf.min("v").alias("lo"), sf.max("v").alias("hi")]
+        cells = BucketCells(*bounds)
+    got = frame.groupBy(*keys).agg(*aggs).collect()
+    rows = np.zeros(ngroups, dtype=np.int64)
+    sampled: dict[int, tuple[list[float], list[int]]] = {}
+    for r in got:
+        g, n = int(r["gid"]), int(r["n"])
+        rows[g] += n
+        values, counts = sampled.setdefault(g, ([], []))
+        if r["sv"] is not None:
+            values.append(float(r["sv"]))
+            counts.append(n)
+        if cells is not None:
+            cells.add(g, n, r["lo"], r["hi"])
+    samples: dict[int, tuple[F64, I64]] = {}
+    for g, (values, counts) in sampled.items():
+        v, at = np.unique(np.asarray(values, dtype=np.float64), return_inverse=True)
+        c = np.zeros(v.shape[0], dtype=np.int64)
+        np.add.at(c, at, np.asarray(counts, dtype=np.int64))
+        samples[g] = (v, c)
+    return {}, rows, samples, None if cells is None else cells.counts()
 
 
 def _stream_small_groups(
@@ -380,7 +421,8 @@ def held_spark_table(
     hold = plan.hold
     stage = stage.select("gid", "v")
     preset = _preset_sums(plan)
-    got, rows, samples = _count_groups(stage, hold, preset, len(group_keys))
+    bounds = cell_bounds(plan, len(group_keys))
+    sums, rows, samples, cells = _count_groups(stage, hold, preset, len(group_keys), bounds)
     limit = spark_groups.STREAM_DISTINCT
     held = rows > limit
     if hold == "window":  # tied data: a small histogram is cheaper than the window job
@@ -403,6 +445,8 @@ def held_spark_table(
             con,
         )
         for i, (key, _) in enumerate(preset):
-            groups.preset_sums(key, {int(r["gid"]): int(r[f"s{i}"]) for r in got})
+            groups.preset_sums(key, {g: s[i] for g, s in sums.items()})
+        if cells is not None:
+            groups.preset_counts(*cells)
         table.held = {g: groups.group(g) for g in large}
     return table
