@@ -352,37 +352,38 @@ def _window_pass(
     stage: Any, ngroups: int, bounds: tuple[float, float] | None
 ) -> tuple[dict[int, list[int]], np.ndarray, dict[int, tuple[F64, I64]], Any]:
     """The first job of a quantile: rows grouped by ``gid``, the sampled value (NULL for
-    the rows not sampled: plain hash aggregation, not lists) and, with ``bounds``, the
-    bucket of ``pass_cells`` with its smallest and largest value."""
+    the rows not sampled: plain hash aggregation) and, with ``bounds``, the bucket of
+    ``pass_cells`` with its smallest and largest value; then by ``gid`` and bucket, the
+    sampled values as lists (a few rows reach the driver)."""
     sf = _functions()
-    keys = ["gid", "sv"]
-    aggs = [sf.count(sf.lit(1)).alias("n")]
     frame = stage.withColumn("sv", sf.when(sf.expr(SAMPLE), sf.col("v")))
     bucket = None if bounds is None else bucket_column(sf, *bounds)
-    cells = None
+    keys, extremes, cells = ["gid"], [], None
     if bucket is not None and bounds is not None:
         frame = frame.withColumn("b", bucket)
         keys.append("b")
-        aggs += [sf.min("v").alias("lo"), sf.max("v").alias("hi")]
+        extremes = [sf.min("v").alias("lo"), sf.max("v").alias("hi")]
         cells = BucketCells(*bounds)
-    got = frame.groupBy(*keys).agg(*aggs).collect()
+    first = frame.groupBy(*keys, "sv").agg(sf.count(sf.lit(1)).alias("n"), *extremes)
+    # every copy of a sampled value, as the rows hold them (a list of doubles per entry)
+    sample = sf.expr(
+        "flatten(collect_list(array_repeat(sv, CAST(n AS INT))) FILTER (WHERE sv IS NOT NULL))"
+    )
+    if cells is not None:
+        extremes = [sf.min("lo").alias("lo"), sf.max("hi").alias("hi")]
+    got = first.groupBy(*keys).agg(sf.sum("n").alias("n"), sample.alias("s"), *extremes).collect()
     rows = np.zeros(ngroups, dtype=np.int64)
-    sampled: dict[int, tuple[list[float], list[int]]] = {}
+    sampled: dict[int, list[float]] = {}
     for r in got:
         g, n = int(r["gid"]), int(r["n"])
         rows[g] += n
-        values, counts = sampled.setdefault(g, ([], []))
-        if r["sv"] is not None:
-            values.append(float(r["sv"]))
-            counts.append(n)
+        sampled.setdefault(g, []).extend(r["s"] or [])
         if cells is not None:
             cells.add(g, n, r["lo"], r["hi"])
     samples: dict[int, tuple[F64, I64]] = {}
-    for g, (values, counts) in sampled.items():
-        v, at = np.unique(np.asarray(values, dtype=np.float64), return_inverse=True)
-        c = np.zeros(v.shape[0], dtype=np.int64)
-        np.add.at(c, at, np.asarray(counts, dtype=np.int64))
-        samples[g] = (v, c)
+    for g, values in sampled.items():
+        v, c = np.unique(np.asarray(values, dtype=np.float64), return_counts=True)
+        samples[g] = (v, c.astype(np.int64))
     return {}, rows, samples, None if cells is None else cells.counts()
 
 
