@@ -142,3 +142,32 @@ def test_the_pass_counts_null_nan_and_edges_exactly(spark: Any, where: str) -> N
     for g in range(4):
         want = _brute_edges(gid, values, g)
         assert counts.get(g, np.zeros(points.size, dtype=np.int64)).tolist() == want, g
+
+
+def test_a_bucket_that_straddles_a_point_is_seen_whatever_is_sampled(spark: Any) -> None:
+    """Bounds [0.1, 0.7]: the guess puts the point c_j in bucket j - 1, with the values
+    just below it. One group holds c_j (not sampled) and a value of bucket j - 1 below it
+    that the hash samples: the entries of the rows pass (by sampled value) must still give
+    the bucket its smallest value, so that the straddle is seen and the job counts."""
+    from pyspark.sql import functions as sf
+
+    lower, upper = 0.1, 0.7
+    points = endpoint_grid(lower, upper)
+    scale = 64 / (upper - lower)
+    shift = -lower * scale
+    j = next(i for i in range(1, 64) if np.floor(points[i] * scale + shift) == i - 1)
+    below = np.linspace(points[j - 1], points[j], 400)[1:-1]
+    below = below[np.floor(below * scale + shift) == j - 1]
+    probe = spark.createDataFrame([(float(x),) for x in [points[j], *below]], "v double")
+    flags = probe.select("v", sf.expr(spark_held.SAMPLE).alias("s")).collect()
+    sampled = {float(r["v"]): bool(r["s"]) for r in flags}
+    assert not sampled[float(points[j])]
+    x = next(float(v) for v in below if sampled[float(v)])
+    stage = spark.createDataFrame([(0, float(points[j])), (0, x)], "gid long, v double")
+    bounds = cell_bounds(SimpleNamespace(column="v", lower=lower, upper=upper, hold="window"), 1)
+    assert bounds is not None
+    _, sizes, _, cells = spark_held._count_groups(stage, "window", [], 1, bounds)
+    assert sizes.tolist() == [2]
+    if cells is not None:  # only if exact
+        assert cells[1][0].tolist() == _brute(np.array([points[j], x]), lower, upper)
+    assert cells is None  # the bucket straddles c_j: no counts from the pass
