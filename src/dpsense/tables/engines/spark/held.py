@@ -8,7 +8,8 @@ held groups (``duck_groups``), with Spark jobs:
 * one job counts each group's rows and, for the exponential-mechanism quantile, takes a
   value-hash sample of it (about one distinct value in ``SAMPLE_MOD``, all copies of it);
   for the sum and the means it also sums the records mapped to the statistic's public
-  grid, exactly (``decimal(38, 0)``). Groups of at most ``STREAM_DISTINCT`` rows (for a
+  grid, exactly (``decimal(38, 0)``); for a quantile's interval, its counts below the
+  interval's points (``pass_cells``). Groups of at most ``STREAM_DISTINCT`` rows (for a
   quantile, of tied data too: few distinct values in the sample) get their histogram as
   usual; the others stay in Spark;
 * the quantile's window of order statistics, one job for every held group: the sample
