@@ -9,7 +9,7 @@ groups its rows by ``gid`` *and* a bucket, a monotone guess of the row's cell fr
 points' mean spacing (:func:`bucket_column`), and keeps per entry its rows and smallest
 and largest value. The pass's own aggregates are then summed over the buckets.
 
-Exact whatever the guess (the argument of ``duckdb.pass_cells``, whose
+Exact whatever the guess (the argument of ``rows.bucket_cells``, whose
 ``counts_from_buckets`` does the arithmetic): clipping is monotone and a cell is an
 interval of values, so when an entry's smallest and largest values lie in one cell, all
 its rows do. An entry that straddles a point (a value on a point up to the guess's
@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from dpsense.methods.quantile_interval import INTERVAL_STEPS, endpoint_grid
-from dpsense.tables.engines.duckdb.pass_cells import MAX_CELL_GROUPS, counts_from_buckets
+from dpsense.tables.rows.bucket_cells import MAX_CELL_GROUPS, counts_from_buckets
 
 __all__ = ["BucketCells", "bucket_column", "cell_bounds"]
 
