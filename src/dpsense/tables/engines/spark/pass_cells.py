@@ -16,8 +16,9 @@ its rows do. An entry that straddles a point (a value on a point up to the guess
 rounding, points too uneven for the guess) leaves the counts unset, and
 ``counts_below`` runs its job as before. A NULL value has a NULL bucket, so such rows form
 entries of their own, with no smallest value: below no point, as in the job (``v < c`` is
-never true for NULL). Measured at 2e6 rows on local[2]: the bucketed first pass costs
-about a third of the job it replaces (``benchmarks/bench_spark.py``).
+never true for NULL). Measured at 2e6 rows on local[2], interleaved in one process (a
+grouped median, 100 groups): the release with every row a unit takes 0.56x the time of
+the one with the separate job, with a privacy unit 0.91x.
 """
 
 from __future__ import annotations
