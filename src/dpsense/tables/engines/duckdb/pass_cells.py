@@ -31,12 +31,13 @@ brackets.
 from __future__ import annotations
 
 import math
-from typing import Any, Final
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from dpsense.methods.quantile_interval import INTERVAL_STEPS, endpoint_grid
+from dpsense.methods.quantile_interval import INTERVAL_STEPS
+from dpsense.tables.rows.bucket_cells import MAX_CELL_GROUPS, counts_from_buckets
 
 __all__ = [
     "MAX_CELL_GROUPS",
@@ -56,9 +57,6 @@ Buckets = tuple[I64, F64, F64]
 """One group's buckets of the first pass: rows with a value, smallest and largest value
 (raw), by bucket 0..INTERVAL_STEPS (empty buckets: 0, NaN, NaN)."""
 
-MAX_CELL_GROUPS: Final = 4096
-"""Public keys beyond this: no buckets in the first pass (groups x 65 buckets to hash)."""
-
 
 def bucket_sql(x: str, lower: float, upper: float) -> str | None:
     """SQL of the bucket 0..INTERVAL_STEPS of the raw value ``x`` (about the index of the
@@ -74,35 +72,6 @@ def bucket_sql(x: str, lower: float, upper: float) -> str | None:
     guess = f"floor({x} * {scale!r}::DOUBLE + {shift!r}::DOUBLE)"
     # greatest(NaN, 0) is NaN and least(NaN, k) is k: NaN lands in the last bucket
     return f"least(greatest({guess}, 0.0::DOUBLE), {float(k)!r}::DOUBLE)::INTEGER"
-
-
-def counts_from_buckets(
-    lower: float,
-    upper: float,
-    gid: I64,
-    present: I64,
-    lo: F64,
-    hi: F64,
-) -> tuple[F64, dict[int, I64]] | None:
-    """The points and each group's ``#{clip(x) < c}`` at every point c, from the buckets
-    (one entry per group and bucket: its rows with x not NULL, its smallest and largest
-    x, NaN sorting above every number); None when a bucket straddles a point."""
-    points = endpoint_grid(lower, upper)
-    g = int(points.shape[0])
-
-    def cell(v: F64) -> I64:  # the number of points at or below the clipped value
-        clipped = np.where(np.isnan(v), upper, np.clip(v, lower, upper))
-        return np.asarray(np.searchsorted(points, clipped, side="right"), dtype=np.int64)
-
-    numbers = present > 0  # buckets holding only NULLs have no smallest value
-    cell_lo, cell_hi = cell(lo[numbers]), cell(hi[numbers])
-    if np.any(cell_lo != cell_hi):
-        return None
-    groups, at = np.unique(gid, return_inverse=True)
-    cells = np.zeros((groups.shape[0], g + 1), dtype=np.int64)
-    np.add.at(cells, (at[numbers], cell_lo), present[numbers])
-    below = np.cumsum(cells, axis=1)[:, :g]
-    return points, {int(x): below[i].copy() for i, x in enumerate(groups.tolist())}
 
 
 def cell_need(needs: Any, alias: dict[str, str], ngroups: int) -> tuple[Any, str] | None:

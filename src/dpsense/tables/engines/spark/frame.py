@@ -33,6 +33,7 @@ from dpsense.tables.engines.spark import groups as spark_groups
 from dpsense.tables.engines.spark import held as spark_held
 from dpsense.tables.engines.spark import long_hash as spark_hash
 from dpsense.tables.engines.spark.groups import load_histogram
+from dpsense.tables.engines.spark.pass_cells import BucketCells, bucket_column, cell_bounds
 from dpsense.tables.engines.spark.workers import _with_keyed_hash, worker_errors
 from dpsense.tables.rows.bounded import BoundedTable
 from dpsense.tables.rows.checks import raise_on_flags
@@ -267,10 +268,13 @@ def bound_spark_table(
                 )
             numbered = numbered.select("gid", "v", "c").persist(StorageLevel.MEMORY_AND_DISK)
             persisted.append(numbered)
-            rows, distinct = _group_sizes(numbered, len(group_keys))
+            cell_at = cell_bounds(plan, len(group_keys))
+            rows, distinct, cells = _group_sizes(numbered, len(group_keys), cell_at)
             held, large, numbered = spark_groups.held_large_groups(
                 source, plan, numbered, rows, distinct, persisted
             )
+            if held is not None and cells is not None:
+                held.preset_counts(*cells)
             streamed = int(distinct.sum()) - sum(int(distinct[g]) for g in large)
             load_histogram(source.con, numbered, rows=streamed)
     finally:
@@ -445,13 +449,29 @@ def _bound_in_python(
     )
 
 
-def _group_sizes(numbered: Any, ngroups: int) -> tuple[np.ndarray, np.ndarray]:
-    """Each group's number of rows and of distinct values (one row per group collected)."""
+def _group_sizes(
+    numbered: Any, ngroups: int, bounds: tuple[float, float] | None = None
+) -> tuple[np.ndarray, np.ndarray, Any]:
+    """Each group's number of rows and of distinct values (a row per group collected)
+    and, with ``bounds``, the interval's counts below the points: the histogram grouped
+    by the bucket of ``pass_cells`` too (a row per group and bucket), with each entry's
+    smallest and largest value (None when an entry straddles a point)."""
     sf = _functions()
     rows = np.zeros(ngroups, dtype=np.int64)
     distinct = np.zeros(ngroups, dtype=np.int64)
-    sizes = numbered.groupBy("gid").agg(sf.sum("c").alias("n"), sf.count("v").alias("d"))
+    bucket = None if bounds is None else bucket_column(sf, *bounds)
+    aggs = [sf.sum("c").alias("n"), sf.count("v").alias("d")]
+    if bucket is None or bounds is None:
+        sizes = numbered.groupBy("gid").agg(*aggs)
+        cells = None
+    else:
+        sizes = numbered.withColumn("b", bucket).groupBy("gid", "b")
+        sizes = sizes.agg(*aggs, sf.min("v").alias("lo"), sf.max("v").alias("hi"))
+        cells = BucketCells(*bounds)
     for row in sizes.collect():
-        rows[int(row["gid"])] = int(row["n"])
-        distinct[int(row["gid"])] = int(row["d"])
-    return rows, distinct
+        g = int(row["gid"])
+        rows[g] += int(row["n"])
+        distinct[g] += int(row["d"])
+        if cells is not None:
+            cells.add(g, int(row["n"]), row["lo"], row["hi"])
+    return rows, distinct, None if cells is None else cells.counts()

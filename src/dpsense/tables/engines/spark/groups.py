@@ -111,6 +111,12 @@ class SparkHeld(ABC):
             self._windows[key] = self._all_windows(num, den, w)
         return self._windows[key].get(gid)
 
+    def preset_counts(self, points: F64, counts: dict[int, I64]) -> None:
+        """Counts below ``points`` taken in the release's first pass (``pass_cells``):
+        served by ``counts_below`` for exactly these points (a group absent had no rows)."""
+        zero = np.zeros(points.size, dtype=np.int64)
+        self._below[tuple(float(c) for c in points)] = {g: counts.get(g, zero) for g in self.sizes}
+
     @abstractmethod
     def _all_windows(self, num: int, den: int, w: int) -> dict[int, Any]:
         """Every held group's window for one level and width (each kind of held group
@@ -196,7 +202,7 @@ class SparkGroups(SparkHeld):
 
     def counts_below(self, gid: int, points: F64) -> I64:
         """One job answers every group (an interval's grid is the same for all of them),
-        cached by the points."""
+        cached by the points, unless the first pass counted them (:meth:`preset_counts`)."""
         key = tuple(float(c) for c in points)
         cache = self._below
         if key not in cache:

@@ -8,7 +8,8 @@ held groups (``duck_groups``), with Spark jobs:
 * one job counts each group's rows and, for the exponential-mechanism quantile, takes a
   value-hash sample of it (about one distinct value in ``SAMPLE_MOD``, all copies of it);
   for the sum and the means it also sums the records mapped to the statistic's public
-  grid, exactly (``decimal(38, 0)``). Groups of at most ``STREAM_DISTINCT`` rows (for a
+  grid, exactly (``decimal(38, 0)``); for a quantile's interval, its counts below the
+  interval's points (``pass_cells``). Groups of at most ``STREAM_DISTINCT`` rows (for a
   quantile, of tied data too: few distinct values in the sample) get their histogram as
   usual; the others stay in Spark;
 * the quantile's window of order statistics, one job for every held group: the sample
@@ -48,6 +49,7 @@ from dpsense.tables.engines.spark.groups import (
     load_histogram,
     quanta_k,
 )
+from dpsense.tables.engines.spark.pass_cells import BucketCells, bucket_column, cell_bounds
 from dpsense.tables.rows.bounded import BoundedTable, TablePlan, summarise
 from dpsense.tables.rows.windows import SAMPLE_MOD, _distinct, window_rows
 
@@ -116,7 +118,6 @@ class SparkRowGroups(SparkHeld):
         self.fallbacks = 0
         """Groups whose bracket missed their window (answered from their histogram)."""
         self.histograms = 0
-        self._below: dict[tuple[float, ...], dict[int, I64]] = {}
         """Groups whose whole histogram was built (a missed bracket or a full read)."""
 
     def group(self, gid: int) -> SparkGroup:
@@ -224,7 +225,8 @@ class SparkRowGroups(SparkHeld):
 
     def counts_below(self, gid: int, points: F64) -> I64:
         """One job answers every held group (an interval's grid is the same for all of
-        them), cached by the points."""
+        them), cached by the points, unless the first job counted them
+        (:meth:`preset_counts`)."""
         key = tuple(float(c) for c in points)
         cache = self._below
         if key not in cache:
@@ -321,28 +323,69 @@ def _preset_sums(plan: TablePlan) -> list[tuple[tuple[Any, ...], Any]]:
 
 
 def _count_groups(
-    stage: Any, hold: str, preset: list[tuple[tuple[Any, ...], Any]], ngroups: int
-) -> tuple[list[Any], np.ndarray, dict[int, tuple[F64, I64]]]:
+    stage: Any,
+    hold: str,
+    preset: list[tuple[tuple[Any, ...], Any]],
+    ngroups: int,
+    bounds: tuple[float, float] | None = None,
+) -> tuple[dict[int, list[int]], np.ndarray, dict[int, tuple[F64, I64]], Any]:
     """One job: each group's rows, with the value-hash sample of a quantile and the
-    preset exact sums; the collected rows, rows per group and samples by group."""
+    preset exact sums; the preset sums by group, rows per group, samples by group and,
+    with ``bounds``, the interval's counts below the points (``pass_cells``; None if an
+    entry straddles a point)."""
     sf = _functions()
-    aggs = [sf.count(sf.lit(1)).alias("n")]
     if hold == "window":
-        aggs.append(sf.expr(f"collect_list(v) FILTER (WHERE {SAMPLE})").alias("sample"))
+        return _window_pass(stage, ngroups, bounds)
+    aggs = [sf.count(sf.lit(1)).alias("n")]
     for i, (_, k) in enumerate(preset):
         aggs.append(sf.sum(k.cast("decimal(38,0)")).cast("string").alias(f"s{i}"))
     got = stage.groupBy("gid").agg(*aggs).collect()
     rows = np.zeros(ngroups, dtype=np.int64)
-    samples: dict[int, tuple[F64, I64]] = {}
+    sums: dict[int, list[int]] = {}
     for r in got:
         g = int(r["gid"])
         rows[g] = int(r["n"])
-        if hold == "window":
-            values, counts = np.unique(
-                np.asarray(r["sample"] or [], dtype=np.float64), return_counts=True
-            )
-            samples[g] = (values, counts.astype(np.int64))
-    return got, rows, samples
+        sums[g] = [int(r[f"s{i}"]) for i in range(len(preset))]
+    return sums, rows, {}, None
+
+
+def _window_pass(
+    stage: Any, ngroups: int, bounds: tuple[float, float] | None
+) -> tuple[dict[int, list[int]], np.ndarray, dict[int, tuple[F64, I64]], Any]:
+    """The first job of a quantile: rows grouped by ``gid``, the sampled value (NULL for
+    the rows not sampled: plain hash aggregation) and, with ``bounds``, the bucket of
+    ``pass_cells`` with its smallest and largest value; then by ``gid`` and bucket, the
+    sampled values as lists (a few rows reach the driver)."""
+    sf = _functions()
+    frame = stage.withColumn("sv", sf.when(sf.expr(SAMPLE), sf.col("v")))
+    bucket = None if bounds is None else bucket_column(sf, *bounds)
+    keys, extremes, cells = ["gid"], [], None
+    if bucket is not None and bounds is not None:
+        frame = frame.withColumn("b", bucket)
+        keys.append("b")
+        extremes = [sf.min("v").alias("lo"), sf.max("v").alias("hi")]
+        cells = BucketCells(*bounds)
+    first = frame.groupBy(*keys, "sv").agg(sf.count(sf.lit(1)).alias("n"), *extremes)
+    # every copy of a sampled value, as the rows hold them (a list of doubles per entry)
+    sample = sf.expr(
+        "flatten(collect_list(array_repeat(sv, CAST(n AS INT))) FILTER (WHERE sv IS NOT NULL))"
+    )
+    if cells is not None:
+        extremes = [sf.min("lo").alias("lo"), sf.max("hi").alias("hi")]
+    got = first.groupBy(*keys).agg(sf.sum("n").alias("n"), sample.alias("s"), *extremes).collect()
+    rows = np.zeros(ngroups, dtype=np.int64)
+    sampled: dict[int, list[float]] = {}
+    for r in got:
+        g, n = int(r["gid"]), int(r["n"])
+        rows[g] += n
+        sampled.setdefault(g, []).extend(r["s"] or [])
+        if cells is not None:
+            cells.add(g, n, r["lo"], r["hi"])
+    samples: dict[int, tuple[F64, I64]] = {}
+    for g, values in sampled.items():
+        v, c = np.unique(np.asarray(values, dtype=np.float64), return_counts=True)
+        samples[g] = (v, c.astype(np.int64))
+    return {}, rows, samples, None if cells is None else cells.counts()
 
 
 def _stream_small_groups(
@@ -380,7 +423,8 @@ def held_spark_table(
     hold = plan.hold
     stage = stage.select("gid", "v")
     preset = _preset_sums(plan)
-    got, rows, samples = _count_groups(stage, hold, preset, len(group_keys))
+    bounds = cell_bounds(plan, len(group_keys))
+    sums, rows, samples, cells = _count_groups(stage, hold, preset, len(group_keys), bounds)
     limit = spark_groups.STREAM_DISTINCT
     held = rows > limit
     if hold == "window":  # tied data: a small histogram is cheaper than the window job
@@ -403,6 +447,8 @@ def held_spark_table(
             con,
         )
         for i, (key, _) in enumerate(preset):
-            groups.preset_sums(key, {int(r["gid"]): int(r[f"s{i}"]) for r in got})
+            groups.preset_sums(key, {g: s[i] for g, s in sums.items()})
+        if cells is not None:
+            groups.preset_counts(*cells)
         table.held = {g: groups.group(g) for g in large}
     return table
