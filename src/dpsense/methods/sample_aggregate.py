@@ -154,19 +154,10 @@ def sample_and_aggregate(
         ``function`` (the name of ``func``), ``blocks`` (k) and the output bounds.
     """
     where = "sample_and_aggregate"
-    k = _check_blocks(blocks, where)
-    b = validate_bounds(lower, upper, where=where)
-    eps = check_epsilon(epsilon, where=where)
-    warn_large_epsilon(eps, where)
-    dlt = check_delta(delta, where=where)
-    nb = validate_neighbours(neighbours, where=where)
+    k, b, eps, dlt, nb = _checked(blocks, lower, upper, epsilon, delta, neighbours, where, True)
     _check_options(func, aggregator, on_error, function_name, where)
     label = function_name if function_name is not None else function_label(func)
-    records = _as_records(x)
-    source = resolve_rng(rng, where=where)
-    n = records.shape[0]
-    assignment = assign_blocks(n, k, nb, source, ids)
-    answers = _block_answers(records, func, assignment, k, b, on_error)
+    source, answers = _answers(x, func, k, b, nb, rng, ids, on_error, where)
     params = _public_parameters(aggregator, label, k, b)
     aggregation = _Aggregation(
         bounds=b, k=k, epsilon=eps, delta=dlt, neighbours=nb, source=source, params=params
@@ -174,6 +165,24 @@ def sample_and_aggregate(
     if aggregator == "mean":
         return _aggregate_mean(answers, aggregation)
     return _aggregate_median(answers, aggregation, noise)
+
+
+def _answers(
+    x: Any,
+    func: Callable[[NDArray[Any]], float],
+    k: int,
+    b: Bounds,
+    nb: Neighbours,
+    rng: object,
+    ids: Sequence[object] | None,
+    on_error: str,
+    where: str,
+) -> tuple[RandomSource, NDArray[np.float64]]:
+    """The random source, and ``func``'s answer on each of the k blocks of the records."""
+    records = _as_records(x)
+    source = resolve_rng(rng, where=where)
+    assignment = assign_blocks(records.shape[0], k, nb, source, ids)
+    return source, _block_answers(records, func, assignment, k, b, on_error)
 
 
 def check_arguments(
@@ -189,12 +198,29 @@ def check_arguments(
     """The arguments of :func:`sample_and_aggregate` that do not read the data, checked in
     its order: a caller that reads the data first (the command line) checks them before,
     so that the error of a bad request never depends on the data."""
-    _check_blocks(blocks, where)
-    validate_bounds(lower, upper, where=where)
-    check_epsilon(epsilon, where=where)
-    check_delta(delta, where=where)
-    validate_neighbours(neighbours, where=where)
+    _checked(blocks, lower, upper, epsilon, delta, neighbours, where, False)
     _check_options(len, aggregator, "raise", None, where)
+
+
+def _checked(
+    blocks: int,
+    lower: float,
+    upper: float,
+    epsilon: float,
+    delta: float,
+    neighbours: str,
+    where: str,
+    warn: bool,
+) -> tuple[int, Bounds, float, float, Neighbours]:
+    """The checked blocks, bounds, epsilon, delta and neighbours, in that order (with the
+    warning on a large epsilon when ``warn``)."""
+    k = _check_blocks(blocks, where)
+    b = validate_bounds(lower, upper, where=where)
+    eps = check_epsilon(epsilon, where=where)
+    if warn:
+        warn_large_epsilon(eps, where)
+    dlt = check_delta(delta, where=where)
+    return k, b, eps, dlt, validate_neighbours(neighbours, where=where)
 
 
 def _check_blocks(blocks: int, where: str) -> int:

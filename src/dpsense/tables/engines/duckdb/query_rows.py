@@ -106,28 +106,11 @@ def bound_rows(source: Any, bounding: UnitBounding, *, keep: str) -> None:
     text_unit = text_unit_type(types[unit])
     hr = keyed_hash(salt_r, ", ".join(row_cols), text_unit=text_unit)
     every_key = keys is not None and max_groups >= len(keys)
-    if by and not every_key:
-        hg = keyed_hash(
-            salt_g, ", ".join(canonical(alias[b], types[b]) for b in by), text_unit=text_unit
-        )
-        keyed = ", ".join(group)
-        if len(group) == 1:
-            one, top = group[0], f"unnest(min_by({group[0]}, hg, {int(max_groups)})) AS {group[0]}"
-        else:
-            struct = "{" + ", ".join(f"'{c}': {c}" for c in group) + "}"
-            one = struct
-            top = f"unnest(min_by({struct}, hg, {int(max_groups)}), recursive := true)"
-        if max_groups == 1:
-            # one group per unit: an arg-min over the unit's rows (no distinct pairs)
-            best = f"arg_min({one}, {hg})"
-            pick = f"{best} AS {group[0]}" if len(group) == 1 else f"unnest({best})"
-            chosen = f"SELECT u, {pick} FROM {_STAGE} GROUP BY u"
-        else:
-            pairs = f"SELECT DISTINCT u, {keyed}, {hg} AS hg FROM {_STAGE}"
-            chosen = f"SELECT u, {top} FROM ({pairs}) GROUP BY u"
-        kept = f"SELECT s.* FROM {_STAGE} s SEMI JOIN ({chosen}) c USING (u, {keyed})"
-    else:
-        kept = f"SELECT * FROM {_STAGE}"
+    kept = (
+        _kept_groups(by, alias, types, salt_g, int(max_groups), text_unit)
+        if by and not every_key
+        else f"SELECT * FROM {_STAGE}"
+    )
     part = ", ".join(["u", *group])
     rows = (
         f"SELECT * FROM ({kept}) "
@@ -143,3 +126,35 @@ def bound_rows(source: Any, bounding: UnitBounding, *, keep: str) -> None:
         f"SELECT {', '.join(back)} FROM ({rows})"
     )
     con.execute("DROP TABLE IF EXISTS dpsense_keys")
+
+
+def _kept_groups(
+    by: Any,
+    alias: dict[str, str],
+    types: dict[str, str],
+    salt_g: int,
+    max_groups: int,
+    text_unit: bool,
+) -> str:
+    """The staged rows of the groups each unit keeps: its ``max_groups`` groups of least
+    keyed hash (an arg-min for one group)."""
+    group = [alias[b] for b in by]
+    hg = keyed_hash(
+        salt_g, ", ".join(canonical(alias[b], types[b]) for b in by), text_unit=text_unit
+    )
+    keyed = ", ".join(group)
+    if len(group) == 1:
+        one, top = group[0], f"unnest(min_by({group[0]}, hg, {max_groups})) AS {group[0]}"
+    else:
+        struct = "{" + ", ".join(f"'{c}': {c}" for c in group) + "}"
+        one = struct
+        top = f"unnest(min_by({struct}, hg, {max_groups}), recursive := true)"
+    if max_groups == 1:
+        # one group per unit: an arg-min over the unit's rows (no distinct pairs)
+        best = f"arg_min({one}, {hg})"
+        pick = f"{best} AS {group[0]}" if len(group) == 1 else f"unnest({best})"
+        chosen = f"SELECT u, {pick} FROM {_STAGE} GROUP BY u"
+    else:
+        pairs = f"SELECT DISTINCT u, {keyed}, {hg} AS hg FROM {_STAGE}"
+        chosen = f"SELECT u, {top} FROM ({pairs}) GROUP BY u"
+    return f"SELECT s.* FROM {_STAGE} s SEMI JOIN ({chosen}) c USING (u, {keyed})"
