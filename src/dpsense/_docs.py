@@ -11,9 +11,17 @@ from __future__ import annotations
 import re
 import textwrap
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Final, TypeVar
 
-__all__ = ["doc_parts"]
+__all__ = ["NEIGHBOURS_AND_RNG", "doc_parts"]
+
+NEIGHBOURS_AND_RNG: Final = """\
+neighbours : {"add-remove", "substitute"}, default "add-remove"
+    The neighbour relation.
+rng : None, int, numpy.random.Generator or RandomSource, optional
+    None uses the OS CSPRNG; a seed is reproducible but insecure (it warns).
+"""
+"""The ``neighbours`` and ``rng`` parameters of a release of one column by one method."""
 
 _F = TypeVar("_F", bound=Callable[..., object])
 _FIELD = re.compile(r"^([ ]*)<<(\w+)>>$", re.MULTILINE)

@@ -42,12 +42,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpsense._arrays import as_data
+from dpsense._docs import NEIGHBOURS_AND_RNG, doc_parts
 from dpsense.mechanisms.additive import LaplaceMechanism
-from dpsense.methods._release import Release
+from dpsense.methods._release import Release, checked_mean_request
 from dpsense.methods.intervals import fraction_parts
-from dpsense.neighbours import ADD_REMOVE, Neighbours, validate_neighbours
+from dpsense.neighbours import ADD_REMOVE, Neighbours
 from dpsense.noise.rng import RandomSource, resolve_rng
-from dpsense.params import check_epsilon, validate_bounds
 from dpsense.statistics._records import HeldRecords
 
 __all__ = ["QUANTA", "fractions_of", "ksw_draws", "ksw_mean", "ksw_sensitivity", "noisy_pairs"]
@@ -188,6 +188,7 @@ def unit_sums(x: Any, lower: float, upper: float, *, where: str) -> tuple[Fracti
     return Fraction(ones, QUANTA), Fraction(total - ones, QUANTA)
 
 
+@doc_parts(neighbours_and_rng=NEIGHBOURS_AND_RNG)
 def ksw_mean(
     x: Any,
     *,
@@ -227,10 +228,7 @@ def ksw_mean(
         Public clipping bounds, ``lower < upper``; never inferred from the data.
     epsilon : float
         Privacy parameter in (0, inf).
-    neighbours : {"add-remove", "substitute"}, default "add-remove"
-        The neighbour relation.
-    rng : None, int, numpy.random.Generator or RandomSource, optional
-        None uses the OS CSPRNG; a seed is reproducible but insecure (it warns).
+    <<neighbours_and_rng>>
 
     Returns
     -------
@@ -259,9 +257,7 @@ def ksw_mean(
     True
     """
     where = "ksw_mean"
-    bounds = validate_bounds(lower, upper, where=where)
-    eps = check_epsilon(epsilon, where=where)
-    relation = validate_neighbours(neighbours, where=where)
+    bounds, eps, relation = checked_mean_request(lower, upper, epsilon, neighbours, where)
     ones, zeros = unit_sums(x, bounds.lower, bounds.upper, where=where)
     source = resolve_rng(rng, where=where)
     noisy, scale, grid = noisy_pairs(

@@ -106,11 +106,13 @@ def bound_rows(source: Any, bounding: UnitBounding, *, keep: str) -> None:
     text_unit = text_unit_type(types[unit])
     hr = keyed_hash(salt_r, ", ".join(row_cols), text_unit=text_unit)
     every_key = keys is not None and max_groups >= len(keys)
-    kept = (
-        _kept_groups(by, alias, types, salt_g, int(max_groups), text_unit)
-        if by and not every_key
-        else f"SELECT * FROM {_STAGE}"
-    )
+    if by and not every_key:
+        hg = keyed_hash(
+            salt_g, ", ".join(canonical(alias[b], types[b]) for b in by), text_unit=text_unit
+        )
+        kept = _kept_groups(group, hg, int(max_groups))
+    else:
+        kept = f"SELECT * FROM {_STAGE}"
     part = ", ".join(["u", *group])
     rows = (
         f"SELECT * FROM ({kept}) "
@@ -128,20 +130,9 @@ def bound_rows(source: Any, bounding: UnitBounding, *, keep: str) -> None:
     con.execute("DROP TABLE IF EXISTS dpsense_keys")
 
 
-def _kept_groups(
-    by: Any,
-    alias: dict[str, str],
-    types: dict[str, str],
-    salt_g: int,
-    max_groups: int,
-    text_unit: bool,
-) -> str:
+def _kept_groups(group: list[str], hg: str, max_groups: int) -> str:
     """The staged rows of the groups each unit keeps: its ``max_groups`` groups of least
-    keyed hash (an arg-min for one group)."""
-    group = [alias[b] for b in by]
-    hg = keyed_hash(
-        salt_g, ", ".join(canonical(alias[b], types[b]) for b in by), text_unit=text_unit
-    )
+    keyed hash ``hg`` (an arg-min for one group)."""
     keyed = ", ".join(group)
     if len(group) == 1:
         one, top = group[0], f"unnest(min_by({group[0]}, hg, {max_groups})) AS {group[0]}"
