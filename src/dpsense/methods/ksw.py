@@ -188,6 +188,25 @@ def unit_sums(x: Any, lower: float, upper: float, *, where: str) -> tuple[Fracti
     return Fraction(ones, QUANTA), Fraction(total - ones, QUANTA)
 
 
+def _mean_and_interval(
+    noisy: FloatArray, scale: float, grid: float | None, lower: float, upper: float
+) -> tuple[float, dict[str, Any]]:
+    """The mean the released pair gives (clipped to the bounds), and its interval's parts."""
+    fraction = fractions_of(noisy)
+    width = upper - lower
+    value = min(max(lower + width * float(fraction[0]), lower), upper)
+    # the interval reads the released pair (post-processing, docs/intervals.md §2); the
+    # rescaled records are rounded to 2^-24, so their mean moves by at most w 2^-25
+    interval = fraction_parts(
+        noisy=(float(noisy[0, 0]), float(noisy[0, 1])),
+        scale=scale,
+        grid=grid,
+        span=(lower, upper),
+        value_error=width * UNIT_QUANTUM,
+    )
+    return value, interval
+
+
 @doc_parts(neighbours_and_rng=NEIGHBOURS_AND_RNG)
 def ksw_mean(
     x: Any,
@@ -263,18 +282,7 @@ def ksw_mean(
     noisy, scale, grid = noisy_pairs(
         ones, zeros, sensitivity=ksw_sensitivity(relation), epsilon=eps, source=source
     )
-    fraction = fractions_of(noisy)
-    width = bounds.upper - bounds.lower
-    value = min(max(bounds.lower + width * float(fraction[0]), bounds.lower), bounds.upper)
-    # the interval reads the released pair (post-processing, docs/intervals.md §2); the
-    # rescaled records are rounded to 2^-24, so their mean moves by at most w 2^-25
-    interval = fraction_parts(
-        noisy=(float(noisy[0, 0]), float(noisy[0, 1])),
-        scale=scale,
-        grid=grid,
-        span=(bounds.lower, bounds.upper),
-        value_error=width * UNIT_QUANTUM,
-    )
+    value, interval = _mean_and_interval(noisy, scale, grid, bounds.lower, bounds.upper)
     return Release(
         value=value,
         refused=False,
