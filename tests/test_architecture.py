@@ -19,6 +19,7 @@ LAYERS = {
     "_exact_budget": 1,
     "defaults": 1,
     "shown": 1,
+    "_docs": 1,
     "noise": 2,
     "statistics": 2,
     "sensitivity": 3,

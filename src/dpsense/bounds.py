@@ -230,12 +230,7 @@ def private_bounds(
     source = resolve_rng(rng, where=where)
     x = _values(data, column, privacy_unit, max_rows_per_unit, nulls, source, casts, row_filter)
     m = max_rows_per_unit if privacy_unit is not None else 1
-    grid, lows, highs = _scores_on_the_grid(x, p_lo, p_hi)
-    # the pair's score max(S_lo(i), S_hi(j)) moves by at most m per person: one draw over
-    # all G^2 pairs with eta = epsilon / (2 m) is epsilon-DP (rounded down: more private)
-    eta = bounds_eta(eps, m)
-    k = _draw_pair(source, lows, highs, eta)
-    lower, upper = ordered_pair(grid, k // grid.size, k % grid.size)
+    lower, upper, eta = _drawn_bounds(x, p_lo, p_hi, eps, m, source)
     _warn_far(lower, upper, where)
     return Release(
         value=(lower, upper),
@@ -250,6 +245,19 @@ def private_bounds(
         seeded=source.seeded,
         parameters=_receipt(p_lo, p_hi, eta, privacy_unit, m),
     )
+
+
+def _drawn_bounds(
+    x: Any, p_lo: float, p_hi: float, eps: float, m: int, source: RandomSource
+) -> tuple[float, float, float]:
+    """The drawn pair of grid points (lower, upper) and the exponential mechanism's eta."""
+    grid, lows, highs = _scores_on_the_grid(x, p_lo, p_hi)
+    # the pair's score max(S_lo(i), S_hi(j)) moves by at most m per person: one draw over
+    # all G^2 pairs with eta = epsilon / (2 m) is epsilon-DP (rounded down: more private)
+    eta = bounds_eta(eps, m)
+    k = _draw_pair(source, lows, highs, eta)
+    lower, upper = ordered_pair(grid, k // grid.size, k % grid.size)
+    return lower, upper, eta
 
 
 def _scores_on_the_grid(x: Any, p_lo: float, p_hi: float) -> tuple[Any, Any, Any]:

@@ -284,10 +284,7 @@ def plan(
     """
     del data_or_schema  # never read: a plan depends on public parameters only
     n = check_int(rows_per_group, "rows_per_group", where="plan", minimum=1)
-    if not (isinstance(spread, int | float) and 0.0 < spread <= 1.0):
-        raise InputError(
-            f"The 'spread' parameter of plan must be in (0, 1]. Got {spread!r} instead."
-        )
+    _check_spread(spread)
     statistics, kwargs = _request(request, dict(kwargs))
     planned = _planned(statistics, kwargs, epsilon, delta)
     forecasts = tuple(_forecast(planned, e, n, spread) for e in planned.entries)
@@ -303,6 +300,13 @@ def plan(
         parameters=dict(planned.parameters),
         weights=_needs(planned, forecasts, n),
     )
+
+
+def _check_spread(spread: object) -> None:
+    if not (isinstance(spread, int | float) and 0.0 < spread <= 1.0):
+        raise InputError(
+            f"The 'spread' parameter of plan must be in (0, 1]. Got {spread!r} instead."
+        )
 
 
 def _needs(

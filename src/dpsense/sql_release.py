@@ -11,8 +11,9 @@ from __future__ import annotations
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
+from dpsense._docs import doc_parts
 from dpsense.errors import InputError
 from dpsense.pipeline import Request, execute
 from dpsense.query.join_input import joined_input, reads_several_tables
@@ -113,6 +114,53 @@ def sql_arguments(
     return args
 
 
+# the Parameters section of sql's docstring (dpsense._docs)
+_SQL_PARAMETERS: Final = """\
+query : str
+    ``SELECT by-columns, aggregates FROM table [WHERE ...] [GROUP BY ...] [ORDER BY
+    ...] [LIMIT n]`` in DuckDB's dialect, parsed with sqlglot. Aggregates: COUNT(*),
+    COUNT(col), SUM, AVG, MEDIAN, QUANTILE_CONT / QUANTILE_DISC / PERCENTILE_CONT (a
+    list of levels gives several quantiles), VAR_POP / VARIANCE, STDDEV_POP / STDDEV.
+    ``COUNT(DISTINCT unit)`` counts people. Tables are joined with JOIN / LEFT JOIN
+    ... ON equalities or USING (docs/joins.md). Anything else (subqueries, other
+    DISTINCT, HAVING, window functions, MIN/MAX, UNION, WITH, SELECT *) is an
+    InputError naming it (docs/sql.md).
+tables : mapping of str to data, optional
+    The tables by name: a pandas/Polars DataFrame, an Arrow table, a DuckDB relation,
+    a CSV/Parquet path or a Spark DataFrame. A query may also read FROM 'data.parquet'
+    (a quoted path) or a temporary view of the active Spark session.
+epsilon, delta : float
+    The total budget of the query, split between its statistics by ``weights``
+    (equal by default). Without ``keys`` the groups are chosen by private partition
+    selection, which needs ``delta > 0``.
+privacy_unit : str or mapping, optional
+    The column identifying a person (in every private table), or per table its unit
+    column or a foreign-key path ``(column, table, key)`` to a table that holds it:
+    ``{"orders": "customer_id", "items": ("order_id", "orders", "order_id")}``.
+public_tables : list of str, optional
+    Tables that hold no one's data (codes, regions, calendars): joined freely, and
+    when every GROUP BY column comes from them their distinct values are the groups.
+    Every other table is private (docs/joins.md).
+max_rows_per_unit, max_groups_per_unit
+    As in :func:`dpsense.release`: the bounds on what one person contributes, applied
+    to the joined rows.
+bounds : mapping of column to (lower, upper), or "private"
+    Public bounds of each aggregated column (SQL carries none), chosen without looking
+    at the data; or "private" to find them privately (``bounds_share`` of epsilon).
+    COUNT needs none.
+keys : mapping of column to list of values, or None
+    The public groups: the values of each GROUP BY column (every combination is
+    released, absent ones included); None for private partition selection.
+weights, nulls, schema, rng, bounds_share
+    As in :func:`dpsense.release`.
+accountant : Accountant, optional
+    Charge the query to this accountant (its ledger) first: one charge of the total.
+dataset : str, optional
+    The ledger label (default: the FROM table).
+"""
+
+
+@doc_parts(parameters=_SQL_PARAMETERS)
 def sql(
     query: str,
     *,
@@ -137,47 +185,7 @@ def sql(
 
     Parameters
     ----------
-    query : str
-        ``SELECT by-columns, aggregates FROM table [WHERE ...] [GROUP BY ...] [ORDER BY
-        ...] [LIMIT n]`` in DuckDB's dialect, parsed with sqlglot. Aggregates: COUNT(*),
-        COUNT(col), SUM, AVG, MEDIAN, QUANTILE_CONT / QUANTILE_DISC / PERCENTILE_CONT (a
-        list of levels gives several quantiles), VAR_POP / VARIANCE, STDDEV_POP / STDDEV.
-        ``COUNT(DISTINCT unit)`` counts people. Tables are joined with JOIN / LEFT JOIN
-        ... ON equalities or USING (docs/joins.md). Anything else (subqueries, other
-        DISTINCT, HAVING, window functions, MIN/MAX, UNION, WITH, SELECT *) is an
-        InputError naming it (docs/sql.md).
-    tables : mapping of str to data, optional
-        The tables by name: a pandas/Polars DataFrame, an Arrow table, a DuckDB relation,
-        a CSV/Parquet path or a Spark DataFrame. A query may also read FROM 'data.parquet'
-        (a quoted path) or a temporary view of the active Spark session.
-    epsilon, delta : float
-        The total budget of the query, split between its statistics by ``weights``
-        (equal by default). Without ``keys`` the groups are chosen by private partition
-        selection, which needs ``delta > 0``.
-    privacy_unit : str or mapping, optional
-        The column identifying a person (in every private table), or per table its unit
-        column or a foreign-key path ``(column, table, key)`` to a table that holds it:
-        ``{"orders": "customer_id", "items": ("order_id", "orders", "order_id")}``.
-    public_tables : list of str, optional
-        Tables that hold no one's data (codes, regions, calendars): joined freely, and
-        when every GROUP BY column comes from them their distinct values are the groups.
-        Every other table is private (docs/joins.md).
-    max_rows_per_unit, max_groups_per_unit
-        As in :func:`dpsense.release`: the bounds on what one person contributes, applied
-        to the joined rows.
-    bounds : mapping of column to (lower, upper), or "private"
-        Public bounds of each aggregated column (SQL carries none), chosen without looking
-        at the data; or "private" to find them privately (``bounds_share`` of epsilon).
-        COUNT needs none.
-    keys : mapping of column to list of values, or None
-        The public groups: the values of each GROUP BY column (every combination is
-        released, absent ones included); None for private partition selection.
-    weights, nulls, schema, rng, bounds_share
-        As in :func:`dpsense.release`.
-    accountant : Accountant, optional
-        Charge the query to this accountant (its ledger) first: one charge of the total.
-    dataset : str, optional
-        The ledger label (default: the FROM table).
+    <<parameters>>
 
     Returns
     -------
@@ -188,24 +196,9 @@ def sql(
     from dpsense.query.sql import parse_sql
 
     spec = parse_sql(query)
-    label = spec.table
-    if reads_several_tables(spec, privacy_unit, public_tables):
-        joined = joined_input(
-            spec,
-            lambda name, is_path: resolve_named(name, is_path, tables),
-            tables,
-            privacy_unit,
-            public_tables,
-            keys,
-            schema,
-        )
-        data, privacy_unit, keys, label = joined.data, joined.unit, joined.keys, joined.label
-        units = joined.unit_names
-        schema = joined.schema
-    else:
-        data = resolve_table(spec, tables)
-        _check_columns(spec, data)
-        units = frozenset({privacy_unit}) if isinstance(privacy_unit, str) else frozenset()
+    data, privacy_unit, keys, label, units, schema = _query_input(
+        spec, tables, privacy_unit, public_tables, keys, schema
+    )
     args = sql_arguments(spec, bounds, keys, units)
     stats = args.pop("statistics")
     release_args, method_options = release_arguments(
@@ -220,6 +213,50 @@ def sql(
             **args,
         }
     )
+    _check_accountant(accountant)
+    where = _WHERE if accountant is None else "Accountant.release"
+    label = label if dataset is None else dataset
+    request = Request(data, stats, release_args, epsilon, delta, rng, method_options, where, label)
+    result = execute(request, accountant)
+    assert isinstance(result, QueryResult)  # a dict of statistics is a query
+    return _post_process(spec, result)
+
+
+def _query_input(
+    spec: SqlQuery,
+    tables: Mapping[str, Any] | None,
+    privacy_unit: str | Mapping[str, Any] | None,
+    public_tables: Sequence[str] | None,
+    keys: Any,
+    schema: Mapping[str, str] | None,
+) -> tuple[Any, Any, Any, str, frozenset[str], Mapping[str, str] | None]:
+    """The data the query reads (its tables joined, when it reads several), its privacy
+    unit, keys, ledger label, unit columns and schema."""
+    if reads_several_tables(spec, privacy_unit, public_tables):
+        joined = joined_input(
+            spec,
+            lambda name, is_path: resolve_named(name, is_path, tables),
+            tables,
+            privacy_unit,
+            public_tables,
+            keys,
+            schema,
+        )
+        return (
+            joined.data,
+            joined.unit,
+            joined.keys,
+            joined.label,
+            joined.unit_names,
+            joined.schema,
+        )
+    data = resolve_table(spec, tables)
+    _check_columns(spec, data)
+    units = frozenset({privacy_unit}) if isinstance(privacy_unit, str) else frozenset()
+    return data, privacy_unit, keys, spec.table, units, schema
+
+
+def _check_accountant(accountant: object) -> None:
     if accountant is not None:
         from dpsense.accountant import Accountant
 
@@ -228,12 +265,6 @@ def sql(
                 f"The 'accountant' parameter of {_WHERE} must be a ds.Accountant. Got "
                 f"{type(accountant).__name__} instead."
             )
-    where = _WHERE if accountant is None else "Accountant.release"
-    label = label if dataset is None else dataset
-    request = Request(data, stats, release_args, epsilon, delta, rng, method_options, where, label)
-    result = execute(request, accountant)
-    assert isinstance(result, QueryResult)  # a dict of statistics is a query
-    return _post_process(spec, result)
 
 
 def _check_columns(spec: SqlQuery, data: Any) -> None:

@@ -28,6 +28,12 @@ _MAX_LOG: Final = 700.0
 # ----------------------------------------------------------------------------- statistics
 
 
+def _headline(passed: bool, alpha: float) -> tuple[str, str]:
+    """The verdict (PASSED or FAILED) and the confidence (``1 - alpha``, in %) that a
+    test's summary opens with."""
+    return ("PASSED" if passed else "FAILED"), f"{100 * (1 - alpha):g}%"
+
+
 def clopper_pearson(
     count: ArrayLike, n: int, alpha: float
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from dpsense.audit._confidence import _judge
+from dpsense.audit._confidence import _headline, _judge
 from dpsense.audit._sampling import Sampler, _check_sampler, _draw, _fail
 from dpsense.errors import InputError
 from dpsense.params import check_epsilon, check_int, check_probability
@@ -63,8 +63,7 @@ class CatastropheResult:
     alpha: float
 
     def __str__(self) -> str:
-        verdict = "PASSED" if self.passed else "FAILED"
-        confidence = f"{100 * (1 - self.alpha):g}%"
+        verdict, confidence = _headline(self.passed, self.alpha)
         summary = (
             f"Catastrophe test {verdict} for epsilon={self.claimed_epsilon:g}: the event "
             f"occurred in {self.count_x} of {self.n} outputs on x and {self.count_y} of "

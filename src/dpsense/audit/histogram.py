@@ -24,7 +24,7 @@ from numpy.typing import NDArray
 from dpsense._progress import ProgressBar, show_progress
 from dpsense.audit._binning import MAX_DISCRETE_VALUES as MAX_DISCRETE_VALUES
 from dpsense.audit._binning import _Bins, _make_bins, _pilot_size
-from dpsense.audit._confidence import _judge, clopper_pearson
+from dpsense.audit._confidence import _headline, _judge, clopper_pearson
 from dpsense.audit._sampling import Outputs as Outputs
 from dpsense.audit._sampling import Sampler, _check_sampler, _common, _draw, _fail
 from dpsense.params import check_delta, check_epsilon, check_int, check_probability
@@ -87,8 +87,7 @@ class AuditResult:
     events_tested: int
 
     def __str__(self) -> str:
-        verdict = "PASSED" if self.passed else "FAILED"
-        confidence = f"{100 * (1 - self.alpha):g}%"
+        verdict, confidence = _headline(self.passed, self.alpha)
         claim = f"(epsilon={self.claimed_epsilon:g}, delta={self.claimed_delta:g})"
         summary = (
             f"Histogram audit {verdict} for the claim {claim} with n={self.n} outputs on "
@@ -215,19 +214,9 @@ def histogram_audit(
     >>> result.passed, result.epsilon_lower_bound <= 1.0
     (True, True)
     """
-    where = "histogram_audit"
-    sx = _check_sampler(sample_x, "sample_x", where)
-    sy = _check_sampler(sample_y, "sample_y", where)
-    eps = check_epsilon(epsilon, where=where)
-    dlt = check_delta(delta, where=where)
-    size = check_int(n, "n", where=where, minimum=100)
-    n_bins = DEFAULT_BINS if bins is None else check_int(bins, "bins", where=where, minimum=2)
-    level = check_probability(alpha, "alpha", where=where)
-    if not isinstance(both_directions, bool | np.bool_):
-        raise _fail("both_directions", where, "True or False", both_directions)
-    if progress is not None and not isinstance(progress, bool | np.bool_):
-        raise _fail("progress", where, "True, False or None", progress)
-
+    sx, sy = _check_samplers(sample_x, sample_y)
+    eps, dlt, size, n_bins, level = _check_numbers(epsilon, delta, n, bins, alpha)
+    _check_flags(both_directions, progress)
     pilot = _pilot_size(size, n_bins)
     pilot_x, pilot_y, out_x, out_y = _draw_outputs(sx, sy, pilot, size, progress)
     partition = _make_bins(np.concatenate([pilot_x, pilot_y]), n_bins)
@@ -254,6 +243,34 @@ def histogram_audit(
         delta_excess=judgement.delta_excess,
         events_tested=judgement.events_tested,
     )
+
+
+_WHERE: Final = "histogram_audit"
+
+
+def _check_samplers(sample_x: Sampler, sample_y: Sampler) -> tuple[Sampler, Sampler]:
+    return (
+        _check_sampler(sample_x, "sample_x", _WHERE),
+        _check_sampler(sample_y, "sample_y", _WHERE),
+    )
+
+
+def _check_numbers(
+    epsilon: float, delta: float, n: int, bins: int | None, alpha: float
+) -> tuple[float, float, int, int, float]:
+    """The checked epsilon, delta, n, number of bins and alpha, in that order."""
+    eps = check_epsilon(epsilon, where=_WHERE)
+    dlt = check_delta(delta, where=_WHERE)
+    size = check_int(n, "n", where=_WHERE, minimum=100)
+    n_bins = DEFAULT_BINS if bins is None else check_int(bins, "bins", where=_WHERE, minimum=2)
+    return eps, dlt, size, n_bins, check_probability(alpha, "alpha", where=_WHERE)
+
+
+def _check_flags(both_directions: object, progress: object) -> None:
+    if not isinstance(both_directions, bool | np.bool_):
+        raise _fail("both_directions", _WHERE, "True or False", both_directions)
+    if progress is not None and not isinstance(progress, bool | np.bool_):
+        raise _fail("progress", _WHERE, "True, False or None", progress)
 
 
 def _draw_outputs(

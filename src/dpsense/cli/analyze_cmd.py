@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -34,7 +35,7 @@ from dpsense.statistics import (
     Statistic,
 )
 
-__all__ = ["WHY_NOT_LOCAL", "analyze", "banner", "profile_of"]
+__all__ = ["WHY_NOT_LOCAL", "analyze", "banner", "profile_of", "show_non_private"]
 
 ANALYZE_EXAMPLES = (
     "Examples:\n\n\b\n"
@@ -68,6 +69,16 @@ def banner(console: Console) -> None:
     console.print(
         Panel(Text(_NON_PRIVATE_BANNER, style="bold"), border_style="red", title="warning")
     )
+
+
+def show_non_private(tables: Callable[[Console], None], written: Path | None) -> None:
+    """The warning banner, then ``tables`` (printed on the console), then where the plot
+    was written, if one was."""
+    console = _console()
+    banner(console)
+    tables(console)
+    if written is not None:
+        console.print(f"plot written to {written}")
 
 
 def _global_sensitivity(stat: Statistic, neighbours: Neighbours, n: int) -> float:
@@ -249,11 +260,7 @@ def _emit_profile(
     if json_output:
         _print_json(_jsonable_profile(profile))
         return
-    console = _console()
-    banner(console)
-    _print_profile(console, profile, column)
-    if written is not None:
-        console.print(f"plot written to {written}")
+    show_non_private(lambda console: _print_profile(console, profile, column), written)
 
 
 def _jsonable_profile(profile: dict[str, Any]) -> dict[str, Any]:

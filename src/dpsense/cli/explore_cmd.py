@@ -14,13 +14,12 @@ from rich.table import Table
 from dpsense._arrays import FloatArray
 from dpsense.cli import _options as opt
 from dpsense.cli._shared import (
-    _console,
     _fmt,
     _json_number,
     _parse_numbers,
     _print_json,
 )
-from dpsense.cli.analyze_cmd import banner
+from dpsense.cli.analyze_cmd import show_non_private
 from dpsense.data import load_column
 from dpsense.errors import EvaluationLimitError, InputError
 from dpsense.neighbours import NEIGHBOURS
@@ -92,11 +91,7 @@ def explore(
     if json_output:
         _print_json(_payload(grid, results, written))
         return
-    console = _console()
-    banner(console)
-    _print_explorer(console, results, grid)
-    if written is not None:
-        console.print(f"plot written to {written}")
+    show_non_private(lambda console: _print_explorer(console, results, grid), written)
 
 
 @dataclass(frozen=True)

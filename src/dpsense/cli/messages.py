@@ -82,16 +82,21 @@ def _units(match: re.Match[str]) -> str:
 def cli_speak(message: str, options: Iterable[str]) -> str:
     """``message`` with Python parameter syntax replaced by the command line's options."""
     opts = set(options)
+    out = _speak_parameters(message, opts)
+    out = _speak_assignments(out, opts)
+    out = _speak_mappings(out, opts)
+    return _speak_names(out, opts)
 
-    def where(name: str) -> str:
-        return _WHERE.get(name, "")
+
+def _speak_parameters(message: str, opts: set[str]) -> str:
+    """Privacy units, the WHERE clause, the ledger and "the 'x' parameter" phrases."""
 
     def parameter(match: re.Match[str]) -> str:
         flag = _option(match.group(1), opts)
         if flag is None:
             return match.group(0)
         named = match.group(3) or ""
-        context = where(named) or (
+        context = _WHERE.get(named, "") or (
             f"--method {_METHOD_WORDS[named]}" if named in _METHOD_WORDS else ""
         )
         return flag + (f" (with {context})" if context.startswith("--") else "")
@@ -105,11 +110,15 @@ def cli_speak(message: str, options: Iterable[str]) -> str:
         r"'dpsense budget init \1 --epsilon E'",
         message,
     )
-    out = re.sub(
+    return re.sub(
         r"[Tt]he '([a-z_]+)' (parameter|option)(?: of (?:the )?((?:dpsense )?[\w.]+)(?: method)?)?",
         parameter,
         message,
     )
+
+
+def _speak_assignments(out: str, opts: set[str]) -> str:
+    """``name='text'`` and ``name=number`` (or ``...``) as ``--name value``."""
 
     def quoted(match: re.Match[str]) -> str:
         flag = _option(match.group(1), opts)
@@ -128,7 +137,11 @@ def cli_speak(message: str, options: Iterable[str]) -> str:
             )
         return f"{flag} {value.replace('_', '').replace(',', '')}"
 
-    out = re.sub(r"\b([a-z_]+)=(\.\.\.|\[\.\.\.\]|-?[0-9](?:[0-9_,.e+-]*[0-9])?)", assigned, out)
+    return re.sub(r"\b([a-z_]+)=(\.\.\.|\[\.\.\.\]|-?[0-9](?:[0-9_,.e+-]*[0-9])?)", assigned, out)
+
+
+def _speak_mappings(out: str, opts: set[str]) -> str:
+    """``keys={...}`` and ``schema={...}`` as their repeated options."""
 
     def declared(match: re.Match[str]) -> str:  # schema={'age': 'int'} -> --schema age=int
         if "--schema" not in opts:
@@ -147,7 +160,11 @@ def cli_speak(message: str, options: Iterable[str]) -> str:
     out = re.sub(r"\bkeys=\{(?:'[^']*': \[\.\.\.\](?:, )?)+\}", listed, out)
     if "--schema" not in opts:
         out = re.sub(DECLARE_TYPE_WAY, "", out)
-    out = re.sub(r"\bschema=\{(?:'[^']*': '[^']*'(?:, )?)+\}", declared, out)
+    return re.sub(r"\bschema=\{(?:'[^']*': '[^']*'(?:, )?)+\}", declared, out)
+
+
+def _speak_names(out: str, opts: set[str]) -> str:
+    """Tuples of levels, bare parameter names and the Python names of the doors."""
 
     def levels(match: re.Match[str]) -> str:  # p=(0.1, 0.5) -> --p 0.1,0.5
         flag = _option(match.group(1), opts)

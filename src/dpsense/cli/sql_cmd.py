@@ -340,19 +340,13 @@ def sql_command(
     from dpsense.tables.schema import parse_schema_items
 
     spec, bounds_arg, key_list = _checked(query, bounds, keys, output)
-    private_files = _named_paths(table, "--table")
-    public_files = _named_paths(public, "--public")
-    files = _tables_of(spec, private_files, public_files)
-    private = [s.table for s in spec.sources if s.table not in public_files]
-    unit = _privacy_unit(privacy_unit, private)
-    several = len(spec.sources) > 1 or isinstance(unit, dict) or bool(public_files)
-    label = dataset if dataset is not None else (None if several else Path(files[spec.table]).name)
+    files, unit, public_tables, label = _sources(spec, privacy_unit, table, public, dataset)
     accountant = _accountant(ledger)
     with _seeded_quietly():  # the output says so
         result = sql(
             query,
             tables=files,
-            public_tables=sorted(public_files) if several else None,
+            public_tables=public_tables,
             epsilon=epsilon,
             delta=delta,
             privacy_unit=unit,
@@ -370,6 +364,25 @@ def sql_command(
     if output is not None:
         write_output(output, result)
     _emit(spec, result, json_output)
+
+
+def _sources(
+    spec: SqlQuery,
+    privacy_unit: list[str] | None,
+    table: list[str] | None,
+    public: list[str] | None,
+    dataset: str | None,
+) -> tuple[dict[str, str], str | dict[str, Any] | None, list[str] | None, str | None]:
+    """The query's files by table name, its privacy unit, its public tables (None for one
+    private table) and the dataset's name in the log."""
+    private_files = _named_paths(table, "--table")
+    public_files = _named_paths(public, "--public")
+    files = _tables_of(spec, private_files, public_files)
+    private = [s.table for s in spec.sources if s.table not in public_files]
+    unit = _privacy_unit(privacy_unit, private)
+    several = len(spec.sources) > 1 or isinstance(unit, dict) or bool(public_files)
+    label = dataset if dataset is not None else (None if several else Path(files[spec.table]).name)
+    return files, unit, sorted(public_files) if several else None, label
 
 
 def _checked(

@@ -81,6 +81,17 @@ def load_column(
     >>> load_column({"age": [30, 41], "name": ["a", "b"]}, "age")
     array([30., 41.])
     """
+    _check_column_and_nulls(column, nulls)
+    values, where = _load_any(source, column, nulls)
+    if values.shape[0] == 0 and not allow_empty:
+        raise InputError(
+            f"the column of {where} has no data rows; this computation needs at least one."
+        )
+    return values
+
+
+def _check_column_and_nulls(column: Any, nulls: str) -> None:
+    """An InputError unless ``column`` is None or a name and ``nulls`` is known."""
     if column is not None and not isinstance(column, str):
         raise InputError(
             f"The 'column' parameter of load_column must be a column name (str). "
@@ -91,20 +102,16 @@ def load_column(
             f"The 'nulls' parameter of load_column must be 'error' or 'drop'. Got {nulls!r} "
             "instead."
         )
+
+
+def _load_any(source: Any, column: str | None, nulls: str) -> tuple[FloatArray, str]:
+    """The column of a file, a table or an object, and the name its messages use."""
     if isinstance(source, str | os.PathLike):
         where = _where(os.fspath(source))
-        values = _load_table(os.fspath(source), column, where, nulls=nulls)
-    elif _opened_as_table(source):
-        values = _load_table(source, column, nulls=nulls)
-        where = "load_column"
-    else:
-        values = _load_object(source, column, nulls)
-        where = "load_column"
-    if values.shape[0] == 0 and not allow_empty:
-        raise InputError(
-            f"the column of {where} has no data rows; this computation needs at least one."
-        )
-    return values
+        return _load_table(os.fspath(source), column, where, nulls=nulls), where
+    if _opened_as_table(source):
+        return _load_table(source, column, nulls=nulls), "load_column"
+    return _load_object(source, column, nulls), "load_column"
 
 
 def load_indicator(

@@ -104,6 +104,23 @@ def lab(
     >>> results = ds.lab("lab.html", quick=True)  # doctest: +SKIP
     >>> print(results.findings[1])  # doctest: +SKIP
     """
+    target = _writable_target(path)
+    chosen = _chosen_config(config, quick, seed)
+    from dpsense.pages import write_page
+
+    results, page = run_and_render(
+        chosen,
+        data if isinstance(data, LabData) else lab_data(data),
+        _version(),
+        quick=quick,
+        progress=progress,
+    )
+    write_page(page, target)
+    return results
+
+
+def _writable_target(path: str | os.PathLike[str]) -> str:
+    """``path`` as a string, once its folder exists and is writable and it is no folder."""
     target = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(target))
     if not os.path.isdir(folder):
@@ -118,6 +135,11 @@ def lab(
         raise InputError(
             f"The output path {target!r} of lab is a folder. Pass a file name such as lab.html."
         )
+    return target
+
+
+def _chosen_config(config: LabConfig | None, quick: bool, seed: int | None) -> LabConfig:
+    """The configuration to run: ``config``, else QUICK or FULL, with ``seed`` if given."""
     chosen = config if config is not None else (QUICK if quick else FULL)
     if seed is not None:
         if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
@@ -125,14 +147,4 @@ def lab(
                 f"The 'seed' parameter of lab must be a non-negative integer. Got {seed!r} instead."
             )
         chosen = replace(chosen, seed=seed)
-    from dpsense.pages import write_page
-
-    results, page = run_and_render(
-        chosen,
-        data if isinstance(data, LabData) else lab_data(data),
-        _version(),
-        quick=quick,
-        progress=progress,
-    )
-    write_page(page, target)
-    return results
+    return chosen

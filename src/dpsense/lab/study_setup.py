@@ -218,6 +218,19 @@ def peer_available(key: str) -> bool:
 
 PEERS: Final = ("opendp", "diffprivlib")
 
+# the lab's methods that are one release: the release's method and its options
+_RELEASES: Final[dict[str, tuple[str, dict[str, Any]]]] = {
+    "smooth-t": ("smooth", {"noise": "student-t"}),
+    "smooth-cauchy": ("smooth", {"noise": "cauchy"}),
+    "smooth-laplace": ("smooth", {"noise": "laplace", "delta": DELTA}),
+    "exponential": ("exponential", {}),
+    "global": ("global", {}),
+    "ksw": ("ksw", {}),
+    "bounded-ls": ("bounded-ls", {"delta": DELTA}),
+    "auto": ("auto", {"delta": 0.0}),
+    "auto-approx": ("auto", {"delta": DELTA}),
+}
+
 
 def make_draw(
     statistic: str,
@@ -235,7 +248,6 @@ def make_draw(
     the median, ``np.mean`` for the mean); a peer method goes to ``peer_draw``.
     """
     rng = SeededRandom(seed)
-    lo, hi = stat.lower, stat.upper
 
     def via(method_name: str, **kw: Any) -> Draw:
         return lambda: (
@@ -244,45 +256,38 @@ def make_draw(
             ).value
         )
 
-    if method == "smooth-t":
-        return via("smooth", noise="student-t")
-    if method == "smooth-cauchy":
-        return via("smooth", noise="cauchy")
-    if method == "smooth-laplace":
-        return via("smooth", noise="laplace", delta=DELTA)
-    if method == "exponential":
-        return via("exponential")
-    if method == "global":
-        return via("global")
-    if method == "ksw":
-        return via("ksw")
-    if method == "bounded-ls":
-        return via("bounded-ls", delta=DELTA)
+    if method in _RELEASES:
+        name, options = _RELEASES[method]
+        return via(name, **options)
     if method == "ptr":
         return via("ptr", delta=DELTA, bound=ptr_bound(stat))
-    if method == "auto":
-        return via("auto", delta=0.0)
-    if method == "auto-approx":
-        return via("auto", delta=DELTA)
     if method == "sample-aggregate":
-        k = saa_blocks(epsilon)
-        block_function = np.median if statistic == "median" else np.mean
-        return lambda: (
-            sample_and_aggregate(
-                xc,
-                block_function,
-                blocks=k,
-                lower=lo,
-                upper=hi,
-                epsilon=epsilon,
-                aggregator="mean",
-                neighbours=NEIGHBOURS,
-                rng=rng,
-            ).value
-        )
+        return _saa_draw(statistic, xc, stat, epsilon, rng)
     if method in PEERS and peer_draw is not None:
         return peer_draw(statistic, method, xc, stat, epsilon, seed, as_list)
     raise ValueError(f"unknown method {method!r}")
+
+
+def _saa_draw(
+    statistic: str, xc: FloatArray, stat: BoundedStatistic, epsilon: float, rng: SeededRandom
+) -> Draw:
+    """Sample-and-aggregate's draw: the statistic on each block, the mean of the blocks."""
+    lo, hi = stat.lower, stat.upper
+    k = saa_blocks(epsilon)
+    block_function = np.median if statistic == "median" else np.mean
+    return lambda: (
+        sample_and_aggregate(
+            xc,
+            block_function,
+            blocks=k,
+            lower=lo,
+            upper=hi,
+            epsilon=epsilon,
+            aggregator="mean",
+            neighbours=NEIGHBOURS,
+            rng=rng,
+        ).value
+    )
 
 
 def one_release(x: FloatArray, stat: BoundedStatistic, **options: Any) -> Release:

@@ -10,13 +10,27 @@ from typing import Any
 
 import numpy as np
 
+from dpsense.neighbours import Neighbours, validate_neighbours
+from dpsense.params import Bounds, check_epsilon, validate_bounds
+
 __all__ = [
     "Release",
     "accuracy_parameters",
+    "checked_mean_request",
     "format_value",
     "on_resolution",
     "resolution_parameters",
 ]
+
+
+def checked_mean_request(
+    lower: float, upper: float, epsilon: float, neighbours: str, where: str
+) -> tuple[Bounds, float, Neighbours]:
+    """The public bounds, epsilon and neighbour relation of a mean's release, checked in
+    that order."""
+    bounds = validate_bounds(lower, upper, where=where)
+    eps = check_epsilon(epsilon, where=where)
+    return bounds, eps, validate_neighbours(neighbours, where=where)
 
 
 def on_resolution(statistic: object, value: float) -> float:

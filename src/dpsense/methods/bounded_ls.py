@@ -36,6 +36,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpsense._arrays import as_data
+from dpsense._docs import NEIGHBOURS_AND_RNG, doc_parts
 from dpsense.errors import InputError
 from dpsense.mechanisms._common import MechanismResult
 from dpsense.mechanisms.additive import DiscreteLaplaceMechanism, LaplaceMechanism
@@ -43,8 +44,8 @@ from dpsense.methods._discrete_laplace_tail import (
     discrete_laplace_margin as discrete_laplace_margin,
 )
 from dpsense.methods._discrete_laplace_tail import discrete_laplace_tail as discrete_laplace_tail
-from dpsense.methods._release import Release, accuracy_parameters
-from dpsense.neighbours import ADD_REMOVE, validate_neighbours
+from dpsense.methods._release import Release, accuracy_parameters, checked_mean_request
+from dpsense.neighbours import ADD_REMOVE
 from dpsense.noise.rng import RandomSource, resolve_rng
 from dpsense.params import (
     Bounds,
@@ -52,7 +53,6 @@ from dpsense.params import (
     check_epsilon,
     check_finite,
     rest_of_budget,
-    validate_bounds,
 )
 from dpsense.statistics import Mean
 
@@ -271,6 +271,7 @@ def _draws(
     return np.clip(values, lower, upper), scales, grids, margin
 
 
+@doc_parts(neighbours_and_rng=NEIGHBOURS_AND_RNG)
 def bounded_ls_mean(
     x: Any,
     *,
@@ -327,10 +328,7 @@ def bounded_ls_mean(
         under substitute, where it is not used.
     bound_fraction : float, default 0.2
         Share of epsilon spent on the lower bound of n, in (0, 1) (add-remove only).
-    neighbours : {"add-remove", "substitute"}, default "add-remove"
-        The neighbour relation.
-    rng : None, int, numpy.random.Generator or RandomSource, optional
-        None uses the OS CSPRNG; a seed is reproducible but insecure (it warns).
+    <<neighbours_and_rng>>
 
     Returns
     -------
@@ -357,9 +355,7 @@ def bounded_ls_mean(
     True
     """
     where = "bounded_ls_mean"
-    bounds = validate_bounds(lower, upper, where=where)
-    eps = check_epsilon(epsilon, where=where)
-    relation = validate_neighbours(neighbours, where=where)
+    bounds, eps, relation = checked_mean_request(lower, upper, epsilon, neighbours, where)
     dlt = check_delta(delta, where=where, positive=relation == ADD_REMOVE)
     fraction = check_bound_fraction(bound_fraction, where=where)
     values = np.clip(as_data(x, where=where, allow_empty=True), bounds.lower, bounds.upper)

@@ -42,12 +42,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpsense._arrays import as_data
+from dpsense._docs import NEIGHBOURS_AND_RNG, doc_parts
 from dpsense.mechanisms.additive import LaplaceMechanism
-from dpsense.methods._release import Release
+from dpsense.methods._release import Release, checked_mean_request
 from dpsense.methods.intervals import fraction_parts
-from dpsense.neighbours import ADD_REMOVE, Neighbours, validate_neighbours
+from dpsense.neighbours import ADD_REMOVE, Neighbours
 from dpsense.noise.rng import RandomSource, resolve_rng
-from dpsense.params import check_epsilon, validate_bounds
 from dpsense.statistics._records import HeldRecords
 
 __all__ = ["QUANTA", "fractions_of", "ksw_draws", "ksw_mean", "ksw_sensitivity", "noisy_pairs"]
@@ -188,6 +188,26 @@ def unit_sums(x: Any, lower: float, upper: float, *, where: str) -> tuple[Fracti
     return Fraction(ones, QUANTA), Fraction(total - ones, QUANTA)
 
 
+def _mean_and_interval(
+    noisy: FloatArray, scale: float, grid: float | None, lower: float, upper: float
+) -> tuple[float, dict[str, Any]]:
+    """The mean the released pair gives (clipped to the bounds), and its interval's parts."""
+    fraction = fractions_of(noisy)
+    width = upper - lower
+    value = min(max(lower + width * float(fraction[0]), lower), upper)
+    # the interval reads the released pair (post-processing, docs/intervals.md §2); the
+    # rescaled records are rounded to 2^-24, so their mean moves by at most w 2^-25
+    interval = fraction_parts(
+        noisy=(float(noisy[0, 0]), float(noisy[0, 1])),
+        scale=scale,
+        grid=grid,
+        span=(lower, upper),
+        value_error=width * UNIT_QUANTUM,
+    )
+    return value, interval
+
+
+@doc_parts(neighbours_and_rng=NEIGHBOURS_AND_RNG)
 def ksw_mean(
     x: Any,
     *,
@@ -227,10 +247,7 @@ def ksw_mean(
         Public clipping bounds, ``lower < upper``; never inferred from the data.
     epsilon : float
         Privacy parameter in (0, inf).
-    neighbours : {"add-remove", "substitute"}, default "add-remove"
-        The neighbour relation.
-    rng : None, int, numpy.random.Generator or RandomSource, optional
-        None uses the OS CSPRNG; a seed is reproducible but insecure (it warns).
+    <<neighbours_and_rng>>
 
     Returns
     -------
@@ -259,26 +276,13 @@ def ksw_mean(
     True
     """
     where = "ksw_mean"
-    bounds = validate_bounds(lower, upper, where=where)
-    eps = check_epsilon(epsilon, where=where)
-    relation = validate_neighbours(neighbours, where=where)
+    bounds, eps, relation = checked_mean_request(lower, upper, epsilon, neighbours, where)
     ones, zeros = unit_sums(x, bounds.lower, bounds.upper, where=where)
     source = resolve_rng(rng, where=where)
     noisy, scale, grid = noisy_pairs(
         ones, zeros, sensitivity=ksw_sensitivity(relation), epsilon=eps, source=source
     )
-    fraction = fractions_of(noisy)
-    width = bounds.upper - bounds.lower
-    value = min(max(bounds.lower + width * float(fraction[0]), bounds.lower), bounds.upper)
-    # the interval reads the released pair (post-processing, docs/intervals.md §2); the
-    # rescaled records are rounded to 2^-24, so their mean moves by at most w 2^-25
-    interval = fraction_parts(
-        noisy=(float(noisy[0, 0]), float(noisy[0, 1])),
-        scale=scale,
-        grid=grid,
-        span=(bounds.lower, bounds.upper),
-        value_error=width * UNIT_QUANTUM,
-    )
+    value, interval = _mean_and_interval(noisy, scale, grid, bounds.lower, bounds.upper)
     return Release(
         value=value,
         refused=False,

@@ -29,7 +29,7 @@ import hmac
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 from numpy.typing import NDArray
@@ -51,6 +51,10 @@ __all__ = ["MAX_BLOCKS", "assign_blocks", "function_label", "sample_and_aggregat
 
 MAX_BLOCKS = 10_000_000
 """The most blocks a release may ask for (k block estimates are held in memory)."""
+
+
+_WHERE: Final = "sample_and_aggregate"
+_Pair = tuple[float, float]
 
 
 def function_label(func: Callable[..., Any]) -> str:
@@ -153,20 +157,11 @@ def sample_and_aggregate(
         ``parameters`` holds the public description of the release: ``aggregator``,
         ``function`` (the name of ``func``), ``blocks`` (k) and the output bounds.
     """
-    where = "sample_and_aggregate"
-    k = _check_blocks(blocks, where)
-    b = validate_bounds(lower, upper, where=where)
-    eps = check_epsilon(epsilon, where=where)
-    warn_large_epsilon(eps, where)
-    dlt = check_delta(delta, where=where)
-    nb = validate_neighbours(neighbours, where=where)
-    _check_options(func, aggregator, on_error, function_name, where)
-    label = function_name if function_name is not None else function_label(func)
-    records = _as_records(x)
-    source = resolve_rng(rng, where=where)
-    n = records.shape[0]
-    assignment = assign_blocks(n, k, nb, source, ids)
-    answers = _block_answers(records, func, assignment, k, b, on_error)
+    k, b, eps, dlt, nb = _checked(
+        blocks, (lower, upper), (epsilon, delta), neighbours, where=_WHERE, warn=True
+    )
+    label = _check_options(func, aggregator, on_error, function_name, _WHERE)
+    source, answers = _answers(x, func, k, b, nb, rng, ids, on_error, _WHERE)
     params = _public_parameters(aggregator, label, k, b)
     aggregation = _Aggregation(
         bounds=b, k=k, epsilon=eps, delta=dlt, neighbours=nb, source=source, params=params
@@ -174,6 +169,24 @@ def sample_and_aggregate(
     if aggregator == "mean":
         return _aggregate_mean(answers, aggregation)
     return _aggregate_median(answers, aggregation, noise)
+
+
+def _answers(
+    x: Any,
+    func: Callable[[NDArray[Any]], float],
+    k: int,
+    b: Bounds,
+    nb: Neighbours,
+    rng: object,
+    ids: Sequence[object] | None,
+    on_error: str,
+    where: str,
+) -> tuple[RandomSource, NDArray[np.float64]]:
+    """The random source, and ``func``'s answer on each of the k blocks of the records."""
+    records = _as_records(x)
+    source = resolve_rng(rng, where=where)
+    assignment = assign_blocks(records.shape[0], k, nb, source, ids)
+    return source, _block_answers(records, func, assignment, k, b, on_error)
 
 
 def check_arguments(
@@ -189,12 +202,22 @@ def check_arguments(
     """The arguments of :func:`sample_and_aggregate` that do not read the data, checked in
     its order: a caller that reads the data first (the command line) checks them before,
     so that the error of a bad request never depends on the data."""
-    _check_blocks(blocks, where)
-    validate_bounds(lower, upper, where=where)
-    check_epsilon(epsilon, where=where)
-    check_delta(delta, where=where)
-    validate_neighbours(neighbours, where=where)
+    _checked(blocks, (lower, upper), (epsilon, delta), neighbours, where=where, warn=False)
     _check_options(len, aggregator, "raise", None, where)
+
+
+def _checked(
+    blocks: int, bounds: _Pair, budget: _Pair, neighbours: str, *, where: str, warn: bool
+) -> tuple[int, Bounds, float, float, Neighbours]:
+    """The checked blocks, bounds, epsilon, delta and neighbours, in that order (with the
+    warning on a large epsilon when ``warn``)."""
+    k = _check_blocks(blocks, where)
+    b = validate_bounds(*bounds, where=where)
+    eps = check_epsilon(budget[0], where=where)
+    if warn:
+        warn_large_epsilon(eps, where)
+    dlt = check_delta(budget[1], where=where)
+    return k, b, eps, dlt, validate_neighbours(neighbours, where=where)
 
 
 def _check_blocks(blocks: int, where: str) -> int:
@@ -209,7 +232,8 @@ def _check_blocks(blocks: int, where: str) -> int:
 
 def _check_options(
     func: object, aggregator: str, on_error: str, function_name: str | None, where: str
-) -> None:
+) -> str:
+    """The checked options, and the receipt's label of ``func``."""
     if aggregator not in ("mean", "median"):
         raise InputError(
             f"The 'aggregator' parameter of {where} must be 'mean' or 'median'. "
@@ -224,6 +248,7 @@ def _check_options(
         raise InputError(f"The 'func' parameter of {where} must be callable.")
     if function_name is not None and not isinstance(function_name, str):
         raise InputError(f"The 'function_name' parameter of {where} must be a string.")
+    return function_name if function_name is not None else function_label(func)
 
 
 def _block_answers(

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from dpsense._docs import doc_parts
 from dpsense.errors import InputError
 
 __all__ = ["EXPLORER_NEIGHBOURS", "EXPLORER_SCOPES", "plot_explorer", "plot_sensitivity_profile"]
@@ -31,6 +32,16 @@ EXPLORER_SCOPES: tuple[str, ...] = ("local", "global")
 _NON_PRIVATE_NOTE = "Non-private diagnostic computed from the raw data: do not publish."
 _DPI = 150
 _WIDE_RANGE = 100.0  # max/min ratio above which a logarithmic y axis is used
+_TITLE_AND_RETURNS = """\
+title : str, optional
+    The figure title.
+
+Returns
+-------
+pathlib.Path
+    The path written.
+"""
+"""The end of a plot's Parameters, and its Returns (dpsense._docs)."""
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "h")
 
 _Floats = np.ndarray[Any, np.dtype[np.float64]]
@@ -129,6 +140,7 @@ def _integer_ticks(ax: Any) -> None:
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
 
 
+@doc_parts(title_and_returns=_TITLE_AND_RETURNS)
 def plot_sensitivity_profile(
     ks: ArrayLike,
     a_of_k: ArrayLike,
@@ -160,13 +172,7 @@ def plot_sensitivity_profile(
         ks; the argmax marker then refers to the plotted range only).
     path : str or os.PathLike
         Where to write the figure; the format follows the suffix (png, pdf, svg, ...).
-    title : str, optional
-        The figure title.
-
-    Returns
-    -------
-    pathlib.Path
-        The path written.
+    <<title_and_returns>>
 
     Raises
     ------
@@ -288,6 +294,7 @@ def _explorer_series(
     return series, statistics
 
 
+@doc_parts(title_and_returns=_TITLE_AND_RETURNS)
 def plot_explorer(
     results: Iterable[Mapping[str, Any]],
     *,
@@ -309,13 +316,7 @@ def plot_explorer(
         ``hamming`` (int) and ``sensitivity`` (float; ``None`` or NaN for not computed).
     path : str or os.PathLike
         Where to write the figure; the format follows the suffix.
-    title : str, optional
-        The figure title.
-
-    Returns
-    -------
-    pathlib.Path
-        The path written.
+    <<title_and_returns>>
 
     Raises
     ------

@@ -46,6 +46,25 @@ def statistic_key(name: str) -> str:
     return key
 
 
+def _quantile_statistic(
+    key: str, p: float | Sequence[float] | None, lo: float, hi: float, resolution: float | None
+) -> Statistic:
+    """The quantile (one level ``p``) or quantiles (levels ``p``) of :func:`make_statistic`."""
+    if key == "quantile":
+        if p is None:
+            raise InputError("The quantile statistic needs its level: pass p=0.9, say.")
+        if not isinstance(p, int | float):
+            raise InputError(
+                "The quantile statistic takes one level (p=0.9, say); for several use "
+                "statistic='quantiles' with p=(0.1, 0.5, 0.9), say."
+            )
+        return Quantile(p, lo, hi, resolution)
+    if p is None:
+        raise InputError("The quantiles statistic needs its levels: pass p=(0.1, 0.5, 0.9), say.")
+    levels = (p,) if isinstance(p, int | float) else tuple(p)
+    return Quantiles(levels, lo, hi, resolution)
+
+
 def make_statistic(
     name: str,
     lower: float | None = None,
@@ -81,22 +100,8 @@ def make_statistic(
         raise InputError(
             f"A resolution applies to the median and quantiles, not to {key}; drop it."
         )
-    if key == "quantile":
-        if p is None:
-            raise InputError("The quantile statistic needs its level: pass p=0.9, say.")
-        if not isinstance(p, int | float):
-            raise InputError(
-                "The quantile statistic takes one level (p=0.9, say); for several use "
-                "statistic='quantiles' with p=(0.1, 0.5, 0.9), say."
-            )
-        return Quantile(p, lo, hi, resolution)
-    if key == "quantiles":
-        if p is None:
-            raise InputError(
-                "The quantiles statistic needs its levels: pass p=(0.1, 0.5, 0.9), say."
-            )
-        levels = (p,) if isinstance(p, int | float) else tuple(p)
-        return Quantiles(levels, lo, hi, resolution)
+    if key in ("quantile", "quantiles"):
+        return _quantile_statistic(key, p, lo, hi, resolution)
     if key == "median":
         return Median(lo, hi, resolution)
     if key == "trimmed-mean":

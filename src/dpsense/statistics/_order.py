@@ -261,38 +261,51 @@ def counts_below_points(x: FloatArray, points: FloatArray) -> NDArray[np.int64]:
             cell = np.searchsorted(u, x[start : start + step], side="right")
             cells += np.bincount(cell, minlength=u.shape[0] + 1)
     else:
-        scale, shift, top, threshold, crowded = table
-        bins = int(top.shape[0])
-        any_crowded = bool(crowded.any())
-        f = np.empty(step, dtype=np.float64)
-        t = np.empty(step, dtype=np.float64)
-        b = np.empty(step, dtype=np.intp)
-        lt = np.empty(step, dtype=bool)
-        # [2 b + (x < threshold[b])], and one more for the records of crowded bins
-        by_bin = np.zeros(2 * bins + 1, dtype=np.int64)
-        for start in range(0, n, step):
-            chunk = x[start : start + step]
-            m = int(chunk.shape[0])
-            ff, tt, bb, ll = f[:m], t[:m], b[:m], lt[:m]
-            with np.errstate(over="ignore", invalid="ignore"):
-                np.multiply(chunk, scale, out=ff)
-                np.add(ff, shift, out=ff)
-            np.fmin(ff, float(bins - 1), out=ff)  # NaN becomes the top bin here
-            np.fmax(ff, 0.0, out=ff)
-            np.copyto(bb, ff, casting="unsafe")  # floor, as ff >= 0
-            np.take(threshold, bb, out=tt, mode="clip")
-            np.less(chunk, tt, out=ll)  # false for NaN, and against an empty bin's NaN
-            np.left_shift(bb, 1, out=bb)
-            np.add(bb, ll, out=bb)
-            if any_crowded:
-                busy = np.take(crowded, bb >> 1, mode="clip")
-                if busy.any():
-                    cell = np.searchsorted(u, chunk[busy], side="right")
-                    cells += np.bincount(cell, minlength=u.shape[0] + 1)
-                    bb[busy] = 2 * bins
-            by_bin += np.bincount(bb, minlength=2 * bins + 1)
-        pairs = by_bin[:-1].reshape(bins, 2)
-        np.add.at(cells, top, pairs[:, 0])
-        np.add.at(cells, top - 1, pairs[:, 1])  # only bins with a point have x < it
+        _add_cells_by_table(x, u, table, cells, step)
     below = np.cumsum(cells[:-1])
     return np.asarray(below[which], dtype=np.int64)
+
+
+def _add_cells_by_table(
+    x: FloatArray,
+    u: FloatArray,
+    table: tuple[float, float, NDArray[np.intp], FloatArray, NDArray[np.bool_]],
+    cells: NDArray[np.int64],
+    step: int,
+) -> None:
+    """Add to ``cells`` each record's cell among the distinct points ``u``, read from the
+    lookup ``table`` of :func:`_bin_table` (a binary search in its crowded bins)."""
+    n = int(x.shape[0])
+    scale, shift, top, threshold, crowded = table
+    bins = int(top.shape[0])
+    any_crowded = bool(crowded.any())
+    f = np.empty(step, dtype=np.float64)
+    t = np.empty(step, dtype=np.float64)
+    b = np.empty(step, dtype=np.intp)
+    lt = np.empty(step, dtype=bool)
+    # [2 b + (x < threshold[b])], and one more for the records of crowded bins
+    by_bin = np.zeros(2 * bins + 1, dtype=np.int64)
+    for start in range(0, n, step):
+        chunk = x[start : start + step]
+        m = int(chunk.shape[0])
+        ff, tt, bb, ll = f[:m], t[:m], b[:m], lt[:m]
+        with np.errstate(over="ignore", invalid="ignore"):
+            np.multiply(chunk, scale, out=ff)
+            np.add(ff, shift, out=ff)
+        np.fmin(ff, float(bins - 1), out=ff)  # NaN becomes the top bin here
+        np.fmax(ff, 0.0, out=ff)
+        np.copyto(bb, ff, casting="unsafe")  # floor, as ff >= 0
+        np.take(threshold, bb, out=tt, mode="clip")
+        np.less(chunk, tt, out=ll)  # false for NaN, and against an empty bin's NaN
+        np.left_shift(bb, 1, out=bb)
+        np.add(bb, ll, out=bb)
+        if any_crowded:
+            busy = np.take(crowded, bb >> 1, mode="clip")
+            if busy.any():
+                cell = np.searchsorted(u, chunk[busy], side="right")
+                cells += np.bincount(cell, minlength=u.shape[0] + 1)
+                bb[busy] = 2 * bins
+        by_bin += np.bincount(bb, minlength=2 * bins + 1)
+    pairs = by_bin[:-1].reshape(bins, 2)
+    np.add.at(cells, top, pairs[:, 0])
+    np.add.at(cells, top - 1, pairs[:, 1])  # only bins with a point have x < it

@@ -13,20 +13,34 @@ unusable (None), and the engine counts them with a job of their own.
 
 from __future__ import annotations
 
+import math
 from typing import Final
 
 import numpy as np
 from numpy.typing import NDArray
 
-from dpsense.methods.quantile_interval import endpoint_grid
+from dpsense.methods.quantile_interval import INTERVAL_STEPS, endpoint_grid
 
-__all__ = ["MAX_CELL_GROUPS", "counts_from_buckets"]
+__all__ = ["MAX_CELL_GROUPS", "bucket_affine", "counts_from_buckets"]
 
 F64 = NDArray[np.float64]
 I64 = NDArray[np.int64]
 
 MAX_CELL_GROUPS: Final = 4096
 """Public keys beyond this: no buckets in the first pass (groups x 65 buckets to hash)."""
+
+
+def bucket_affine(lower: float, upper: float) -> tuple[float, float] | None:
+    """``(scale, shift)``: a value's bucket 0..INTERVAL_STEPS is about ``floor(x * scale +
+    shift)``, clamped (each engine writes it in its own SQL); None when the bounds give no
+    finite guess."""
+    if not (math.isfinite(lower) and math.isfinite(upper) and lower < upper):
+        return None
+    scale = INTERVAL_STEPS / (upper - lower)
+    shift = -lower * scale
+    if not (math.isfinite(scale) and math.isfinite(shift) and scale > 0):
+        return None
+    return scale, shift
 
 
 def counts_from_buckets(

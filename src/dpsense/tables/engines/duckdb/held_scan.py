@@ -153,29 +153,8 @@ def _first_pass(
         if c != bucketed and any(n.column == c and n.hold == "window" for n in needs)
     ]
     parts = _aggregates(columns, alias, sampled, [k for _, k in sum_sql], len(texts))
-    if cell is None:
-        aggs = [f"{a}{'::VARCHAR' if name[0] == 't' else ''} AS {name}" for name, a in parts]
-    else:  # grouped by bucket too (``pass_cells``), then summed over the buckets
-        x = alias[str(cell[0].column)]
-        by_bucket = [*gs, "b", *(f"{a} AS {name}" for name, a in parts), f"min({x}) AS lo"]
-        con.execute(
-            f"CREATE OR REPLACE TEMP TABLE dpsense_cells AS SELECT {', '.join(by_bucket)} "
-            f"FROM (SELECT *, {cell[1]} AS b FROM ({inner})) GROUP BY ALL"
-        )
-        inner = "SELECT * FROM dpsense_cells"
-        aggs = [f"{_OVER[name[0]].format(name)} AS {name}" for name, _ in parts]
-    if gs:
-        agg = f"SELECT {', '.join([*gs, *aggs])} FROM ({inner}) GROUP BY ALL"
-        on = ", ".join(gs)
-        sql = f"SELECT kt.gid, a.* FROM ({agg}) a LEFT JOIN dpsense_keys kt USING ({on})"
-    else:
-        sql = f"SELECT 0::BIGINT AS gid, {', '.join(aggs)} FROM ({inner})"
-    if sampled:  # the samples leave as numpy columns, not as lists of Python floats
-        con.execute(f"CREATE OR REPLACE TEMP TABLE dpsense_scan AS {sql}")
-        blank = ", ".join(f"NULL AS s_{alias[c]}" for c in sampled)
-        got = con.execute(f"SELECT * REPLACE ({blank}) FROM dpsense_scan").fetchall()
-    else:
-        got = con.execute(sql).fetchall()
+    sql = _pass_sql(con, gs, inner, parts, cell, alias)
+    got = _fetch_pass(con, sql, [alias[c] for c in sampled])
     first = 1 + len(gs)  # n
     if row_test is None and _checks(plan, got, columns, texts, first, len(sampled) + len(sum_sql)):
         any_null = " OR ".join(
@@ -190,6 +169,45 @@ def _first_pass(
         scan.cells, buckets = read_cells(con, cell[0], alias[str(cell[0].column)], gs)
         scan.buckets[str(cell[0].column)] = buckets
     return scan
+
+
+def _pass_sql(
+    con: Any,
+    gs: list[str],
+    inner: str,
+    parts: list[tuple[str, str]],
+    cell: tuple[Any, str] | None,
+    alias: dict[str, str],
+) -> str:
+    """The query of the first pass: the aggregates ``parts`` per group of ``gs`` of the
+    rows ``inner``, with each group's gid (0 without grouping)."""
+    if cell is None:
+        aggs = [f"{a}{'::VARCHAR' if name[0] == 't' else ''} AS {name}" for name, a in parts]
+    else:  # grouped by bucket too (``pass_cells``), then summed over the buckets
+        x = alias[str(cell[0].column)]
+        by_bucket = [*gs, "b", *(f"{a} AS {name}" for name, a in parts), f"min({x}) AS lo"]
+        con.execute(
+            f"CREATE OR REPLACE TEMP TABLE dpsense_cells AS SELECT {', '.join(by_bucket)} "
+            f"FROM (SELECT *, {cell[1]} AS b FROM ({inner})) GROUP BY ALL"
+        )
+        inner = "SELECT * FROM dpsense_cells"
+        aggs = [f"{_OVER[name[0]].format(name)} AS {name}" for name, _ in parts]
+    if gs:
+        agg = f"SELECT {', '.join([*gs, *aggs])} FROM ({inner}) GROUP BY ALL"
+        on = ", ".join(gs)
+        return f"SELECT kt.gid, a.* FROM ({agg}) a LEFT JOIN dpsense_keys kt USING ({on})"
+    return f"SELECT 0::BIGINT AS gid, {', '.join(aggs)} FROM ({inner})"
+
+
+def _fetch_pass(con: Any, sql: str, sampled: list[str]) -> list[Any]:
+    """The rows of ``sql``; with ``sampled`` (aliases), their samples are kept in
+    ``dpsense_scan`` and fetched as NULL."""
+    if not sampled:
+        return list(con.execute(sql).fetchall())
+    # the samples leave as numpy columns, not as lists of Python floats
+    con.execute(f"CREATE OR REPLACE TEMP TABLE dpsense_scan AS {sql}")
+    blank = ", ".join(f"NULL AS s_{a}" for a in sampled)
+    return list(con.execute(f"SELECT * REPLACE ({blank}) FROM dpsense_scan").fetchall())
 
 
 _OVER: Final = {
@@ -328,16 +346,7 @@ def held_table(
     keys, or no grouping): groups are held in DuckDB as the need allows, the others get
     their histogram as usual (``engine.summarise``)."""
     need = ScanNeed.of(plan)
-    announced: tuple[ScanNeed, ...] = getattr(source, "scan_needs", ())
-    shared = need in announced
-    needs = announced if shared else (need,)
-    cache: dict[Any, _Pass] = getattr(source, "scans", {}) if shared else {}
-    ident = (plan.by, plan.nulls, None if keys is None else tuple(keys))
-    scan = cache.get(ident)
-    if scan is None:
-        scan = _first_pass(source, plan, needs, keys, types, None)
-        if shared:
-            cache[ident] = scan
+    scan, needs = _shared_pass(source, plan, need, keys, types)
     con = source.con
     group_keys = list(keys) if keys is not None else [()]
     rows = scan.rows
@@ -352,18 +361,7 @@ def held_table(
         for g, s in (scan.samples.get(need.column, {}) if need.hold == "window" else {}).items()
     }
     buckets = scan.buckets.get(need.column, {}) if need.hold == "window" else {}
-    if need.hold == "window":
-        distinct = np.zeros(len(rows), dtype=np.int64)  # distinct values in the sample
-        for g, (values, _) in samples.items():
-            distinct[g] = values.shape[0] * SAMPLE_MOD
-        for g, (_, least, most) in buckets.items():
-            # at most one value per bucket: few distinct values; otherwise held
-            single = bool(np.all(np.isnan(least) | (least == most)))
-            distinct[g] = np.count_nonzero(~np.isnan(least)) if single else HOLD_DISTINCT + 1
-        # tied data: a small histogram is cheaper than the window pass
-        held = (rows > HOLD_ROWS) & (distinct > HOLD_DISTINCT)
-    else:
-        held = rows > HOLD_SUM_ROWS
+    held = _held(rows, need, samples, buckets)
     large = [int(g) for g in np.flatnonzero(held)]
     small = [int(g) for g in np.flatnonzero((rows > 0) & ~held)]
     raw = _raw_rows(source, plan, need, scan, types)
@@ -383,6 +381,43 @@ def held_table(
         groups = _groups(source, need, scan, stage, raw, large, (samples, buckets), needs)
         table.held = {g: groups.group(g) for g in large}
     return table
+
+
+def _shared_pass(
+    source: TableSource,
+    plan: TablePlan,
+    need: ScanNeed,
+    keys: list[tuple[Any, ...]] | None,
+    types: dict[str, str],
+) -> tuple[_Pass, tuple[ScanNeed, ...]]:
+    """The first pass for ``need`` and the needs it serves: one pass for every announced
+    need, kept on ``source`` for the others (keyed by the by-columns, keys and nulls)."""
+    announced: tuple[ScanNeed, ...] = getattr(source, "scan_needs", ())
+    shared = need in announced
+    needs = announced if shared else (need,)
+    cache: dict[Any, _Pass] = getattr(source, "scans", {}) if shared else {}
+    ident = (plan.by, plan.nulls, None if keys is None else tuple(keys))
+    scan = cache.get(ident)
+    if scan is None:
+        scan = _first_pass(source, plan, needs, keys, types, None)
+        if shared:
+            cache[ident] = scan
+    return scan, needs
+
+
+def _held(rows: np.ndarray, need: ScanNeed, samples: dict[Any, Any], buckets: Any) -> np.ndarray:
+    """Which groups are held in DuckDB rather than read as a histogram."""
+    if need.hold != "window":
+        return rows > HOLD_SUM_ROWS
+    distinct = np.zeros(len(rows), dtype=np.int64)  # distinct values in the sample
+    for g, (values, _) in samples.items():
+        distinct[g] = values.shape[0] * SAMPLE_MOD
+    for g, (_, least, most) in buckets.items():
+        # at most one value per bucket: few distinct values; otherwise held
+        single = bool(np.all(np.isnan(least) | (least == most)))
+        distinct[g] = np.count_nonzero(~np.isnan(least)) if single else HOLD_DISTINCT + 1
+    # tied data: a small histogram is cheaper than the window pass
+    return np.asarray((rows > HOLD_ROWS) & (distinct > HOLD_DISTINCT))
 
 
 def _raw_rows(

@@ -37,7 +37,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpsense.methods.quantile_interval import INTERVAL_STEPS
-from dpsense.tables.rows.bucket_cells import MAX_CELL_GROUPS, counts_from_buckets
+from dpsense.tables.rows.bucket_cells import MAX_CELL_GROUPS, bucket_affine, counts_from_buckets
 
 __all__ = [
     "MAX_CELL_GROUPS",
@@ -62,13 +62,11 @@ def bucket_sql(x: str, lower: float, upper: float) -> str | None:
     """SQL of the bucket 0..INTERVAL_STEPS of the raw value ``x`` (about the index of the
     last point at or below it; NaN and values above ``upper`` in the last, values below
     ``lower`` and NULL in the first), or None when the bounds give no finite guess."""
-    if not (math.isfinite(lower) and math.isfinite(upper) and lower < upper):
+    affine = bucket_affine(lower, upper)
+    if affine is None:
         return None
     k = INTERVAL_STEPS
-    scale = k / (upper - lower)
-    shift = -lower * scale
-    if not (math.isfinite(scale) and math.isfinite(shift) and scale > 0):
-        return None
+    scale, shift = affine
     guess = f"floor({x} * {scale!r}::DOUBLE + {shift!r}::DOUBLE)"
     # greatest(NaN, 0) is NaN and least(NaN, k) is k: NaN lands in the last bucket
     return f"least(greatest({guess}, 0.0::DOUBLE), {float(k)!r}::DOUBLE)::INTEGER"

@@ -110,22 +110,7 @@ def bound_rows(source: Any, bounding: UnitBounding, *, keep: str) -> None:
         hg = keyed_hash(
             salt_g, ", ".join(canonical(alias[b], types[b]) for b in by), text_unit=text_unit
         )
-        keyed = ", ".join(group)
-        if len(group) == 1:
-            one, top = group[0], f"unnest(min_by({group[0]}, hg, {int(max_groups)})) AS {group[0]}"
-        else:
-            struct = "{" + ", ".join(f"'{c}': {c}" for c in group) + "}"
-            one = struct
-            top = f"unnest(min_by({struct}, hg, {int(max_groups)}), recursive := true)"
-        if max_groups == 1:
-            # one group per unit: an arg-min over the unit's rows (no distinct pairs)
-            best = f"arg_min({one}, {hg})"
-            pick = f"{best} AS {group[0]}" if len(group) == 1 else f"unnest({best})"
-            chosen = f"SELECT u, {pick} FROM {_STAGE} GROUP BY u"
-        else:
-            pairs = f"SELECT DISTINCT u, {keyed}, {hg} AS hg FROM {_STAGE}"
-            chosen = f"SELECT u, {top} FROM ({pairs}) GROUP BY u"
-        kept = f"SELECT s.* FROM {_STAGE} s SEMI JOIN ({chosen}) c USING (u, {keyed})"
+        kept = _kept_groups(group, hg, int(max_groups))
     else:
         kept = f"SELECT * FROM {_STAGE}"
     part = ", ".join(["u", *group])
@@ -143,3 +128,24 @@ def bound_rows(source: Any, bounding: UnitBounding, *, keep: str) -> None:
         f"SELECT {', '.join(back)} FROM ({rows})"
     )
     con.execute("DROP TABLE IF EXISTS dpsense_keys")
+
+
+def _kept_groups(group: list[str], hg: str, max_groups: int) -> str:
+    """The staged rows of the groups each unit keeps: its ``max_groups`` groups of least
+    keyed hash ``hg`` (an arg-min for one group)."""
+    keyed = ", ".join(group)
+    if len(group) == 1:
+        one, top = group[0], f"unnest(min_by({group[0]}, hg, {max_groups})) AS {group[0]}"
+    else:
+        struct = "{" + ", ".join(f"'{c}': {c}" for c in group) + "}"
+        one = struct
+        top = f"unnest(min_by({struct}, hg, {max_groups}), recursive := true)"
+    if max_groups == 1:
+        # one group per unit: an arg-min over the unit's rows (no distinct pairs)
+        best = f"arg_min({one}, {hg})"
+        pick = f"{best} AS {group[0]}" if len(group) == 1 else f"unnest({best})"
+        chosen = f"SELECT u, {pick} FROM {_STAGE} GROUP BY u"
+    else:
+        pairs = f"SELECT DISTINCT u, {keyed}, {hg} AS hg FROM {_STAGE}"
+        chosen = f"SELECT u, {top} FROM ({pairs}) GROUP BY u"
+    return f"SELECT s.* FROM {_STAGE} s SEMI JOIN ({chosen}) c USING (u, {keyed})"

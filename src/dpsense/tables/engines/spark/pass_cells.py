@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from dpsense.methods.quantile_interval import INTERVAL_STEPS, endpoint_grid
-from dpsense.tables.rows.bucket_cells import MAX_CELL_GROUPS, counts_from_buckets
+from dpsense.tables.rows.bucket_cells import MAX_CELL_GROUPS, bucket_affine, counts_from_buckets
 
 __all__ = ["BucketCells", "bucket_column", "cell_bounds"]
 
@@ -39,13 +39,11 @@ def bucket_column(sf: Any, lower: float, upper: float) -> Any | None:
     last point at or below it; clamped as a double before the cast, so that no value
     overflows under ANSI mode: NaN, the largest double for Spark, in the last; NULL for
     NULL), or None when the bounds give no finite guess."""
-    if not (math.isfinite(lower) and math.isfinite(upper) and lower < upper):
+    affine = bucket_affine(lower, upper)
+    if affine is None:
         return None
     k = INTERVAL_STEPS
-    scale = k / (upper - lower)
-    shift = -lower * scale
-    if not (math.isfinite(scale) and math.isfinite(shift) and scale > 0):
-        return None
+    scale, shift = affine
     v = sf.col("v")
     clamped = sf.least(
         sf.greatest(v * sf.lit(scale) + sf.lit(shift), sf.lit(0.0)), sf.lit(float(k))
