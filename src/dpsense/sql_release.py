@@ -191,7 +191,7 @@ def sql(
     label = spec.table
     if reads_several_tables(spec, privacy_unit, public_tables):
         joined = joined_input(
-            spec,
+            spec.join_form,
             lambda name, is_path: resolve_named(name, is_path, tables),
             tables,
             privacy_unit,

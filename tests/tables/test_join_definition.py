@@ -110,7 +110,7 @@ def without(db: dict[str, Any], unit: int) -> dict[str, Any]:
 
 
 def joined(db: dict[str, Any]) -> Any:
-    spec = parse_sql(QUERY)
+    spec = parse_sql(QUERY).join_form
     return joined_input(
         spec, lambda n, p: resolve_named(n, p, db), db, UNITS, ["segments"], None, None
     )

@@ -9,7 +9,8 @@ the join as one table (docs/joins.md §7).
     ds.release(visits_by_region, {"n": ds.Count(), "hours": ("hours", ds.Mean(0, 80))},
                by="region", privacy_unit="person", epsilon=1.0)
 
-The join is checked and run exactly as the same ``JOIN ... ON`` in ``ds.sql``
+The join is the same relational form as the same ``JOIN ... ON`` in ``ds.sql``
+(:class:`dpsense.tables.rows.joins.JoinForm`), checked and run as one
 (:mod:`dpsense.query.join_input`): the same refusals, the unit followed through the keys,
 bounding after the join, groups from public tables without keys.
 """
@@ -237,25 +238,22 @@ def resolve_joined(
     if not isinstance(x, Joined):
         return x, args
     from dpsense.query.join_input import joined_input
-    from dpsense.query.sql_joins import SqlJoin, SqlSource
+    from dpsense.tables.rows.joins import JoinForm, JoinStep, Scan
 
     first = x.on[0][0]
-    sources = [SqlSource(first, False, first)]
+    scans = [Scan(first, False, first)]
     joins = []
     for left, right, pairs, is_left in x.on:
-        source = SqlSource(right, False, right)
-        sources.append(source)
-        joins.append(SqlJoin(source, is_left, tuple(((left, a), (right, b)) for a, b in pairs)))
+        scan = Scan(right, False, right)
+        scans.append(scan)
+        joins.append(JoinStep(scan, is_left, tuple(((left, a), (right, b)) for a, b in pairs)))
     by = args.by
-    reads, row_filter = _reads(statistic, args, [s.table for s in sources], where)
-    spec = _JoinSpec(
-        tuple(sources),
-        tuple(joins),
-        reads,
-        (by,) if isinstance(by, str) else tuple(by or ()),
+    reads, row_filter = _reads(statistic, args, [s.table for s in scans], where)
+    form = JoinForm(
+        tuple(scans), tuple(joins), reads, (by,) if isinstance(by, str) else tuple(by or ())
     )
     joined = joined_input(
-        spec,  # type: ignore[arg-type]
+        form,
         lambda name, _: x.tables[name],
         x.tables,
         args.privacy_unit,
@@ -271,14 +269,3 @@ def resolve_joined(
         schema=joined.schema,
         where=row_filter,
     )
-
-
-@dataclass(frozen=True)
-class _JoinSpec:
-    """What :func:`dpsense.query.join_input.joined_input` reads of a query."""
-
-    sources: tuple[Any, ...]
-    joins: tuple[Any, ...]
-    column_tables: tuple[tuple[str, str | None], ...]
-    by: tuple[str, ...]
-    group_aliases: tuple[tuple[str, str], ...] = ()

@@ -18,7 +18,7 @@ from dpsense.errors import InputError
 from dpsense.tables.engines import engine_for_tables, is_spark_frame
 from dpsense.tables.joined import parameter_of, plan_join, privacy_units
 from dpsense.tables.rows.casts import Cast
-from dpsense.tables.rows.joins import group_keys_from_public, public_key_sql
+from dpsense.tables.rows.joins import JoinForm, group_keys_from_public, public_key_sql
 from dpsense.tables.schema import parse_schema
 
 if TYPE_CHECKING:
@@ -75,7 +75,7 @@ def table_columns(data: Any) -> tuple[list[str], str]:
 
 
 def joined_input(
-    spec: SqlQuery,
+    form: JoinForm,
     resolve: Callable[[str, bool], Any],
     tables: Mapping[str, Any] | None,
     privacy_unit: object,
@@ -84,13 +84,14 @@ def joined_input(
     schema: Mapping[str, str] | None,
     where: str = _WHERE,
 ) -> JoinedInput:
-    """The joined table of ``spec``, its unit column and its public groups.
+    """The joined table of ``form`` (from ``ds.sql`` or ``ds.join``), its unit column and
+    its public groups.
 
     ``resolve(name, is_path)`` finds a table's data (``tables``, a path or a Spark view);
     ``where`` names the caller in messages (ds.sql, or ds.join).
     """
     owner = parameter_of(where)
-    named = {s.table: resolve(s.table, s.is_path) for s in spec.sources}
+    named = {s.table: resolve(s.table, s.is_path) for s in form.scans}
     if isinstance(privacy_unit, Mapping):
         # the tables a path goes through must be passed too
         for entry in privacy_unit.values():
@@ -107,18 +108,18 @@ def joined_input(
             )
     units = privacy_units(privacy_unit, public_tables, [*named, *(tables or {})], where)
     columns = {name: _columns(data) for name, data in named.items()}
-    if spec.group_aliases:
+    if form.group_aliases:
         from dpsense.query._sql_groups import check_group_aliases
 
         for name in named:
-            check_group_aliases(spec.group_aliases, columns[name], f"the table {name!r}")
+            check_group_aliases(form.group_aliases, columns[name], f"the table {name!r}")
     engine = engine_for_tables(named.values())
     spark = engine.name == "spark"
     # Spark's temporary views belong to the session: names of this query's own
     prefix = f"dpsense_{uuid.uuid4().hex[:12]}_t" if spark else "dpsense_t"
     # the columns of ``schema`` are read too (cast, and their rows kept or dropped, as in a
     # query of one table)
-    plan = plan_join(spec, units, columns, list(schema or {}), view_prefix=prefix, where=where)
+    plan = plan_join(form, units, columns, list(schema or {}), view_prefix=prefix, where=where)
     casts = parse_schema(schema, owner) if schema else {}
     undeclared = {t: _undeclared(named[t], columns[t]) for t in named}
     table_casts = {t: {c: k for c, k in casts.items() if c in columns[t]} for t in named}
@@ -134,20 +135,20 @@ def joined_input(
             # one person until another person's id "abc" made them two.
             table_casts[table][column] = Cast("text")
     data = engine.join(plan, named, units.public, table_casts, undeclared)
-    if keys is None and group_keys_from_public(plan, spec.by) is not None:
+    if keys is None and group_keys_from_public(plan, form.by) is not None:
         public = {t: d for t, d in named.items() if t in units.public}
         # read where the public tables are (a lookup given as a frame beside Spark tables
         # is read by DuckDB)
         rows = engine_for_tables(public.values()).distinct_rows(
-            plan, public, units.public, public_key_sql(plan, spec.by)
+            plan, public, units.public, public_key_sql(plan, form.by)
         )
         if not rows:
             raise InputError(
                 f"The public tables hold no value of the "
                 f"{'GROUP BY' if where == _WHERE else 'by'} column(s) "
-                f"{', '.join(spec.by)}: there is no group to release."
+                f"{', '.join(form.by)}: there is no group to release."
             )
-        keys = [r[0] for r in rows] if len(spec.by) == 1 else [tuple(r) for r in rows]
+        keys = [r[0] for r in rows] if len(form.by) == 1 else [tuple(r) for r in rows]
     names = frozenset(
         {plan.unit}
         | {

@@ -16,7 +16,7 @@ public tables, which are public.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Final, Protocol
+from typing import Final
 
 from dpsense.errors import InputError
 from dpsense.tables.join_units import (
@@ -26,39 +26,7 @@ from dpsense.tables.join_units import (
     privacy_units,
     who,
 )
-from dpsense.tables.rows.joins import JoinPlan
-
-
-class SqlSource(Protocol):
-    """One table of the query (``query.sql.SqlSource``)."""
-
-    @property
-    def table(self) -> str: ...
-    @property
-    def alias(self) -> str: ...
-
-
-class SqlJoin(Protocol):
-    """One JOIN of the query (``query.sql.SqlJoin``)."""
-
-    @property
-    def source(self) -> SqlSource: ...
-    @property
-    def left(self) -> bool: ...
-    @property
-    def pairs(self) -> tuple[tuple[tuple[str, str], tuple[str, str]], ...]: ...
-
-
-class SqlQuery(Protocol):
-    """What a join needs of a parsed query (``query.sql.SqlQuery``)."""
-
-    @property
-    def sources(self) -> Sequence[SqlSource]: ...
-    @property
-    def joins(self) -> Sequence[SqlJoin]: ...
-    @property
-    def column_tables(self) -> Sequence[tuple[str, str | None]]: ...
-
+from dpsense.tables.rows.joins import JoinForm, JoinPlan, Scan
 
 __all__ = [
     "PrivacyUnits",
@@ -76,7 +44,7 @@ def _q(name: str) -> str:
 
 
 def plan_join(
-    spec: SqlQuery,
+    form: JoinForm,
     units: PrivacyUnits,
     columns: Mapping[str, Sequence[str]],
     extra_columns: Sequence[str] = (),
@@ -84,11 +52,11 @@ def plan_join(
     view_prefix: str = "dpsense_t",
     where: str = "ds.sql",
 ) -> JoinPlan:
-    """The joined table of ``spec`` under ``units``; ``columns`` gives each table's column
+    """The joined table of ``form`` under ``units``; ``columns`` gives each table's column
     names (public). Raises InputError for every join that could put two people's data in
     one row or make a row's presence depend on another person (``where`` names the caller
     in messages: ds.sql or ds.join)."""
-    sources = spec.sources
+    sources = form.scans
     private = [s for s in sources if s.table not in units.public]
     if not private:
         raise InputError(
@@ -101,12 +69,12 @@ def plan_join(
     by_alias = {s.alias: s for s in sources}
     is_private = {s.alias: s.table not in units.public for s in sources}
     first = sources[0]
-    for join in spec.joins:  # a missing column is named as such before any other refusal
+    for join in form.joins:  # a missing column is named as such before any other refusal
         for (alias, col), (other, col2) in join.pairs:
             _require(by_alias[alias].table, col, columns, "a join condition")
             _require(by_alias[other].table, col2, columns, "a join condition")
-    for join in spec.joins:
-        added = join.source
+    for join in form.joins:
+        added = join.scan
         seen = [s.alias for s in sources[: sources.index(added)]]
         left_private = [a for a in seen if is_private[a]]
         if join.left and is_private[added.alias]:
@@ -131,7 +99,7 @@ def plan_join(
                 "o.order_id)."
             )
     unit_name = units.unit_column(private[0].table)
-    column_alias = _resolve_columns(spec, units, columns, by_alias, unit_name, extra_columns, where)
+    column_alias = _resolve_columns(form, units, columns, by_alias, unit_name, extra_columns, where)
     views = {
         table: f"{view_prefix}{i}"
         for i, table in enumerate(
@@ -144,8 +112,8 @@ def plan_join(
         count = sum(len(h) for h in hidden.values())
         unit_expr[s.alias], hidden[s.alias] = _unit_sql(s.alias, s.table, units, views, count)
     lines = [f"FROM {views[first.table]} AS {_q(first.alias)}", *hidden.get(first.alias, [])]
-    for join in spec.joins:
-        added = join.source
+    for join in form.joins:
+        added = join.scan
         conditions = [f"{_q(a)}.{_q(c)} = {_q(b)}.{_q(d)}" for (a, c), (b, d) in join.pairs]
         seen = [s.alias for s in sources[: sources.index(added)]]
         before = [a for a in seen if is_private[a]]
@@ -171,7 +139,7 @@ def plan_join(
     # public row, or where the public row holds NULL: such a row is in no group and holds
     # no value, and it leaves here, before any missing-values check (docs/joins.md §4;
     # refusing on a NULL the join made would let one person decide the outcome)
-    read = {name for name, _ in spec.column_tables}
+    read = {name for name, _ in form.column_tables}
     public_aliases = {s.alias for s in sources if not is_private[s.alias]}
     present = [
         f"{_q(a)}.{_q(c)} IS NOT NULL"
@@ -184,7 +152,7 @@ def plan_join(
     names = [s.table for s in sources]
     compared = [
         ((by_alias[a].table, c), (by_alias[b].table, d))
-        for join in spec.joins
+        for join in form.joins
         for (a, c), (b, d) in join.pairs
     ]
     for table in dict.fromkeys([s.table for s in private] + _path_tables(private, units)):
@@ -206,7 +174,7 @@ def plan_join(
 
 
 def _key_checks(
-    private: Sequence[SqlSource], units: PrivacyUnits, views: Mapping[str, str]
+    private: Sequence[Scan], units: PrivacyUnits, views: Mapping[str, str]
 ) -> tuple[tuple[str, str, str], ...]:
     """For each path step (a row of ``table`` finds its unit through ``target.key``): SQL
     that returns a row when a value of ``target.key`` belongs to more than one unit."""
@@ -226,7 +194,7 @@ def _key_checks(
     return tuple(out)
 
 
-def _path_tables(private: Sequence[SqlSource], units: PrivacyUnits) -> list[str]:
+def _path_tables(private: Sequence[Scan], units: PrivacyUnits) -> list[str]:
     out: list[str] = []
     for s in private:
         table = s.table
@@ -263,7 +231,7 @@ def _unit_sql(
 
 
 def _equates_units(
-    a: tuple[str, str], b: tuple[str, str], by_alias: Mapping[str, SqlSource], units: PrivacyUnits
+    a: tuple[str, str], b: tuple[str, str], by_alias: Mapping[str, Scan], units: PrivacyUnits
 ) -> bool:
     """True when ``a = b`` (two private tables' columns) means their rows have one unit:
     both are unit columns, one follows the other's declared path, or both start the same
@@ -319,10 +287,10 @@ def _check_unit_columns(
 
 
 def _resolve_columns(
-    spec: SqlQuery,
+    form: JoinForm,
     units: PrivacyUnits,
     columns: Mapping[str, Sequence[str]],
-    by_alias: Mapping[str, SqlSource],
+    by_alias: Mapping[str, Scan],
     unit_name: str,
     extra: Sequence[str],
     where: str = "ds.sql",
@@ -330,7 +298,7 @@ def _resolve_columns(
     """Each column the query reads -> the alias of the table it comes from (the unit
     column is the joined table's own)."""
     reader = who(where, "The SQL query") if where == "ds.sql" else f"The release of {where}"
-    wanted = dict(spec.column_tables)
+    wanted = dict(form.column_tables)
     for name in extra:
         # a declared type (schema=) of a column the query does not read: cast in each
         # table that holds it; carried into the joined table when one table does

@@ -1,5 +1,7 @@
-"""A query of several tables as one joined table: the plan engines run (engine-neutral
-values; built by :mod:`dpsense.tables.joined`, run by each engine's ``join``)."""
+"""A query of several tables as one joined table, in relational form: what ``ds.sql``'s
+JOIN and ``ds.join`` both ask (:class:`JoinForm`: the scanned tables, the join steps, the
+columns read), and the plan engines run (engine-neutral values; built by
+:mod:`dpsense.tables.joined`, run by each engine's ``join``)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,63 @@ from typing import Final
 
 from dpsense.errors import InputError
 
-__all__ = ["JoinPlan", "comparable", "group_keys_from_public", "public_key_sql", "shared_key"]
+__all__ = [
+    "JoinForm",
+    "JoinPlan",
+    "JoinStep",
+    "Scan",
+    "comparable",
+    "group_keys_from_public",
+    "public_key_sql",
+    "shared_key",
+]
+
+Column = tuple[str, str]
+"""(alias, column name)."""
+
+
+@dataclass(frozen=True)
+class Scan:
+    """One table a join reads.
+
+    Attributes
+    ----------
+    table : str
+        A name (looked up in ``tables``) or a file path.
+    is_path : bool
+        True when given as a quoted string or ``read_parquet``/``read_csv`` of one.
+    alias : str
+        The name columns are qualified with: the alias, else the table's name.
+    """
+
+    table: str
+    is_path: bool
+    alias: str
+
+
+@dataclass(frozen=True)
+class JoinStep:
+    """One join: the table it adds, INNER or LEFT, and the column equalities of its
+    condition, each as ((alias, column), (alias, column)) with the added table second
+    where the equality names it."""
+
+    scan: Scan
+    left: bool
+    pairs: tuple[tuple[Column, Column], ...]
+
+
+@dataclass(frozen=True)
+class JoinForm:
+    """What a release of several tables asks, from ``ds.sql``'s FROM ... JOIN or from
+    ``ds.join``: the tables (the first, then one per join), the joins in order, each column
+    read (values, groups, the filter's) with the alias that qualifies it (None: found by
+    name), the GROUP BY columns and the SELECT aliases GROUP BY names."""
+
+    scans: tuple[Scan, ...]
+    joins: tuple[JoinStep, ...]
+    column_tables: tuple[tuple[str, str | None], ...]
+    by: tuple[str, ...] = ()
+    group_aliases: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
