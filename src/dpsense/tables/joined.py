@@ -26,7 +26,16 @@ from dpsense.tables.join_units import (
     privacy_units,
     who,
 )
-from dpsense.tables.rows.joins import JoinForm, JoinPlan, Scan
+from dpsense.tables.rows.joins import (
+    Column,
+    Join,
+    JoinForm,
+    JoinPlan,
+    KeyCheck,
+    Relation,
+    Scan,
+    TableScan,
+)
 
 __all__ = [
     "PrivacyUnits",
@@ -37,10 +46,6 @@ __all__ = [
 ]
 
 _OWNER: Final = "dpsense_owner"
-
-
-def _q(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
 
 
 def plan_join(
@@ -106,49 +111,42 @@ def plan_join(
             dict.fromkeys([s.table for s in sources] + _path_tables(private, units))
         )
     }
-    unit_expr: dict[str, str] = {}
-    hidden: dict[str, list[str]] = {}
+    scans = {
+        s.alias: TableScan(s.table, views[s.table], s.alias, not is_private[s.alias])
+        for s in sources
+    }
+    unit_of: dict[str, Column] = {}
+    paths: dict[str, tuple[Join, ...]] = {}
     for s in private:
-        count = sum(len(h) for h in hidden.values())
-        unit_expr[s.alias], hidden[s.alias] = _unit_sql(s.alias, s.table, units, views, count)
-    lines = [f"FROM {views[first.table]} AS {_q(first.alias)}", *hidden.get(first.alias, [])]
+        count = sum(len(p) for p in paths.values())
+        unit_of[s.alias], paths[s.alias] = _unit_path(s.alias, s.table, units, views, count)
+    joins = []
     for join in form.joins:
         added = join.scan
-        conditions = [f"{_q(a)}.{_q(c)} = {_q(b)}.{_q(d)}" for (a, c), (b, d) in join.pairs]
+        pairs = list(join.pairs)
         seen = [s.alias for s in sources[: sources.index(added)]]
         before = [a for a in seen if is_private[a]]
         if is_private[added.alias] and before:
-            units_equal = f"{unit_expr[before[0]]} = {unit_expr[added.alias]}"
-            swapped = f"{unit_expr[added.alias]} = {unit_expr[before[0]]}"
-            if units_equal not in conditions and swapped not in conditions:
+            units_equal = (unit_of[before[0]], unit_of[added.alias])
+            if units_equal not in pairs and units_equal[::-1] not in pairs:
                 # (a join on the units themselves says it already)
-                conditions.append(units_equal)
-        kind = "LEFT JOIN" if join.left else "JOIN"
-        hidden_joins = hidden.get(added.alias, [])
-        if hidden_joins:
-            # the added table's own path joins first: its unit is part of the condition
-            inner = " ".join([f"{views[added.table]} AS {_q(added.alias)}", *hidden_joins])
-            lines.append(f"{kind} ({inner}) ON {' AND '.join(conditions)}")
-        else:
-            lines.append(
-                f"{kind} {views[added.table]} AS {_q(added.alias)} ON {' AND '.join(conditions)}"
-            )
-    selected = [f"{unit_expr[private[0].alias]} AS {_q(unit_name)}"]
-    selected += [f"{_q(a)}.{_q(c)} AS {_q(c)}" for c, a in column_alias.items()]
+                pairs.append(units_equal)
+        joins.append(Join(scans[added.alias], join.left, tuple(pairs), paths.get(added.alias, ())))
     # a column read from a public table is NULL where the analyst's LEFT JOIN found no
     # public row, or where the public row holds NULL: such a row is in no group and holds
     # no value, and it leaves here, before any missing-values check (docs/joins.md §4;
     # refusing on a NULL the join made would let one person decide the outcome)
     read = {name for name, _ in form.column_tables}
-    public_aliases = {s.alias for s in sources if not is_private[s.alias]}
-    present = [
-        f"{_q(a)}.{_q(c)} IS NOT NULL"
-        for c, a in column_alias.items()
-        if c in read and a in public_aliases
-    ]
-    if present:
-        lines.append(f"WHERE {' AND '.join(present)}")
-    sql = f"SELECT {', '.join(selected)} " + " ".join(lines)
+    present = tuple((a, c) for c, a in column_alias.items() if c in read and not is_private[a])
+    relation = Relation(
+        first=scans[first.alias],
+        first_path=paths.get(first.alias, ()),
+        joins=tuple(joins),
+        unit=unit_of[private[0].alias],
+        unit_name=unit_name,
+        selected=tuple(((a, c), c) for c, a in column_alias.items()),
+        not_null=present,
+    )
     names = [s.table for s in sources]
     compared = [
         ((by_alias[a].table, c), (by_alias[b].table, d))
@@ -161,7 +159,7 @@ def plan_join(
             compared.append(((table, via[0]), (via[1], via[2])))
     return JoinPlan(
         tables=tuple((v, t) for t, v in views.items()),
-        sql=sql,
+        relation=relation,
         unit=unit_name,
         column_alias=column_alias,
         public_aliases=frozenset(s.alias for s in sources if not is_private[s.alias]),
@@ -175,22 +173,18 @@ def plan_join(
 
 def _key_checks(
     private: Sequence[Scan], units: PrivacyUnits, views: Mapping[str, str]
-) -> tuple[tuple[str, str, str], ...]:
-    """For each path step (a row of ``table`` finds its unit through ``target.key``): SQL
-    that returns a row when a value of ``target.key`` belongs to more than one unit."""
-    out: list[tuple[str, str, str]] = []
+) -> tuple[KeyCheck, ...]:
+    """For each path step (a row of ``table`` finds its unit through ``target.key``): the
+    check that a value of ``target.key`` belongs to one unit."""
+    out: list[KeyCheck] = []
     for table in dict.fromkeys([s.table for s in private] + _path_tables(private, units)):
         via = units.of(table).via
         if via is None:
             continue
         _, target, key = via
         alias = "dpsense_key"
-        unit, hidden = _unit_sql(alias, target, units, views, 0)
-        sql = (
-            f"SELECT 1 FROM {views[target]} AS {_q(alias)} {' '.join(hidden)} "
-            f"GROUP BY {_q(alias)}.{_q(key)} HAVING count(DISTINCT {unit}) > 1 LIMIT 1"
-        )
-        out.append((sql, target, key))
+        unit, path = _unit_path(alias, target, units, views, 0)
+        out.append(KeyCheck(TableScan(target, views[target], alias), path, unit, target, key))
     return tuple(out)
 
 
@@ -204,16 +198,16 @@ def _path_tables(private: Sequence[Scan], units: PrivacyUnits) -> list[str]:
     return out
 
 
-def _unit_sql(
+def _unit_path(
     alias: str, table: str, units: PrivacyUnits, views: Mapping[str, str], start: int
-) -> tuple[str, list[str]]:
-    """The unit of ``alias``'s rows as SQL, and the hidden joins that find it along the
+) -> tuple[Column, tuple[Join, ...]]:
+    """Where ``alias``'s rows find their unit, and the joins that find it along the
     declared path (inner: a row whose path reaches no unit belongs to no one)."""
     path = units.of(table)
     if path.via is None:
         assert path.column is not None
-        return f"{_q(alias)}.{_q(path.column)}", []
-    joins: list[str] = []
+        return (alias, path.column), ()
+    joins: list[Join] = []
     current_alias, current = alias, table
     step = start
     while (via := units.of(current).via) is not None:
@@ -221,13 +215,16 @@ def _unit_sql(
         owner = f"{_OWNER}{step}"
         step += 1
         joins.append(
-            f"JOIN {views[target]} AS {_q(owner)} ON "
-            f"{_q(current_alias)}.{_q(column)} = {_q(owner)}.{_q(key)}"
+            Join(
+                TableScan(target, views[target], owner),
+                False,
+                (((current_alias, column), (owner, key)),),
+            )
         )
         current_alias, current = owner, target
     final = units.of(current).column
     assert final is not None
-    return f"{_q(current_alias)}.{_q(final)}", joins
+    return (current_alias, final), tuple(joins)
 
 
 def _equates_units(
