@@ -93,7 +93,7 @@ MUTANTS = (
     Mutant(
         "join-unit-inferred-type",
         "joins: a private table's undeclared unit column compared by its inferred type",
-        "src/dpsense/query/join_input.py",
+        "src/dpsense/query/join_form.py",
         (
             (
                 "    for table, column in sorted({c for pair in plan.compared for c in pair} "

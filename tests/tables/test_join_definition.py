@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from dpsense.query.join_input import joined_input
+from dpsense.query.join_form import joined_input
 from dpsense.query.sql import parse_sql
 from dpsense.sql_release import resolve_named
 from dpsense.tables.engines.duckdb.bound import TablePlan, bound_table, keyed_hash

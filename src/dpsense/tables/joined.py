@@ -71,9 +71,48 @@ def plan_join(
         )
     for s in private:
         _check_unit_columns(s.table, units, columns)
+    _check_joins(form, units, columns, where)
+    unit_name = units.unit_column(private[0].table)
+    by_alias = {s.alias: s for s in sources}
+    column_alias = _resolve_columns(form, units, columns, by_alias, unit_name, extra_columns, where)
+    views = {
+        table: f"{view_prefix}{i}"
+        for i, table in enumerate(
+            dict.fromkeys([s.table for s in sources] + _path_tables(private, units))
+        )
+    }
+    compared = [
+        ((by_alias[a].table, c), (by_alias[b].table, d))
+        for join in form.joins
+        for (a, c), (b, d) in join.pairs
+    ]
+    for table in dict.fromkeys([s.table for s in private] + _path_tables(private, units)):
+        via = units.of(table).via
+        if via is not None:
+            compared.append(((table, via[0]), (via[1], via[2])))
+    return JoinPlan(
+        tables=tuple((v, t) for t, v in views.items()),
+        relation=_relation(form, units, views, unit_name, column_alias),
+        unit=unit_name,
+        column_alias=column_alias,
+        public_aliases=frozenset(s.alias for s in sources if s.table in units.public),
+        alias_table={s.alias: s.table for s in sources},
+        label=f"the join of {', '.join(repr(s.table) for s in sources)}",
+        compared=tuple(dict.fromkeys(compared)),
+        unit_table=units.unit_table(private[0].table),
+        key_checks=_key_checks(private, units, views),
+    )
+
+
+def _check_joins(
+    form: JoinForm, units: PrivacyUnits, columns: Mapping[str, Sequence[str]], where: str
+) -> None:
+    """Refuse a join that could put two people's data in one row (private tables met on
+    other than their units) or make a row's presence depend on a person (a private table
+    LEFT JOINed)."""
+    sources = form.scans
     by_alias = {s.alias: s for s in sources}
     is_private = {s.alias: s.table not in units.public for s in sources}
-    first = sources[0]
     for join in form.joins:  # a missing column is named as such before any other refusal
         for (alias, col), (other, col2) in join.pairs:
             _require(by_alias[alias].table, col, columns, "a join condition")
@@ -103,14 +142,20 @@ def plan_join(
                 "unit (the path items -> orders by order_id, and ON i.order_id = "
                 "o.order_id)."
             )
-    unit_name = units.unit_column(private[0].table)
-    column_alias = _resolve_columns(form, units, columns, by_alias, unit_name, extra_columns, where)
-    views = {
-        table: f"{view_prefix}{i}"
-        for i, table in enumerate(
-            dict.fromkeys([s.table for s in sources] + _path_tables(private, units))
-        )
-    }
+
+
+def _relation(
+    form: JoinForm,
+    units: PrivacyUnits,
+    views: Mapping[str, str],
+    unit_name: str,
+    column_alias: Mapping[str, str],
+) -> Relation:
+    """The joined table: the analyst's joins, each private table's unit path, private
+    tables also met on their units, and the public columns read kept where not NULL."""
+    sources = form.scans
+    is_private = {s.alias: s.table not in units.public for s in sources}
+    private = [s for s in sources if is_private[s.alias]]
     scans = {
         s.alias: TableScan(s.table, views[s.table], s.alias, not is_private[s.alias])
         for s in sources
@@ -124,8 +169,7 @@ def plan_join(
     for join in form.joins:
         added = join.scan
         pairs = list(join.pairs)
-        seen = [s.alias for s in sources[: sources.index(added)]]
-        before = [a for a in seen if is_private[a]]
+        before = [s.alias for s in sources[: sources.index(added)] if is_private[s.alias]]
         if is_private[added.alias] and before:
             units_equal = (unit_of[before[0]], unit_of[added.alias])
             if units_equal not in pairs and units_equal[::-1] not in pairs:
@@ -138,36 +182,14 @@ def plan_join(
     # refusing on a NULL the join made would let one person decide the outcome)
     read = {name for name, _ in form.column_tables}
     present = tuple((a, c) for c, a in column_alias.items() if c in read and not is_private[a])
-    relation = Relation(
-        first=scans[first.alias],
-        first_path=paths.get(first.alias, ()),
+    return Relation(
+        first=scans[sources[0].alias],
+        first_path=paths.get(sources[0].alias, ()),
         joins=tuple(joins),
         unit=unit_of[private[0].alias],
         unit_name=unit_name,
         selected=tuple(((a, c), c) for c, a in column_alias.items()),
         not_null=present,
-    )
-    names = [s.table for s in sources]
-    compared = [
-        ((by_alias[a].table, c), (by_alias[b].table, d))
-        for join in form.joins
-        for (a, c), (b, d) in join.pairs
-    ]
-    for table in dict.fromkeys([s.table for s in private] + _path_tables(private, units)):
-        via = units.of(table).via
-        if via is not None:
-            compared.append(((table, via[0]), (via[1], via[2])))
-    return JoinPlan(
-        tables=tuple((v, t) for t, v in views.items()),
-        relation=relation,
-        unit=unit_name,
-        column_alias=column_alias,
-        public_aliases=frozenset(s.alias for s in sources if not is_private[s.alias]),
-        alias_table={s.alias: s.table for s in sources},
-        label=f"the join of {', '.join(repr(n) for n in names)}",
-        compared=tuple(dict.fromkeys(compared)),
-        unit_table=units.unit_table(private[0].table),
-        key_checks=_key_checks(private, units, views),
     )
 
 
@@ -313,31 +335,7 @@ def _resolve_columns(
     out: dict[str, str] = {}
     for name, alias in wanted.items():
         if alias is None:
-            holders = [a for a, s in by_alias.items() if name in columns[s.table]]
-            if not holders:
-                tables = ", ".join(repr(s.table) for s in by_alias.values())
-                raise InputError(
-                    f"{reader} reads the column {name!r}, which is in none of its "
-                    f"tables ({tables}); check the name."
-                )
-            if name == unit_name and all(
-                units.of(by_alias[a].table).column == name
-                for a in holders
-                if by_alias[a].table not in units.public
-            ):
-                holders = [a for a in holders if by_alias[a].table not in units.public] or holders
-            if len(holders) > 1 and name != unit_name:
-                how = (
-                    f"qualify it: {holders[0]}.{name}"
-                    if where == "ds.sql"
-                    else f"a where= filter may qualify it ({holders[0]}.{name}); to group by "
-                    "or aggregate it, rename it in all of those tables but one"
-                )
-                raise InputError(
-                    f"{reader} reads the column {name!r}, which is in several tables "
-                    f"({', '.join(repr(a) for a in holders)}); {how}."
-                )
-            alias = holders[0]
+            alias = _holder(name, units, columns, by_alias, unit_name, reader, where)
         else:
             _require(by_alias[alias].table, name, columns, "the query")
         table = by_alias[alias].table
@@ -351,3 +349,41 @@ def _resolve_columns(
             continue  # the joined table's unit column
         out[name] = alias
     return out
+
+
+def _holder(
+    name: str,
+    units: PrivacyUnits,
+    columns: Mapping[str, Sequence[str]],
+    by_alias: Mapping[str, Scan],
+    unit_name: str,
+    reader: str,
+    where: str,
+) -> str:
+    """The alias of the one table that holds the unqualified column ``name`` (the unit
+    column: the private tables' own, when each holds it as its unit)."""
+    holders = [a for a, s in by_alias.items() if name in columns[s.table]]
+    if not holders:
+        tables = ", ".join(repr(s.table) for s in by_alias.values())
+        raise InputError(
+            f"{reader} reads the column {name!r}, which is in none of its "
+            f"tables ({tables}); check the name."
+        )
+    if name == unit_name and all(
+        units.of(by_alias[a].table).column == name
+        for a in holders
+        if by_alias[a].table not in units.public
+    ):
+        holders = [a for a in holders if by_alias[a].table not in units.public] or holders
+    if len(holders) > 1 and name != unit_name:
+        how = (
+            f"qualify it: {holders[0]}.{name}"
+            if where == "ds.sql"
+            else f"a where= filter may qualify it ({holders[0]}.{name}); to group by "
+            "or aggregate it, rename it in all of those tables but one"
+        )
+        raise InputError(
+            f"{reader} reads the column {name!r}, which is in several tables "
+            f"({', '.join(repr(a) for a in holders)}); {how}."
+        )
+    return holders[0]
