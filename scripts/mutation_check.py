@@ -49,9 +49,9 @@ MUTANTS = (
         "src/dpsense/tables/joined.py",
         (
             (
-                "    joins: list[str] = []\n    current_alias, current = alias, table\n",
-                '    return f"{_q(alias)}.{_q(path.via[0])}", []\n'
-                "    joins: list[str] = []\n    current_alias, current = alias, table\n",
+                "    joins: list[Join] = []\n    current_alias, current = alias, table\n",
+                "    return (alias, path.via[0]), ()\n"
+                "    joins: list[Join] = []\n    current_alias, current = alias, table\n",
             ),
         ),
         ("tests/tables/test_join_definition.py",),
@@ -61,19 +61,18 @@ MUTANTS = (
         "a path key held by two units is not refused (an item would belong to two people "
         "and removing one would remove the other's copy)",
         "src/dpsense/tables/engines/duckdb/joined.py",
-        (("            raise shared_key(table, key)\n", "            pass\n"),),
+        (("            raise shared_key(check.table, check.key)\n", "            pass\n"),),
         ("tests/tables/test_join_definition.py",),
     ),
     Mutant(
         "join-loses-unit",
         "the joined rows lose their unit (each row its own): bounding after the join "
         "bounds nothing, as if rows were bounded before a join that fans them out",
-        "src/dpsense/tables/joined.py",
+        "src/dpsense/tables/rows/joins.py",
         (
             (
-                '    selected = [f"{unit_expr[private[0].alias]} AS {_q(unit_name)}"]\n',
-                "    selected = [f\"{unit_expr[private[0].alias]} || '.' || "
-                'random() AS {_q(unit_name)}"]\n',
+                "    unit = _column(relation.unit)\n",
+                "    unit = exp.DPipe(this=_column(relation.unit), expression=exp.Rand())\n",
             ),
         ),
         ("tests/tables/test_join_definition.py",),
@@ -94,7 +93,7 @@ MUTANTS = (
     Mutant(
         "join-unit-inferred-type",
         "joins: a private table's undeclared unit column compared by its inferred type",
-        "src/dpsense/query/join_input.py",
+        "src/dpsense/query/join_form.py",
         (
             (
                 "    for table, column in sorted({c for pair in plan.compared for c in pair} "
@@ -108,8 +107,8 @@ MUTANTS = (
         "left-join-nulls-kept",
         "a LEFT JOIN's unmatched rows (NULL public columns) kept: the missing-values check "
         "then refuses on a NULL the analyst's join made",
-        "src/dpsense/tables/joined.py",
-        (("    if present:\n", "    if False:\n"),),
+        "src/dpsense/tables/rows/joins.py",
+        (("    if relation.not_null:\n", "    if False:\n"),),
         ("tests/neighbours/test_join_identity.py",),
     ),
     Mutant(

@@ -351,7 +351,7 @@ def _request(request: Any, kwargs: dict[str, Any]) -> tuple[Any, dict[str, Any]]
     spec = parse_sql(request)
     public = kwargs.pop("public_tables", None)
     unit = kwargs.get("privacy_unit")
-    from dpsense.query.join_input import public_groups, reads_several_tables, unit_names
+    from dpsense.query.join_form import public_groups, reads_several_tables, unit_names
 
     if reads_several_tables(spec, unit, public):
         # the declared units alone (no table is read): the joined table's unit column

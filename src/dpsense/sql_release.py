@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Final
 from dpsense._docs import doc_parts
 from dpsense.errors import InputError
 from dpsense.pipeline import Request, execute
-from dpsense.query.join_input import joined_input, reads_several_tables
+from dpsense.query.join_form import joined_input, reads_several_tables
 from dpsense.query.plan import release_arguments
 from dpsense.query.result import QueryResult
 from dpsense.query.sql_plan import (
@@ -234,7 +234,7 @@ def _query_input(
     unit, keys, ledger label, unit columns and schema."""
     if reads_several_tables(spec, privacy_unit, public_tables):
         joined = joined_input(
-            spec,
+            spec.join_form,
             lambda name, is_path: resolve_named(name, is_path, tables),
             tables,
             privacy_unit,
@@ -273,7 +273,7 @@ def _check_columns(spec: SqlQuery, data: Any) -> None:
     if isinstance(data, str) and data == "-":
         return  # standard input is read once, by the release
     from dpsense.query._sql_groups import check_group_aliases
-    from dpsense.query.join_input import table_columns
+    from dpsense.query.join_form import table_columns
 
     columns, label = table_columns(data)
     check_group_aliases(spec.group_aliases, columns, label)

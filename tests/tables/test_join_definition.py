@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from dpsense.query.join_input import joined_input
+from dpsense.query.join_form import joined_input
 from dpsense.query.sql import parse_sql
 from dpsense.sql_release import resolve_named
 from dpsense.tables.engines.duckdb.bound import TablePlan, bound_table, keyed_hash
@@ -110,7 +110,7 @@ def without(db: dict[str, Any], unit: int) -> dict[str, Any]:
 
 
 def joined(db: dict[str, Any]) -> Any:
-    spec = parse_sql(QUERY)
+    spec = parse_sql(QUERY).join_form
     return joined_input(
         spec, lambda n, p: resolve_named(n, p, db), db, UNITS, ["segments"], None, None
     )

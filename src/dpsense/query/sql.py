@@ -31,6 +31,7 @@ from dpsense.query._sql_items import (
     where_text,
 )
 from dpsense.query.sql_joins import SqlJoin, SqlSource, column_tables, sources_and_joins
+from dpsense.tables.rows.joins import JoinForm
 
 __all__ = [
     "AGGREGATES",
@@ -92,6 +93,11 @@ class SqlQuery:
     column_tables: tuple[tuple[str, str | None], ...] = ()
     by_names: tuple[str, ...] = ()
     group_aliases: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def join_form(self) -> JoinForm:
+        """The tables, joins and columns read, as the join's relational form."""
+        return JoinForm(self.sources, self.joins, self.column_tables, self.by, self.group_aliases)
 
     @property
     def released_by(self) -> tuple[str, ...]:

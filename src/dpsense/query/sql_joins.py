@@ -10,49 +10,24 @@ in :mod:`dpsense.tables.joined` (docs/joins.md).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Final
 
 from sqlglot import expressions as exp
 
 from dpsense.query._sql_items import refuse
+from dpsense.tables.rows.joins import JoinStep, Scan
+
+SqlSource = Scan
+"""One table of FROM or JOIN (the join's relational form: :class:`Scan`)."""
+SqlJoin = JoinStep
+"""One JOIN (the join's relational form: :class:`JoinStep`)."""
 
 __all__ = ["SqlJoin", "SqlSource", "column_tables", "sources_and_joins"]
 
 _FILE_SUFFIXES: Final = ("parquet", "pq", "csv", "tsv", "txt", "gz")
 
 
-@dataclass(frozen=True)
-class SqlSource:
-    """One table of FROM or JOIN.
-
-    Attributes
-    ----------
-    table : str
-        A name (looked up in ``tables``) or a file path.
-    is_path : bool
-        True when given as a quoted string or ``read_parquet``/``read_csv`` of one.
-    alias : str
-        The name columns are qualified with: the alias, else the table's name.
-    """
-
-    table: str
-    is_path: bool
-    alias: str
-
-
-@dataclass(frozen=True)
-class SqlJoin:
-    """One JOIN: the table it adds, INNER or LEFT, and the column equalities of its
-    condition, each as ((alias, column), (alias, column)) with the added table second
-    where the equality names it."""
-
-    source: SqlSource
-    left: bool
-    pairs: tuple[tuple[tuple[str, str], tuple[str, str]], ...]
-
-
-def _source(node: exp.Expression) -> SqlSource:
+def _source(node: exp.Expression) -> Scan:
     """A FROM or JOIN item that must be a table or a file."""
     if isinstance(node, exp.Subquery | exp.Select):
         raise refuse(
@@ -78,7 +53,7 @@ def _source(node: exp.Expression) -> SqlSource:
                 "path), or query a table by name."
             )
         path = str(args[0].this)
-        return SqlSource(path, True, alias or path)
+        return Scan(path, True, alias or path)
     if not isinstance(inner, exp.Identifier):
         raise refuse(
             "reads FROM a table function; name one table (FROM my_table) or a file "
@@ -96,11 +71,11 @@ def _source(node: exp.Expression) -> SqlSource:
         )
     name = str(inner.this)
     # a quoted name may be a file; whether it is one is decided against tables=... later
-    return SqlSource(name, bool(inner.quoted), alias or name)
+    return Scan(name, bool(inner.quoted), alias or name)
 
 
 def _pairs(
-    join: exp.Join, added: SqlSource, known: dict[str, SqlSource]
+    join: exp.Join, added: Scan, known: dict[str, Scan]
 ) -> tuple[tuple[tuple[str, str], tuple[str, str]], ...]:
     """The column equalities of a join's ON or USING, the added table's side second."""
     using = join.args.get("using")
@@ -157,7 +132,7 @@ def _pairs(
     return tuple(out)
 
 
-def _qualified(node: exp.Column, known: dict[str, SqlSource], added: SqlSource) -> tuple[str, str]:
+def _qualified(node: exp.Column, known: dict[str, Scan], added: Scan) -> tuple[str, str]:
     """(alias, column) of a column in a join condition: qualified with a table read so far."""
     table = str(node.table) if node.table else ""
     if node.args.get("db") or node.args.get("catalog"):
@@ -175,7 +150,7 @@ def _qualified(node: exp.Column, known: dict[str, SqlSource], added: SqlSource) 
     return table, str(node.name)
 
 
-def _check_alias(source: SqlSource) -> None:
+def _check_alias(source: Scan) -> None:
     """The names the joined SQL uses for its own tables start with dpsense_."""
     if source.alias.lower().startswith("dpsense_"):
         raise refuse(
@@ -184,7 +159,7 @@ def _check_alias(source: SqlSource) -> None:
         )
 
 
-def sources_and_joins(tree: exp.Select) -> tuple[tuple[SqlSource, ...], tuple[SqlJoin, ...]]:
+def sources_and_joins(tree: exp.Select) -> tuple[tuple[Scan, ...], tuple[JoinStep, ...]]:
     """The FROM table and each JOIN, in order (refusals from the text alone)."""
     source = tree.args.get("from_")
     if source is None:
@@ -197,7 +172,7 @@ def sources_and_joins(tree: exp.Select) -> tuple[tuple[SqlSource, ...], tuple[Sq
     if tree.args.get("laterals"):
         raise refuse("uses LATERAL, which is not supported; write a JOIN ... ON.")
     known = {first.alias: first}
-    joins: list[SqlJoin] = []
+    joins: list[JoinStep] = []
     for join in tree.args.get("joins") or []:
         if not isinstance(join, exp.Join):
             raise refuse("uses a construct in FROM that is not a JOIN; remove it.")
@@ -228,8 +203,8 @@ def sources_and_joins(tree: exp.Select) -> tuple[tuple[SqlSource, ...], tuple[Sq
             )
         pairs = _pairs(join, added, known)
         known[added.alias] = added
-        joins.append(SqlJoin(added, side == "LEFT", pairs))
-    return (first, *(j.source for j in joins)), tuple(joins)
+        joins.append(JoinStep(added, side == "LEFT", pairs))
+    return (first, *(j.scan for j in joins)), tuple(joins)
 
 
 def column_tables(

@@ -16,7 +16,7 @@ public tables, which are public.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Final, Protocol
+from typing import Final
 
 from dpsense.errors import InputError
 from dpsense.tables.join_units import (
@@ -26,39 +26,16 @@ from dpsense.tables.join_units import (
     privacy_units,
     who,
 )
-from dpsense.tables.rows.joins import JoinPlan
-
-
-class SqlSource(Protocol):
-    """One table of the query (``query.sql.SqlSource``)."""
-
-    @property
-    def table(self) -> str: ...
-    @property
-    def alias(self) -> str: ...
-
-
-class SqlJoin(Protocol):
-    """One JOIN of the query (``query.sql.SqlJoin``)."""
-
-    @property
-    def source(self) -> SqlSource: ...
-    @property
-    def left(self) -> bool: ...
-    @property
-    def pairs(self) -> tuple[tuple[tuple[str, str], tuple[str, str]], ...]: ...
-
-
-class SqlQuery(Protocol):
-    """What a join needs of a parsed query (``query.sql.SqlQuery``)."""
-
-    @property
-    def sources(self) -> Sequence[SqlSource]: ...
-    @property
-    def joins(self) -> Sequence[SqlJoin]: ...
-    @property
-    def column_tables(self) -> Sequence[tuple[str, str | None]]: ...
-
+from dpsense.tables.rows.joins import (
+    Column,
+    Join,
+    JoinForm,
+    JoinPlan,
+    KeyCheck,
+    Relation,
+    Scan,
+    TableScan,
+)
 
 __all__ = [
     "PrivacyUnits",
@@ -71,12 +48,8 @@ __all__ = [
 _OWNER: Final = "dpsense_owner"
 
 
-def _q(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
 def plan_join(
-    spec: SqlQuery,
+    form: JoinForm,
     units: PrivacyUnits,
     columns: Mapping[str, Sequence[str]],
     extra_columns: Sequence[str] = (),
@@ -84,11 +57,11 @@ def plan_join(
     view_prefix: str = "dpsense_t",
     where: str = "ds.sql",
 ) -> JoinPlan:
-    """The joined table of ``spec`` under ``units``; ``columns`` gives each table's column
+    """The joined table of ``form`` under ``units``; ``columns`` gives each table's column
     names (public). Raises InputError for every join that could put two people's data in
     one row or make a row's presence depend on another person (``where`` names the caller
     in messages: ds.sql or ds.join)."""
-    sources = spec.sources
+    sources = form.scans
     private = [s for s in sources if s.table not in units.public]
     if not private:
         raise InputError(
@@ -98,15 +71,54 @@ def plan_join(
         )
     for s in private:
         _check_unit_columns(s.table, units, columns)
+    _check_joins(form, units, columns, where)
+    unit_name = units.unit_column(private[0].table)
+    by_alias = {s.alias: s for s in sources}
+    column_alias = _resolve_columns(form, units, columns, by_alias, unit_name, extra_columns, where)
+    views = {
+        table: f"{view_prefix}{i}"
+        for i, table in enumerate(
+            dict.fromkeys([s.table for s in sources] + _path_tables(private, units))
+        )
+    }
+    compared = [
+        ((by_alias[a].table, c), (by_alias[b].table, d))
+        for join in form.joins
+        for (a, c), (b, d) in join.pairs
+    ]
+    for table in dict.fromkeys([s.table for s in private] + _path_tables(private, units)):
+        via = units.of(table).via
+        if via is not None:
+            compared.append(((table, via[0]), (via[1], via[2])))
+    return JoinPlan(
+        tables=tuple((v, t) for t, v in views.items()),
+        relation=_relation(form, units, views, unit_name, column_alias),
+        unit=unit_name,
+        column_alias=column_alias,
+        public_aliases=frozenset(s.alias for s in sources if s.table in units.public),
+        alias_table={s.alias: s.table for s in sources},
+        label=f"the join of {', '.join(repr(s.table) for s in sources)}",
+        compared=tuple(dict.fromkeys(compared)),
+        unit_table=units.unit_table(private[0].table),
+        key_checks=_key_checks(private, units, views),
+    )
+
+
+def _check_joins(
+    form: JoinForm, units: PrivacyUnits, columns: Mapping[str, Sequence[str]], where: str
+) -> None:
+    """Refuse a join that could put two people's data in one row (private tables met on
+    other than their units) or make a row's presence depend on a person (a private table
+    LEFT JOINed)."""
+    sources = form.scans
     by_alias = {s.alias: s for s in sources}
     is_private = {s.alias: s.table not in units.public for s in sources}
-    first = sources[0]
-    for join in spec.joins:  # a missing column is named as such before any other refusal
+    for join in form.joins:  # a missing column is named as such before any other refusal
         for (alias, col), (other, col2) in join.pairs:
             _require(by_alias[alias].table, col, columns, "a join condition")
             _require(by_alias[other].table, col2, columns, "a join condition")
-    for join in spec.joins:
-        added = join.source
+    for join in form.joins:
+        added = join.scan
         seen = [s.alias for s in sources[: sources.index(added)]]
         left_private = [a for a in seen if is_private[a]]
         if join.left and is_private[added.alias]:
@@ -130,103 +142,75 @@ def plan_join(
                 "unit (the path items -> orders by order_id, and ON i.order_id = "
                 "o.order_id)."
             )
-    unit_name = units.unit_column(private[0].table)
-    column_alias = _resolve_columns(spec, units, columns, by_alias, unit_name, extra_columns, where)
-    views = {
-        table: f"{view_prefix}{i}"
-        for i, table in enumerate(
-            dict.fromkeys([s.table for s in sources] + _path_tables(private, units))
-        )
+
+
+def _relation(
+    form: JoinForm,
+    units: PrivacyUnits,
+    views: Mapping[str, str],
+    unit_name: str,
+    column_alias: Mapping[str, str],
+) -> Relation:
+    """The joined table: the analyst's joins, each private table's unit path, private
+    tables also met on their units, and the public columns read kept where not NULL."""
+    sources = form.scans
+    is_private = {s.alias: s.table not in units.public for s in sources}
+    private = [s for s in sources if is_private[s.alias]]
+    scans = {
+        s.alias: TableScan(s.table, views[s.table], s.alias, not is_private[s.alias])
+        for s in sources
     }
-    unit_expr: dict[str, str] = {}
-    hidden: dict[str, list[str]] = {}
+    unit_of: dict[str, Column] = {}
+    paths: dict[str, tuple[Join, ...]] = {}
     for s in private:
-        count = sum(len(h) for h in hidden.values())
-        unit_expr[s.alias], hidden[s.alias] = _unit_sql(s.alias, s.table, units, views, count)
-    lines = [f"FROM {views[first.table]} AS {_q(first.alias)}", *hidden.get(first.alias, [])]
-    for join in spec.joins:
-        added = join.source
-        conditions = [f"{_q(a)}.{_q(c)} = {_q(b)}.{_q(d)}" for (a, c), (b, d) in join.pairs]
-        seen = [s.alias for s in sources[: sources.index(added)]]
-        before = [a for a in seen if is_private[a]]
+        count = sum(len(p) for p in paths.values())
+        unit_of[s.alias], paths[s.alias] = _unit_path(s.alias, s.table, units, views, count)
+    joins = []
+    for join in form.joins:
+        added = join.scan
+        pairs = list(join.pairs)
+        before = [s.alias for s in sources[: sources.index(added)] if is_private[s.alias]]
         if is_private[added.alias] and before:
-            units_equal = f"{unit_expr[before[0]]} = {unit_expr[added.alias]}"
-            swapped = f"{unit_expr[added.alias]} = {unit_expr[before[0]]}"
-            if units_equal not in conditions and swapped not in conditions:
+            units_equal = (unit_of[before[0]], unit_of[added.alias])
+            if units_equal not in pairs and units_equal[::-1] not in pairs:
                 # (a join on the units themselves says it already)
-                conditions.append(units_equal)
-        kind = "LEFT JOIN" if join.left else "JOIN"
-        hidden_joins = hidden.get(added.alias, [])
-        if hidden_joins:
-            # the added table's own path joins first: its unit is part of the condition
-            inner = " ".join([f"{views[added.table]} AS {_q(added.alias)}", *hidden_joins])
-            lines.append(f"{kind} ({inner}) ON {' AND '.join(conditions)}")
-        else:
-            lines.append(
-                f"{kind} {views[added.table]} AS {_q(added.alias)} ON {' AND '.join(conditions)}"
-            )
-    selected = [f"{unit_expr[private[0].alias]} AS {_q(unit_name)}"]
-    selected += [f"{_q(a)}.{_q(c)} AS {_q(c)}" for c, a in column_alias.items()]
+                pairs.append(units_equal)
+        joins.append(Join(scans[added.alias], join.left, tuple(pairs), paths.get(added.alias, ())))
     # a column read from a public table is NULL where the analyst's LEFT JOIN found no
     # public row, or where the public row holds NULL: such a row is in no group and holds
     # no value, and it leaves here, before any missing-values check (docs/joins.md §4;
     # refusing on a NULL the join made would let one person decide the outcome)
-    read = {name for name, _ in spec.column_tables}
-    public_aliases = {s.alias for s in sources if not is_private[s.alias]}
-    present = [
-        f"{_q(a)}.{_q(c)} IS NOT NULL"
-        for c, a in column_alias.items()
-        if c in read and a in public_aliases
-    ]
-    if present:
-        lines.append(f"WHERE {' AND '.join(present)}")
-    sql = f"SELECT {', '.join(selected)} " + " ".join(lines)
-    names = [s.table for s in sources]
-    compared = [
-        ((by_alias[a].table, c), (by_alias[b].table, d))
-        for join in spec.joins
-        for (a, c), (b, d) in join.pairs
-    ]
-    for table in dict.fromkeys([s.table for s in private] + _path_tables(private, units)):
-        via = units.of(table).via
-        if via is not None:
-            compared.append(((table, via[0]), (via[1], via[2])))
-    return JoinPlan(
-        tables=tuple((v, t) for t, v in views.items()),
-        sql=sql,
-        unit=unit_name,
-        column_alias=column_alias,
-        public_aliases=frozenset(s.alias for s in sources if not is_private[s.alias]),
-        alias_table={s.alias: s.table for s in sources},
-        label=f"the join of {', '.join(repr(n) for n in names)}",
-        compared=tuple(dict.fromkeys(compared)),
-        unit_table=units.unit_table(private[0].table),
-        key_checks=_key_checks(private, units, views),
+    read = {name for name, _ in form.column_tables}
+    present = tuple((a, c) for c, a in column_alias.items() if c in read and not is_private[a])
+    return Relation(
+        first=scans[sources[0].alias],
+        first_path=paths.get(sources[0].alias, ()),
+        joins=tuple(joins),
+        unit=unit_of[private[0].alias],
+        unit_name=unit_name,
+        selected=tuple(((a, c), c) for c, a in column_alias.items()),
+        not_null=present,
     )
 
 
 def _key_checks(
-    private: Sequence[SqlSource], units: PrivacyUnits, views: Mapping[str, str]
-) -> tuple[tuple[str, str, str], ...]:
-    """For each path step (a row of ``table`` finds its unit through ``target.key``): SQL
-    that returns a row when a value of ``target.key`` belongs to more than one unit."""
-    out: list[tuple[str, str, str]] = []
+    private: Sequence[Scan], units: PrivacyUnits, views: Mapping[str, str]
+) -> tuple[KeyCheck, ...]:
+    """For each path step (a row of ``table`` finds its unit through ``target.key``): the
+    check that a value of ``target.key`` belongs to one unit."""
+    out: list[KeyCheck] = []
     for table in dict.fromkeys([s.table for s in private] + _path_tables(private, units)):
         via = units.of(table).via
         if via is None:
             continue
         _, target, key = via
         alias = "dpsense_key"
-        unit, hidden = _unit_sql(alias, target, units, views, 0)
-        sql = (
-            f"SELECT 1 FROM {views[target]} AS {_q(alias)} {' '.join(hidden)} "
-            f"GROUP BY {_q(alias)}.{_q(key)} HAVING count(DISTINCT {unit}) > 1 LIMIT 1"
-        )
-        out.append((sql, target, key))
+        unit, path = _unit_path(alias, target, units, views, 0)
+        out.append(KeyCheck(TableScan(target, views[target], alias), path, unit, target, key))
     return tuple(out)
 
 
-def _path_tables(private: Sequence[SqlSource], units: PrivacyUnits) -> list[str]:
+def _path_tables(private: Sequence[Scan], units: PrivacyUnits) -> list[str]:
     out: list[str] = []
     for s in private:
         table = s.table
@@ -236,16 +220,16 @@ def _path_tables(private: Sequence[SqlSource], units: PrivacyUnits) -> list[str]
     return out
 
 
-def _unit_sql(
+def _unit_path(
     alias: str, table: str, units: PrivacyUnits, views: Mapping[str, str], start: int
-) -> tuple[str, list[str]]:
-    """The unit of ``alias``'s rows as SQL, and the hidden joins that find it along the
+) -> tuple[Column, tuple[Join, ...]]:
+    """Where ``alias``'s rows find their unit, and the joins that find it along the
     declared path (inner: a row whose path reaches no unit belongs to no one)."""
     path = units.of(table)
     if path.via is None:
         assert path.column is not None
-        return f"{_q(alias)}.{_q(path.column)}", []
-    joins: list[str] = []
+        return (alias, path.column), ()
+    joins: list[Join] = []
     current_alias, current = alias, table
     step = start
     while (via := units.of(current).via) is not None:
@@ -253,17 +237,20 @@ def _unit_sql(
         owner = f"{_OWNER}{step}"
         step += 1
         joins.append(
-            f"JOIN {views[target]} AS {_q(owner)} ON "
-            f"{_q(current_alias)}.{_q(column)} = {_q(owner)}.{_q(key)}"
+            Join(
+                TableScan(target, views[target], owner),
+                False,
+                (((current_alias, column), (owner, key)),),
+            )
         )
         current_alias, current = owner, target
     final = units.of(current).column
     assert final is not None
-    return f"{_q(current_alias)}.{_q(final)}", joins
+    return (current_alias, final), tuple(joins)
 
 
 def _equates_units(
-    a: tuple[str, str], b: tuple[str, str], by_alias: Mapping[str, SqlSource], units: PrivacyUnits
+    a: tuple[str, str], b: tuple[str, str], by_alias: Mapping[str, Scan], units: PrivacyUnits
 ) -> bool:
     """True when ``a = b`` (two private tables' columns) means their rows have one unit:
     both are unit columns, one follows the other's declared path, or both start the same
@@ -319,10 +306,10 @@ def _check_unit_columns(
 
 
 def _resolve_columns(
-    spec: SqlQuery,
+    form: JoinForm,
     units: PrivacyUnits,
     columns: Mapping[str, Sequence[str]],
-    by_alias: Mapping[str, SqlSource],
+    by_alias: Mapping[str, Scan],
     unit_name: str,
     extra: Sequence[str],
     where: str = "ds.sql",
@@ -330,7 +317,7 @@ def _resolve_columns(
     """Each column the query reads -> the alias of the table it comes from (the unit
     column is the joined table's own)."""
     reader = who(where, "The SQL query") if where == "ds.sql" else f"The release of {where}"
-    wanted = dict(spec.column_tables)
+    wanted = dict(form.column_tables)
     for name in extra:
         # a declared type (schema=) of a column the query does not read: cast in each
         # table that holds it; carried into the joined table when one table does
@@ -348,31 +335,7 @@ def _resolve_columns(
     out: dict[str, str] = {}
     for name, alias in wanted.items():
         if alias is None:
-            holders = [a for a, s in by_alias.items() if name in columns[s.table]]
-            if not holders:
-                tables = ", ".join(repr(s.table) for s in by_alias.values())
-                raise InputError(
-                    f"{reader} reads the column {name!r}, which is in none of its "
-                    f"tables ({tables}); check the name."
-                )
-            if name == unit_name and all(
-                units.of(by_alias[a].table).column == name
-                for a in holders
-                if by_alias[a].table not in units.public
-            ):
-                holders = [a for a in holders if by_alias[a].table not in units.public] or holders
-            if len(holders) > 1 and name != unit_name:
-                how = (
-                    f"qualify it: {holders[0]}.{name}"
-                    if where == "ds.sql"
-                    else f"a where= filter may qualify it ({holders[0]}.{name}); to group by "
-                    "or aggregate it, rename it in all of those tables but one"
-                )
-                raise InputError(
-                    f"{reader} reads the column {name!r}, which is in several tables "
-                    f"({', '.join(repr(a) for a in holders)}); {how}."
-                )
-            alias = holders[0]
+            alias = _holder(name, units, columns, by_alias, unit_name, reader, where)
         else:
             _require(by_alias[alias].table, name, columns, "the query")
         table = by_alias[alias].table
@@ -386,3 +349,41 @@ def _resolve_columns(
             continue  # the joined table's unit column
         out[name] = alias
     return out
+
+
+def _holder(
+    name: str,
+    units: PrivacyUnits,
+    columns: Mapping[str, Sequence[str]],
+    by_alias: Mapping[str, Scan],
+    unit_name: str,
+    reader: str,
+    where: str,
+) -> str:
+    """The alias of the one table that holds the unqualified column ``name`` (the unit
+    column: the private tables' own, when each holds it as its unit)."""
+    holders = [a for a, s in by_alias.items() if name in columns[s.table]]
+    if not holders:
+        tables = ", ".join(repr(s.table) for s in by_alias.values())
+        raise InputError(
+            f"{reader} reads the column {name!r}, which is in none of its "
+            f"tables ({tables}); check the name."
+        )
+    if name == unit_name and all(
+        units.of(by_alias[a].table).column == name
+        for a in holders
+        if by_alias[a].table not in units.public
+    ):
+        holders = [a for a in holders if by_alias[a].table not in units.public] or holders
+    if len(holders) > 1 and name != unit_name:
+        how = (
+            f"qualify it: {holders[0]}.{name}"
+            if where == "ds.sql"
+            else f"a where= filter may qualify it ({holders[0]}.{name}); to group by "
+            "or aggregate it, rename it in all of those tables but one"
+        )
+        raise InputError(
+            f"{reader} reads the column {name!r}, which is in several tables "
+            f"({', '.join(repr(a) for a in holders)}); {how}."
+        )
+    return holders[0]

@@ -28,7 +28,13 @@ from dpsense.data.source import (
 from dpsense.errors import InputError
 from dpsense.tables.engines.duckdb.casts import cast_view_sql
 from dpsense.tables.rows.casts import Cast
-from dpsense.tables.rows.joins import JoinPlan, comparable, shared_key
+from dpsense.tables.rows.joins import (
+    JoinPlan,
+    comparable,
+    join_sql,
+    key_check_sql,
+    shared_key,
+)
 
 __all__ = ["JoinedTables", "distinct_rows", "open_joined"]
 
@@ -120,7 +126,7 @@ def open_joined(joined: JoinedTables) -> Iterator[TableSource]:
         comparable(types, compared)
         if not joined.sql:
             check_keys(con, joined.plan)
-        con.execute(f"CREATE TEMP VIEW src AS {joined.sql or joined.plan.sql}")
+        con.execute(f"CREATE TEMP VIEW src AS {joined.sql or join_sql(joined.plan.relation)}")
         columns = [d[0] for d in con.execute("SELECT * FROM src LIMIT 0").description]
         source = TableSource(con, "src", columns, joined.label, declared_types=joined.declared)
         source.inferred = joined.inferred_columns  # type: ignore[attr-defined]
@@ -140,9 +146,9 @@ def open_joined(joined: JoinedTables) -> Iterator[TableSource]:
 
 def check_keys(con: Any, plan: JoinPlan) -> None:
     """The keys a path goes through must each belong to one unit (docs/joins.md §1)."""
-    for sql, table, key in plan.key_checks:
-        if con.execute(sql).fetchone() is not None:
-            raise shared_key(table, key)
+    for check in plan.key_checks:
+        if con.execute(key_check_sql(check)).fetchone() is not None:
+            raise shared_key(check.table, check.key)
 
 
 def distinct_rows(plan: JoinPlan, tables: Mapping[str, Any], sql: str) -> list[tuple[Any, ...]]:

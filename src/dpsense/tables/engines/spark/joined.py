@@ -14,7 +14,13 @@ from typing import Any
 from dpsense.errors import InputError
 from dpsense.tables.engines.spark.casts import cast_spark_frame
 from dpsense.tables.rows.casts import Cast
-from dpsense.tables.rows.joins import JoinPlan, comparable, shared_key
+from dpsense.tables.rows.joins import (
+    JoinPlan,
+    comparable,
+    join_sql,
+    key_check_sql,
+    shared_key,
+)
 
 __all__ = ["spark_distinct_rows", "spark_join"]
 
@@ -92,10 +98,10 @@ def spark_join(
     comparable(types, plan.compared)
     for view, table in plan.tables:
         frames[table].createOrReplaceTempView(view)
-    for sql, table, key in plan.key_checks:
-        if session.sql(_spark_sql(sql)).take(1):
-            raise shared_key(table, key)
-    return session.sql(_spark_sql(plan.sql))
+    for check in plan.key_checks:
+        if session.sql(_spark_sql(key_check_sql(check))).take(1):
+            raise shared_key(check.table, check.key)
+    return session.sql(_spark_sql(join_sql(plan.relation)))
 
 
 def spark_distinct_rows(
