@@ -25,6 +25,7 @@ from dpsense.errors import (
     InputError,
     LargeEpsilonWarning,
 )
+from dpsense.statistics.names import CATALOG
 
 if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers
     from dpsense.accountant import Accountant
@@ -57,20 +58,8 @@ if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers
     from dpsense.report import report
     from dpsense.sensitivity import empirical_sensitivity
     from dpsense.sql_release import sql
-    from dpsense.statistics import (
-        INFINITE_DISTANCE,
-        Count,
-        Mean,
-        Median,
-        Quantile,
-        Quantiles,
-        Statistic,
-        Std,
-        Sum,
-        TrimmedMean,
-        Variance,
-        make_statistic,
-    )
+    from dpsense.statistics import *  # noqa: F403  (every class of the catalog)
+    from dpsense.statistics import INFINITE_DISTANCE, Statistic, make_statistic
     from dpsense.tables import GroupedRelease
 
 # Subpackages load on first use (PEP 562): `import dpsense` costs little more than numpy,
@@ -78,7 +67,6 @@ if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers
 _LAZY: dict[str, str] = {
     "Accountant": "dpsense.accountant",
     "BudgetExceededError": "dpsense.errors",
-    "Count": "dpsense.statistics",
     "DPSenseError": "dpsense.errors",
     "DiscreteGaussianMechanism": "dpsense.mechanisms",
     "DiscreteLaplaceMechanism": "dpsense.mechanisms",
@@ -92,19 +80,11 @@ _LAZY: dict[str, str] = {
     "LargeEpsilonWarning": "dpsense.errors",
     "LaplaceMechanism": "dpsense.mechanisms",
     "LedgerError": "dpsense.accounting",
-    "Mean": "dpsense.statistics",
-    "Median": "dpsense.statistics",
     "NEIGHBOURS": "dpsense.neighbours",
-    "Quantile": "dpsense.statistics",
-    "Quantiles": "dpsense.statistics",
     "QueryResult": "dpsense.query",
     "Release": "dpsense.methods",
     "SeededRandomnessWarning": "dpsense.noise",
     "Statistic": "dpsense.statistics",
-    "Std": "dpsense.statistics",
-    "Sum": "dpsense.statistics",
-    "TrimmedMean": "dpsense.statistics",
-    "Variance": "dpsense.statistics",
     "discrete_gaussian": "dpsense.mechanisms",
     "discrete_laplace": "dpsense.mechanisms",
     "empirical_sensitivity": "dpsense.sensitivity",
@@ -125,6 +105,7 @@ _LAZY: dict[str, str] = {
     "sample_and_aggregate": "dpsense.methods.sample_aggregate",
     "smooth_beta": "dpsense.params",
     "sql": "dpsense.sql_release",
+    **{s.cls: "dpsense.statistics" for s in CATALOG},  # every statistic of the catalog
 }
 
 
@@ -165,7 +146,6 @@ __all__ = [
     "NEIGHBOURS",
     "Accountant",
     "BudgetExceededError",
-    "Count",
     "DPSenseError",
     "DPSenseWarning",
     "DiscreteGaussianMechanism",
@@ -179,19 +159,11 @@ __all__ = [
     "LaplaceMechanism",
     "LargeEpsilonWarning",
     "LedgerError",
-    "Mean",
-    "Median",
     "Plan",
-    "Quantile",
-    "Quantiles",
     "QueryResult",
     "Release",
     "SeededRandomnessWarning",
     "Statistic",
-    "Std",
-    "Sum",
-    "TrimmedMean",
-    "Variance",
     "__version__",
     "discrete_gaussian",
     "discrete_laplace",
@@ -212,3 +184,4 @@ __all__ = [
     "smooth_beta",
     "sql",
 ]
+__all__ += [s.cls for s in CATALOG]

@@ -15,7 +15,6 @@ __all__ = [
     "INTERVAL_SHARE",
     "METHODS",
     "SMOOTH_INTERVAL_SHARE",
-    "STATISTIC_NAMES",
 ]
 
 METHODS: Final = (
@@ -29,19 +28,6 @@ METHODS: Final = (
     "bounded-ls",
 )
 """The ``method=`` values of ``ds.release``."""
-
-STATISTIC_NAMES: Final = (
-    "count",
-    "sum",
-    "mean",
-    "variance",
-    "std",
-    "median",
-    "quantile",
-    "quantiles",
-    "trimmed-mean",
-)
-"""The statistics by name (``make_statistic``, ``--statistic``)."""
 
 BOUNDS_SHARE: Final = 0.3
 """The default share of epsilon spent on the bounds, measured (docs/bounds_in_release.md §4):

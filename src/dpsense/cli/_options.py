@@ -14,7 +14,8 @@ from __future__ import annotations
 import typer
 
 from dpsense.defaults import BOUNDS_SHARE as DEFAULT_BOUNDS_SHARE
-from dpsense.defaults import METHODS, STATISTIC_NAMES
+from dpsense.defaults import METHODS
+from dpsense.statistics.names import STATISTIC_NAMES
 
 CLI_METHODS = (*METHODS, "sample-aggregate")
 """The --method values of ``dpsense release``."""

@@ -41,7 +41,7 @@ from dpsense.methods.call import MethodCall
 from dpsense.methods.intervals import ratio_parts
 from dpsense.neighbours import Neighbours
 from dpsense.noise.rng import RandomSource
-from dpsense.statistics import BoundedStatistic, Count, Mean, Statistic
+from dpsense.statistics import Count, Mean, Statistic
 from dpsense.statistics._exact import RecordGrid
 from dpsense.statistics._records import grid_sum, record_count
 from dpsense.statistics.units import rows_per_unit
@@ -63,22 +63,9 @@ def inflated_sensitivity(sensitivity: float | Fraction, statistic: Statistic) ->
 
 
 def output_range(statistic: Statistic, n: int | None = None) -> tuple[float, float]:
-    """The public range of the statistic's values, used to clip releases."""
-    if isinstance(statistic, Count):
-        return (0.0, math.inf)
-    assert isinstance(statistic, BoundedStatistic)
-    lo, hi = statistic.lower, statistic.upper
-    kind = statistic.kind
-    if kind == "sum":
-        return (
-            min(0.0, lo * (n if n is not None else math.inf)),
-            max(0.0, hi * (n if n is not None else math.inf)),
-        )
-    if kind == "variance":
-        return (0.0, (hi - lo) ** 2 / 4.0)
-    if kind == "std":
-        return (0.0, (hi - lo) / 2.0)
-    return (lo, hi)
+    """The public range of the statistic's values, used to clip releases (each statistic
+    says its own: :meth:`Statistic.output_range`)."""
+    return statistic.output_range(n)
 
 
 def _clip(value: float, statistic: Statistic, n: int | None) -> float:

@@ -10,6 +10,7 @@ from typing import Any, Final
 from sqlglot import expressions as exp
 
 from dpsense.errors import InputError
+from dpsense.statistics.names import CATALOG, SQL_AGGREGATES
 from dpsense.tables.row_filter import ALLOWED_SUMMARY, refused_reason
 
 __all__ = [
@@ -26,33 +27,13 @@ __all__ = [
 
 _WHERE = "ds.sql"
 
-AGGREGATES: Final = (
-    "COUNT(*)",
-    "COUNT(col)",
-    "SUM",
-    "AVG",
-    "MEDIAN",
-    "QUANTILE_CONT",
-    "QUANTILE_DISC",
-    "PERCENTILE_CONT",
-    "VAR_POP",
-    "VARIANCE",
-    "STDDEV_POP",
-    "STDDEV",
-)
+AGGREGATES: Final = SQL_AGGREGATES
 """The aggregates a query may use (docs/sql.md)."""
 
-_SPELLINGS: Final[tuple[tuple[tuple[type[exp.Expression], ...], tuple[str, str]], ...]] = (
-    ((exp.Count,), ("count", "count")),
-    ((exp.Sum,), ("sum", "sum")),
-    ((exp.Avg,), ("mean", "avg")),
-    ((exp.Median,), ("median", "median")),
-    ((exp.PercentileCont, exp.PercentileDisc, exp.Quantile), ("quantile", "quantile")),
-    ((exp.Variance, exp.VariancePop), ("variance", "var")),
-    ((exp.Stddev, exp.StddevPop, exp.StddevSamp), ("std", "stddev")),
-)
-"""sqlglot's nodes of one aggregate -> (the statistic, the prefix of the default name)."""
-_FUNCTIONS: Final = {node: named for nodes, named in _SPELLINGS for node in nodes}
+_FUNCTIONS: Final[dict[type[exp.Expression], tuple[str, str]]] = {
+    getattr(exp, node): (s.key, s.sql_prefix) for s in CATALOG for node in s.sql_nodes
+}
+"""sqlglot's node of an aggregate -> (the statistic, the prefix of the default name)."""
 
 _MIN_MAX: Final = (
     "MIN/MAX reveal one person's value; use QUANTILE_CONT(col, 0.01) or "

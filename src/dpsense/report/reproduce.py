@@ -13,19 +13,9 @@ import io
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["csv_href", "reproduce_code"]
+from dpsense.statistics.names import class_name
 
-_CLASSES = {
-    "count": "Count",
-    "sum": "Sum",
-    "mean": "Mean",
-    "median": "Median",
-    "quantile": "Quantile",
-    "quantiles": "Quantiles",
-    "variance": "Variance",
-    "std": "Std",
-    "trimmed-mean": "TrimmedMean",
-}
+__all__ = ["csv_href", "reproduce_code"]
 
 
 def _cell(value: Any) -> Any:
@@ -80,7 +70,7 @@ def _statistic_code(stat: Mapping[str, Any]) -> tuple[str, bool]:
     kind = name.split("(")[0].strip()
     if name == "count(distinct units)":
         return "ds.Count(distinct_units=True)", False
-    cls = _CLASSES.get(kind)
+    cls = class_name(kind)
     if cls is None:
         return f"ds.make_statistic({kind!r})", False
     source = stat.get("bounds_source") or {}

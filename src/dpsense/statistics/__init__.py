@@ -1,17 +1,25 @@
-"""Statistics with closed-form global, local, distance-k and smooth sensitivity."""
+"""Statistics with closed-form global, local, distance-k and smooth sensitivity.
+
+The classes load on first use (PEP 562): :mod:`dpsense.statistics.names`, the catalog of
+their names, imports nothing, so the command line lists them without numpy.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import importlib
+from typing import TYPE_CHECKING, Any
 
-from dpsense.defaults import STATISTIC_NAMES
-from dpsense.errors import InputError
-from dpsense.statistics._profile import INFINITE_DISTANCE, Profile
-from dpsense.statistics.base import NO_BOUND, BoundedStatistic, Statistic
-from dpsense.statistics.moments import Count, Mean, Std, Sum, Variance
-from dpsense.statistics.quantile import Median, Quantile
-from dpsense.statistics.quantiles import Quantiles
-from dpsense.statistics.trimmed import TrimmedMean
+from dpsense.statistics.names import CATALOG, STATISTIC_NAMES
+
+if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers
+    from dpsense.statistics._profile import INFINITE_DISTANCE, Profile
+    from dpsense.statistics.base import BoundedStatistic, Statistic
+    from dpsense.statistics.build import make_statistic, statistic_key
+    from dpsense.statistics.moments import Count, Mean, Sum
+    from dpsense.statistics.quantile import Median, Quantile
+    from dpsense.statistics.quantiles import Quantiles
+    from dpsense.statistics.trimmed import TrimmedMean
+    from dpsense.statistics.variance import Std, Variance
 
 __all__ = [
     "INFINITE_DISTANCE",
@@ -32,89 +40,25 @@ __all__ = [
     "statistic_key",
 ]
 
-
-def statistic_key(name: str) -> str:
-    """A statistic's name as :data:`STATISTIC_NAMES` spells it (``var``, ``stddev`` and
-    ``trimmed`` accepted), or the InputError of an unknown one."""
-    key = name.strip().lower().replace("_", "-")
-    key = {"var": "variance", "stddev": "std", "trimmed": "trimmed-mean"}.get(key, key)
-    if key not in STATISTIC_NAMES:
-        raise InputError(
-            f"The 'statistic' parameter must be one of {', '.join(STATISTIC_NAMES)}. "
-            f"Got {name!r} instead."
-        )
-    return key
+_LAZY: dict[str, str] = {
+    "INFINITE_DISTANCE": "_profile",
+    "Profile": "_profile",
+    "BoundedStatistic": "base",
+    "Statistic": "base",
+    "make_statistic": "build",
+    "statistic_key": "build",
+    **{s.cls: s.module for s in CATALOG},
+}
 
 
-def _quantile_statistic(
-    key: str, p: float | Sequence[float] | None, lo: float, hi: float, resolution: float | None
-) -> Statistic:
-    """The quantile (one level ``p``) or quantiles (levels ``p``) of :func:`make_statistic`."""
-    if key == "quantile":
-        if p is None:
-            raise InputError("The quantile statistic needs its level: pass p=0.9, say.")
-        if not isinstance(p, int | float):
-            raise InputError(
-                "The quantile statistic takes one level (p=0.9, say); for several use "
-                "statistic='quantiles' with p=(0.1, 0.5, 0.9), say."
-            )
-        return Quantile(p, lo, hi, resolution)
-    if p is None:
-        raise InputError("The quantiles statistic needs its levels: pass p=(0.1, 0.5, 0.9), say.")
-    levels = (p,) if isinstance(p, int | float) else tuple(p)
-    return Quantiles(levels, lo, hi, resolution)
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
 
 
-def make_statistic(
-    name: str,
-    lower: float | None = None,
-    upper: float | None = None,
-    *,
-    p: float | Sequence[float] | None = None,
-    trim: int | None = None,
-    resolution: float | None = None,
-) -> Statistic:
-    """Build a statistic from its name (as the command line does).
-
-    ``p`` is one level for ``quantile`` and a list of levels for ``quantiles``. Without
-    ``lower`` and ``upper`` the statistic is built without bounds (see
-    :meth:`BoundedStatistic.with_bounds`).
-    ``resolution`` (the public spacing of the values, e.g. 1 for integers) applies to the
-    median and quantiles only.
-
-    Raises
-    ------
-    InputError
-        For an unknown name, one bound without the other, or a missing ``p`` / ``trim``.
-    """
-    key = statistic_key(name)
-    if key == "count":
-        return Count()
-    from dpsense.params import validate_bounds
-
-    lo, hi = NO_BOUND, NO_BOUND  # both missing: built without bounds (bounds="private")
-    if lower is not None or upper is not None:
-        checked = validate_bounds(lower, upper, where=f"statistic {key!r}")
-        lo, hi = checked.lower, checked.upper
-    if resolution is not None and key not in ("median", "quantile", "quantiles"):
-        raise InputError(
-            f"A resolution applies to the median and quantiles, not to {key}; drop it."
-        )
-    if key in ("quantile", "quantiles"):
-        return _quantile_statistic(key, p, lo, hi, resolution)
-    if key == "median":
-        return Median(lo, hi, resolution)
-    if key == "trimmed-mean":
-        if trim is None:
-            raise InputError(
-                "The trimmed-mean statistic needs the number of records dropped from each "
-                "end: pass trim=5, say."
-            )
-        return TrimmedMean(trim, lo, hi)
-    classes: dict[str, type[Statistic]] = {
-        "sum": Sum,
-        "mean": Mean,
-        "variance": Variance,
-        "std": Std,
-    }
-    return classes[key](lo, hi)  # type: ignore[call-arg]
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

@@ -99,6 +99,12 @@ class Statistic(ABC):
         """Clip data to the statistic's bounds (identity for statistics that use no value)."""
         return x
 
+    def output_range(self, n: int | None = None) -> tuple[float, float]:
+        """The public range of the statistic's values, to which a release is clipped
+        (post-processing). ``n``: the public number of records, under 'substitute' only.
+        None known here: a statistic with a range overrides this."""
+        return (-math.inf, math.inf)
+
     def require_bounds(self, where: str) -> None:
         """Raise an InputError when the statistic needs bounds it was built without (a
         statistic that uses no value, such as the count, needs none)."""
@@ -284,6 +290,11 @@ class BoundedStatistic(Statistic):
     def clip(self, x: FloatArray) -> FloatArray:
         self.require_bounds(f"{self.name}.clip")
         return np.clip(x, self.lower, self.upper)
+
+    def output_range(self, n: int | None = None) -> tuple[float, float]:
+        """The clipped data's range [l, u]: a mean, a quantile or a trimmed mean of values
+        in [l, u] lies in it."""
+        return (self.lower, self.upper)
 
     def _need_n(self, n: int | None) -> int:
         if n is None:
