@@ -20,9 +20,13 @@ from numpy.typing import NDArray
 
 from dpsense.errors import InputError, missing_values
 
-__all__ = ["FloatArray", "as_data", "as_indicator"]
+__all__ = ["F64", "I64", "U64", "FloatArray", "as_data", "as_indicator"]
 
-FloatArray = NDArray[np.float64]
+# The array types of the numerics, defined once.
+F64 = NDArray[np.float64]
+I64 = NDArray[np.int64]
+U64 = NDArray[np.uint64]
+FloatArray = F64
 
 
 def _to_numpy(x: Any) -> NDArray[Any]:

@@ -43,7 +43,7 @@ from typing import Any, Final
 import numpy as np
 from numpy.typing import NDArray
 
-from dpsense._arrays import as_data
+from dpsense._arrays import F64, as_data
 from dpsense._exact_budget import exact, quotient_down
 from dpsense.data.source import is_table
 from dpsense.errors import FarBoundsWarning, InputError, warn_large_epsilon
@@ -78,8 +78,6 @@ BULK_STEPS: Final = 7
 BULK_SHARE: Final = Fraction(1, 2)
 """h: the share of the non-zero rows that must reach |bound| / 2^H."""
 _MAX_DENOMINATOR: Final = 1_000_000
-
-F64 = NDArray[np.float64]
 
 
 def bounds_grid() -> F64:

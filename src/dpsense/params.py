@@ -22,6 +22,7 @@ __all__ = [
     "check_finite",
     "check_int",
     "check_probability",
+    "check_sensitivity",
     "rest_of_budget",
     "smooth_beta",
     "validate_bounds",
@@ -62,6 +63,14 @@ def check_delta(
     v = _as_float(value, name, where, expected)
     if not (0.0 <= v < 1.0) or (positive and v == 0.0):
         raise _fail(name, where, expected, value)
+    return v
+
+
+def check_sensitivity(value: object, *, where: str = "dpsense", positive: bool = False) -> float:
+    """A sensitivity: a finite float >= 0 (> 0 with ``positive=True``)."""
+    v = check_finite(value, "sensitivity", where=where)
+    if v < 0 or (positive and v == 0):
+        raise _fail("sensitivity", where, "a float > 0" if positive else "a float >= 0", value)
     return v
 
 

@@ -35,6 +35,9 @@ DATASET = typer.Option(help="Dataset label recorded in the ledger (default: DATA
 JSON = typer.Option("--json", help="Print one JSON object.")
 TABLES_JSON = typer.Option("--json", help="Print one JSON object instead of tables.")
 
+# The file a release reads (release, bounds).
+DATA = typer.Argument(metavar="DATA", help="A CSV or Parquet file, or - for CSV on standard input.")
+
 # A table's release (release, sql).
 PRIVACY_UNIT = typer.Option(help="Column identifying a person: protect all their rows.")
 MAX_ROWS = typer.Option(help="Rows kept per person and group (needs --privacy-unit).")
@@ -51,9 +54,6 @@ LOWER = typer.Option(help="Public lower bound, chosen without looking at the dat
 UPPER = typer.Option(help="Public upper bound, chosen without looking at the data.")
 
 # ``dpsense release`` alone.
-RELEASE_DATA = typer.Argument(
-    metavar="DATA", help="A CSV or Parquet file, or - for CSV on standard input."
-)
 RELEASE_COLUMN = typer.Option("--column", "-c", help="Column to release.")
 RELEASE_BOUNDS = typer.Option(
     help="private: find the bounds privately, over the whole column and before any "
@@ -116,11 +116,6 @@ SQL_PUBLIC = typer.Option(
     help="A public table (codes, regions: no one's data), NAME=PATH; repeatable. Joined "
     "freely; its distinct values are the groups when every GROUP BY column comes from it.",
 )
-PLAN_PUBLIC = typer.Option(
-    "--public",
-    help="A public table of the query, NAME (or NAME=PATH, as dpsense sql takes it: nothing "
-    "is read); repeatable.",
-)
 SQL_PRIVACY_UNIT = typer.Option(
     "--privacy-unit",
     help="Column identifying a person (in every private table not listed otherwise), or "
@@ -128,16 +123,28 @@ SQL_PRIVACY_UNIT = typer.Option(
     "the person of OTHER's row whose KEY equals COL); repeatable.",
 )
 
-# ``dpsense bounds`` alone.
-BOUNDS_DATA = typer.Argument(
-    metavar="DATA", help="A CSV or Parquet file, or - for CSV on standard input."
+# ``dpsense plan`` alone (with the options of ``dpsense sql`` it shares).
+PLAN_PUBLIC = typer.Option(
+    "--public",
+    help="A public table of the query, NAME (or NAME=PATH, as dpsense sql takes it: nothing "
+    "is read); repeatable.",
 )
+PLAN_ROWS_PER_GROUP = typer.Option(help="The declared number of rows in each group (or in all).")
+PLAN_TARGET = typer.Option(
+    help="A 95% error to reach, NAME=ERROR (value units; a share of the rows for a "
+    "quantile), repeatable: the plan also gives the epsilon that meets them."
+)
+PLAN_SPREAD = typer.Option(
+    help="For quantiles: the share of the bounds the data fill, from the lower bound "
+    "(an assumption; an empty stretch inside the bounds draws a quantile away)."
+)
+
+# ``dpsense bounds`` alone.
 BOUNDS_COLUMN = typer.Option(
     "--column", "-c", help="The value column (needed when there are several)."
 )
 BOUNDS_PRIVACY_UNIT = typer.Option(help="Column naming the person: protect all their rows.")
 BOUNDS_MAX_ROWS = typer.Option(help="Rows kept per person (with --privacy-unit).")
-BOUNDS_NULLS = typer.Option(help="Missing values in the used columns: error or drop.")
 BOUNDS_SCHEMA = typer.Option(
     help="Declared column types, COL=TYPE (int, float, decimal(p,s), text); repeatable or "
     "comma-separated. Casts the column as release --schema does (a row whose value does "

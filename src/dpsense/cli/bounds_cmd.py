@@ -27,12 +27,12 @@ BOUNDS_EXAMPLES = (
 
 
 def bounds_command(
-    data: Annotated[str, opt.BOUNDS_DATA],
+    data: Annotated[str, opt.DATA],
     epsilon: Annotated[float, opt.EPSILON],
     column: Annotated[str | None, opt.BOUNDS_COLUMN] = None,
     privacy_unit: Annotated[str | None, opt.BOUNDS_PRIVACY_UNIT] = None,
     max_rows_per_unit: Annotated[int, opt.BOUNDS_MAX_ROWS] = 1,
-    nulls: Annotated[str, opt.BOUNDS_NULLS] = "error",
+    nulls: Annotated[str, opt.NULLS] = "error",
     schema: Annotated[list[str] | None, opt.BOUNDS_SCHEMA] = None,
     seed: Annotated[int | None, opt.SEED] = None,
     ledger: Annotated[Path | None, opt.LEDGER] = None,

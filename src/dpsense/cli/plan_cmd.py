@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 from typing import Annotated, Any
 
-import typer
 from rich import box
 from rich.table import Table
 
@@ -24,16 +23,6 @@ PLAN_EXAMPLES = (
     "      --bounds hours=0:80 --target hours=1\n"
 )
 """The examples that end ``--help``."""
-
-ROWS_PER_GROUP = typer.Option(help="The declared number of rows in each group (or in all).")
-TARGET = typer.Option(
-    help="A 95% error to reach, NAME=ERROR (value units; a share of the rows for a "
-    "quantile), repeatable: the plan also gives the epsilon that meets them."
-)
-SPREAD = typer.Option(
-    help="For quantiles: the share of the bounds the data fill, from the lower bound "
-    "(an assumption; an empty stretch inside the bounds draws a quantile away)."
-)
 
 
 def _targets(items: list[str] | None) -> dict[str, float] | None:
@@ -57,7 +46,7 @@ def _targets(items: list[str] | None) -> dict[str, float] | None:
 def plan_command(
     query: Annotated[str, opt.SQL_QUERY],
     epsilon: Annotated[float, opt.SQL_EPSILON],
-    rows_per_group: Annotated[int, ROWS_PER_GROUP],
+    rows_per_group: Annotated[int, opt.PLAN_ROWS_PER_GROUP],
     delta: Annotated[float, opt.DELTA] = 0.0,
     privacy_unit: Annotated[list[str] | None, opt.SQL_PRIVACY_UNIT] = None,
     public: Annotated[list[str] | None, opt.PLAN_PUBLIC] = None,
@@ -66,8 +55,8 @@ def plan_command(
     bounds: Annotated[list[str] | None, opt.SQL_BOUNDS] = None,
     bounds_share: Annotated[float | None, opt.BOUNDS_SHARE] = None,
     keys: Annotated[str | None, opt.SQL_KEYS] = None,
-    target: Annotated[list[str] | None, TARGET] = None,
-    spread: Annotated[float, SPREAD] = 1.0,
+    target: Annotated[list[str] | None, opt.PLAN_TARGET] = None,
+    spread: Annotated[float, opt.PLAN_SPREAD] = 1.0,
     json_output: Annotated[bool, opt.JSON] = False,
 ) -> None:
     """Forecast the error of each aggregate of a SQL query at a declared group size (or the

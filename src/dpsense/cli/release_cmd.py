@@ -23,7 +23,7 @@ RELEASE_EXAMPLES = (
 
 
 def release_command(
-    data: Annotated[Path, opt.RELEASE_DATA],
+    data: Annotated[Path, opt.DATA],
     statistic: Annotated[str, opt.STATISTIC],
     epsilon: Annotated[float, opt.EPSILON],
     column: Annotated[str | None, opt.RELEASE_COLUMN] = None,

@@ -48,6 +48,7 @@ from typing import Any, Final
 import numpy as np
 from numpy.typing import NDArray
 
+from dpsense._arrays import F64, I64
 from dpsense.mechanisms._quantile_sampler import (
     QuantileScore,
     RecordSource,
@@ -63,8 +64,6 @@ from dpsense.statistics._grid import CandidateGrid
 
 __all__ = ["MAX_GRID", "pf_eta", "sample_permute_and_flip"]
 
-F64 = NDArray[np.float64]
-I64 = NDArray[np.int64]
 
 MAX_GRID: Final = 1 << 16
 """Permute-and-flip is used on candidate grids of at most this many values."""

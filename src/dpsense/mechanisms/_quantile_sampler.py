@@ -48,8 +48,8 @@ from fractions import Fraction
 from typing import Final, Protocol
 
 import numpy as np
-from numpy.typing import NDArray
 
+from dpsense._arrays import F64, I64
 from dpsense.noise.choice import ExponentialChoice
 from dpsense.noise.exact import bernoulli_exp_py, uniform_below
 from dpsense.noise.rng import RandomSource
@@ -64,8 +64,6 @@ __all__ = [
     "window_ranks",
 ]
 
-F64 = NDArray[np.float64]
-I64 = NDArray[np.int64]
 
 _TAIL_BITS: Final = 40
 """The window makes the tail candidate's probability below about 2^-40."""

@@ -30,7 +30,6 @@ from dpsense._exact_budget import (
     rational_at_least,
     sqrt_bounds,
 )
-from dpsense.errors import InputError
 from dpsense.mechanisms._common import (
     MechanismResult,
     as_exact_values,
@@ -43,7 +42,7 @@ from dpsense.noise.exact import discrete_gaussian as _sample_dgauss
 from dpsense.noise.exact import discrete_laplace as _sample_dlap
 from dpsense.noise.grid import GridNoise, grid_gaussian, grid_laplace
 from dpsense.noise.rng import RandomSource, resolve_rng
-from dpsense.params import check_delta, check_epsilon, check_finite
+from dpsense.params import check_delta, check_epsilon, check_sensitivity
 
 __all__ = [
     "DiscreteGaussianMechanism",
@@ -57,15 +56,6 @@ __all__ = [
 ]
 
 _MAX_DENOMINATOR = 2**20
-
-
-def _check_sensitivity(value: object, where: str) -> float:
-    s = check_finite(value, "sensitivity", where=where)
-    if s < 0:
-        raise InputError(
-            f"The 'sensitivity' parameter of {where} must be a float >= 0. Got {value!r} instead."
-        )
-    return s
 
 
 def _rational_at_least(value: Real) -> Fraction:
@@ -148,7 +138,7 @@ class LaplaceMechanism:
 
     def __post_init__(self) -> None:
         where = "LaplaceMechanism"
-        object.__setattr__(self, "sensitivity", _check_sensitivity(self.sensitivity, where))
+        object.__setattr__(self, "sensitivity", check_sensitivity(self.sensitivity, where=where))
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, where=where))
 
     @property
@@ -202,7 +192,7 @@ class GaussianMechanism:
 
     def __post_init__(self) -> None:
         where = "GaussianMechanism"
-        sens = _check_sensitivity(self.sensitivity, where)
+        sens = check_sensitivity(self.sensitivity, where=where)
         eps = check_epsilon(self.epsilon, where=where)
         dlt = check_delta(self.delta, where=where, positive=True)
         object.__setattr__(self, "sensitivity", sens)
@@ -266,7 +256,7 @@ class DiscreteLaplaceMechanism:
     @classmethod
     def for_privacy(cls, sensitivity: int, epsilon: float) -> DiscreteLaplaceMechanism:
         """The mechanism with scale sensitivity / epsilon, rounded up (docs/noise.md §8)."""
-        sens = _check_sensitivity(sensitivity, "DiscreteLaplaceMechanism")
+        sens = check_sensitivity(sensitivity, where="DiscreteLaplaceMechanism")
         return cls(quotient_up(sens, check_epsilon(epsilon, where="DiscreteLaplaceMechanism")))
 
     def epsilon_for(self, sensitivity: float) -> float:

@@ -55,7 +55,7 @@ from typing import Any, Final
 import numpy as np
 from numpy.typing import NDArray
 
-from dpsense._arrays import as_data
+from dpsense._arrays import F64, as_data
 from dpsense._exact_budget import product_down
 from dpsense.errors import InputError
 from dpsense.mechanisms._permute_flip import MAX_GRID as PF_MAX_GRID
@@ -92,7 +92,6 @@ __all__ = [
     "sample_on_grid",
 ]
 
-F64 = NDArray[np.float64]
 
 _MAX_GRID_BITS: Final = 48
 _MAX_DENOMINATOR: Final = 1_000_000

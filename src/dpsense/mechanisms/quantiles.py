@@ -46,6 +46,7 @@ from typing import Final
 import numpy as np
 from numpy.typing import NDArray
 
+from dpsense._arrays import F64
 from dpsense._exact_budget import quotient_down
 from dpsense.errors import InputError
 from dpsense.mechanisms._quantile_sampler import QuantileScore
@@ -56,7 +57,6 @@ from dpsense.statistics._grid import CandidateGrid, SubGrid
 
 __all__ = ["QuantileCall", "RecursiveQuantiles", "dithered", "halving_depth"]
 
-F64 = NDArray[np.float64]
 
 _MIN_LEVEL: Final = Fraction(1, 1_000_000)
 """Rescaled levels are kept at least this far from 0 and 1 (public post-processing of the

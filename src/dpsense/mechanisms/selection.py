@@ -34,7 +34,7 @@ from dpsense.noise.choice import ExponentialChoice, eta_at_most
 from dpsense.noise.exact import discrete_laplace as _sample_dlap
 from dpsense.noise.grid import pow2_at_most, round_to_grid
 from dpsense.noise.rng import resolve_rng
-from dpsense.params import check_epsilon, check_finite
+from dpsense.params import check_epsilon, check_sensitivity
 
 __all__ = ["ExponentialMechanism", "Selection", "exponential", "report_noisy_max"]
 
@@ -55,15 +55,6 @@ def _scores(scores: Any, n: int | None, where: str) -> NDArray[np.float64]:
     if not np.all(np.isfinite(arr)):
         raise InputError(f"The 'scores' parameter of {where} contains NaN or infinity.")
     return arr
-
-
-def _positive_sensitivity(value: object, where: str) -> float:
-    s = check_finite(value, "sensitivity", where=where)
-    if s <= 0:
-        raise InputError(
-            f"The 'sensitivity' parameter of {where} must be a float > 0. Got {value!r} instead."
-        )
-    return s
 
 
 @dataclass(frozen=True)
@@ -96,7 +87,9 @@ class ExponentialMechanism:
 
     def __post_init__(self) -> None:
         where = "ExponentialMechanism"
-        object.__setattr__(self, "sensitivity", _positive_sensitivity(self.sensitivity, where))
+        object.__setattr__(
+            self, "sensitivity", check_sensitivity(self.sensitivity, where=where, positive=True)
+        )
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, where=where))
 
     @property
@@ -176,7 +169,7 @@ def report_noisy_max(
     """
     where = "report_noisy_max"
     arr = _scores(scores, None, where)
-    sens = _positive_sensitivity(sensitivity, where)
+    sens = check_sensitivity(sensitivity, where=where, positive=True)
     eps = check_epsilon(epsilon, where=where)
     source = resolve_rng(rng, where=where)
     grid = pow2_at_most(sens * 2.0**-20)

@@ -40,8 +40,8 @@ from fractions import Fraction
 from typing import Any, Final
 
 import numpy as np
-from numpy.typing import NDArray
 
+from dpsense._arrays import F64, I64
 from dpsense._exact_budget import exact, log_bounds
 from dpsense.mechanisms._quantile_sampler import QuantileScore
 from dpsense.mechanisms.quantile import quantile_score
@@ -61,9 +61,6 @@ __all__ = [
 
 INTERVAL_STEPS: Final = 64
 """K: the interval's candidates are the bounds and K - 1 equal steps between them."""
-
-F64 = NDArray[np.float64]
-I64 = NDArray[np.int64]
 
 
 def endpoint_grid(lower: float, upper: float) -> F64:

@@ -41,8 +41,8 @@ from fractions import Fraction
 from typing import Any, Final
 
 import numpy as np
-from numpy.typing import NDArray
 
+from dpsense._arrays import F64, I64
 from dpsense._exact_budget import quotient_down
 from dpsense.errors import InputError
 from dpsense.noise.exact import uniform_below
@@ -50,8 +50,6 @@ from dpsense.noise.rng import RandomSource
 
 __all__ = ["ExponentialChoice", "eta_at_most", "uniform_below_certified"]
 
-F64 = NDArray[np.float64]
-I64 = NDArray[np.int64]
 
 _REL: Final = 2.0**-40
 """Assumed relative error of numpy's exp and log, and a generous bound on the rounding of

@@ -22,6 +22,7 @@ from typing import Final
 import numpy as np
 from numpy.typing import NDArray
 
+from dpsense._arrays import I64, U64
 from dpsense.noise.rng import RandomSource
 
 __all__ = [
@@ -33,8 +34,6 @@ __all__ = [
     "uniform_below",
 ]
 
-U64 = NDArray[np.uint64]
-I64 = NDArray[np.int64]
 _MAX: Final = np.uint64(2**64 - 1)
 _FIT: Final = 2**63  # intermediate integers below this stay in numpy
 

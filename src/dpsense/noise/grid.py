@@ -26,6 +26,7 @@ from typing import Final, TypeAlias
 import numpy as np
 from numpy.typing import NDArray
 
+from dpsense._arrays import F64
 from dpsense._exact_budget import float_up, sqrt_bounds
 from dpsense.errors import InputError
 from dpsense.noise.exact import discrete_gaussian, discrete_laplace
@@ -40,7 +41,6 @@ __all__ = [
     "round_to_grid",
 ]
 
-F64 = NDArray[np.float64]
 Values: TypeAlias = "F64 | Sequence[Fraction]"
 """Doubles, or exact rationals (rounded to the grid in exact arithmetic, never via a double)."""
 _LAPLACE_BITS: Final = 20  # grid = sensitivity / (d 2^20): inflation of at most 2^-20

@@ -17,6 +17,7 @@ from typing import Final
 import numpy as np
 from numpy.typing import NDArray
 
+from dpsense._arrays import U64
 from dpsense.errors import InputError
 
 __all__ = [
@@ -27,7 +28,6 @@ __all__ = [
     "resolve_rng",
 ]
 
-U64 = NDArray[np.uint64]
 _SYSTEM: Final[list[SystemRandom]] = []
 _BUFFER_WORDS: Final = 256
 

@@ -21,10 +21,9 @@ docs/bounds_in_release.md gives the derivation and the measured default share.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from fractions import Fraction
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from dpsense._exact_budget import difference_down, float_up, product_down
 from dpsense.accounting.composition import ZcdpCharge
@@ -38,7 +37,9 @@ from dpsense.noise.rng import RandomSource
 from dpsense.statistics import BoundedStatistic, Statistic
 from dpsense.statistics._grid import ResolutionGrid
 from dpsense.tables.grouped import GroupedRelease
-from dpsense.tables.row_filter import RowFilter
+
+if TYPE_CHECKING:
+    from dpsense.query.plan import QueryPlan
 
 __all__ = [
     "BOUNDS_SHARE",
@@ -146,41 +147,38 @@ def _bounds_split(bounds_share: object, epsilon: float, where: str) -> BoundsPla
 
 
 def find_bounds(
-    x: Any,
+    plan: QueryPlan,
+    data: Any,
     statistic: BoundedStatistic,
-    plan: BoundsPlan,
-    *,
+    step: BoundsPlan,
     column: str | None,
-    privacy_unit: str | None,
-    max_rows_per_unit: int,
-    nulls: str,
     rng: RandomSource,
-    schema: Mapping[str, str] | None = None,
-    row_filter: RowFilter | None = None,
 ) -> tuple[BoundedStatistic, dict[str, Any]]:
-    """Step 1: the statistic with private bounds, and their receipt.
+    """Step 1: the statistic with private bounds of ``column``, and their receipt.
 
-    ``private_bounds`` bounds each unit to ``max_rows_per_unit`` rows of the whole column
+    ``private_bounds`` bounds each unit to the plan's ``max_rows`` rows of the whole column
     (not per group: a unit in g groups still adds at most m rows here), of the column as
-    the release reads it (``schema`` casts it and ``row_filter`` keeps rows the same way).
+    the release reads it (the plan's ``schema`` casts it and its ``row_filter`` keeps rows
+    the same way).
     """
+    privacy_unit, max_rows_per_unit = plan.unit, plan.max_rows
     found = private_bounds(
-        x,
-        epsilon=plan.epsilon,
+        data,
+        epsilon=step.epsilon,
         column=column,
         privacy_unit=privacy_unit,
         max_rows_per_unit=max_rows_per_unit,
-        nulls=nulls,
+        nulls=plan.nulls,
         rng=rng,
-        schema=schema,
-        row_filter=row_filter,
+        schema=plan.schema,
+        row_filter=plan.row_filter,
     )
     lower, upper = (float(v) for v in found.value)
     bounded, dropped = bounded_statistic(statistic, lower, upper)
     receipt = {
         "source": "private",
         "epsilon": found.epsilon,
-        "share": plan.share,
+        "share": step.share,
         "lower": lower,
         "upper": upper,
         "method": found.method,

@@ -33,7 +33,6 @@ from dpsense.tables.request import (
 )
 
 __all__ = [
-    "bounds_step",
     "checked_table",
     "counted_columns",
     "reads_twice",
@@ -112,29 +111,6 @@ def _unit(plan: QueryPlan) -> PrivacyUnit:
     return PrivacyUnit(column=plan.unit, max_rows=plan.max_rows, max_groups=plan.max_groups)
 
 
-def bounds_step(
-    plan: QueryPlan,
-    data: Any,
-    statistic: BoundedStatistic,
-    step: BoundsPlan,
-    column: str | None,
-    source: RandomSource,
-) -> tuple[BoundedStatistic, dict[str, Any]]:
-    """The private bounds of ``column`` (bounded per unit and filtered as the release)."""
-    return find_bounds(
-        data,
-        statistic,
-        step,
-        column=column,
-        privacy_unit=plan.unit,
-        max_rows_per_unit=plan.max_rows,
-        nulls=plan.nulls,
-        rng=source,
-        schema=plan.schema,
-        row_filter=plan.row_filter,
-    )
-
-
 def with_private_bounds(
     plan: QueryPlan, data: Any, source: RandomSource
 ) -> tuple[dict[str, Statistic], dict[str, dict[str, Any]]]:
@@ -156,7 +132,7 @@ def with_private_bounds(
         ]
         first = todo[0].statistic
         assert isinstance(first, BoundedStatistic)
-        _, receipt = bounds_step(plan, data, first, step, col, source)
+        _, receipt = find_bounds(plan, data, first, step, col, source)
         receipts[str(col)] = receipt
         for e in todo:
             assert isinstance(e.statistic, BoundedStatistic)

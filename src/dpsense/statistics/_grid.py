@@ -33,12 +33,11 @@ from typing import Final
 import numpy as np
 from numpy.typing import NDArray
 
+from dpsense._arrays import F64, I64
 from dpsense.errors import InputError
 
 __all__ = ["CandidateGrid", "PowerOfTwoGrid", "ResolutionGrid", "SubGrid", "candidate_grid"]
 
-F64 = NDArray[np.float64]
-I64 = NDArray[np.int64]
 
 GRID_BITS: Final = 32
 """At least 2^32 grid points between the bounds of a continuous quantile."""
