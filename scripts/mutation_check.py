@@ -308,11 +308,11 @@ MUTANTS = (
     Mutant(
         "pure-rho-charge",
         "under a rho budget, private partition selection charged as pure rho (its delta dropped)",
-        "src/dpsense/tables/zcdp.py",
+        "src/dpsense/tables/request.py",
         (
             (
-                "    return Fraction(groups) / (2 * scale * scale), amount(dlt_sel)\n",
-                "    return Fraction(groups) / (2 * scale * scale), Fraction(0)\n",
+                "    return ZcdpPrice(Fraction(groups) / (2 * scale * scale), amount(dlt_sel))\n",
+                "    return ZcdpPrice(Fraction(groups) / (2 * scale * scale), Fraction(0))\n",
             ),
         ),
         ("tests/accounting/test_zcdp_budget.py", "tests/tables/test_zcdp.py"),
