@@ -318,6 +318,34 @@ MUTANTS = (
         ("tests/accounting/test_zcdp_budget.py", "tests/tables/test_zcdp.py"),
     ),
     Mutant(
+        "price-forgets-bounds-steps",
+        "under a rho budget, a release with bounds='private' is priced without its bounds steps",
+        "src/dpsense/query/price.py",
+        (
+            (
+                "    steps += [private_bounds_step(plan.bounds_epsilon) "
+                "for _ in plan.bounds_columns]\n",
+                "",
+            ),
+        ),
+        ("tests/query/test_price.py", "tests/query/test_bounds_step.py"),
+    ),
+    Mutant(
+        "price-forgets-shared-selection",
+        "under a rho budget, a query's shared partition selection is not priced",
+        "src/dpsense/query/price.py",
+        (("    if plan.selection is not None:\n", "    if False:\n"),),
+        ("tests/query/test_price.py", "tests/query/test_query.py"),
+    ),
+    Mutant(
+        "price-one-group-per-unit",
+        "under a rho budget, a grouped statistic is priced as one group's release, not the "
+        "touched groups a unit can change",
+        "src/dpsense/tables/request.py",
+        (("        own = ZcdpPrice(self.touched * one)\n", "        own = ZcdpPrice(one)\n"),),
+        ("tests/tables/test_zcdp.py", "tests/query/test_price.py"),
+    ),
+    Mutant(
         "zcdp-split-over-selected-groups",
         "a query's statistic split over the min(g, s) selected groups, priced over g",
         "src/dpsense/tables/grouped.py",
