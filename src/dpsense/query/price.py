@@ -26,6 +26,9 @@ The steps' own prices:
 * the accountant's other doors: :func:`dpsense.methods.zcdp.aggregate_rho`
   (``sample_and_aggregate``), :func:`dpsense.methods.zcdp.ratio_rho` (``private_ratio``),
   the bounds step's (``private_bounds``).
+
+Bounding each unit's rows and groups has no price of its own: it bounds what one unit can
+change (m rows, g groups), which each statistic's calibration and split already pay for.
 """
 
 from __future__ import annotations
@@ -54,13 +57,14 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Step:
-    """One step of a request: the (epsilon, delta) it runs with and its own zCDP price,
-    computed when asked (``zcdp``)."""
+    """One step of a request: the (epsilon, delta) it runs with and its own exact zCDP
+    ``price``, computed when asked (from the function stated beside the step's privacy
+    argument: module docstring)."""
 
     name: str
     epsilon: float
     delta: float
-    zcdp: Callable[[], ZcdpPrice]
+    price: Callable[[], ZcdpPrice]
 
 
 @dataclass(frozen=True)
@@ -77,7 +81,7 @@ class Price:
         stored decimals (never below the exact sum)."""
         total = ZcdpPrice(Fraction(0))
         for step in self.steps:
-            total += step.zcdp()
+            total += step.price()
         return ZcdpCharge.exact(total.rho, total.delta)
 
 
