@@ -308,14 +308,42 @@ MUTANTS = (
     Mutant(
         "pure-rho-charge",
         "under a rho budget, private partition selection charged as pure rho (its delta dropped)",
-        "src/dpsense/tables/zcdp.py",
+        "src/dpsense/tables/request.py",
         (
             (
-                "    return Fraction(groups) / (2 * scale * scale), amount(dlt_sel)\n",
-                "    return Fraction(groups) / (2 * scale * scale), Fraction(0)\n",
+                "    return ZcdpPrice(Fraction(groups) / (2 * scale * scale), amount(dlt_sel))\n",
+                "    return ZcdpPrice(Fraction(groups) / (2 * scale * scale), Fraction(0))\n",
             ),
         ),
         ("tests/accounting/test_zcdp_budget.py", "tests/tables/test_zcdp.py"),
+    ),
+    Mutant(
+        "price-forgets-bounds-steps",
+        "under a rho budget, a release with bounds='private' is priced without its bounds steps",
+        "src/dpsense/query/price.py",
+        (
+            (
+                "    steps += [private_bounds_step(plan.bounds_epsilon) "
+                "for _ in plan.bounds_columns]\n",
+                "",
+            ),
+        ),
+        ("tests/query/test_price.py", "tests/query/test_bounds_step.py"),
+    ),
+    Mutant(
+        "price-forgets-shared-selection",
+        "under a rho budget, a query's shared partition selection is not priced",
+        "src/dpsense/query/price.py",
+        (("    if plan.selection is not None:\n", "    if False:\n"),),
+        ("tests/query/test_price.py", "tests/query/test_query.py"),
+    ),
+    Mutant(
+        "price-one-group-per-unit",
+        "under a rho budget, a grouped statistic is priced as one group's release, not the "
+        "touched groups a unit can change",
+        "src/dpsense/tables/request.py",
+        (("        own = ZcdpPrice(self.touched * one)\n", "        own = ZcdpPrice(one)\n"),),
+        ("tests/tables/test_zcdp.py", "tests/query/test_price.py"),
     ),
     Mutant(
         "zcdp-split-over-selected-groups",

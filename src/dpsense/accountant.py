@@ -21,19 +21,17 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-from dpsense.accounting.budget import NOT_ZCDP, Budget
-from dpsense.accounting.composition import ZcdpCharge
+from dpsense.accounting.budget import Budget
 from dpsense.accounting.release_log import outputs_of
 from dpsense.bounds import check_bounds_delta, private_bounds
-from dpsense.errors import InputError
 from dpsense.methods import Release
 from dpsense.methods.ratio import check_ratio_request, private_ratio
 from dpsense.methods.sample_aggregate import sample_and_aggregate
-from dpsense.methods.zcdp import aggregate_rho, pure_rho, ratio_rho
 from dpsense.params import check_delta, check_epsilon
 from dpsense.pipeline import Request, execute
 from dpsense.query import QueryResult
 from dpsense.query.plan import release_arguments
+from dpsense.query.price import Price, aggregate_step, price, private_bounds_step, ratio_step
 from dpsense.statistics import Statistic
 from dpsense.tables import GroupedRelease
 
@@ -90,21 +88,21 @@ class Accountant(Budget):
     # -- charged releases -----------------------------------------------------------------
     def charged(
         self,
-        eps: float,
-        dlt: float,
+        cost: Price,
         labels: dict[str, str],
         make: Callable[[], R],
-        price: Callable[[], ZcdpCharge],
         context: Mapping[str, Any] | None = None,
     ) -> R:
-        """Charge (``price()`` under a rho budget, else (eps, dlt)), then release, then log
-        the release's public outputs (``context``: the statistic, column and privacy unit,
-        see :func:`~dpsense.accounting.release_log.outputs_of`) with its outcome. The
-        pipeline's ledger step (:class:`dpsense.pipeline.Charger`)."""
+        """Charge ``cost`` (:func:`dpsense.query.price.price`: its zCDP price under a rho
+        budget, else its (epsilon, delta)), then release, then log the release's public
+        outputs (``context``: the statistic, column and privacy unit, see
+        :func:`~dpsense.accounting.release_log.outputs_of`) with its outcome. The
+        pipeline's ledger step (:class:`dpsense.pipeline.Charger`), and every other
+        method's."""
         if self._rho is not None:
-            charge_id = self._charge_zcdp(price(), eps, labels)
+            charge_id = self._charge_zcdp(cost.zcdp(), cost.epsilon, labels)
         else:
-            charge_id = self._charge(eps, dlt, labels)
+            charge_id = self._charge(cost.epsilon, cost.delta, labels)
         result = make()
         releases = _releases(result)
         refused = bool(releases) and all(r.refused for r in releases)
@@ -165,20 +163,11 @@ class Accountant(Budget):
         eps = check_epsilon(epsilon, where="Accountant.sample_and_aggregate")
         dlt = check_delta(delta, where="Accountant.sample_and_aggregate")
         labels = {"dataset": dataset, "statistic": "sample-aggregate", "method": "sample-aggregate"}
-
-        def price() -> ZcdpCharge:
-            rho = aggregate_rho(kwargs.get("aggregator", "mean"), kwargs.get("noise"), eps, dlt)
-            if rho is None:
-                what = "This sample-and-aggregate release (a median with Laplace noise)"
-                raise InputError(NOT_ZCDP.format(what=what))
-            return ZcdpCharge.exact(rho)
-
+        step = aggregate_step(kwargs.get("aggregator", "mean"), kwargs.get("noise"), eps, dlt)
         return self.charged(
-            eps,
-            dlt,
+            price(step),
             labels,
             lambda: sample_and_aggregate(x, func, epsilon=eps, delta=dlt, **kwargs),
-            price,
         )
 
     def private_bounds(
@@ -196,11 +185,9 @@ class Accountant(Budget):
         check_bounds_delta(dlt)  # refused before the charge, not after it
         labels = {"dataset": dataset, "statistic": "bounds", "method": "exponential"}
         return self.charged(
-            eps,
-            dlt,
+            price(private_bounds_step(eps)),  # pure epsilon (delta is 0)
             labels,
             lambda: private_bounds(x, epsilon=eps, delta=dlt, **kwargs),
-            lambda: ZcdpCharge.exact(pure_rho(eps)),  # pure epsilon (delta must be 0)
             {
                 "column": kwargs.get("column"),
                 "privacy_unit": kwargs.get("privacy_unit"),
@@ -231,15 +218,9 @@ class Accountant(Budget):
             "statistic": "ratio",
             "method": str(kwargs.get("method", "ksw")),
         }
-
-        def price() -> ZcdpCharge:
-            rho = ratio_rho(labels["method"], kwargs.get("neighbours", "add-remove"), eps)
-            if rho is None:
-                raise InputError(NOT_ZCDP.format(what="A local-bound ratio"))
-            return ZcdpCharge.exact(rho)
-
+        step = ratio_step(labels["method"], kwargs.get("neighbours", "add-remove"), eps, dlt)
         return self.charged(
-            eps, dlt, labels, lambda: private_ratio(a, b, epsilon=eps, delta=dlt, **kwargs), price
+            price(step), labels, lambda: private_ratio(a, b, epsilon=eps, delta=dlt, **kwargs)
         )
 
     def __repr__(self) -> str:

@@ -48,6 +48,7 @@ from dpsense._exact_budget import exact, quotient_down
 from dpsense.data.source import is_table
 from dpsense.errors import FarBoundsWarning, InputError, warn_large_epsilon
 from dpsense.methods import Release
+from dpsense.methods.zcdp import ZcdpPrice, pure_rho
 from dpsense.noise.choice import ExponentialChoice
 from dpsense.noise.rng import RandomSource, resolve_rng
 from dpsense.params import check_epsilon
@@ -59,6 +60,7 @@ __all__ = [
     "bound_scores",
     "bounds_eta",
     "bounds_grid",
+    "bounds_price",
     "check_bounds_delta",
     "ordered_pair",
     "private_bounds",
@@ -184,6 +186,13 @@ def check_bounds_delta(delta: float) -> None:
         raise InputError(
             "private_bounds is pure epsilon-DP and spends no delta: pass delta=0 (the default)."
         )
+
+
+def bounds_price(epsilon: float) -> ZcdpPrice:
+    """The zCDP price of one private bounds step at ``epsilon``: the draw is one exponential
+    mechanism, pure epsilon-DP (module docstring; delta must be 0, :func:`check_bounds_delta`),
+    so it is epsilon^2/2-zCDP (Bun & Steinke 2016, Prop. 1.4)."""
+    return ZcdpPrice(pure_rho(epsilon))
 
 
 def private_bounds(

@@ -10,40 +10,37 @@ order whichever door it came from:
    from the arguments alone is refused here, before any data is read;
 4. resolve the random source;
 5. with a ledger: check the table's columns against the plan (``query.steps``) before
-   anything is charged, charge the plan's price (the accountant's
-   :meth:`~dpsense.accountant.Accountant.charged`), run the plan
+   anything is charged, charge the plan's price (:func:`dpsense.query.price.price`, by
+   the accountant's :meth:`~dpsense.accountant.Accountant.charged`), run the plan
    (:func:`dpsense.query.run.run_plan`) and log its public outputs; without one, run the
    plan (its first opening of the table makes the same checks, before anything is
    drawn).
 
-An uncharged release is the same pipeline with no ledger. The plan's price under a zCDP
-budget is :func:`plan_zcdp_cost`; under an (epsilon, delta) budget it is the plan's total,
-which the plan states (``QueryPlan.epsilon``, ``QueryPlan.delta``).
+An uncharged release is the same pipeline with no ledger. What a request costs is decided
+in one place, :func:`dpsense.query.price.price`: the plan's total under an (epsilon, delta)
+budget, the sum of its steps' prices under a zCDP one.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from fractions import Fraction
 from typing import Any, Protocol
 
-from dpsense.accounting.composition import ZcdpCharge
 from dpsense.data.source import readable_twice
 from dpsense.errors import InputError, warn_large_epsilon
 from dpsense.methods import Release
-from dpsense.methods.zcdp import pure_rho
 from dpsense.noise.rng import resolve_rng
 from dpsense.query import QueryResult
 from dpsense.query.join_form import resolve_joined
-from dpsense.query.plan import QueryPlan, ReleaseArgs, plan_query, statistic_split
+from dpsense.query.plan import QueryPlan, ReleaseArgs, plan_query
+from dpsense.query.price import Price, price
 from dpsense.query.run import reads_column, run_plan
 from dpsense.query.steps import checked_table, with_key_casts
 from dpsense.statistics import Statistic
 from dpsense.tables.grouped import GroupedRelease
-from dpsense.tables.zcdp import release_zcdp_cost, selection_rho
 
-__all__ = ["Charger", "Request", "execute", "plan_zcdp_cost", "prepare_release"]
+__all__ = ["Charger", "Request", "execute", "prepare_release"]
 
 Result = Release | GroupedRelease | QueryResult
 
@@ -66,15 +63,13 @@ class Request:
 
 
 class Charger(Protocol):
-    """What the pipeline needs of a ledger: charge first, then run, then log."""
+    """What the pipeline needs of a ledger: charge the price first, then run, then log."""
 
     def charged(
         self,
-        eps: float,
-        dlt: float,
+        cost: Price,
         labels: dict[str, str],
         make: Callable[[], Result],
-        price: Callable[[], ZcdpCharge],
         context: Mapping[str, Any] | None = None,
     ) -> Result: ...
 
@@ -123,43 +118,11 @@ def execute(request: Request, ledger: Charger | None = None) -> Result:
             plan = checked_table(with_key_casts(plan, data), data)
         checked = plan
         return ledger.charged(
-            checked.epsilon,
-            checked.delta,
+            price(checked),
             _labels(request, checked, args),
             lambda: run_plan(checked, data, source),
-            lambda: plan_zcdp_cost(checked),
             _log_request(checked, args),
         )
-
-
-def plan_zcdp_cost(plan: QueryPlan) -> ZcdpCharge:
-    """The zCDP cost of a checked plan: zCDP composes by adding rhos (Bun & Steinke 2016,
-    Lemma 2.3) and approximate deltas.
-
-    Each statistic is priced at :func:`~dpsense.query.plan.statistic_split`, the split its
-    release runs with (after a shared selection: over g groups, never over the number
-    selected, which is data), so the rho charged is the rho of the per-group releases that
-    run, from public parameters only."""
-    g = plan.groups_per_unit
-    rho, approx = Fraction(0), Fraction(0)
-    for entry in plan.entries:
-        part = release_zcdp_cost(
-            entry.statistic,
-            method=entry.chosen,
-            split=statistic_split(plan, entry),
-            neighbours=plan.neighbours,
-            groups=g,
-            options=dict(entry.options),
-        )
-        rho += Fraction(part.rho)
-        approx += Fraction(part.delta)
-    if plan.selection is not None:
-        sel_rho, sel_delta = selection_rho(plan.selection, g)
-        rho += sel_rho
-        approx += sel_delta
-    # each column's bounds step is pure epsilon_b-DP: epsilon_b^2 / 2-zCDP
-    rho += len(plan.bounds_columns) * pure_rho(plan.bounds_epsilon)
-    return ZcdpCharge.exact(rho, approx)
 
 
 def _labels(request: Request, plan: QueryPlan, args: ReleaseArgs) -> dict[str, str]:

@@ -15,16 +15,16 @@ from typing import Any, Final
 from dpsense._docs import doc_parts
 from dpsense.accounting.composition import ZcdpCharge
 from dpsense.methods import Release
-from dpsense.pipeline import Request, execute, plan_zcdp_cost, prepare_release
+from dpsense.pipeline import Request, execute, prepare_release
 from dpsense.query import QueryResult
 from dpsense.query.methods import METHODS
 from dpsense.query.plan import ReleaseArgs, plan_query, release_arguments
+from dpsense.query.price import price
 from dpsense.statistics import Statistic
 from dpsense.tables.grouped import GroupedRelease
 
 __all__ = [
     "METHODS",
-    "plan_zcdp_cost",
     "prepare_release",
     "release",
     "zcdp_cost",
@@ -191,4 +191,4 @@ def zcdp_cost(
     """
     args, options = release_arguments(kwargs)
     plan = plan_query(statistic, args, epsilon=epsilon, delta=delta, options=options)
-    return plan_zcdp_cost(plan)
+    return price(plan).zcdp()

@@ -1,4 +1,4 @@
-r"""What one release costs in zero-concentrated DP, from public parameters only.
+r"""What one release by a method costs in zero-concentrated DP, from public parameters only.
 
 A rho budget (:class:`dpsense.Accountant` with ``rho=``) charges a release before anything
 is drawn, so its cost must follow from the method, its options, epsilon, delta and the
@@ -23,10 +23,14 @@ resolved method (not ``"auto"``):
 
 Amounts follow the accountant's convention: a float epsilon is read by its shortest decimal
 representation (docs/accounting.md §2); computed rhos are exact rationals of their floats.
+
+These are the statistics' own prices (one release of one group); a request's price, their
+sum with its other steps', is :func:`dpsense.query.price.price` (docs/architecture.md §2).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any
@@ -36,12 +40,34 @@ from dpsense.methods.smooth import plan_smooth
 from dpsense.neighbours import Neighbours, validate_neighbours
 from dpsense.statistics import Count, Mean, Median, Statistic
 
-__all__ = ["PURE_METHODS", "aggregate_rho", "amount", "method_rho", "pure_rho", "ratio_rho"]
+__all__ = [
+    "PURE_METHODS",
+    "ZcdpPrice",
+    "aggregate_rho",
+    "amount",
+    "method_rho",
+    "pure_rho",
+    "ratio_rho",
+]
 
 PURE_METHODS = ("exponential", "adaptive", "ksw")
 """Methods that are pure epsilon-DP whatever their options and delta."""
 
 _GAUSSIAN_MARGIN = Fraction(1) + Fraction(1, 2**30)
+
+
+@dataclass(frozen=True)
+class ZcdpPrice:
+    """A step's exact zCDP price: it is ``delta``-approximately ``rho``-zCDP (Bun &
+    Steinke 2016, Def. 8.1; ``delta`` is 0 except for private partition selection).
+    Prices add: zCDP composes by adding rhos, and approximate zCDP its deltas (Lemma 2.3,
+    docs/accounting.md §3)."""
+
+    rho: Fraction
+    delta: Fraction = Fraction(0)
+
+    def __add__(self, other: ZcdpPrice) -> ZcdpPrice:
+        return ZcdpPrice(self.rho + other.rho, self.delta + other.delta)
 
 
 def amount(value: float) -> Fraction:

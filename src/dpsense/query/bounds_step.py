@@ -26,12 +26,10 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any, cast
 
 from dpsense._exact_budget import difference_down, float_up, product_down
-from dpsense.accounting.composition import ZcdpCharge
-from dpsense.bounds import private_bounds
+from dpsense.bounds import bounds_price, private_bounds
 from dpsense.defaults import BOUNDS_SHARE
 from dpsense.errors import InputError
 from dpsense.methods import Release
-from dpsense.methods.zcdp import pure_rho
 from dpsense.neighbours import Neighbours
 from dpsense.noise.rng import RandomSource
 from dpsense.statistics import BoundedStatistic, Statistic
@@ -48,7 +46,6 @@ __all__ = [
     "missing_bounds",
     "plan_bounds",
     "with_bounds_receipt",
-    "with_bounds_rho",
 ]
 
 
@@ -220,14 +217,6 @@ def with_bounds_receipt(
     if isinstance(result, GroupedRelease):
         return replace(result, epsilon=epsilon, delta=delta, parameters=params)
     rho = result.rho
-    if rho is not None:  # zCDP adds: the bounds are pure epsilon_b, so epsilon_b^2 / 2
-        rho = float_up(Fraction(rho) + pure_rho(bounds["epsilon"]))
+    if rho is not None:  # zCDP adds (Lemma 2.3): the release's rho and the bounds step's
+        rho = float_up(Fraction(rho) + bounds_price(bounds["epsilon"]).rho)
     return replace(result, epsilon=epsilon, rho=rho, parameters=params)
-
-
-def with_bounds_rho(part: ZcdpCharge, plan: BoundsPlan) -> ZcdpCharge:
-    """The zCDP cost of a release with private bounds: the bounds step is pure
-    epsilon_b-DP, so epsilon_b^2 / 2-zCDP (Bun & Steinke 2016, Prop. 1.4), added to the
-    release's own cost (zCDP composes by adding rhos, Lemma 2.3)."""
-    rho = pure_rho(plan.epsilon) + Fraction(part.rho)
-    return ZcdpCharge.exact(rho, Fraction(part.delta))

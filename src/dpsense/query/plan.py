@@ -28,10 +28,9 @@ from dpsense.query.bounds_step import BoundsPlan, plan_bounds
 from dpsense.query.methods import check_parameters, checked_method
 from dpsense.statistics import BoundedStatistic, Count, Statistic
 from dpsense.statistics.units import counts_units, per_unit
-from dpsense.tables.request import SELECTION_SHARE, BudgetSplit, budget_split
+from dpsense.tables.request import SELECTION_SHARE, BudgetSplit, budget_split, public_key_count
 from dpsense.tables.row_filter import RowFilter, parse_row_filter
 from dpsense.tables.schema import Cast, parse_schema
-from dpsense.tables.zcdp import public_key_count
 
 __all__ = [
     "Entry",
@@ -118,7 +117,7 @@ def statistic_split(plan: QueryPlan, entry: Entry) -> BudgetSplit:
     """How one statistic of ``plan`` spends its (epsilon, delta) over its groups: THE split,
     the one the release runs (``query.steps.engine_arguments`` hands it to the engine's
     ``tables.grouped.release_opened``) and the one the zCDP charge prices
-    (``release.plan_zcdp_cost``), so that the charge is what runs.
+    (``query.price.price``), so that the charge is what runs.
 
     With public keys, or with a statistic's own private partition selection, it is
     :func:`~dpsense.tables.request.budget_split` of the statistic's share: each of the

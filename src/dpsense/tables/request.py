@@ -3,19 +3,25 @@ are grouped (:class:`Grouping`), what is spent (:class:`Budget`, :class:`BudgetS
 one statistic's whole request (:class:`StatisticRelease`) and a whole query's
 (:class:`TableQuery`, its statistics :class:`QueryStatistic`). Each is validated where the
 public call is parsed (``query.plan``) and passed down whole, never as a chain of loose
-arguments."""
+arguments.
+
+Beside the split, the zCDP prices of its two steps (:func:`selection_price`,
+:meth:`BudgetSplit.zcdp_price`), which :func:`dpsense.query.price.price` sums."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
 from dpsense._exact_budget import difference_down, product_down, quotient_down
 from dpsense.errors import InputError, keys_columns
+from dpsense.mechanisms.partition_selection import SelectionRule
 from dpsense.methods import Release
+from dpsense.methods.zcdp import ZcdpPrice, amount
 from dpsense.noise.rng import RandomSource
 from dpsense.statistics import Statistic
 from dpsense.tables.row_filter import RowFilter
@@ -32,6 +38,8 @@ __all__ = [
     "TableQuery",
     "budget_split",
     "normalise_keys",
+    "public_key_count",
+    "selection_price",
 ]
 
 SELECTION_SHARE = 0.5
@@ -49,6 +57,15 @@ class BudgetSplit:
     """(epsilon, delta) of each group's release."""
     touched: int
     """The number of released groups one unit can change."""
+
+    def zcdp_price(self, one: Fraction, groups: int) -> ZcdpPrice:
+        """The zCDP price of the release that runs with this split, each group's release
+        ``one``-zCDP at ``per_group``, when a unit is in at most ``groups`` groups: a unit
+        changes at most ``touched`` of the released groups, and zCDP composes by adding
+        rhos (Bun & Steinke 2016, Lemma 2.3), so ``touched * one``; plus, with its own
+        selection, the selection's price (:func:`selection_price`)."""
+        own = ZcdpPrice(self.touched * one)
+        return own if self.selection is None else own + selection_price(self.selection, groups)
 
 
 def budget_split(
@@ -73,6 +90,22 @@ def budget_split(
     eps_g = quotient_down(eps_rest, touched)
     dlt_g = quotient_down(dlt_rest, touched)
     return BudgetSplit(selection, (eps_g, dlt_g), touched)
+
+
+def selection_price(selection: tuple[float, float], groups: int) -> ZcdpPrice:
+    r"""The zCDP price of private partition selection at (epsilon, delta) ``selection``
+    when a unit is in at most ``groups`` groups.
+
+    Each of the at most g noisy counts a unit changes moves by one under discrete Laplace
+    noise of scale b (``SelectionRule.for_budget``), so it is (1/b)-DP, hence
+    :math:`1/(2b^2)`-zCDP (Bun & Steinke 2016, Prop. 1.4), and the selection restricted to
+    the groups both neighbours have is :math:`g/(2b^2)`-zCDP (Lemma 2.3; at most
+    :math:`\varepsilon_s^2/(2g)`); a group only the larger neighbour has is kept with
+    probability at most :math:`\delta_s`. So selection is :math:`\delta_s`-approximately
+    :math:`g/(2b^2)`-zCDP (Def. 8.1; docs/accounting.md §3)."""
+    eps_sel, dlt_sel = selection
+    scale = SelectionRule.for_budget(eps_sel, dlt_sel, groups).scale
+    return ZcdpPrice(Fraction(groups) / (2 * scale * scale), amount(dlt_sel))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -194,3 +227,8 @@ def normalise_keys(keys: Any, by: tuple[str, ...]) -> list[tuple[Any, ...]]:
     if len(set(out)) != len(out):
         raise InputError("The 'keys' parameter lists a group more than once.")
     return out
+
+
+def public_key_count(keys: Any, by: tuple[str, ...]) -> int | None:
+    """The number of public keys a release gets (None: private selection, or no groups)."""
+    return len(normalise_keys(keys, by)) if (by and keys is not None) else None
