@@ -20,7 +20,9 @@ __all__ = [
     "duckdb_sql",
     "ident",
     "literal",
+    "parse_list",
     "select",
+    "star",
     "table",
 ]
 
@@ -117,3 +119,26 @@ def describe(query: Any) -> str:
 def duckdb_sql(tree: Any) -> str:
     """The tree as DuckDB SQL."""
     return str(tree.sql(dialect="duckdb"))
+
+
+def parse_list(text: str, dialect: str = "duckdb") -> list[Any]:
+    """The expressions of ``text``, a comma-separated list of SQL expressions of
+    ``dialect`` (``a, CAST(b AS DECIMAL(10,2))``), each parsed by sqlglot: split at the
+    commas outside parentheses, brackets and braces, found by sqlglot's tokenizer."""
+    import sqlglot
+    from sqlglot.dialects.dialect import Dialect
+    from sqlglot.tokens import TokenType
+
+    opening = {TokenType.L_PAREN, TokenType.L_BRACKET, TokenType.L_BRACE}
+    closing = {TokenType.R_PAREN, TokenType.R_BRACKET, TokenType.R_BRACE}
+    depth, start, parts = 0, 0, []
+    for token in Dialect.get_or_raise(dialect).tokenize(text):
+        if token.token_type in opening:
+            depth += 1
+        elif token.token_type in closing:
+            depth -= 1
+        elif token.token_type == TokenType.COMMA and depth == 0:
+            parts.append(text[start : token.start])
+            start = token.end + 1
+    parts.append(text[start:])
+    return [sqlglot.parse_one(part, read=dialect) for part in parts]
