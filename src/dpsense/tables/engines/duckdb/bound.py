@@ -47,7 +47,7 @@ def bound_table(
     ``keys`` are public keys (each a tuple of by-values), or None for every group present
     after bounding (private selection happens in Python on the unit counts).
 
-    With a privacy unit, ``unit_bounding.bound_units`` keeps each unit's ``g`` groups of
+    With a privacy unit, ``rows_sql.bound_units`` keeps each unit's ``g`` groups of
     smallest ``hash(key, unit, group)`` (exactly g: ties are broken, never all kept) and,
     in each, the ``m`` values of smallest ``hash(key, unit, value)``. Each kept (unit,
     group) pair is one distinct unit of its group.
