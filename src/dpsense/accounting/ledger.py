@@ -304,7 +304,9 @@ class Ledger:
         cursor = con.execute("SELECT * FROM charges ORDER BY id")
         names = [d[0] for d in cursor.description]
         at = [names.index(c) if c in names else None for c in _ENTRY_COLUMNS]
-        rows = [tuple(None if i is None else row[i] for i in at) for row in cursor.fetchall()]
+        rows: list[tuple[Any, ...]] = [
+            tuple(None if i is None else row[i] for i in at) for row in cursor.fetchall()
+        ]
         return [
             LedgerEntry(
                 r[0],

@@ -264,8 +264,8 @@ def _numbers(
     v = sql_column(name)
     text = exp.Trim(this=v.copy()) if str(described[0][1]) == "VARCHAR" else v.copy()
     number = exp.TryCast(this=text, to=exp.DataType.build("DOUBLE"))
-    missing = exp.Is(this=v, expression=exp.Null())
-    query = select([exp.alias_(number, "v"), exp.alias_(missing, "missing")], view)
+    is_null = exp.Is(this=v, expression=exp.Null())
+    query = select([exp.alias_(number, "v"), exp.alias_(is_null, "missing")], view)
     got = con.execute(duckdb_sql(query)).fetchnumpy()
     missing = np.asarray(got["missing"], dtype=bool)
     if (np.ma.getmaskarray(got["v"]) & ~missing).any():  # an entry that is not a number

@@ -126,8 +126,8 @@ def parse_list(text: str, dialect: str = "duckdb") -> list[Any]:
     ``dialect`` (``a, CAST(b AS DECIMAL(10,2))``), each parsed by sqlglot: split at the
     commas outside parentheses, brackets and braces, found by sqlglot's tokenizer."""
     import sqlglot
+    from sqlglot import TokenType
     from sqlglot.dialects.dialect import Dialect
-    from sqlglot.tokens import TokenType
 
     opening = {TokenType.L_PAREN, TokenType.L_BRACKET, TokenType.L_BRACE}
     closing = {TokenType.R_PAREN, TokenType.R_BRACKET, TokenType.R_BRACE}
