@@ -447,7 +447,7 @@ MUTANTS = (
     Mutant(
         "inf-is-an-error-in-tables",
         "an infinite value in a table column is an error instead of being clipped",
-        "src/dpsense/tables/rows/checks.py",
+        "src/dpsense/tables/engines/duckdb/rows_sql.py",
         (
             (
                 '        nan = "" if exact_numeric(sql_type) else f" OR {is_nan(num)}"\n',
@@ -547,8 +547,8 @@ MUTANTS = (
             ('    "Mod",\n    "Neg",\n', '    "Neg",\n'),
             ('    "Day",\n)\n', '    "Day",\n    "Mod",\n)\n'),
             (
-                '        return str(exp.Try(this=exp.Paren(this=inner)).sql(dialect="duckdb"))\n',
-                '        return str(inner.sql(dialect="duckdb"))\n',
+                "        return exp.Try(this=exp.Paren(this=inner))\n",
+                "        return inner\n",
             ),
         ),
         ("tests/tables/test_total_where.py", "tests/neighbours/test_entry_points.py"),

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from dpsense.accounting import release_log, schema
 from dpsense.accounting._files import (
@@ -54,6 +54,14 @@ from dpsense.errors import BudgetExceededError
 from dpsense.params import check_delta, check_epsilon
 
 __all__ = ["SCHEMA_VERSION", "Ledger", "LedgerEntry", "LedgerError"]
+
+
+_ENTRY_COLUMNS: Final = (
+    "id", "time", "dataset", "statistic", "method", "epsilon", "delta", "group_id", "status",
+    "rho", "outputs",
+)  # fmt: skip
+"""The columns of a charge, in :class:`LedgerEntry`'s order (a file of schema version 1
+has no rho, one before version 3 no outputs)."""
 
 
 @dataclass(frozen=True)
@@ -292,12 +300,13 @@ class Ledger:
     def _entries(con: sqlite3.Connection) -> list[LedgerEntry]:
         # a file of schema version 1 has no rho column: its charges are epsilon charges;
         # one before version 3 has no outputs
-        have = schema.columns(con, "charges")
-        extra = ", ".join(c if c in have else "NULL" for c in ("rho", "outputs"))
-        rows = con.execute(
-            "SELECT id, time, dataset, statistic, method, epsilon, delta, group_id, status, "
-            f"{extra} FROM charges ORDER BY id"
-        ).fetchall()
+        # (one static statement: every column, picked by name; a missing one reads NULL)
+        cursor = con.execute("SELECT * FROM charges ORDER BY id")
+        names = [d[0] for d in cursor.description]
+        at = [names.index(c) if c in names else None for c in _ENTRY_COLUMNS]
+        rows: list[tuple[Any, ...]] = [
+            tuple(None if i is None else row[i] for i in at) for row in cursor.fetchall()
+        ]
         return [
             LedgerEntry(
                 r[0],

@@ -41,7 +41,8 @@ __all__ = [
 FORMAT: Final = "dpsense-ledger"
 STATUSES: Final = ("charged", "answered", "refused")
 
-_VERSION_1: Final = f"""
+# the statuses of STATUSES, written out: version 1's schema is fixed (a file stores its text)
+_VERSION_1: Final = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE charges (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -52,7 +53,7 @@ CREATE TABLE charges (
     epsilon TEXT NOT NULL,
     delta TEXT NOT NULL,
     group_id TEXT,
-    status TEXT NOT NULL CHECK (status IN {STATUSES!r})
+    status TEXT NOT NULL CHECK (status IN ('charged', 'answered', 'refused'))
 );
 """
 
@@ -125,4 +126,6 @@ def upgrade(con: sqlite3.Connection) -> int:
 
 def columns(con: sqlite3.Connection, table: str) -> frozenset[str]:
     """The columns ``table`` has in this file (older versions lack later ones)."""
-    return frozenset(str(r[1]) for r in con.execute(f"PRAGMA table_info({table})"))
+    return frozenset(
+        str(r[0]) for r in con.execute("SELECT name FROM pragma_table_info(?)", (table,))
+    )

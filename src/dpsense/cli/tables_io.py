@@ -18,7 +18,9 @@ from rich.measure import Measurement
 from rich.table import Table
 
 from dpsense.cli._shared import _console, _fmt, _print_json
-from dpsense.data.source import open_table, quote
+from dpsense.data.source import open_table
+from dpsense.data.sql_build import column as sql_column
+from dpsense.data.sql_build import duckdb_sql, ident, literal, select, table
 from dpsense.defaults import ACCURACY_ALPHA
 from dpsense.errors import InputError, keys_columns
 from dpsense.methods import Release
@@ -57,8 +59,8 @@ def read_keys(path: Path, by: tuple[str, ...]) -> list[tuple[Any, ...]]:
                 source.columns,
                 "add or rename its columns",
             )
-        columns = ", ".join(quote(b) for b in by)
-        rows = source.con.execute(f"SELECT {columns} FROM {source.view}").fetchall()
+        query = select([sql_column(b) for b in by], table(source.view))
+        rows = source.con.execute(duckdb_sql(query)).fetchall()
     return list(dict.fromkeys(tuple(r) for r in rows))  # distinct, in the file's order
 
 
@@ -355,20 +357,26 @@ def write_output(path: Path, result: Release | GroupedRelease | QueryResult) -> 
 
 def _write_parquet(tmp: str, columns: list[str], rows: list[dict[str, Any]]) -> None:
     import duckdb
+    from sqlglot import expressions as exp
 
+    out = table("out")
+    defs = [
+        exp.ColumnDef(
+            this=ident(c),
+            kind=exp.DataType.build(_sql_type([r[c] for r in rows]), dialect="duckdb"),
+        )
+        for c in columns
+    ]
+    create = exp.Create(kind="TABLE", this=exp.Schema(this=out, expressions=defs))
+    insert = exp.insert(exp.values([tuple(exp.Placeholder() for _ in columns)]), out)
+    parquet = exp.CopyParameter(this=exp.var("FORMAT"), expression=exp.var("PARQUET"))
+    copy = exp.Copy(this=out.copy(), kind=False, files=[literal(tmp)], params=[parquet])
     con = duckdb.connect(":memory:")
     try:
-        types = {c: _sql_type([r[c] for r in rows]) for c in columns}
-        con.execute(
-            "CREATE TABLE out (" + ", ".join(f"{quote(c)} {types[c]}" for c in columns) + ")"
-        )
+        con.execute(duckdb_sql(create))
         if rows:
-            con.executemany(
-                f"INSERT INTO out VALUES ({', '.join(['?'] * len(columns))})",
-                [[r[c] for c in columns] for r in rows],
-            )
-        literal = "'" + tmp.replace("'", "''") + "'"
-        con.execute(f"COPY out TO {literal} (FORMAT PARQUET)")
+            con.executemany(duckdb_sql(insert), [[r[c] for c in columns] for r in rows])
+        con.execute(duckdb_sql(copy))
     finally:
         con.close()
 

@@ -25,7 +25,9 @@ from typing import Any
 import numpy as np
 
 from dpsense._arrays import FloatArray, as_data, as_indicator
-from dpsense.data.source import open_table, quote, unreadable
+from dpsense.data.source import open_table, unreadable
+from dpsense.data.sql_build import column as sql_column
+from dpsense.data.sql_build import describe, duckdb_sql, select, table
 from dpsense.errors import InputError, missing_column, missing_values, not_numbers
 
 __all__ = ["load_column", "load_indicator"]
@@ -234,8 +236,10 @@ def _indicator(source: Any, column: str | None, where: str | None, argument: str
     """The column as per-user 0/1 values (:func:`load_indicator`)."""
     where = source.label if where is None else where
     name = source.columns[_select_index(source.columns, column, where, argument)]
-    v = quote(name)
-    raw = source.con.execute(f"SELECT {v} AS v FROM {source.view}").fetchnumpy()["v"]
+    from sqlglot import expressions as exp
+
+    query = select([exp.alias_(sql_column(name), "v")], table(source.view))
+    raw = source.con.execute(duckdb_sql(query)).fetchnumpy()["v"]
     if isinstance(raw, np.ma.MaskedArray):  # nulls: missing entries
         filled = raw.data.astype(object)
         filled[np.ma.getmaskarray(raw)] = None
@@ -251,14 +255,18 @@ def _numbers(
     when some entry is not a number."""
     where = source.label if where is None else where
     name = source.columns[_select_index(source.columns, column, where)]
-    con, v = source.con, quote(name)
-    described = con.execute(f"DESCRIBE SELECT {v} FROM {source.view}").fetchall()
+    from sqlglot import expressions as exp
+
+    con, view = source.con, table(source.view)
+    described = con.execute(describe(select([sql_column(name)], view))).fetchall()
     # text is trimmed first: DuckDB's casts ignore surrounding spaces anyway, and a bare
     # TRY_CAST pushed into its CSV reader would fail on text instead of giving NULL
-    text = f"trim({v})" if str(described[0][1]) == "VARCHAR" else v
-    got = con.execute(
-        f"SELECT TRY_CAST({text} AS DOUBLE) AS v, {v} IS NULL AS missing FROM {source.view}"
-    ).fetchnumpy()
+    v = sql_column(name)
+    text = exp.Trim(this=v.copy()) if str(described[0][1]) == "VARCHAR" else v.copy()
+    number = exp.TryCast(this=text, to=exp.DataType.build("DOUBLE"))
+    is_null = exp.Is(this=v, expression=exp.Null())
+    query = select([exp.alias_(number, "v"), exp.alias_(is_null, "missing")], view)
+    got = con.execute(duckdb_sql(query)).fetchnumpy()
     missing = np.asarray(got["missing"], dtype=bool)
     if (np.ma.getmaskarray(got["v"]) & ~missing).any():  # an entry that is not a number
         return None

@@ -19,7 +19,7 @@ import shutil
 import sys
 import tempfile
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -27,6 +27,16 @@ from typing import Any
 import numpy as np
 
 from dpsense.data.csv_files import csv_delimiter, csv_problem
+from dpsense.data.sql_build import (
+    call,
+    column,
+    create_view,
+    duckdb_sql,
+    literal,
+    select,
+    star,
+    table,
+)
 from dpsense.errors import InputError, missing_column
 
 __all__ = [
@@ -151,57 +161,96 @@ def _path_source(
                 "data file (CSV or Parquet) or a folder of Parquet files."
             )
         pattern = os.path.join(path, "**", "*.parquet")
-        con.execute(f"CREATE TEMP VIEW {view} AS SELECT * FROM read_parquet({_literal(pattern)})")
+        con.execute(create_view(view, star(call("read_parquet", literal(pattern)))))
         return None
     if not is_glob and not os.path.exists(path):
         raise InputError(f"file not found: {where}")
     if not is_csv_path(path):
-        con.execute(f"CREATE TEMP VIEW {view} AS SELECT * FROM read_parquet({_literal(path)})")
+        con.execute(create_view(view, star(call("read_parquet", literal(path)))))
         return None
     first = sorted(glob.glob(path))[:1] if is_glob else [path]
     delimiter = csv_delimiter(Path(first[0]), where) if first else ","
-    dialect = (
-        f"header = true, delim = {_literal(delimiter)}, quote = '\"', escape = '\"', "
-        "skip = 0, comment = '', strict_mode = true, null_padding = false"
-    )
+    dialect = _csv_dialect(delimiter)
     typed: list[tuple[str, str]] | None = None
     if not is_glob:
         # the types, inferred once from every row; the view then reads with them stated,
         # so that a query on it does not infer them again (without infer_types, every
         # column is the file's text: its names come from the header, no pass over the rows)
-        sniff = _SNIFF if infer_types else "all_varchar = true"
-        found = con.execute(
-            f"SELECT Columns FROM sniff_csv({_literal(path)}, {dialect}, {sniff})"
-        ).fetchone()
+        sniff = _SNIFF if infer_types else (("all_varchar", True),)
+        sniffed = call("sniff_csv", literal(path), options=(*dialect, *sniff))
+        found = con.execute(duckdb_sql(select([column("Columns")], sniffed))).fetchone()
         typed = [(str(c["name"]), str(c["type"])) for c in found[0]] if found else None
     reader = _csv_reader(path, dialect, typed)
-    con.execute(f"CREATE TEMP VIEW {view} AS SELECT * FROM {reader({})}")
+    con.execute(create_view(view, star(_csv_call(path, dialect, typed))))
     if infer_types:
         # one parse of every row now, so that a malformed row (more or fewer fields than
         # the header) is refused here, with the file's message, and never by a later query
         # with DuckDB's, which quotes the line; without infer_types the caller reads every
         # row at once and maps the error itself (:func:`unreadable`)
-        con.execute(f"SELECT count(*) FROM {view}").fetchall()
-    columns = [d[0] for d in con.execute(f"SELECT * FROM {view} LIMIT 0").description]
+        con.execute(duckdb_sql(select([_count_star()], table(view)))).fetchall()
+    columns = [d[0] for d in con.execute(duckdb_sql(star(table(view)).limit(0))).description]
     if len(columns) == 1:
         reader = _csv_reader(path, dialect, typed, columns[0])
-        con.execute(f"CREATE OR REPLACE TEMP VIEW {view} AS SELECT * FROM {reader({})}")
+        tree = _csv_call(path, dialect, typed, columns[0])
+        con.execute(create_view(view, star(tree), replace=True))
     return reader
+
+
+CsvOptions = tuple[tuple[str, Any], ...]
+"""Named options of ``read_csv``/``sniff_csv``: (name, Python value) pairs."""
+
+
+def _csv_dialect(delimiter: str) -> CsvOptions:
+    """The stated CSV dialect (module docstring of :mod:`dpsense.data.csv_files`)."""
+    return (
+        ("header", True),
+        ("delim", delimiter),
+        ("quote", '"'),
+        ("escape", '"'),
+        ("skip", 0),
+        ("comment", ""),
+        ("strict_mode", True),
+        ("null_padding", False),
+    )
 
 
 # numbers, booleans and text only: DuckDB would read a lone "-inf" as a DATE (the infinite
 # date), which no longer converts to a number once a finite row is gone
-_SNIFF = "sample_size = -1, auto_type_candidates = ['BOOLEAN', 'BIGINT', 'DOUBLE', 'VARCHAR']"
+_SNIFF: CsvOptions = (
+    ("sample_size", -1),
+    ("auto_type_candidates", ["BOOLEAN", "BIGINT", "DOUBLE", "VARCHAR"]),
+)
+
+
+def _count_star() -> Any:
+    from sqlglot import expressions as exp
+
+    return exp.Count(this=exp.Star())
 
 
 def _csv_reader(
     path: str,
-    dialect: str,
+    dialect: CsvOptions,
     typed: list[tuple[str, str]] | None,
     one_column: str | None = None,
 ) -> CsvReader:
     """``read_csv`` of ``path`` with some column types overridden (a mapping of column
-    names to DuckDB types, or empty).
+    names to DuckDB types, or empty), as DuckDB SQL (:func:`_csv_call`)."""
+
+    def reader(types: Mapping[str, str]) -> str:
+        return duckdb_sql(_csv_call(path, dialect, typed, one_column, types))
+
+    return reader
+
+
+def _csv_call(
+    path: str,
+    dialect: CsvOptions,
+    typed: list[tuple[str, str]] | None,
+    one_column: str | None = None,
+    types: Mapping[str, str] | None = None,
+) -> Any:
+    """``read_csv`` of ``path`` with the column types ``types`` overridden, a sqlglot tree.
 
     The dialect is stated (module docstring of :mod:`dpsense.data.csv_files`), not
     sniffed: a row with more or fewer fields than the header is an error, never a reason
@@ -209,27 +258,21 @@ def _csv_reader(
     types (None for a glob of files: inferred at each read). ``one_column`` names the
     column of a file that has one: its blank lines are no rows (as in a file of several
     columns)."""
+    from sqlglot import expressions as exp
 
-    def reader(types: Mapping[str, str]) -> str:
-        def struct(pairs: Iterable[tuple[str, str]]) -> str:
-            return "{" + ", ".join(f"{_literal(n)}: {_literal(t)}" for n, t in pairs) + "}"
-
-        if typed is not None:
-            stated = struct((n, types.get(n, t)) for n, t in typed)
-            options = f"auto_detect = false, columns = {stated}"
-        else:
-            extra = f", types = {struct(types.items())}" if types else ""
-            options = f"auto_detect = true, {_SNIFF}{extra}"
-        call = f"read_csv({_literal(path)}, {dialect}, {options})"
-        if one_column is None:
-            return call
-        return f"(SELECT * FROM {call} WHERE {_quote(one_column)} IS NOT NULL)"
-
-    return reader
-
-
-def _literal(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
+    types = types or {}
+    options: CsvOptions
+    if typed is not None:
+        stated = {n: types.get(n, t) for n, t in typed}
+        options = (("auto_detect", False), ("columns", stated))
+    else:
+        extra = (("types", dict(types)),) if types else ()
+        options = (("auto_detect", True), *_SNIFF, *extra)
+    tree = call("read_csv", literal(path), options=(*dialect, *options))
+    if one_column is None:
+        return tree
+    present = exp.not_(exp.Is(this=column(one_column), expression=exp.Null()))
+    return star(tree, present).subquery()
 
 
 def _in_memory(data: Any, needed: Sequence[str] | None = None) -> tuple[Any, str]:

@@ -33,7 +33,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from typing import TYPE_CHECKING, Any, Final
 
@@ -42,7 +42,14 @@ from dpsense.errors import InputError
 if TYPE_CHECKING:
     from sqlglot import expressions as exp
 
-__all__ = ["ALLOWED_SUMMARY", "RowFilter", "parse_row_filter", "refused_reason", "total_sql"]
+__all__ = [
+    "ALLOWED_SUMMARY",
+    "RowFilter",
+    "parse_row_filter",
+    "refused_reason",
+    "total_sql",
+    "total_tree",
+]
 
 ALLOWED_SUMMARY: Final = (
     "comparisons (=, <, IN, BETWEEN, LIKE with a quoted pattern, IS NULL) joined by AND, "
@@ -187,6 +194,12 @@ def _is_text_literal(node: exp.Expression | None) -> bool:
 def total_sql(tree: Any, dialect: str) -> str:
     """``tree`` (an allowed predicate) as SQL of ``dialect`` ("duckdb" or "spark") that
     cannot raise on any row: see the module docstring."""
+    return str(total_tree(tree, dialect).sql(dialect=dialect))
+
+
+def total_tree(tree: Any, dialect: str) -> Any:
+    """``tree`` (an allowed predicate) as a sqlglot tree that, emitted in ``dialect``
+    ("duckdb" or "spark"), cannot raise on any row (:func:`total_sql`)."""
     from sqlglot import expressions as exp
 
     _, partial, spark_try = _nodes()
@@ -213,8 +226,8 @@ def total_sql(tree: Any, dialect: str) -> str:
 
     if dialect == "duckdb":
         inner = _bottom_up(tree.copy(), duck)
-        return str(exp.Try(this=exp.Paren(this=inner)).sql(dialect="duckdb"))
-    return str(_bottom_up(tree.copy(), spark).sql(dialect="spark"))
+        return exp.Try(this=exp.Paren(this=inner))
+    return _bottom_up(tree.copy(), spark)
 
 
 def _bottom_up(tree: Any, rewrite: Any) -> Any:
@@ -245,6 +258,8 @@ class RowFilter:
     """The columns it reads (each must be a column of the table)."""
     text: str = ""
     """The predicate as the user wrote it (DuckDB dialect, printed back by sqlglot)."""
+    tree: Any = field(default=None, compare=False, repr=False)
+    """``sql`` as its sqlglot tree (built into the view's SQL; None: parsed from ``sql``)."""
 
     def require(self, source: Any) -> None:
         """An InputError naming the column when ``source`` lacks one it reads."""
@@ -258,14 +273,17 @@ class RowFilter:
         type error is an InputError here, with DuckDB's message left out (it may quote a
         value). Binding depends on the text and the columns' declared types only."""
         import duckdb
+        import sqlglot
+
+        from dpsense.data.sql_build import create_view, duckdb_sql, star, table
 
         self.require(source)
         view = "dpsense_where"
+        tree = self.tree if self.tree is not None else sqlglot.parse_one(self.sql, read="duckdb")
+        predicate = tree.copy()
         try:
-            source.con.execute(
-                f"CREATE TEMP VIEW {view} AS SELECT * FROM {source.view} WHERE {self.sql}"
-            )
-            source.con.execute(f"SELECT * FROM {view} LIMIT 0").fetchall()
+            source.con.execute(create_view(view, star(table(source.view), predicate)))
+            source.con.execute(duckdb_sql(star(table(view)).limit(0))).fetchall()
         except duckdb.Error as exc:
             raise _not_evaluated(type(exc).__name__) from None
         source.view = view
@@ -358,9 +376,11 @@ def parse_row_filter(text: object, *, where: str = "release") -> RowFilter:
                 f"another table ({node.table!r}): use the table's own column names."
             )
     columns = tuple(dict.fromkeys(c.name for c in tree.find_all(exp.Column)))
+    duck = total_tree(tree, "duckdb")
     return RowFilter(
-        total_sql(tree, "duckdb"),
+        str(duck.sql(dialect="duckdb")),
         total_sql(tree, "spark"),
         columns,
         text=str(tree.sql(dialect="duckdb")),
+        tree=duck,
     )

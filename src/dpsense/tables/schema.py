@@ -46,7 +46,9 @@ from typing import Any, Final
 
 import numpy as np
 
-from dpsense.data.source import PARQUET_SUFFIXES, open_table, quote
+from dpsense.data.source import PARQUET_SUFFIXES, open_table
+from dpsense.data.sql_build import column as sql_column
+from dpsense.data.sql_build import describe, select, table
 from dpsense.errors import InputError
 from dpsense.statistics import Quantile, Quantiles, Statistic
 from dpsense.tables.rows.casts import Cast, ColumnType
@@ -286,7 +288,8 @@ def column_type(data: Any, source: Any, column: str) -> ColumnType | None:
         elif not getattr(source, "declared_types", False):
             return None  # CSV: DuckDB inferred these types from the values
         # the type of the file's or relation's own column (DESCRIBE reads no row)
-        rows = source.con.execute(f"DESCRIBE SELECT {quote(column)} FROM {source.view}").fetchall()
+        query = select([sql_column(column)], table(source.view))
+        rows = source.con.execute(describe(query)).fetchall()
         return sql_type(str(rows[0][1]))
     return _object_type(data, column)
 

@@ -1,4 +1,5 @@
-"""The plan and the result of the engine's bounding, and the SQL of the rows to bound.
+"""The plan and the result of the engine's bounding (the SQL of the rows to bound is the
+DuckDB engine's, :mod:`dpsense.tables.engines.duckdb.rows_sql`).
 
 :class:`TablePlan` says what to read and how to bound it (all public); a
 :class:`BoundedTable` is the bounded table inside DuckDB with its groups (``dpsense_hist``:
@@ -14,12 +15,11 @@ from typing import Any
 
 import numpy as np
 
-from dpsense.data.source import TableSource, quote
+from dpsense.data.source import TableSource
 from dpsense.tables.rows.plan import TablePlan
-from dpsense.tables.rows.unit_bounding import canonical
 from dpsense.tables.rows.windows import BATCH_ROWS, HistogramRecords
 
-__all__ = ["BoundedTable", "TablePlan", "stage_sql", "summarise"]
+__all__ = ["BoundedTable", "TablePlan", "summarise"]
 
 
 @dataclass
@@ -87,40 +87,6 @@ class BoundedTable:
                     v, c = vals[lo:hi], counts[lo:hi]
                     yield gid, HistogramRecords(v, c) if histograms else np.repeat(v, c)
             i = j
-
-
-def stage_sql(
-    source: TableSource,
-    plan: TablePlan,
-    types: dict[str, str],
-    row_test: str,
-    public: bool,
-    flags: Sequence[str] = (),
-) -> str:
-    """SQL of the rows to bound: ``v`` (clipped), ``g0, g1, ...`` and ``u``, with ``gid``
-    for public keys (matched by a join) or no grouping; ``flags`` are extra columns
-    (``f0, f1, ...``). With flags, rows outside the public keys are kept (a left join,
-    ``gid`` NULL) so that the flags see every row."""
-    cols = []
-    if plan.column is not None:
-        num = f"TRY_CAST({quote(plan.column)} AS DOUBLE)"
-        if plan.lower is not None and plan.upper is not None:
-            num = f"greatest(least({num}, {plan.upper!r}::DOUBLE), {plan.lower!r}::DOUBLE)"
-        cols.append(f"{num} AS v")
-    cols += [f"{quote(b)} AS g{i}" for i, b in enumerate(plan.by)]
-    if plan.unit is not None:
-        cols.append(f"{canonical(quote(plan.unit), types[plan.unit])} AS u")
-    cols += [f"{f} AS f{i}" for i, f in enumerate(flags)]
-    if not cols:
-        cols.append("1 AS one")
-    stage = f"SELECT {', '.join(cols)} FROM {source.view} WHERE {row_test}"
-    if public:
-        gs = ", ".join(f"g{i}" for i in range(len(plan.by)))
-        join = "LEFT JOIN" if flags else "JOIN"
-        return f"SELECT s.*, kt.gid FROM ({stage}) s {join} dpsense_keys kt USING ({gs})"
-    if not plan.by:
-        return f"SELECT *, 0::BIGINT AS gid FROM ({stage})"
-    return stage
 
 
 def summarise(

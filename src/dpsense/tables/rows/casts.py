@@ -3,9 +3,10 @@ in its own SQL, ``tables.engines.*.casts``)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Final
+from typing import Any, Final
 
 __all__ = ["INT64_LIMIT", "Cast", "CastDialect", "ColumnType", "fitting_cast"]
 
@@ -72,33 +73,48 @@ class Cast:
 class CastDialect:
     """What is engine-specific in the casts of :func:`fitting_cast`."""
 
-    try_cast: str
-    """The cast that gives NULL where a value does not convert ("TRY_CAST")."""
-    text_type: str
-    """The SQL text type ("VARCHAR")."""
+    name: str
+    """sqlglot's name of the engine's SQL dialect ("duckdb", "spark")."""
     integer_types: frozenset[str]
     """The engine's names of the column types that a declared int reads exactly."""
-    whole_number: str
-    """SQL for the double ``{d}`` as a BIGINT when it is a whole number in the int64 range
-    (``{limit}`` is 2^63), else NULL: an int declared on a column of another type."""
+    whole_number: Callable[[Any, Any], Any]
+    """Given the double ``d`` and ``limit`` (2^63), both sqlglot expressions: ``d`` as a
+    BIGINT when it is a whole number in the int64 range, else NULL (an int declared on a
+    column of another type), as a sqlglot expression."""
 
 
 def fitting_cast(
-    dialect: CastDialect, column: str, value: str, cast: Cast, column_type: str
+    dialect: CastDialect, column: str, cast: Cast, column_type: str, *, trim: bool = False
 ) -> str:
-    """SQL for a column cast to ``cast``: NULL where a value does not fit (a fraction for an
-    int, more digits than the decimal holds, text that is not a number). ``column`` is the
-    quoted column (cast to text as it is), ``value`` what is cast to a number, and
-    ``column_type`` the engine's name of the column's own type. The engines' casts round,
-    so a value fits only when it survives the cast unchanged, compared as doubles."""
+    """SQL of ``dialect`` for the column named ``column`` cast to ``cast``: NULL where a
+    value does not fit (a fraction for an int, more digits than the decimal holds, text
+    that is not a number). The column is cast to text as it is, and to a number trimmed
+    first when ``trim``; ``column_type`` is the engine's name of the column's own type.
+    The engines' casts round, so a value fits only when it survives the cast unchanged,
+    compared as doubles. Built with sqlglot (the column's name quoted by it)."""
+    from sqlglot import expressions as exp
+
+    def build(type_name: str) -> Any:
+        return exp.DataType.build(type_name, dialect="duckdb")
+
+    col = exp.Column(this=exp.to_identifier(column, quoted=True))
+    value = exp.Trim(this=col.copy()) if trim else col.copy()
+    tree: Any
+    d = exp.TryCast(this=value.copy(), to=build("DOUBLE"), safe=True)
     if cast.kind == "text":
-        return f"CAST({column} AS {dialect.text_type})"
-    d = f"{dialect.try_cast}({value} AS DOUBLE)"
-    if cast.kind == "float":
-        return d
-    if cast.kind == "int":
-        if column_type in dialect.integer_types:
-            return f"{dialect.try_cast}({value} AS BIGINT)"
-        return dialect.whole_number.format(d=d, limit=INT64_LIMIT)
-    q = f"{dialect.try_cast}({value} AS DECIMAL({cast.precision},{cast.scale}))"
-    return f"CASE WHEN CAST({q} AS DOUBLE) = {d} THEN {q} END"
+        tree = exp.Cast(this=col, to=build("VARCHAR"))
+    elif cast.kind == "float":
+        tree = d
+    elif cast.kind == "int" and column_type in dialect.integer_types:
+        tree = exp.TryCast(this=value, to=build("BIGINT"), safe=True)
+    elif cast.kind == "int":
+        tree = dialect.whole_number(d, exp.Literal.number(INT64_LIMIT))
+    else:
+        params = [
+            exp.DataTypeParam(this=exp.Literal.number(n)) for n in (cast.precision, cast.scale)
+        ]
+        decimal = exp.DataType(this=exp.DataType.Type.DECIMAL, expressions=params)
+        q = exp.TryCast(this=value, to=decimal, safe=True)
+        same = exp.EQ(this=exp.Cast(this=q.copy(), to=build("DOUBLE")), expression=d)
+        tree = exp.Case(ifs=[exp.If(this=same, true=q)])
+    return str(tree.sql(dialect=dialect.name))

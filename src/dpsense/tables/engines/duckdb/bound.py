@@ -22,14 +22,10 @@ import numpy as np
 from dpsense.data.source import TableSource
 from dpsense.errors import keys_of_another_type, keys_repeated
 from dpsense.tables.engines.duckdb.held_scan import held_table
-from dpsense.tables.rows.bounded import BoundedTable, TablePlan, stage_sql, summarise
-from dpsense.tables.rows.checks import check_table, raise_on_flags
-from dpsense.tables.rows.unit_bounding import (
-    bound_units,
-    canonical,
-    keyed_hash,
-    text_unit_type,
-)
+from dpsense.tables.engines.duckdb.rows_sql import bound_units, check_table, stage_sql
+from dpsense.tables.rows.bounded import BoundedTable, TablePlan, summarise
+from dpsense.tables.rows.checks import raise_on_flags
+from dpsense.tables.rows.unit_bounding import canonical, keyed_hash, text_unit_type
 
 __all__ = [
     "BoundedTable",
@@ -51,7 +47,7 @@ def bound_table(
     ``keys`` are public keys (each a tuple of by-values), or None for every group present
     after bounding (private selection happens in Python on the unit counts).
 
-    With a privacy unit, ``unit_bounding.bound_units`` keeps each unit's ``g`` groups of
+    With a privacy unit, ``rows_sql.bound_units`` keeps each unit's ``g`` groups of
     smallest ``hash(key, unit, group)`` (exactly g: ties are broken, never all kept) and,
     in each, the ``m`` values of smallest ``hash(key, unit, value)``. Each kept (unit,
     group) pair is one distinct unit of its group.

@@ -13,13 +13,25 @@ from dpsense.tables.rows.checks import SQL_INTEGERS as _SQL_INTEGERS
 __all__ = ["apply_duckdb_schema", "cast_view_sql"]
 
 
-_DUCKDB: Final = CastDialect(
-    "TRY_CAST",
-    "VARCHAR",
-    _SQL_INTEGERS,
-    "CASE WHEN isfinite({d}) AND {d} = trunc({d}) AND {d} >= -{limit} AND {d} < {limit} "
-    "THEN CAST({d} AS BIGINT) END",
-)
+def _whole_number(d: Any, limit: Any) -> Any:
+    """``CASE WHEN isfinite(d) AND d = trunc(d) AND d >= -limit AND d < limit THEN
+    CAST(d AS BIGINT) END``."""
+    from sqlglot import expressions as exp
+
+    def fn(name: str) -> Any:
+        return exp.Anonymous(this=name, expressions=[d.copy()])
+
+    whole = exp.and_(
+        fn("isfinite"),
+        exp.EQ(this=d.copy(), expression=fn("trunc")),
+        exp.GTE(this=d.copy(), expression=exp.Neg(this=limit.copy())),
+        exp.LT(this=d.copy(), expression=limit.copy()),
+    )
+    as_bigint = exp.Cast(this=d.copy(), to=exp.DataType.build("BIGINT"))
+    return exp.Case(ifs=[exp.If(this=whole, true=as_bigint)])
+
+
+_DUCKDB: Final = CastDialect("duckdb", _SQL_INTEGERS, _whole_number)
 
 
 def _duckdb_cast(column: str, sql_type: str, cast: Cast) -> str:
@@ -31,8 +43,7 @@ def _duckdb_cast(column: str, sql_type: str, cast: Cast) -> str:
     whole number, and the release reads doubles). Text is trimmed first: besides being
     harmless (DuckDB's casts ignore surrounding spaces), it stops DuckDB from pushing a bare
     ``TRY_CAST`` into its CSV reader, which then fails on text instead of giving NULL."""
-    v = f"trim({quote(column)})" if sql_type == "VARCHAR" else quote(column)
-    return fitting_cast(_DUCKDB, quote(column), v, cast, sql_type)
+    return fitting_cast(_DUCKDB, column, cast, sql_type, trim=sql_type == "VARCHAR")
 
 
 def apply_duckdb_schema(source: Any, casts: Mapping[str, Cast]) -> None:

@@ -14,9 +14,9 @@ from dpsense.tables.engines.duckdb.casts import apply_duckdb_schema
 from dpsense.tables.engines.duckdb.held_scan import ScanNeed, announce
 from dpsense.tables.engines.duckdb.joined import JoinedTables, distinct_rows, open_joined
 from dpsense.tables.engines.duckdb.query_rows import BOUNDED, bound_rows, checked_rows
+from dpsense.tables.engines.duckdb.rows_sql import is_nan
 from dpsense.tables.rows.bounded import BoundedTable
 from dpsense.tables.rows.casts import Cast
-from dpsense.tables.rows.checks import is_nan
 from dpsense.tables.rows.joins import JoinPlan
 from dpsense.tables.rows.plan import TablePlan
 from dpsense.tables.rows.unit_bounding import QueryRows

@@ -42,8 +42,9 @@ from dpsense.tables.engines.duckdb.groups import (
     sample_test,
 )
 from dpsense.tables.engines.duckdb.pass_cells import Buckets, cell_need, read_cells
-from dpsense.tables.rows.bounded import BoundedTable, TablePlan, stage_sql, summarise
-from dpsense.tables.rows.checks import FLOAT_TYPES, check_exprs, exact_numeric, raise_on_flags
+from dpsense.tables.engines.duckdb.rows_sql import check_exprs, stage_sql
+from dpsense.tables.rows.bounded import BoundedTable, TablePlan, summarise
+from dpsense.tables.rows.checks import FLOAT_TYPES, exact_numeric, raise_on_flags
 from dpsense.tables.rows.windows import split_by_group
 
 __all__ = ["HOLD_DISTINCT", "HOLD_ROWS", "HOLD_SUM_ROWS", "ScanNeed", "announce", "held_table"]

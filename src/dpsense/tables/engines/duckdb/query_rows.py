@@ -19,7 +19,7 @@ from typing import Any
 
 from dpsense.data.source import quote
 from dpsense.tables.engines.duckdb.bound import TablePlan, load_keys
-from dpsense.tables.rows.checks import is_nan
+from dpsense.tables.engines.duckdb.rows_sql import is_nan
 from dpsense.tables.rows.unit_bounding import (
     UnitBounding,
     canonical,

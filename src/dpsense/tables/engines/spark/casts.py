@@ -10,22 +10,35 @@ from dpsense.tables.rows.casts import Cast, CastDialect, fitting_cast
 
 __all__ = ["apply_spark_schema", "cast_spark_frame"]
 
+
+def _whole_number(d: Any, limit: Any) -> Any:
+    """``CASE WHEN d >= -limit AND d < limit THEN CASE WHEN d = floor(d) THEN
+    CAST(d AS BIGINT) END END``: the range test comes first, in its own CASE (Spark's
+    floor() of a double is a BIGINT and overflows, an error under ANSI, for +-inf or
+    |x| >= 2^63)."""
+    from sqlglot import expressions as exp
+
+    in_range = exp.and_(
+        exp.GTE(this=d.copy(), expression=exp.Neg(this=limit.copy())),
+        exp.LT(this=d.copy(), expression=limit.copy()),
+    )
+    floor = exp.Anonymous(this="floor", expressions=[d.copy()])
+    as_bigint = exp.Cast(this=d.copy(), to=exp.DataType.build("BIGINT"))
+    whole = exp.Case(ifs=[exp.If(this=exp.EQ(this=d.copy(), expression=floor), true=as_bigint)])
+    return exp.Case(ifs=[exp.If(this=in_range, true=whole)])
+
+
 _SPARK: Final = CastDialect(
-    "try_cast",
-    "STRING",
+    "spark",
     frozenset({"ByteType", "ShortType", "IntegerType", "LongType", "BooleanType"}),
-    # the range test comes first, in its own CASE: Spark's floor() of a double is a BIGINT
-    # and overflows (an error under ANSI) for +-inf or |x| >= 2^63
-    "CASE WHEN {d} >= -{limit} AND {d} < {limit} THEN "
-    "CASE WHEN {d} = floor({d}) THEN CAST({d} AS BIGINT) END END",
+    _whole_number,
 )
 
 
 def _spark_cast(column: str, type_name: str, cast: Cast) -> str:
     """The Spark SQL counterpart of :func:`_duckdb_cast` (Spark's casts truncate or round
     too)."""
-    v = "`" + column.replace("`", "``") + "`"
-    return fitting_cast(_SPARK, v, v, cast, type_name)
+    return fitting_cast(_SPARK, column, cast, type_name)
 
 
 def apply_spark_schema(source: Any, casts: Mapping[str, Cast]) -> None:
