@@ -21,11 +21,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-from dpsense.accounting.budget import NOT_ZCDP, Budget
+from dpsense.accounting.budget import Budget, not_zcdp
 from dpsense.accounting.composition import ZcdpCharge
 from dpsense.accounting.release_log import outputs_of
 from dpsense.bounds import check_bounds_delta, private_bounds
-from dpsense.errors import InputError
 from dpsense.methods import Release
 from dpsense.methods.ratio import check_ratio_request, private_ratio
 from dpsense.methods.sample_aggregate import sample_and_aggregate
@@ -170,7 +169,7 @@ class Accountant(Budget):
             rho = aggregate_rho(kwargs.get("aggregator", "mean"), kwargs.get("noise"), eps, dlt)
             if rho is None:
                 what = "This sample-and-aggregate release (a median with Laplace noise)"
-                raise InputError(NOT_ZCDP.format(what=what))
+                raise not_zcdp(what)
             return ZcdpCharge.exact(rho)
 
         return self.charged(
@@ -235,7 +234,7 @@ class Accountant(Budget):
         def price() -> ZcdpCharge:
             rho = ratio_rho(labels["method"], kwargs.get("neighbours", "add-remove"), eps)
             if rho is None:
-                raise InputError(NOT_ZCDP.format(what="A local-bound ratio"))
+                raise not_zcdp("A local-bound ratio")
             return ZcdpCharge.exact(rho)
 
         return self.charged(

@@ -46,7 +46,7 @@ from numpy.typing import NDArray
 from dpsense._arrays import as_data
 from dpsense._exact_budget import exact, quotient_down
 from dpsense.data.source import is_table
-from dpsense.errors import FarBoundsWarning, InputError, warn_large_epsilon
+from dpsense.errors import Assign, FarBoundsWarning, InputError, Name, Param, warn_large_epsilon
 from dpsense.methods import Release
 from dpsense.noise.choice import ExponentialChoice
 from dpsense.noise.rng import RandomSource, resolve_rng
@@ -291,15 +291,18 @@ def _warn_far(lower: float, upper: float, where: str) -> None:
 def _check_units(nulls: str, privacy_unit: str | None, max_rows_per_unit: Any) -> None:
     """The rule for missing values and the contribution bound, checked."""
     if nulls not in ("error", "drop"):
-        raise InputError(f"The 'nulls' parameter must be 'error' or 'drop'. Got {nulls!r} instead.")
+        raise InputError(Param("nulls"), f" must be 'error' or 'drop'. Got {nulls!r} instead.")
     if privacy_unit is None and max_rows_per_unit != 1:
         raise InputError(
-            "max_rows_per_unit bounds what one privacy unit contributes: pass "
-            "privacy_unit=... (the column identifying a person)."
+            Name("max_rows_per_unit"),
+            " bounds what one privacy unit contributes: pass ",
+            Assign("privacy_unit"),
+            " (the column identifying a person).",
         )
     if not isinstance(max_rows_per_unit, int) or max_rows_per_unit < 1:
         raise InputError(
-            f"max_rows_per_unit must be an integer >= 1. Got {max_rows_per_unit!r} instead."
+            Name("max_rows_per_unit"),
+            f" must be an integer >= 1. Got {max_rows_per_unit!r} instead.",
         )
 
 

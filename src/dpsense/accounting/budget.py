@@ -17,7 +17,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, Final, Self
+from typing import Any, Self
 
 from dpsense.accounting.composition import (
     Charge,
@@ -28,19 +28,30 @@ from dpsense.accounting.composition import (
     decimal_up,
 )
 from dpsense.accounting.ledger import Ledger, LedgerEntry
-from dpsense.errors import BudgetExceededError, InputError
+from dpsense.errors import Assign, BudgetExceededError, InputError, Part
 from dpsense.methods.zcdp import amount, pure_rho
 from dpsense.params import check_delta, check_epsilon
 
-__all__ = ["NOT_ZCDP", "Budget"]
+__all__ = ["Budget", "not_zcdp"]
 
-NOT_ZCDP: Final = (
-    "{what} is (epsilon, delta)-DP with delta > 0 and has no zCDP guarantee, so a rho "
-    "budget cannot charge it. Use a pure-epsilon or zCDP method instead: method='global', "
-    "method='exponential', method='ksw', or method='smooth' with noise='lln' or "
-    "noise='student-t'. Or charge it to an (epsilon, delta) budget instead of a rho budget."
-)
-"""The refusal message; ``{what}`` names the release."""
+
+def not_zcdp(*what: Part) -> InputError:
+    """The refusal of a release with no zCDP guarantee by a rho budget; ``what`` names
+    the release."""
+    method = [Assign("method", m, quoted=True) for m in ("global", "exponential", "ksw")]
+    return InputError(
+        *what,
+        " is (epsilon, delta)-DP with delta > 0 and has no zCDP guarantee, so a rho budget "
+        "cannot charge it. Use a pure-epsilon or zCDP method instead: ",
+        *(p for m in method for p in (m, ", ")),
+        "or ",
+        Assign("method", "smooth", quoted=True),
+        " with ",
+        Assign("noise", "lln", quoted=True),
+        " or ",
+        Assign("noise", "student-t", quoted=True),
+        ". Or charge it to an (epsilon, delta) budget instead of a rho budget.",
+    )
 
 
 class Budget:
@@ -293,7 +304,7 @@ class Budget:
         approx = check_delta(approx_delta, "approx_delta", where=where)
         if self._rho is not None:
             if dlt > 0.0:
-                raise InputError(NOT_ZCDP.format(what="A charge with delta > 0"))
+                raise not_zcdp("A charge with delta > 0")
             if rho is not None:
                 cost = ZcdpCharge.exact(
                     amount(check_epsilon(rho, "rho", where=where)), amount(approx)
@@ -301,7 +312,7 @@ class Budget:
             elif dlt == 0.0 and approx == 0.0:
                 cost = ZcdpCharge.exact(pure_rho(eps))
             else:
-                raise InputError(NOT_ZCDP.format(what="This charge"))
+                raise not_zcdp("This charge")
             return self._charge_zcdp(cost, eps, labels)
         if rho is not None or approx != 0.0:
             raise InputError(
@@ -370,8 +381,11 @@ class Budget:
                 "This release is only approximately zCDP: without public keys, private "
                 "partition selection may release a group that holds one person, with "
                 f"probability up to {float(cost.delta):.3g}, and this rho budget has no cap "
-                "for such probabilities. Create the budget with one (approx_delta=1e-5, say), "
-                "or pass keys=[...] to the release."
+                "for such probabilities. Create the budget with one (",
+                Assign("approx_delta", "1e-5"),
+                ", say), or pass ",
+                Assign("keys", "[...]"),
+                " to the release.",
             )
         with self._lock:
             if self._ledger is not None:

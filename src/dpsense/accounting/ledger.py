@@ -50,7 +50,7 @@ from dpsense.accounting._files import (
 )
 from dpsense.accounting.composition import Charge, RhoBudget, ZcdpCharge, as_decimal, compose
 from dpsense.accounting.schema import SCHEMA_VERSION
-from dpsense.errors import BudgetExceededError
+from dpsense.errors import BudgetExceededError, Door, Name
 from dpsense.params import check_delta, check_epsilon
 
 __all__ = ["SCHEMA_VERSION", "Ledger", "LedgerEntry", "LedgerError"]
@@ -197,8 +197,9 @@ class Ledger:
         p = Path(path)
         if not p.is_file():
             raise LedgerError(
-                f"No ledger file at {p}; create one with "
-                f"ds.Accountant(ledger={str(p)!r}, epsilon=...)."
+                f"No ledger file at {p}; create one with ",
+                Door("ds.Accountant", f"(ledger={str(p)!r}, epsilon=...)", str(p)),
+                ".",
             )
         recover_hot_journal(p, timeout)
         try:
@@ -477,7 +478,9 @@ def _rho_budget(rho: object, dlt: Decimal, approx_delta: object) -> RhoBudget:
     approx = as_decimal(approx_delta, "approx_delta")
     if total_rho <= 0 or not 0 < dlt < 1 or dlt + approx >= 1:
         raise LedgerError(
-            "A rho ledger needs rho > 0, a delta in (0, 1) and delta + approx_delta < 1."
+            "A rho ledger needs rho > 0, a delta in (0, 1) and delta + ",
+            Name("approx_delta"),
+            " < 1.",
         )
     return RhoBudget(total_rho, dlt, approx)
 

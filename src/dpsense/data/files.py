@@ -26,7 +26,7 @@ import numpy as np
 
 from dpsense._arrays import FloatArray, as_data, as_indicator
 from dpsense.data.source import open_table, quote, unreadable
-from dpsense.errors import InputError, missing_column, missing_values, not_numbers
+from dpsense.errors import Assign, InputError, Param, missing_column, missing_values, not_numbers
 
 __all__ = ["load_column", "load_indicator"]
 
@@ -99,8 +99,7 @@ def _check_column_and_nulls(column: Any, nulls: str) -> None:
         )
     if nulls not in ("error", "drop"):
         raise InputError(
-            f"The 'nulls' parameter of load_column must be 'error' or 'drop'. Got {nulls!r} "
-            "instead."
+            Param("nulls", of="load_column"), f" must be 'error' or 'drop'. Got {nulls!r} instead."
         )
 
 
@@ -156,7 +155,8 @@ def _select_index(
         raise InputError(
             f"{where[:1].upper()}{where[1:]} has {len(names)} columns; name the one to use: "
             "pass one of "
-            f"{_format_names(names)} as {argument}=..."
+            f"{_format_names(names)} as ",
+            Assign(argument),
         )
     if column in names:
         return names.index(column)

@@ -28,7 +28,7 @@ import math
 from fractions import Fraction
 
 from dpsense._exact_budget import exact, exp_bounds, float_down, quotient_up, rational_at_least
-from dpsense.errors import InputError
+from dpsense.errors import Assign, InputError
 from dpsense.mechanisms.additive import LaplaceMechanism
 from dpsense.methods._release import (
     Release,
@@ -96,8 +96,9 @@ def checked_ptr_options(
     (``query.methods.check_parameters`` runs it before any charge)."""
     if bound is None:
         raise InputError(
-            "Propose-test-release needs a proposed bound on the local sensitivity: pass "
-            "bound=..., chosen without looking at the data."
+            "Propose-test-release needs a proposed bound on the local sensitivity: pass ",
+            Assign("bound"),
+            ", chosen without looking at the data.",
         )
     b = check_finite(bound, "bound", where="ptr")
     frac = check_finite(test_fraction, "test_fraction", where="ptr")

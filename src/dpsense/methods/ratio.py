@@ -42,7 +42,7 @@ from typing import Any, Final, Literal, TypeAlias
 import numpy as np
 
 from dpsense._arrays import as_indicator
-from dpsense.errors import InputError, warn_large_epsilon
+from dpsense.errors import Assign, InputError, warn_large_epsilon
 from dpsense.methods._ratio_estimators import FloatArray as FloatArray
 from dpsense.methods._ratio_estimators import (
     _local_bound,
@@ -323,8 +323,11 @@ def _check_local_bound_delta(chosen: RatioMethod, relation: Neighbours, dlt: flo
     if chosen == "local-bound" and relation == ADD_REMOVE and dlt == 0.0:
         raise InputError(
             "local-bound needs delta > 0 under add-remove neighbours: its bound on the local "
-            "sensitivity fails with probability delta. Pass delta=... (e.g. 1e-6), or use "
-            "method='ksw' for pure epsilon-DP."
+            "sensitivity fails with probability delta. Pass ",
+            Assign("delta"),
+            " (e.g. 1e-6), or use ",
+            Assign("method", "ksw", quoted=True),
+            " for pure epsilon-DP.",
         )
 
 

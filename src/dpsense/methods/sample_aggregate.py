@@ -35,7 +35,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpsense._exact_budget import exact
-from dpsense.errors import InputError, warn_large_epsilon
+from dpsense.errors import InputError, Param, warn_large_epsilon
 from dpsense.mechanisms.additive import LaplaceMechanism
 from dpsense.methods._release import Release
 from dpsense.methods.call import MethodCall
@@ -224,8 +224,9 @@ def _check_blocks(blocks: int, where: str) -> int:
     k = check_int(blocks, "blocks", where=where, minimum=1)
     if k > MAX_BLOCKS:
         raise InputError(
-            f"The 'blocks' parameter of {where} must be at most {MAX_BLOCKS:,} (each block "
-            "needs records of its own, and the blocks are held in memory); use fewer blocks."
+            Param("blocks", of=where),
+            f" must be at most {MAX_BLOCKS:,} (each block needs records of its own, and the "
+            "blocks are held in memory); use fewer blocks.",
         )
     return k
 

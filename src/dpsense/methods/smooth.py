@@ -50,7 +50,7 @@ from typing import Any, Final
 from dpsense._arrays import FloatArray
 from dpsense._exact_budget import difference_down, float_up, product_down, sqrt_bounds
 from dpsense.defaults import SMOOTH_INTERVAL_SHARE
-from dpsense.errors import InputError
+from dpsense.errors import InputError, Param
 from dpsense.methods._release import Release, on_resolution, resolution_parameters
 from dpsense.methods.call import MethodCall
 from dpsense.methods.global_sensitivity import output_range
@@ -186,7 +186,8 @@ def _plan_student_t(
     d = check_int(dof, "dof", where="smooth method", minimum=1)
     if d > 64:
         raise InputError(
-            f"The 'dof' option of the smooth method must be an int in [1, 64]. Got {dof!r} instead."
+            Param("dof", word="option", method="smooth"),
+            f" must be an int in [1, 64]. Got {dof!r} instead.",
         )
     limit = eps / (d + 1)
     beta = float(limit) / 2.0 if t is None else check_finite(t, "t", where="smooth method")

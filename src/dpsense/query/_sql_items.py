@@ -9,7 +9,7 @@ from typing import Any, Final
 
 from sqlglot import expressions as exp
 
-from dpsense.errors import InputError
+from dpsense.errors import Door, InputError, Message, Part
 from dpsense.tables.row_filter import ALLOWED_SUMMARY, refused_reason
 
 __all__ = [
@@ -54,9 +54,11 @@ _SPELLINGS: Final[tuple[tuple[tuple[type[exp.Expression], ...], tuple[str, str]]
 """sqlglot's nodes of one aggregate -> (the statistic, the prefix of the default name)."""
 _FUNCTIONS: Final = {node: named for nodes, named in _SPELLINGS for node in nodes}
 
-_MIN_MAX: Final = (
+_MIN_MAX: Final = Message(
     "MIN/MAX reveal one person's value; use QUANTILE_CONT(col, 0.01) or "
-    "QUANTILE_CONT(col, 0.99) instead, or find bounds with ds.private_bounds."
+    "QUANTILE_CONT(col, 0.99) instead, or find bounds with ",
+    Door("ds.private_bounds"),
+    ".",
 )
 
 
@@ -94,10 +96,10 @@ class OrderKey:
     nulls_first: bool = False
 
 
-def refuse(message: str) -> InputError:
+def refuse(*message: Part | Message) -> InputError:
     """The InputError of a construct outside the subset (``message`` names it and says
     what to do instead; it quotes names from the query, never values)."""
-    return InputError(f"The SQL query {message}")
+    return InputError("The SQL query ", *message)
 
 
 def column_name(node: exp.Column, qualifiers: frozenset[str], where: str) -> str:
@@ -236,7 +238,7 @@ def _function_call(
 ) -> tuple[type[exp.Expression], exp.Expression, exp.Expression | None]:
     """A supported aggregate function's kind, argument and (quantiles) levels."""
     if isinstance(node, exp.Min | exp.Max | exp.ArgMin | exp.ArgMax):
-        raise refuse(f"uses {node.key.upper()}: " + _MIN_MAX)
+        raise refuse(f"uses {node.key.upper()}: ", _MIN_MAX)
     kind = type(node)
     if kind not in _FUNCTIONS:
         name = _function_name(node)
@@ -294,7 +296,7 @@ def where_text(tree: exp.Select, qualifiers: frozenset[str]) -> str | None:
     predicate = clause.this.copy()
     for node in predicate.walk():
         if isinstance(node, exp.AggFunc) and isinstance(node, exp.Min | exp.Max):
-            raise refuse(f"uses {node.key.upper()} in WHERE: " + _MIN_MAX)
+            raise refuse(f"uses {node.key.upper()} in WHERE: ", _MIN_MAX)
         reason = refused_reason(node)
         if reason is not None:
             if reason.startswith("a subquery"):

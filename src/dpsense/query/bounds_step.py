@@ -30,7 +30,7 @@ from dpsense._exact_budget import difference_down, float_up, product_down
 from dpsense.accounting.composition import ZcdpCharge
 from dpsense.bounds import private_bounds
 from dpsense.defaults import BOUNDS_SHARE
-from dpsense.errors import InputError
+from dpsense.errors import Assign, InputError, Param
 from dpsense.methods import Release
 from dpsense.methods.zcdp import pure_rho
 from dpsense.neighbours import Neighbours
@@ -97,26 +97,34 @@ def plan_bounds(
     if bounds is None:
         if bounds_share is not None:
             raise InputError(
-                f"The 'bounds_share' parameter of {where} is the share of epsilon spent on "
-                "private bounds: pass bounds='private' too, or drop it."
+                Param("bounds_share", of=where),
+                " is the share of epsilon spent on private bounds: pass ",
+                Assign("bounds", "private", quoted=True),
+                " too, or drop it.",
             )
         if isinstance(statistic, BoundedStatistic) and not statistic.has_bounds:
             raise missing_bounds(statistic, where)
         return None
     if not isinstance(statistic, BoundedStatistic):
         raise InputError(
-            f"{statistic.name} uses no value and needs no bounds: drop bounds='private'."
+            f"{statistic.name} uses no value and needs no bounds: drop ",
+            Assign("bounds", "private", quoted=True),
+            ".",
         )
     if statistic.has_bounds:
         raise InputError(
             f"This {statistic.name} already has bounds ({statistic.lower:g}, "
-            f"{statistic.upper:g}): drop bounds='private', or build it without bounds "
-            f"(e.g. ds.{type(statistic).__name__}()) to find them privately."
+            f"{statistic.upper:g}): drop ",
+            Assign("bounds", "private", quoted=True),
+            ", or build it without bounds "
+            f"(e.g. ds.{type(statistic).__name__}()) to find them privately.",
         )
     if neighbours != "add-remove":
         raise InputError(
-            "bounds='private' finds bounds with add-remove differential privacy: pass "
-            "neighbours='add-remove', or give public bounds."
+            Assign("bounds", "private", quoted=True),
+            " finds bounds with add-remove differential privacy: pass ",
+            Assign("neighbours", "add-remove", quoted=True),
+            ", or give public bounds.",
         )
     return _bounds_split(bounds_share, epsilon, where)
 
@@ -131,8 +139,8 @@ def _bounds_split(bounds_share: object, epsilon: float, where: str) -> BoundsPla
         or not 0.0 < float(share) < 1.0
     ):
         raise InputError(
-            f"The 'bounds_share' parameter of {where} must be a float in (0, 1). "
-            f"Got {bounds_share!r} instead."
+            Param("bounds_share", of=where),
+            f" must be a float in (0, 1). Got {bounds_share!r} instead.",
         )
     eps_b = product_down(float(share), epsilon)
     rest = difference_down(epsilon, eps_b)

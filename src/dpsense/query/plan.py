@@ -21,7 +21,7 @@ from fractions import Fraction
 from typing import Any
 
 from dpsense._exact_budget import difference_down, product_down, quotient_down
-from dpsense.errors import InputError
+from dpsense.errors import Assign, InputError, Name, Param
 from dpsense.neighbours import Neighbours, validate_neighbours
 from dpsense.params import check_delta, check_epsilon, check_int
 from dpsense.query.bounds_step import BoundsPlan, plan_bounds
@@ -404,17 +404,19 @@ def _units_and_groups(args: ReleaseArgs, where: str) -> tuple[tuple[str, ...], i
     m_groups = check_int(args.max_groups_per_unit, "max_groups_per_unit", where=where, minimum=1)
     if args.privacy_unit is None and (m_rows != 1 or m_groups != 1):
         raise InputError(
-            "max_rows_per_unit and max_groups_per_unit bound what one privacy unit "
-            "contributes: pass privacy_unit=... (the column identifying a person)."
+            Name("max_rows_per_unit"),
+            " and ",
+            Name("max_groups_per_unit"),
+            " bound what one privacy unit contributes: pass ",
+            Assign("privacy_unit"),
+            " (the column identifying a person).",
         )
     if args.privacy_unit is not None and not isinstance(args.privacy_unit, str):
-        raise InputError("The 'privacy_unit' parameter must be a column name (str).")
+        raise InputError(Param("privacy_unit"), " must be a column name (str).")
     if args.keys is not None and not by_cols:
-        raise InputError("The 'keys' parameter lists groups: pass by=... as well.")
+        raise InputError(Param("keys"), " lists groups: pass ", Assign("by"), " as well.")
     if args.nulls not in ("error", "drop"):
-        raise InputError(
-            f"The 'nulls' parameter must be 'error' or 'drop'. Got {args.nulls!r} instead."
-        )
+        raise InputError(Param("nulls"), f" must be 'error' or 'drop'. Got {args.nulls!r} instead.")
     return by_cols, m_rows, m_groups
 
 

@@ -18,7 +18,7 @@ import sqlglot
 from sqlglot import expressions as exp
 from sqlglot.errors import ParseError, TokenError
 
-from dpsense.errors import InputError
+from dpsense.errors import Assign, InputError, Message
 from dpsense.query._sql_groups import group_by
 from dpsense.query._sql_items import (
     AGGREGATES,
@@ -201,7 +201,7 @@ def _refuse_outer(tree: object) -> NoReturn:
     )
 
 
-_REFUSED_CLAUSES: Final[tuple[tuple[tuple[str, ...], str], ...]] = (
+_REFUSED_CLAUSES: Final[tuple[tuple[tuple[str, ...], str | Message], ...]] = (
     (
         ("with_",),
         "uses WITH (a common table expression over private data); prepare the table "
@@ -209,9 +209,12 @@ _REFUSED_CLAUSES: Final[tuple[tuple[tuple[str, ...], str], ...]] = (
     ),
     (
         ("distinct",),
-        "uses SELECT DISTINCT: the distinct values of a column are private; release "
-        "the groups with GROUP BY col (public keys=..., or private partition selection "
-        "with delta > 0).",
+        Message(
+            "uses SELECT DISTINCT: the distinct values of a column are private; release "
+            "the groups with GROUP BY col (public ",
+            Assign("keys"),
+            ", or private partition selection with delta > 0).",
+        ),
     ),
     (
         ("having",),

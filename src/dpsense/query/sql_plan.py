@@ -14,7 +14,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from dpsense.errors import InputError, keys_columns
+from dpsense.errors import Assign, InputError, Keys, Message, Param, keys_columns
 from dpsense.params import validate_bounds
 from dpsense.statistics import Count, Statistic, make_statistic
 
@@ -152,14 +152,13 @@ def group_keys(spec: SqlQuery, keys: Any) -> Any:
         return keys
     named = [str(k) for k in keys]
     if sorted(named) != sorted(released):
-        example = ", ".join(f"{b!r}: [...]" for b in released)
         renamed = [f"{b!r} as {n!r}" for b, n in zip(spec.by, released, strict=True) if b != n]
         note = f" (the query releases {', '.join(renamed)})" if renamed else ""
         raise keys_columns(
-            f"The 'keys' parameter of {_WHERE}",
+            Param("keys", of=_WHERE),
             list(released),
             named,
-            f"list the values of each{note}, keys={{{example}}}",
+            Message(f"list the values of each{note}, ", Keys(tuple(released))),
         )
     columns: list[list[Any]] = []
     for col in released:
@@ -233,6 +232,7 @@ def _check_people(agg: SqlAggregate, units: frozenset[str]) -> None:
         raise InputError(
             f"The SQL query counts distinct values of {agg.column!r}, which "
             "is not the privacy unit: the number of distinct values is not bounded by one "
-            "person's rows. COUNT(DISTINCT unit) counts people (pass privacy_unit="
-            f"{agg.column!r} if that column identifies a person)."
+            "person's rows. COUNT(DISTINCT unit) counts people (pass ",
+            Assign.of("privacy_unit", agg.column),
+            " if that column identifies a person).",
         )

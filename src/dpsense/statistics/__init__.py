@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from dpsense.defaults import STATISTIC_NAMES
-from dpsense.errors import InputError
+from dpsense.errors import InputError, Param
 from dpsense.statistics._profile import INFINITE_DISTANCE, Profile
 from dpsense.statistics.base import NO_BOUND, BoundedStatistic, Statistic
 from dpsense.statistics.moments import Count, Mean, Std, Sum, Variance
@@ -40,8 +40,8 @@ def statistic_key(name: str) -> str:
     key = {"var": "variance", "stddev": "std", "trimmed": "trimmed-mean"}.get(key, key)
     if key not in STATISTIC_NAMES:
         raise InputError(
-            f"The 'statistic' parameter must be one of {', '.join(STATISTIC_NAMES)}. "
-            f"Got {name!r} instead."
+            Param("statistic"),
+            f" must be one of {', '.join(STATISTIC_NAMES)}. Got {name!r} instead.",
         )
     return key
 

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from dpsense._exact_budget import difference_down, product_down, quotient_down
-from dpsense.errors import InputError, keys_columns
+from dpsense.errors import MANY, Assign, InputError, keys_columns
 from dpsense.methods import Release
 from dpsense.noise.rng import RandomSource
 from dpsense.statistics import Statistic
@@ -62,7 +62,11 @@ def budget_split(
         if delta == 0.0:
             raise InputError(
                 "Releasing groups without public keys needs private partition selection, "
-                "which needs delta > 0: pass keys=[...] or delta=... (e.g. 1e-6)."
+                "which needs delta > 0: pass ",
+                Assign("keys", MANY),
+                " or ",
+                Assign("delta"),
+                " (e.g. 1e-6).",
             )
         # shares rounded down, the rests exact differences rounded down (docs/noise.md §8)
         selection = (product_down(SELECTION_SHARE, epsilon), product_down(SELECTION_SHARE, delta))

@@ -47,7 +47,7 @@ from typing import Any, Final
 import numpy as np
 
 from dpsense.data.source import PARQUET_SUFFIXES, open_table, quote
-from dpsense.errors import InputError
+from dpsense.errors import InputError, Param
 from dpsense.statistics import Quantile, Quantiles, Statistic
 from dpsense.tables.rows.casts import Cast, ColumnType
 from dpsense.tables.rows.checks import SQL_INTEGERS as _SQL_INTEGERS
@@ -87,14 +87,16 @@ def _parse_type(column: str, text: object, where: str) -> Cast:
             precision, scale = int(match.group(1)), int(match.group(2))
             if not (1 <= precision <= 38 and scale <= precision):
                 raise InputError(
-                    f"The type of column {column!r} in the 'schema' parameter of {where} "
-                    "must be decimal(p,s) with 1 <= p <= 38 and 0 <= s <= p. "
-                    f"Got {text!r} instead."
+                    f"The type of column {column!r} in ",
+                    Param("schema", of=where, capital=False),
+                    " must be decimal(p,s) with 1 <= p <= 38 and 0 <= s <= p. "
+                    f"Got {text!r} instead.",
                 )
             return Cast("decimal", precision, scale)
     raise InputError(
-        f"The type of column {column!r} in the 'schema' parameter of {where} must be "
-        f"{_VOCABULARY}. Got {shown} instead."
+        f"The type of column {column!r} in ",
+        Param("schema", of=where, capital=False),
+        f" must be {_VOCABULARY}. Got {shown} instead.",
     )
 
 

@@ -24,9 +24,9 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
-from dpsense.accounting.budget import NOT_ZCDP
+from dpsense.accounting.budget import not_zcdp
 from dpsense.accounting.composition import ZcdpCharge
-from dpsense.errors import InputError
+from dpsense.errors import Assign, Part
 from dpsense.mechanisms.partition_selection import SelectionRule
 from dpsense.methods.zcdp import amount, method_rho
 from dpsense.neighbours import Neighbours
@@ -54,10 +54,12 @@ def release_zcdp_cost(
         method, statistic, epsilon=eps_g, delta=dlt_g, neighbours=neighbours, options=options
     )
     if one is None:
-        noise = f" with noise={options['noise']!r}" if "noise" in options else ""
-        if method == "smooth" and not noise:
-            noise = " with Laplace noise, its default when delta > 0"
-        raise InputError(NOT_ZCDP.format(what=f"This release (method={method!r}{noise})"))
+        noise: tuple[Part, ...] = ()
+        if "noise" in options:
+            noise = (" with ", Assign.of("noise", options["noise"]))
+        elif method == "smooth":
+            noise = (" with Laplace noise, its default when delta > 0",)
+        raise not_zcdp("This release (", Assign.of("method", method), *noise, ")")
     # a unit changes at most ``touched`` of the released groups, each rho_g-zCDP
     rho = split.touched * one
     approx = Fraction(0)
