@@ -328,7 +328,7 @@ def _check_quantiles(quantiles: Any) -> tuple[float, float]:
         p_lo, p_hi = (float(q) for q in quantiles)
     except (TypeError, ValueError):
         raise InputError(
-            "The 'quantiles' parameter of private_bounds must be two numbers, e.g. (0.02, 0.98)."
+            Param("quantiles", of="private_bounds"), " must be two numbers, e.g. (0.02, 0.98)."
         ) from None
     if not (0.0 <= p_lo < p_hi <= 1.0) or math.isnan(p_lo) or math.isnan(p_hi):
         raise InputError(

@@ -28,7 +28,7 @@ from dpsense.accounting.composition import (
     decimal_up,
 )
 from dpsense.accounting.ledger import Ledger, LedgerEntry
-from dpsense.errors import Assign, BudgetExceededError, InputError, Part
+from dpsense.errors import Assign, BudgetExceededError, InputError, Param, Part
 from dpsense.methods.zcdp import amount, pure_rho
 from dpsense.params import check_delta, check_epsilon
 
@@ -73,8 +73,8 @@ class Budget:
         where = "Accountant"
         if composition not in ("basic", "advanced"):
             raise InputError(
-                f"The 'composition' parameter of {where} must be 'basic' or 'advanced'. "
-                f"Got {composition!r} instead."
+                Param("composition", of=where),
+                f" must be 'basic' or 'advanced'. Got {composition!r} instead.",
             )
         self._lock = threading.Lock()
         self._group: str | None = None
@@ -88,8 +88,8 @@ class Budget:
         wanted = self._rho_budget(epsilon, dlt, rho, approx) if rho is not None else None
         if rho is None and approx != 0.0:
             raise InputError(
-                "The 'approx_delta' parameter of Accountant caps the approximate deltas of a "
-                "zCDP budget: pass rho=... too, or drop it."
+                Param("approx_delta", of="Accountant"),
+                " caps the approximate deltas of a zCDP budget: pass rho=... too, or drop it.",
             )
         self._rho: RhoBudget | None = wanted
         self._ledger: Ledger | None = None

@@ -50,7 +50,7 @@ from dpsense.accounting._files import (
 )
 from dpsense.accounting.composition import Charge, RhoBudget, ZcdpCharge, as_decimal, compose
 from dpsense.accounting.schema import SCHEMA_VERSION
-from dpsense.errors import BudgetExceededError, Door, Name
+from dpsense.errors import BudgetExceededError, Door, Name, Param
 from dpsense.params import check_delta, check_epsilon
 
 __all__ = ["SCHEMA_VERSION", "Ledger", "LedgerEntry", "LedgerError"]
@@ -497,8 +497,8 @@ def _epsilon_budget(
         raise LedgerError("A ledger needs a total epsilon > 0 and a delta in [0, 1).")
     if composition not in ("basic", "advanced"):
         raise LedgerError(
-            "The 'composition' parameter of Ledger.create must be 'basic' or 'advanced'. Got "
-            f"{composition!r} instead."
+            Param("composition", of="Ledger.create"),
+            f" must be 'basic' or 'advanced'. Got {composition!r} instead.",
         )
     if composition == "advanced" and not 0 < slack <= dlt:
         raise LedgerError(

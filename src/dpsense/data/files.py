@@ -94,8 +94,8 @@ def _check_column_and_nulls(column: Any, nulls: str) -> None:
     """An InputError unless ``column`` is None or a name and ``nulls`` is known."""
     if column is not None and not isinstance(column, str):
         raise InputError(
-            f"The 'column' parameter of load_column must be a column name (str). "
-            f"Got an object of type {type(column).__name__} instead."
+            Param("column", of="load_column"),
+            f" must be a column name (str). Got an object of type {type(column).__name__} instead.",
         )
     if nulls not in ("error", "drop"):
         raise InputError(

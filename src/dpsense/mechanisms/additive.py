@@ -30,7 +30,7 @@ from dpsense._exact_budget import (
     rational_at_least,
     sqrt_bounds,
 )
-from dpsense.errors import InputError
+from dpsense.errors import InputError, Param
 from dpsense.mechanisms._common import (
     MechanismResult,
     as_exact_values,
@@ -63,7 +63,7 @@ def _check_sensitivity(value: object, where: str) -> float:
     s = check_finite(value, "sensitivity", where=where)
     if s < 0:
         raise InputError(
-            f"The 'sensitivity' parameter of {where} must be a float >= 0. Got {value!r} instead."
+            Param("sensitivity", of=where), f" must be a float >= 0. Got {value!r} instead."
         )
     return s
 

@@ -57,7 +57,7 @@ from numpy.typing import NDArray
 
 from dpsense._arrays import as_data
 from dpsense._exact_budget import product_down
-from dpsense.errors import InputError
+from dpsense.errors import InputError, Param
 from dpsense.mechanisms._permute_flip import MAX_GRID as PF_MAX_GRID
 from dpsense.mechanisms._permute_flip import pf_eta, sample_permute_and_flip
 from dpsense.mechanisms._quantile_sampler import (
@@ -102,8 +102,8 @@ def _check_grid_bits(bits: object, where: str) -> int:
     value = check_int(bits, "_grid_bits", where=where, minimum=1)
     if value > _MAX_GRID_BITS:
         raise InputError(
-            f"The '_grid_bits' parameter of {where} must be an int in [1, {_MAX_GRID_BITS}]. "
-            f"Got {bits!r} instead."
+            Param("_grid_bits", of=where),
+            f" must be an int in [1, {_MAX_GRID_BITS}]. Got {bits!r} instead.",
         )
     return value
 
@@ -114,8 +114,8 @@ def quantile_score(p: float, epsilon: float, neighbours: Neighbours, where: str)
     frac = Fraction(p).limit_denominator(_MAX_DENOMINATOR)
     if not 0 < frac < 1:
         raise InputError(
-            f"The 'p' parameter of {where} must be a float in (0, 1) at least 1e-6 away from "
-            f"0 and 1. Got {p!r} instead."
+            Param("p", of=where),
+            f" must be a float in (0, 1) at least 1e-6 away from 0 and 1. Got {p!r} instead.",
         )
     num, den = frac.numerator, frac.denominator
     # den * Delta: max(num, den - num) under add-remove, den under substitute
@@ -240,8 +240,8 @@ class ExponentialQuantile:
             res = check_finite(self.resolution, "resolution", where=where)
             if not res > 0:
                 raise InputError(
-                    f"The 'resolution' parameter of {where} must be a float > 0 or None. "
-                    f"Got {self.resolution!r} instead."
+                    Param("resolution", of=where),
+                    f" must be a float > 0 or None. Got {self.resolution!r} instead.",
                 )
             object.__setattr__(self, "resolution", res)
             grid = ResolutionGrid.build(bounds.lower, bounds.upper, res, where)

@@ -37,7 +37,7 @@ import math
 from dataclasses import replace
 
 from dpsense._exact_budget import exact, rational_at_least
-from dpsense.errors import InputError
+from dpsense.errors import InputError, Param
 from dpsense.methods._release import Release
 from dpsense.methods.call import MethodCall
 from dpsense.methods.exponential import release_exponential
@@ -64,8 +64,8 @@ def checked_adaptive(statistic: Statistic, test_fraction: object = 0.15) -> floa
     frac = check_finite(test_fraction, "test_fraction", where="adaptive")
     if not 0.0 < frac < 1.0:
         raise InputError(
-            "The 'test_fraction' option of adaptive must be in (0, 1). "
-            f"Got {test_fraction!r} instead."
+            Param("test_fraction", word="option", of="adaptive"),
+            f" must be in (0, 1). Got {test_fraction!r} instead.",
         )
     return frac
 

@@ -28,7 +28,7 @@ import math
 from fractions import Fraction
 
 from dpsense._exact_budget import exact, exp_bounds, float_down, quotient_up, rational_at_least
-from dpsense.errors import Assign, InputError
+from dpsense.errors import Assign, InputError, Param
 from dpsense.mechanisms.additive import LaplaceMechanism
 from dpsense.methods._release import (
     Release,
@@ -106,7 +106,8 @@ def checked_ptr_options(
         raise InputError(f"The 'bound' option of ptr must be a float > 0. Got {bound!r} instead.")
     if not 0.0 < frac < 1.0:
         raise InputError(
-            f"The 'test_fraction' option of ptr must be in (0, 1). Got {test_fraction!r} instead."
+            Param("test_fraction", word="option", of="ptr"),
+            f" must be in (0, 1). Got {test_fraction!r} instead.",
         )
     if delta == 0.0:
         raise InputError(

@@ -42,7 +42,7 @@ from typing import Any, Final, Literal, TypeAlias
 import numpy as np
 
 from dpsense._arrays import as_indicator
-from dpsense.errors import Assign, InputError, warn_large_epsilon
+from dpsense.errors import Assign, InputError, Param, warn_large_epsilon
 from dpsense.methods._ratio_estimators import FloatArray as FloatArray
 from dpsense.methods._ratio_estimators import (
     _local_bound,
@@ -154,8 +154,8 @@ def _check_method(method: object, where: str) -> RatioMethod:
         if method == name:
             return name
     raise InputError(
-        f"The 'method' parameter of {where} must be one of 'ksw', 'naive' or "
-        f"'local-bound'. Got {method!r} instead."
+        Param("method", of=where),
+        f" must be one of 'ksw', 'naive' or 'local-bound'. Got {method!r} instead.",
     )
 
 
@@ -170,8 +170,8 @@ def _bound_fraction(options: Mapping[str, object], method: RatioMethod, where: s
         return DEFAULT_BOUND_FRACTION
     if method != "local-bound":
         raise InputError(
-            f"The 'bound_fraction' option of {where} applies only to method='local-bound'. "
-            f"Got it with method={method!r}; remove it."
+            Param("bound_fraction", word="option", of=where),
+            f" applies only to method='local-bound'. Got it with method={method!r}; remove it.",
         )
     return check_bound_fraction(options["bound_fraction"], where=where)
 

@@ -237,13 +237,13 @@ def _check_options(
     """The checked options, and the receipt's label of ``func``."""
     if aggregator not in ("mean", "median"):
         raise InputError(
-            f"The 'aggregator' parameter of {where} must be 'mean' or 'median'. "
-            f"Got {aggregator!r} instead."
+            Param("aggregator", of=where),
+            f" must be 'mean' or 'median'. Got {aggregator!r} instead.",
         )
     if on_error not in ("midpoint", "raise"):
         raise InputError(
-            f"The 'on_error' parameter of {where} must be 'midpoint' or 'raise'. "
-            f"Got {on_error!r} instead."
+            Param("on_error", of=where),
+            f" must be 'midpoint' or 'raise'. Got {on_error!r} instead.",
         )
     if not callable(func):
         raise InputError(f"The 'func' parameter of {where} must be callable.")

@@ -148,8 +148,8 @@ def plan_smooth(
         noise = "laplace" if delta > 0 else "student-t"
     if noise not in SMOOTH_NOISES:
         raise InputError(
-            f"The 'noise' option of the smooth method must be one of {', '.join(SMOOTH_NOISES)}. "
-            f"Got {noise!r} instead."
+            Param("noise", word="option", method="smooth"),
+            f" must be one of {', '.join(SMOOTH_NOISES)}. Got {noise!r} instead.",
         )
     eps = Fraction(epsilon)
     if noise == "laplace":
@@ -193,8 +193,8 @@ def _plan_student_t(
     beta = float(limit) / 2.0 if t is None else check_finite(t, "t", where="smooth method")
     if not 0.0 < beta < limit:
         raise InputError(
-            f"The 't' option of the smooth method must be in (0, epsilon/(dof+1)) = "
-            f"(0, {float(limit):g}). Got {t!r} instead."
+            Param("t", word="option", method="smooth"),
+            f" must be in (0, epsilon/(dof+1)) = (0, {float(limit):g}). Got {t!r} instead.",
         )
     _check_beta(beta)
     divisor = 2 * sqrt_bounds(d, 60)[0] * (limit - Fraction(beta))

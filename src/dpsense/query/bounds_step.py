@@ -91,8 +91,8 @@ def plan_bounds(
     """
     if bounds is not None and bounds != "private":
         raise InputError(
-            f"The 'bounds' parameter of {where} must be None (the statistic's own bounds) or "
-            f"'private'. Got {bounds!r} instead."
+            Param("bounds", of=where),
+            f" must be None (the statistic's own bounds) or 'private'. Got {bounds!r} instead.",
         )
     if bounds is None:
         if bounds_share is not None:
@@ -146,9 +146,10 @@ def _bounds_split(bounds_share: object, epsilon: float, where: str) -> BoundsPla
     rest = difference_down(epsilon, eps_b)
     if not (eps_b > 0.0 and rest > 0.0):
         raise InputError(
-            f"The 'bounds_share' parameter of {where} leaves no epsilon for the bounds or "
+            Param("bounds_share", of=where),
+            f" leaves no epsilon for the bounds or "
             f"for the release (epsilon={epsilon!r}, bounds_share={share!r}): pass a share "
-            "further from 0 and 1."
+            "further from 0 and 1.",
         )
     return BoundsPlan(float(share), eps_b, rest)
 

@@ -15,7 +15,7 @@ from typing import Any, Final
 
 from dpsense._arrays import as_data
 from dpsense.defaults import METHODS
-from dpsense.errors import Assign, InputError
+from dpsense.errors import Assign, InputError, Param
 from dpsense.methods import Release
 from dpsense.methods.adaptive import checked_adaptive, release_adaptive
 from dpsense.methods.auto import choose_method
@@ -154,8 +154,8 @@ def checked_method(
     only), checked: it fits ``statistic`` and takes ``options``."""
     if method not in METHODS:
         raise InputError(
-            f"The 'method' parameter of release must be one of {', '.join(METHODS)}. "
-            f"Got {method!r} instead."
+            Param("method", of="release"),
+            f" must be one of {', '.join(METHODS)}. Got {method!r} instead.",
         )
     if method == "auto":
         known = {name for names in _OPTIONS.values() for name in names}

@@ -170,9 +170,10 @@ def _entries(
         return [("value", statistics, column, None)]
     if not isinstance(statistics, Mapping):
         raise InputError(
-            f"The 'statistic' parameter of {where} must be a dpsense statistic such as "
+            Param("statistic", of=where),
+            f" must be a dpsense statistic such as "
             "ds.Median(lower, upper), or a dict of them by name. Got an object of type "
-            f"{type(statistics).__name__} instead."
+            f"{type(statistics).__name__} instead.",
         )
     if not statistics:
         raise InputError(f"The dict of statistics passed to {where} is empty: name at least one.")
@@ -207,14 +208,16 @@ def _weights(weights: object, names: list[str], where: str) -> dict[str, Fractio
         return dict.fromkeys(names, Fraction(1))
     if not isinstance(weights, Mapping):
         raise InputError(
-            f"The 'weights' parameter of {where} must be a dict of statistic names to "
-            f"positive numbers, e.g. {{{names[0]!r}: 2}}. Got {type(weights).__name__} instead."
+            Param("weights", of=where),
+            f" must be a dict of statistic names to "
+            f"positive numbers, e.g. {{{names[0]!r}: 2}}. Got {type(weights).__name__} instead.",
         )
     unknown = [k for k in weights if k not in names]
     if unknown:
         raise InputError(
-            f"The 'weights' parameter of {where} names {unknown[0]!r}, which is not a "
-            f"statistic of the query ({', '.join(repr(n) for n in names)})."
+            Param("weights", of=where),
+            f" names {unknown[0]!r}, which is not a "
+            f"statistic of the query ({', '.join(repr(n) for n in names)}).",
         )
     out = {}
     for name in names:
@@ -341,8 +344,9 @@ def _statistic_items(
     their checked weights."""
     if isinstance(statistics, Statistic) and args.weights is not None:
         raise InputError(
-            f"The 'weights' parameter of {where} splits epsilon between the statistics of a "
-            "dict: pass a dict of statistics, or drop weights."
+            Param("weights", of=where),
+            " splits epsilon between the statistics of a "
+            "dict: pass a dict of statistics, or drop weights.",
         )
     if args.column is not None and not isinstance(args.column, str):
         raise InputError("The 'column' parameter must be a column name (str).")

@@ -18,7 +18,7 @@ import sqlglot
 from sqlglot import expressions as exp
 from sqlglot.errors import ParseError, TokenError
 
-from dpsense.errors import Assign, InputError, Message
+from dpsense.errors import Assign, InputError, Message, Param
 from dpsense.query._sql_groups import group_by
 from dpsense.query._sql_items import (
     AGGREGATES,
@@ -126,8 +126,9 @@ def parse_sql(query: str) -> SqlQuery:
     """
     if not isinstance(query, str) or not query.strip():
         raise InputError(
-            f"The 'query' parameter of {_WHERE} must be a SQL SELECT text. Got "
-            f"{'an empty text' if isinstance(query, str) else type(query).__name__} instead."
+            Param("query", of=_WHERE),
+            f" must be a SQL SELECT text. Got "
+            f"{'an empty text' if isinstance(query, str) else type(query).__name__} instead.",
         )
     try:
         statements = [s for s in sqlglot.parse(query, read="duckdb") if s is not None]

@@ -48,10 +48,11 @@ def _bounds_of(
         others = [str(k) for k in (bounds or {}) if str(k) != column]
         hint = f" (it names {', '.join(map(repr, others))}: a typo?)" if others else ""
         raise InputError(
-            f"The 'bounds' parameter of {_WHERE} has no bounds for the column {column!r} "
+            Param("bounds", of=_WHERE),
+            f" has no bounds for the column {column!r} "
             f"(aggregated as {agg.name!r}){hint}; SQL carries none. Pass bounds={{{column!r}: "
             "(lower, upper)}, public and chosen without looking at the data, or "
-            "bounds='private' to find them privately (ds.private_bounds)."
+            "bounds='private' to find them privately (ds.private_bounds).",
         )
     pair = bounds[column]
     if isinstance(pair, str | bytes) or not isinstance(pair, Sequence) or len(pair) != 2:
@@ -76,12 +77,10 @@ def check_bounds_argument(bounds: object) -> Mapping[str, Any] | str | None:
     """``bounds`` is None, ``"private"`` or a mapping of column names."""
     if bounds is None or bounds == "private" or isinstance(bounds, Mapping):
         return bounds
+    shown = repr(bounds) if isinstance(bounds, str) else type(bounds).__name__
     raise InputError(
-        f"The 'bounds' parameter of {_WHERE} must be a mapping {{column: (lower, upper)}} or "
-        f"'private'. Got {bounds!r} instead."
-        if isinstance(bounds, str)
-        else f"The 'bounds' parameter of {_WHERE} must be a mapping {{column: (lower, upper)}} "
-        f"or 'private'. Got {type(bounds).__name__} instead."
+        Param("bounds", of=_WHERE),
+        f" must be a mapping {{column: (lower, upper)}} or 'private'. Got {shown} instead.",
     )
 
 
@@ -138,8 +137,8 @@ def group_keys(spec: SqlQuery, keys: Any) -> Any:
         return None
     if not spec.by:
         raise InputError(
-            f"The 'keys' parameter of {_WHERE} lists groups, but the query has no GROUP BY; "
-            "add GROUP BY col or drop keys."
+            Param("keys", of=_WHERE),
+            " lists groups, but the query has no GROUP BY; add GROUP BY col or drop keys.",
         )
     released = spec.released_by
     if not isinstance(keys, Mapping):

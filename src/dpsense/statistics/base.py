@@ -12,7 +12,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from dpsense._arrays import FloatArray, as_data
-from dpsense.errors import InputError
+from dpsense.errors import InputError, Param
 from dpsense.neighbours import Neighbours, validate_neighbours
 from dpsense.params import check_beta, check_finite, check_int, validate_bounds
 from dpsense.statistics._profile import Profile, as_ks
@@ -191,7 +191,7 @@ class Statistic(ABC):
         b = check_finite(bound, "bound", where=where)
         if b < 0:
             raise InputError(
-                f"The 'bound' parameter of {where} must be a float >= 0. Got {bound!r} instead."
+                Param("bound", of=where), f" must be a float >= 0. Got {bound!r} instead."
             )
         return self.profile(self._prepare(x, where), nb).distance(b)
 

@@ -17,7 +17,7 @@ from typing import Any, ClassVar, Final
 import numpy as np
 
 from dpsense._arrays import FloatArray
-from dpsense.errors import InputError
+from dpsense.errors import InputError, Param
 from dpsense.neighbours import Neighbours
 from dpsense.params import check_probability
 from dpsense.statistics._grid import CandidateGrid
@@ -75,16 +75,18 @@ class Quantiles(BoundedStatistic):
         raw = self.ps
         if isinstance(raw, str | bytes) or not isinstance(raw, Iterable | np.ndarray):
             raise InputError(
-                f"The 'ps' parameter of {name} must be a list of levels in (0, 1), e.g. "
-                f"[0.1, 0.5, 0.9]. Got {type(raw).__name__} instead."
+                Param("ps", of=name),
+                f" must be a list of levels in (0, 1), e.g. "
+                f"[0.1, 0.5, 0.9]. Got {type(raw).__name__} instead.",
             )
         ps = tuple(check_probability(p, "ps", where=name) for p in raw)
         if not ps:
             raise InputError(f"The 'ps' parameter of {name} needs at least one level.")
         if len(ps) > _MAX_LEVELS:
             raise InputError(
-                f"The 'ps' parameter of {name} has {len(ps)} levels; at most {_MAX_LEVELS} "
-                "are supported (more levels than that do not make a private CDF better)."
+                Param("ps", of=name),
+                f" has {len(ps)} levels; at most {_MAX_LEVELS} "
+                "are supported (more levels than that do not make a private CDF better).",
             )
         levels = tuple(Fraction(p).limit_denominator(_MAX_DENOMINATOR) for p in ps)
         if any(not 0 < q < 1 for q in levels):

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from dpsense._exact_budget import difference_down, product_down, quotient_down
-from dpsense.errors import MANY, Assign, InputError, keys_columns
+from dpsense.errors import MANY, Assign, InputError, Param, keys_columns
 from dpsense.methods import Release
 from dpsense.noise.rng import RandomSource
 from dpsense.statistics import Statistic
@@ -184,8 +184,9 @@ def normalise_keys(keys: Any, by: tuple[str, ...]) -> list[tuple[Any, ...]]:
         return list(zip(*(native[b] for b in by), strict=True))
     if isinstance(keys, str | bytes) or not isinstance(keys, Sequence | np.ndarray | set):
         raise InputError(
-            "The 'keys' parameter must be a list of group values (tuples for several "
-            "group columns) or a DataFrame of the group columns."
+            Param("keys"),
+            " must be a list of group values (tuples for several "
+            "group columns) or a DataFrame of the group columns.",
         )
     out: list[tuple[Any, ...]] = []
     for key in keys:

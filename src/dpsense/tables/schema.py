@@ -112,15 +112,16 @@ def parse_schema(schema: object, where: str = "release") -> dict[str, Cast]:
         return {}
     if not isinstance(schema, Mapping):
         raise InputError(
-            f"The 'schema' parameter of {where} must be a mapping of column names to types, "
-            f"e.g. {{'age': 'int'}}. Got an object of type {type(schema).__name__} instead."
+            Param("schema", of=where),
+            f" must be a mapping of column names to types, "
+            f"e.g. {{'age': 'int'}}. Got an object of type {type(schema).__name__} instead.",
         )
     out: dict[str, Cast] = {}
     for column, text in schema.items():
         if not isinstance(column, str) or not column:
             raise InputError(
-                f"The 'schema' parameter of {where} must map column names (str) to types. "
-                f"Got the key {column!r} instead."
+                Param("schema", of=where),
+                f" must map column names (str) to types. Got the key {column!r} instead.",
             )
         out[column] = _parse_type(column, text, where)
     return out
