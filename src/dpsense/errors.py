@@ -64,7 +64,8 @@ UnitPath = str | tuple[str, str, str]
 @dataclass(frozen=True)
 class Param:
     """A parameter named in a sentence: ``The 'delta' parameter of bounded_ls_mean``
-    (``of`` a function), ``The 'dof' option of the smooth method`` (``method``)."""
+    (``of`` a function), ``The 'dof' option of the smooth method`` (``method``), ``The
+    'ids' of sample_and_aggregate`` (no ``word``: never an option)."""
 
     name: str
     of: str = ""
@@ -73,9 +74,18 @@ class Param:
     capital: bool = True
 
     def python(self) -> str:
-        where = f" of the {self.method} method" if self.method else ""
-        where = where or (f" of {self.of}" if self.of else "")
-        return f"{'The' if self.capital else 'the'} '{self.name}' {self.word}{where}"
+        return f"{self.named()}{self.where()}"
+
+    def where(self) -> str:
+        """`` of the smooth method``, `` of bounded_ls_mean`` or nothing."""
+        if self.method:
+            return f" of the {self.method} method"
+        return f" of {self.of}" if self.of else ""
+
+    def named(self) -> str:
+        """``The 'delta' parameter`` (``The 'ids'`` without a ``word``), without ``of``."""
+        word = f" {self.word}" if self.word else ""
+        return f"{'The' if self.capital else 'the'} '{self.name}'{word}"
 
 
 @dataclass(frozen=True)
@@ -92,11 +102,14 @@ class Name:
 @dataclass(frozen=True)
 class Assign:
     """A parameter given a value: ``method='ksw'`` (``quoted``), ``approx_delta=1e-5``,
-    ``delta=...`` (:data:`ANY`), ``keys=[...]`` (:data:`MANY`)."""
+    ``delta=...`` (:data:`ANY`), ``keys=[...]`` (:data:`MANY`); ``cli`` is the value as an
+    option takes it where that differs (``p=(0.1, 0.9)`` is ``--p 0.1,0.9``, a count
+    ``1_000`` is ``1000``)."""
 
     name: str
     value: str = ANY
     quoted: bool = False
+    cli: str | None = None
 
     @classmethod
     def of(cls, name: str, value: object) -> Assign:

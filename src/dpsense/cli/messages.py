@@ -135,14 +135,13 @@ def _param(param: Param, opts: set[str]) -> str:
         method = _METHOD_WORDS.get(param.method or param.of)
         context = f"--method {method}" if method else context
         return flag + (f" (with {context})" if context.startswith("--") else "")
-    the = "The" if param.capital else "the"
+    named = param.named()
     if param.name in _ABSENT and f"--{param.name}" not in opts:
-        return f"{the} {_ABSENT[param.name]}"
+        named = f"The {_ABSENT[param.name]}"
     if param.method or param.of not in _WHERE:
-        return param.python()
+        return named + param.where()
     command = _WHERE[param.of]
-    where = "" if command.startswith("--") else f" of {command}"
-    return f"{the} '{param.name}' {param.word}{where}"
+    return named + ("" if command.startswith("--") else f" of {command}")
 
 
 def _assign(assign: Assign, opts: set[str]) -> str:
@@ -150,7 +149,7 @@ def _assign(assign: Assign, opts: set[str]) -> str:
     flag = _option(assign.name, opts)
     if flag is None:
         return assign.python()
-    value = assign.value
+    value = assign.value if assign.cli is None else assign.cli
     if not assign.quoted and value == MANY:
         value = _LISTS.get(flag, ANY)
     return f"{flag} {value}"
