@@ -184,7 +184,9 @@ def check_bounds_delta(delta: float) -> None:
     """Raise unless ``delta`` is 0: private bounds are pure epsilon-DP."""
     if delta != 0.0:
         raise InputError(
-            "private_bounds is pure epsilon-DP and spends no delta: pass delta=0 (the default)."
+            "private_bounds is pure epsilon-DP and spends no delta: pass ",
+            Assign("delta", "0"),
+            " (the default).",
         )
 
 
@@ -332,8 +334,8 @@ def _check_quantiles(quantiles: Any) -> tuple[float, float]:
         ) from None
     if not (0.0 <= p_lo < p_hi <= 1.0) or math.isnan(p_lo) or math.isnan(p_hi):
         raise InputError(
-            "The 'quantiles' of private_bounds must satisfy 0 <= low < high <= 1, e.g. "
-            "(0.02, 0.98)."
+            Param("quantiles", of="private_bounds", word=""),
+            " must satisfy 0 <= low < high <= 1, e.g. (0.02, 0.98).",
         )
     return p_lo, p_hi
 

@@ -85,10 +85,11 @@ def resolve_named(name: str, is_path: bool, tables: Mapping[str, Any] | None) ->
         return view
     known = ", ".join(repr(k) for k in named) or "none"
     raise InputError(
-        f"The SQL query reads {name!r}, which is not in the 'tables' "
-        f"parameter (it has {known}): pass tables={{{name!r}: data}} (a DataFrame, "
+        f"The SQL query reads {name!r}, which is not in ",
+        Param("tables", capital=False),
+        f" (it has {known}): pass tables={{{name!r}: data}} (a DataFrame, "
         "Arrow table, DuckDB relation, path or Spark DataFrame), or read a file with FROM "
-        "'data.parquet'."
+        "'data.parquet'.",
     )
 
 

@@ -28,7 +28,7 @@ from dpsense.accounting.composition import (
     decimal_up,
 )
 from dpsense.accounting.ledger import Ledger, LedgerEntry
-from dpsense.errors import Assign, BudgetExceededError, InputError, Param, Part
+from dpsense.errors import Assign, BudgetExceededError, InputError, Name, Param, Part
 from dpsense.methods.zcdp import amount, pure_rho
 from dpsense.params import check_delta, check_epsilon
 
@@ -89,7 +89,9 @@ class Budget:
         if rho is None and approx != 0.0:
             raise InputError(
                 Param("approx_delta", of="Accountant"),
-                " caps the approximate deltas of a zCDP budget: pass rho=... too, or drop it.",
+                " caps the approximate deltas of a zCDP budget: pass ",
+                Assign("rho"),
+                " too, or drop it.",
             )
         self._rho: RhoBudget | None = wanted
         self._ledger: Ledger | None = None
@@ -100,15 +102,16 @@ class Budget:
             self._total = (Decimal(0), Decimal(0))  # unused: the rho budget is the total
             return
         if epsilon is None:
-            raise InputError(f"The 'epsilon' parameter of {where} is required (the total budget).")
+            raise InputError(Param("epsilon", of=where), " is required (the total budget).")
         self._total = (
             as_decimal(check_epsilon(epsilon, where=where), "epsilon"),
             as_decimal(dlt, "delta"),
         )
         if composition == "advanced" and not 0 < self._slack <= self._total[1]:
             raise InputError(
-                "Advanced composition needs 0 < delta_slack <= delta (it is spent from "
-                "the total delta)."
+                "Advanced composition needs 0 < ",
+                Name("delta_slack"),
+                " <= delta (it is spent from the total delta).",
             )
 
     def _rho_budget(
@@ -118,8 +121,9 @@ class Budget:
             raise InputError("Pass a total epsilon or a total rho to Accountant, not both.")
         if self._composition != "basic" or self._slack != 0:
             raise InputError(
-                "A rho budget adds rhos: drop 'composition' and 'delta_slack' (they apply to "
-                "epsilon budgets)."
+                "A rho budget adds rhos: drop 'composition' and ",
+                Name("delta_slack", quoted=True),
+                " (they apply to epsilon budgets).",
             )
         return RhoBudget.checked(check_epsilon(rho, "rho", where="Accountant"), delta, approx)
 
@@ -160,7 +164,13 @@ class Budget:
                 timeout=timeout,
             )
         elif epsilon is None:
-            raise InputError("A new ledger needs a total budget: pass epsilon=... (or rho=...).")
+            raise InputError(
+                "A new ledger needs a total budget: pass ",
+                Assign("epsilon"),
+                " (or ",
+                Assign("rho"),
+                ").",
+            )
         else:
             opened = Ledger.create(
                 path,
@@ -316,8 +326,9 @@ class Budget:
             return self._charge_zcdp(cost, eps, labels)
         if rho is not None or approx != 0.0:
             raise InputError(
-                "'rho' and 'approx_delta' are charged to a rho budget; this Accountant holds "
-                "an (epsilon, delta) budget."
+                "'rho' and ",
+                Name("approx_delta", quoted=True),
+                " are charged to a rho budget; this Accountant holds an (epsilon, delta) budget.",
             )
         with self._lock:
             if self._ledger is not None:

@@ -50,7 +50,7 @@ from dpsense.accounting._files import (
 )
 from dpsense.accounting.composition import Charge, RhoBudget, ZcdpCharge, as_decimal, compose
 from dpsense.accounting.schema import SCHEMA_VERSION
-from dpsense.errors import BudgetExceededError, Door, Name, Param
+from dpsense.errors import Assign, BudgetExceededError, Door, Name, Param
 from dpsense.params import check_delta, check_epsilon
 
 __all__ = ["SCHEMA_VERSION", "Ledger", "LedgerEntry", "LedgerError"]
@@ -490,7 +490,9 @@ def _epsilon_budget(
 ) -> tuple[Decimal, Decimal]:
     """A checked (epsilon, delta) budget's total epsilon and delta slack."""
     if epsilon is None:
-        raise LedgerError("A new ledger needs a total budget: epsilon=... or rho=....")
+        raise LedgerError(
+            "A new ledger needs a total budget: ", Assign("epsilon"), " or ", Assign("rho"), "."
+        )
     eps = as_decimal(epsilon, "epsilon")
     slack = as_decimal(delta_slack, "delta_slack")
     if eps <= 0 or dlt >= 1 or slack >= 1:
@@ -502,7 +504,8 @@ def _epsilon_budget(
         )
     if composition == "advanced" and not 0 < slack <= dlt:
         raise LedgerError(
-            "Advanced composition needs a delta_slack in (0, delta]: it is spent from "
-            "the total delta."
+            "Advanced composition needs a ",
+            Name("delta_slack"),
+            " in (0, delta]: it is spent from the total delta.",
         )
     return eps, slack

@@ -57,7 +57,7 @@ from numpy.typing import NDArray
 
 from dpsense._arrays import as_data
 from dpsense._exact_budget import product_down
-from dpsense.errors import InputError, Param
+from dpsense.errors import Assign, InputError, Param
 from dpsense.mechanisms._permute_flip import MAX_GRID as PF_MAX_GRID
 from dpsense.mechanisms._permute_flip import pf_eta, sample_permute_and_flip
 from dpsense.mechanisms._quantile_sampler import (
@@ -295,9 +295,9 @@ class ExponentialQuantile:
         data = as_data(x, where=where, allow_empty=True)
         if self.neighbours == "substitute" and data.shape[0] == 0:
             raise InputError(
-                "The data of ExponentialQuantile.release has no records. Under "
-                "neighbours='substitute' the number of records is public and there is "
-                "nothing to release."
+                "The data of ExponentialQuantile.release has no records. Under ",
+                Assign("neighbours", "substitute", quoted=True),
+                " the number of records is public and there is nothing to release.",
             )
         source = resolve_rng(rng, where=where)
         return self.release_clipped(np.clip(data, self.lower, self.upper), source)
@@ -418,8 +418,9 @@ def _withdrawn(where: str) -> InputError:
     return InputError(
         f"{where}: JointExp is withdrawn because its sampler is not exact in floating "
         "point, which breaks its pure epsilon-DP claim. Release several quantiles with "
-        "ds.release(x, ds.Quantiles(ps, lower, upper), epsilon=...) (recursive halving, "
-        "exact), or each one with exponential_quantile and epsilon / m."
+        "ds.release(x, ds.Quantiles(ps, lower, upper), ",
+        Assign("epsilon"),
+        ") (recursive halving, exact), or each one with exponential_quantile and epsilon / m.",
     )
 
 

@@ -103,7 +103,9 @@ def checked_ptr_options(
     b = check_finite(bound, "bound", where="ptr")
     frac = check_finite(test_fraction, "test_fraction", where="ptr")
     if b <= 0:
-        raise InputError(f"The 'bound' option of ptr must be a float > 0. Got {bound!r} instead.")
+        raise InputError(
+            Param("bound", word="option", of="ptr"), f" must be a float > 0. Got {bound!r} instead."
+        )
     if not 0.0 < frac < 1.0:
         raise InputError(
             Param("test_fraction", word="option", of="ptr"),
@@ -111,7 +113,9 @@ def checked_ptr_options(
         )
     if delta == 0.0:
         raise InputError(
-            "Propose-test-release is (epsilon, delta)-DP: pass delta=... > 0 (e.g. 1e-6)."
+            "Propose-test-release is (epsilon, delta)-DP: pass ",
+            Assign("delta"),
+            " > 0 (e.g. 1e-6).",
         )
     return b, frac
 

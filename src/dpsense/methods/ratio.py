@@ -42,7 +42,7 @@ from typing import Any, Final, Literal, TypeAlias
 import numpy as np
 
 from dpsense._arrays import as_indicator
-from dpsense.errors import Assign, InputError, Param, warn_large_epsilon
+from dpsense.errors import Assign, InputError, Name, Param, warn_large_epsilon
 from dpsense.methods._ratio_estimators import FloatArray as FloatArray
 from dpsense.methods._ratio_estimators import (
     _local_bound,
@@ -144,7 +144,9 @@ def ratio_counts(a: Any, b: Any, neighbours: Neighbours, *, where: str) -> tuple
         raise InputError(
             f"Under substitute neighbours the denominator of {where} is the public number "
             "of users, so every b_i must be 1. Drop the users outside the denominator "
-            "before the release, or use neighbours='add-remove'."
+            "before the release, or use ",
+            Assign("neighbours", "add-remove", quoted=True),
+            ".",
         )
     return int(np.count_nonzero(per_a)), int(np.count_nonzero(per_b))
 
@@ -164,14 +166,22 @@ def _bound_fraction(options: Mapping[str, object], method: RatioMethod, where: s
     if unknown:
         raise InputError(
             f"{where} got unexpected option(s) {', '.join(map(repr, unknown))}; the only "
-            "option is 'bound_fraction' (method='local-bound')."
+            "option is ",
+            Name("bound_fraction", quoted=True),
+            " (",
+            Assign("method", "local-bound", quoted=True),
+            ").",
         )
     if "bound_fraction" not in options:
         return DEFAULT_BOUND_FRACTION
     if method != "local-bound":
         raise InputError(
             Param("bound_fraction", word="option", of=where),
-            f" applies only to method='local-bound'. Got it with method={method!r}; remove it.",
+            " applies only to ",
+            Assign("method", "local-bound", quoted=True),
+            ". Got it with ",
+            Assign.of("method", method),
+            "; remove it.",
         )
     return check_bound_fraction(options["bound_fraction"], where=where)
 

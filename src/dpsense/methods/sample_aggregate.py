@@ -100,7 +100,9 @@ def assign_blocks(
     if ids is None:
         return uniform_below(rng, np.full(n, blocks, dtype=np.uint64)).astype(np.int64)
     if len(ids) != n:
-        raise InputError("The 'ids' of sample_and_aggregate must have one entry per record.")
+        raise InputError(
+            Param("ids", of="sample_and_aggregate", word=""), " must have one entry per record."
+        )
     key = rng.words(4).tobytes()
     out = np.empty(n, dtype=np.int64)
     for i, record_id in enumerate(ids):

@@ -9,7 +9,7 @@ from typing import Any, Final
 
 from sqlglot import expressions as exp
 
-from dpsense.errors import Door, InputError, Message, Part
+from dpsense.errors import Door, InputError, Message, Name, Part
 from dpsense.tables.row_filter import ALLOWED_SUMMARY, refused_reason
 
 __all__ = [
@@ -195,7 +195,9 @@ def _aggregate(node: exp.Expression, alias: str | None, qualifiers: frozenset[st
         raise refuse(
             f"uses {prefix.upper()}(DISTINCT ...): the number of distinct values is not "
             "bounded by one person's rows this way; to count people use COUNT(DISTINCT "
-            "person) with the person column as privacy_unit."
+            "person) with the person column as ",
+            Name("privacy_unit"),
+            ".",
         )
     if isinstance(node, exp.Count) and isinstance(target, exp.Star):
         return SqlAggregate(name=alias or "count", statistic="count", column=None)

@@ -30,7 +30,7 @@ from dpsense._exact_budget import difference_down, float_up, product_down
 from dpsense.accounting.composition import ZcdpCharge
 from dpsense.bounds import private_bounds
 from dpsense.defaults import BOUNDS_SHARE
-from dpsense.errors import Assign, InputError, Param
+from dpsense.errors import Assign, InputError, Name, Param
 from dpsense.methods import Release
 from dpsense.methods.zcdp import pure_rho
 from dpsense.neighbours import Neighbours
@@ -68,9 +68,11 @@ def missing_bounds(statistic: BoundedStatistic, where: str) -> InputError:
     ``bounds="private"``: it names both ways."""
     return InputError(
         f"{type(statistic).__name__} was built without bounds: give public bounds chosen "
-        f"without looking at the data, e.g. {statistic._example()}, or pass "
-        f"bounds='private' to {where} to find them privately (bounds_share of epsilon, "
-        f"{BOUNDS_SHARE:g} by default). dpsense never infers bounds from the data."
+        f"without looking at the data, e.g. {statistic._example()}, or pass ",
+        Assign("bounds", "private", quoted=True),
+        f" to {where} to find them privately (",
+        Name("bounds_share"),
+        f" of epsilon, {BOUNDS_SHARE:g} by default). dpsense never infers bounds from the data.",
     )
 
 
@@ -147,9 +149,11 @@ def _bounds_split(bounds_share: object, epsilon: float, where: str) -> BoundsPla
     if not (eps_b > 0.0 and rest > 0.0):
         raise InputError(
             Param("bounds_share", of=where),
-            f" leaves no epsilon for the bounds or "
-            f"for the release (epsilon={epsilon!r}, bounds_share={share!r}): pass a share "
-            "further from 0 and 1.",
+            " leaves no epsilon for the bounds or for the release (",
+            Assign("epsilon", repr(epsilon)),
+            ", ",
+            Assign("bounds_share", repr(share)),
+            "): pass a share further from 0 and 1.",
         )
     return BoundsPlan(float(share), eps_b, rest)
 

@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from dpsense.errors import InputError, Param
+from dpsense.errors import InputError, Name, Param
 from dpsense.tables.engines import engine_for_tables, is_spark_frame
 from dpsense.tables.joined import parameter_of, plan_join, privacy_units
 from dpsense.tables.rows.casts import Cast
@@ -165,8 +165,9 @@ def _public(public_tables: object, names: Sequence[str]) -> tuple[str, ...]:
     if not isinstance(public_tables, Sequence | set | frozenset):
         raise InputError(
             Param("public_tables", of=_WHERE),
-            f" must be a table name or a list of "
-            f"them, e.g. public_tables=['regions']. Got {type(public_tables).__name__} instead.",
+            " must be a table name or a list of them, e.g. ",
+            Name("public_tables"),
+            f"=['regions']. Got {type(public_tables).__name__} instead.",
         )
     public = tuple(dict.fromkeys(str(t) for t in public_tables))
     unknown = [t for t in public if t not in names]
@@ -370,7 +371,9 @@ def joined_input(
                 Param("privacy_unit", of=owner),
                 f" names "
                 f"{', '.join(map(repr, sorted(extra)))}, which is not a table of the query "
-                "or of the 'tables' parameter.",
+                "or of ",
+                Param("tables", capital=False),
+                ".",
             )
     units = privacy_units(privacy_unit, public_tables, [*named, *(tables or {})], where)
     columns = {name: _columns(data) for name, data in named.items()}

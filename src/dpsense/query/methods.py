@@ -48,7 +48,7 @@ _OPTIONS: Final[dict[str, tuple[str, ...]]] = {
 
 def _check_mean(method: str, statistic: Statistic) -> None:
     if not isinstance(statistic, Mean):
-        raise InputError(f"method={method!r} releases means; got {statistic.name}.")
+        raise InputError(Assign.of("method", method), f" releases means; got {statistic.name}.")
 
 
 def _for_means(

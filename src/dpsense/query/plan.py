@@ -154,9 +154,9 @@ def by_columns(by: str | Sequence[str] | None) -> tuple[str, ...]:
         return ()
     cols = (by,) if isinstance(by, str) else tuple(by)
     if not cols or not all(isinstance(c, str) and c for c in cols):
-        raise InputError("The 'by' parameter must be a column name or a list of them.")
+        raise InputError(Param("by"), " must be a column name or a list of them.")
     if len(set(cols)) != len(cols):
-        raise InputError("The 'by' parameter names a column more than once.")
+        raise InputError(Param("by"), " names a column more than once.")
     return cols
 
 
@@ -349,7 +349,7 @@ def _statistic_items(
             "dict: pass a dict of statistics, or drop weights.",
         )
     if args.column is not None and not isinstance(args.column, str):
-        raise InputError("The 'column' parameter must be a column name (str).")
+        raise InputError(Param("column"), " must be a column name (str).")
     items = _entries(statistics, args.column, where)
     named = [col for _, stat, col, _ in items if not isinstance(stat, Count)]
     if None in named and any(col is not None for col in named):

@@ -14,7 +14,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from dpsense.errors import Assign, InputError, Keys, Message, Param, keys_columns
+from dpsense.errors import Assign, Door, InputError, Keys, Message, Param, keys_columns
 from dpsense.params import validate_bounds
 from dpsense.statistics import Count, Statistic, make_statistic
 
@@ -51,14 +51,18 @@ def _bounds_of(
             Param("bounds", of=_WHERE),
             f" has no bounds for the column {column!r} "
             f"(aggregated as {agg.name!r}){hint}; SQL carries none. Pass bounds={{{column!r}: "
-            "(lower, upper)}, public and chosen without looking at the data, or "
-            "bounds='private' to find them privately (ds.private_bounds).",
+            "(lower, upper)}, public and chosen without looking at the data, or ",
+            Assign("bounds", "private", quoted=True),
+            " to find them privately (",
+            Door("ds.private_bounds"),
+            ").",
         )
     pair = bounds[column]
     if isinstance(pair, str | bytes) or not isinstance(pair, Sequence) or len(pair) != 2:
         raise InputError(
-            f"The bounds of {column!r} in the 'bounds' parameter of {_WHERE} must be a pair "
-            f"(lower, upper). Got {type(pair).__name__} instead."
+            f"The bounds of {column!r} in ",
+            Param("bounds", of=_WHERE, capital=False),
+            f" must be a pair (lower, upper). Got {type(pair).__name__} instead.",
         )
     try:
         lower, upper = float(pair[0]), float(pair[1])
@@ -66,8 +70,10 @@ def _bounds_of(
         lower = upper = math.nan
     if lower >= upper:
         raise InputError(
-            f"The bounds of {column!r} in the 'bounds' parameter of {_WHERE} must satisfy "
-            f"lower < upper. Got ({pair[0]!r}, {pair[1]!r}); swap them or widen the interval."
+            f"The bounds of {column!r} in ",
+            Param("bounds", of=_WHERE, capital=False),
+            f" must satisfy lower < upper. Got ({pair[0]!r}, {pair[1]!r}); swap them or "
+            "widen the interval.",
         )
     checked = validate_bounds(pair[0], pair[1], where=_WHERE)
     return checked.lower, checked.upper
@@ -171,8 +177,9 @@ def group_keys(spec: SqlQuery, keys: Any) -> Any:
             "polars",
         ):
             raise InputError(
-                f"The keys of {col!r} in the 'keys' parameter of {_WHERE} must be a list "
-                f"of values. Got {type(values).__name__} instead."
+                f"The keys of {col!r} in ",
+                Param("keys", of=_WHERE, capital=False),
+                f" must be a list of values. Got {type(values).__name__} instead.",
             )
         columns.append(list(values))
     if len(released) == 1:

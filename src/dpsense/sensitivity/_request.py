@@ -13,7 +13,7 @@ from typing import Any, Final
 import numpy as np
 
 from dpsense._arrays import FloatArray, as_data
-from dpsense.errors import InputError, Param
+from dpsense.errors import Assign, InputError, Param
 from dpsense.neighbours import Neighbours, validate_neighbours
 from dpsense.params import check_int
 from dpsense.sensitivity._enumeration import BoolArray, IntArray
@@ -136,10 +136,14 @@ def _population_counts(xs: FloatArray, us: FloatArray, where: str) -> _Counts:
     missing = int(n - np.count_nonzero(present)) + int(np.maximum(x - pop, 0).sum())
     if missing:
         raise InputError(
-            f"With model='population' the 'data' of {where} must be a sub-multiset of "
+            "With ",
+            Assign("model", "population", quoted=True),
+            f" the 'data' of {where} must be a sub-multiset of "
             f"the population ('universe'), but {missing} of its {n} records are not in "
             "the population (counting repeated values). Pass the full population as "
-            "'universe', or use model='domain'."
+            "'universe', or use ",
+            Assign("model", "domain", quoted=True),
+            ".",
         )
     addable = pop > 0
     return _Counts(values=values, x=x, addable=addable, pop=pop)

@@ -17,7 +17,7 @@ from typing import Any, ClassVar, Final
 import numpy as np
 
 from dpsense._arrays import FloatArray
-from dpsense.errors import InputError, Param
+from dpsense.errors import Assign, InputError, Param
 from dpsense.neighbours import Neighbours
 from dpsense.params import check_probability
 from dpsense.statistics._grid import CandidateGrid
@@ -35,7 +35,9 @@ def _vector_error(what: str) -> InputError:
     return InputError(
         f"Quantiles is a vector of several quantiles and has no single {what}; use "
         "ds.Quantile(p, lower, upper) for one level's sensitivities, and release "
-        "Quantiles with method='exponential' (the default)."
+        "Quantiles with ",
+        Assign("method", "exponential", quoted=True),
+        " (the default).",
     )
 
 
@@ -81,7 +83,7 @@ class Quantiles(BoundedStatistic):
             )
         ps = tuple(check_probability(p, "ps", where=name) for p in raw)
         if not ps:
-            raise InputError(f"The 'ps' parameter of {name} needs at least one level.")
+            raise InputError(Param("ps", of=name), " needs at least one level.")
         if len(ps) > _MAX_LEVELS:
             raise InputError(
                 Param("ps", of=name),
@@ -95,8 +97,9 @@ class Quantiles(BoundedStatistic):
             )
         if any(b <= a for a, b in itertools.pairwise(levels)):
             raise InputError(
-                f"The levels of {name} must be strictly increasing, e.g. p=(0.1, 0.5, 0.9); "
-                "sort them and drop repeats."
+                f"The levels of {name} must be strictly increasing, e.g. ",
+                Assign("p", "(0.1, 0.5, 0.9)", cli="0.1,0.5,0.9"),
+                "; sort them and drop repeats.",
             )
         object.__setattr__(self, "ps", ps)
         object.__setattr__(self, "_levels", levels)

@@ -197,5 +197,5 @@ def normalise_keys(keys: Any, by: tuple[str, ...]) -> list[tuple[Any, ...]]:
             )
         out.append(tuple(v.item() if isinstance(v, np.generic) else v for v in tup))
     if len(set(out)) != len(out):
-        raise InputError("The 'keys' parameter lists a group more than once.")
+        raise InputError(Param("keys"), " lists a group more than once.")
     return out
