@@ -46,7 +46,7 @@ from numpy.typing import NDArray
 from dpsense._arrays import F64, as_data
 from dpsense._exact_budget import exact, quotient_down
 from dpsense.data.source import is_table
-from dpsense.errors import FarBoundsWarning, InputError, warn_large_epsilon
+from dpsense.errors import Assign, FarBoundsWarning, InputError, Name, Param, warn_large_epsilon
 from dpsense.methods import Release
 from dpsense.methods.zcdp import ZcdpPrice, pure_rho
 from dpsense.noise.choice import ExponentialChoice
@@ -184,7 +184,9 @@ def check_bounds_delta(delta: float) -> None:
     """Raise unless ``delta`` is 0: private bounds are pure epsilon-DP."""
     if delta != 0.0:
         raise InputError(
-            "private_bounds is pure epsilon-DP and spends no delta: pass delta=0 (the default)."
+            "private_bounds is pure epsilon-DP and spends no delta: pass ",
+            Assign("delta", "0"),
+            " (the default).",
         )
 
 
@@ -298,15 +300,18 @@ def _warn_far(lower: float, upper: float, where: str) -> None:
 def _check_units(nulls: str, privacy_unit: str | None, max_rows_per_unit: Any) -> None:
     """The rule for missing values and the contribution bound, checked."""
     if nulls not in ("error", "drop"):
-        raise InputError(f"The 'nulls' parameter must be 'error' or 'drop'. Got {nulls!r} instead.")
+        raise InputError(Param("nulls"), f" must be 'error' or 'drop'. Got {nulls!r} instead.")
     if privacy_unit is None and max_rows_per_unit != 1:
         raise InputError(
-            "max_rows_per_unit bounds what one privacy unit contributes: pass "
-            "privacy_unit=... (the column identifying a person)."
+            Name("max_rows_per_unit"),
+            " bounds what one privacy unit contributes: pass ",
+            Assign("privacy_unit"),
+            " (the column identifying a person).",
         )
     if not isinstance(max_rows_per_unit, int) or max_rows_per_unit < 1:
         raise InputError(
-            f"max_rows_per_unit must be an integer >= 1. Got {max_rows_per_unit!r} instead."
+            Name("max_rows_per_unit"),
+            f" must be an integer >= 1. Got {max_rows_per_unit!r} instead.",
         )
 
 
@@ -332,12 +337,12 @@ def _check_quantiles(quantiles: Any) -> tuple[float, float]:
         p_lo, p_hi = (float(q) for q in quantiles)
     except (TypeError, ValueError):
         raise InputError(
-            "The 'quantiles' parameter of private_bounds must be two numbers, e.g. (0.02, 0.98)."
+            Param("quantiles", of="private_bounds"), " must be two numbers, e.g. (0.02, 0.98)."
         ) from None
     if not (0.0 <= p_lo < p_hi <= 1.0) or math.isnan(p_lo) or math.isnan(p_hi):
         raise InputError(
-            "The 'quantiles' of private_bounds must satisfy 0 <= low < high <= 1, e.g. "
-            "(0.02, 0.98)."
+            Param("quantiles", of="private_bounds", word=""),
+            " must satisfy 0 <= low < high <= 1, e.g. (0.02, 0.98).",
         )
     return p_lo, p_hi
 

@@ -8,17 +8,30 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Iterable
+from dataclasses import dataclass
 
 __all__ = [
-    "DECLARE_TYPE_WAY",
+    "ANY",
     "LARGE_EPSILON",
+    "MANY",
+    "Assign",
     "BudgetExceededError",
     "DPSenseError",
     "DPSenseWarning",
+    "Door",
     "EvaluationLimitError",
     "FarBoundsWarning",
     "InputError",
+    "Keys",
     "LargeEpsilonWarning",
+    "Message",
+    "Name",
+    "OnlyWith",
+    "Param",
+    "Part",
+    "Schema",
+    "Units",
     "keys_columns",
     "keys_of_another_type",
     "keys_repeated",
@@ -32,9 +45,173 @@ LARGE_EPSILON = 10.0
 """Above this epsilon a release is made, with a :class:`LargeEpsilonWarning`."""
 
 
+# ----------------------------------------------------------------- structured messages
+#
+# A message is text and typed parts (a parameter, an assignment, a mapping, a door, a
+# clause that needs an option). ``str()`` of a message is its Python text; the command
+# line renders the same parts as its options (``dpsense.cli.messages.cli_text``). No
+# front end rewrites another's text.
+
+ANY = "..."
+"""The value of an :class:`Assign` that stands for any value: ``delta=...``."""
+MANY = "[...]"
+"""The value of an :class:`Assign` that stands for a list: ``keys=[...]``."""
+
+UnitPath = str | tuple[str, str, str]
+"""A privacy unit: a column, or (column, table, key column) reaching one."""
+
+
+@dataclass(frozen=True)
+class Param:
+    """A parameter named in a sentence: ``The 'delta' parameter of bounded_ls_mean``
+    (``of`` a function), ``The 'dof' option of the smooth method`` (``method``), ``The
+    'ids' of sample_and_aggregate`` (no ``word``: never an option)."""
+
+    name: str
+    of: str = ""
+    word: str = "parameter"
+    method: str = ""
+    capital: bool = True
+
+    def python(self) -> str:
+        return f"{self.named()}{self.where()}"
+
+    def where(self) -> str:
+        """`` of the smooth method``, `` of bounded_ls_mean`` or nothing."""
+        if self.method:
+            return f" of the {self.method} method"
+        return f" of {self.of}" if self.of else ""
+
+    def named(self) -> str:
+        """``The 'delta' parameter`` (``The 'ids'`` without a ``word``), without ``of``."""
+        word = f" {self.word}" if self.word else ""
+        return f"{'The' if self.capital else 'the'} '{self.name}'{word}"
+
+
+@dataclass(frozen=True)
+class Name:
+    """A parameter's bare name: ``max_rows_per_unit`` (``'max_rows_per_unit'`` quoted)."""
+
+    name: str
+    quoted: bool = False
+
+    def python(self) -> str:
+        return f"'{self.name}'" if self.quoted else self.name
+
+
+@dataclass(frozen=True)
+class Assign:
+    """A parameter given a value: ``method='ksw'`` (``quoted``), ``approx_delta=1e-5``,
+    ``delta=...`` (:data:`ANY`), ``keys=[...]`` (:data:`MANY`); ``cli`` is the value as an
+    option takes it where that differs (``p=(0.1, 0.9)`` is ``--p 0.1,0.9``, a count
+    ``1_000`` is ``1000``)."""
+
+    name: str
+    value: str = ANY
+    quoted: bool = False
+    cli: str | None = None
+
+    @classmethod
+    def of(cls, name: str, value: object) -> Assign:
+        """``name={value!r}``: a text quoted, anything else as its repr."""
+        return cls(name, value, quoted=True) if isinstance(value, str) else cls(name, repr(value))
+
+    def python(self) -> str:
+        return f"{self.name}='{self.value}'" if self.quoted else f"{self.name}={self.value}"
+
+
+@dataclass(frozen=True)
+class Units:
+    """The privacy unit of each table: ``privacy_unit={'orders': 'cid'}``."""
+
+    entries: tuple[tuple[str, UnitPath], ...]
+
+    def python(self) -> str:
+        return f"privacy_unit={dict(self.entries)!r}"
+
+
+@dataclass(frozen=True)
+class Keys:
+    """Public keys of the named group columns: ``keys={'year': [...]}``."""
+
+    names: tuple[str, ...]
+
+    def python(self) -> str:
+        return "keys={" + ", ".join(f"{n!r}: [...]" for n in self.names) + "}"
+
+
+@dataclass(frozen=True)
+class Schema:
+    """Declared column types: ``schema={'age': 'int'}``."""
+
+    entries: tuple[tuple[str, str], ...]
+
+    def python(self) -> str:
+        return f"schema={dict(self.entries)!r}"
+
+
+@dataclass(frozen=True)
+class Door:
+    """A function of the library (``ds.private_bounds``, with its arguments as written
+    in ``call``); a front end may name a command instead, of ``subject`` (a path)."""
+
+    name: str
+    call: str = ""
+    subject: str = ""
+
+    def python(self) -> str:
+        return self.name + self.call
+
+
+@dataclass(frozen=True)
+class OnlyWith:
+    """A clause that holds only where the front end has the ``option`` (a parameter's
+    name): the way out of :func:`not_numbers` through ``schema``."""
+
+    option: str
+    parts: tuple[Part, ...]
+
+    def python(self) -> str:
+        return "".join(p if isinstance(p, str) else p.python() for p in self.parts)
+
+
+Part = str | Param | Name | Assign | Units | Keys | Schema | Door | OnlyWith
+"""One piece of a :class:`Message`: text, or a token each front end renders."""
+
+
+@dataclass(frozen=True, init=False)
+class Message:
+    """A message as parts; ``str()`` gives its Python text."""
+
+    parts: tuple[Part, ...]
+
+    def __init__(self, *parts: Part | Message) -> None:
+        flat: list[Part] = []
+        for part in parts:
+            flat.extend(part.parts if isinstance(part, Message) else (part,))
+        object.__setattr__(self, "parts", tuple(flat))
+
+    def __str__(self) -> str:
+        return "".join(p if isinstance(p, str) else p.python() for p in self.parts)
+
+    @staticmethod
+    def joined(parts: Iterable[Part], separator: str) -> Message:
+        """``parts`` with ``separator`` between them (``method='a', method='b'``)."""
+        out: list[Part] = []
+        for i, part in enumerate(parts):
+            out.extend((separator, part) if i else (part,))
+        return Message(*out)
+
+
 class DPSenseWarning(UserWarning):
     """Base class of the warnings dpsense gives (the command line prints them as one
-    ``warning:`` line each)."""
+    ``warning:`` line each, its :attr:`message` in its own words)."""
+
+    message: Message
+
+    def __init__(self, *parts: Part | Message) -> None:
+        self.message = Message(*parts)
+        super().__init__(str(self.message))
 
 
 class LargeEpsilonWarning(DPSenseWarning):
@@ -48,18 +225,21 @@ def missing_values(subject: str, *, plural: bool = False) -> InputError:
     names the column(s), e.g. "The column 'age' of the file 'survey.csv'"."""
     verb = "contain" if plural else "contains"
     return InputError(
-        f"{subject} {verb} missing values (empty cells, nulls or NaN): pass nulls='drop' to "
-        "drop those rows, or clean them first (the guarantee is about the cleaned data)."
+        f"{subject} {verb} missing values (empty cells, nulls or NaN): pass ",
+        Assign("nulls", "drop", quoted=True),
+        " to drop those rows, or clean them first (the guarantee is about the cleaned data).",
     )
 
 
-def keys_columns(subject: str, by: list[str], given: list[str], way: str) -> InputError:
+def keys_columns(
+    subject: Part | Message, by: list[str], given: list[str], way: Part | Message
+) -> InputError:
     """The one message of public keys whose columns are not the group columns (a keys
     table or file that lacks one, inline keys that name another): which columns the
     groups have, which the keys have, and how to write them (``way``)."""
     want = ", ".join(repr(b) for b in by)
     have = ", ".join(repr(g) for g in given) or "none"
-    return InputError(f"{subject} must have the group columns {want}; it has {have}: {way}.")
+    return InputError(subject, f" must have the group columns {want}; it has {have}: ", way, ".")
 
 
 def type_word(engine_type: str) -> str:
@@ -87,8 +267,9 @@ def keys_of_another_type(by: list[str], types: list[str]) -> InputError:
 def keys_repeated() -> InputError:
     """The one message of public keys that list a group twice."""
     return InputError(
-        "The 'keys' parameter lists a group more than once (after reading the keys as values "
-        "of the group columns' types); give each group once."
+        Param("keys"),
+        " lists a group more than once (after reading the keys as values "
+        "of the group columns' types); give each group once.",
     )
 
 
@@ -98,29 +279,29 @@ def missing_column(name: str, where: str, columns: list[str], argument: str) -> 
     shown = ", ".join(repr(c) for c in columns[:40])
     if len(columns) > 40:
         shown += f", ... ({len(columns) - 40} more)"
-    way = (
-        f"Check the names in {argument}=..."
-        if argument == "schema"
-        else f"Pass one of them as {argument}=..."
+    way = "Check the names in " if argument == "schema" else "Pass one of them as "
+    return InputError(
+        f"The column {name!r} is not in {where}; its columns are {shown}. {way}",
+        Assign(argument),
     )
-    return InputError(f"The column {name!r} is not in {where}; its columns are {shown}. {way}")
 
 
 def not_numbers(subject: str, column: str) -> InputError:
     """The one message of text (or another non-number) in a numeric column."""
+    declare = OnlyWith(
+        "schema",
+        (
+            "; or declare its type, ",
+            Schema(((column, "float"),)),
+            ", so that a value that does not fit drops its row",
+        ),
+    )
     return InputError(
         f"{subject} must be numeric, but some entries are not numbers (text or other "
-        "values): clean or drop those rows, or choose a numeric column; or declare its "
-        f"type, schema={{{column!r}: 'float'}}, so that a value that does not fit drops its "
-        "row."
+        "values): clean or drop those rows, or choose a numeric column",
+        declare,
+        ".",
     )
-
-
-DECLARE_TYPE_WAY = (
-    r"; or declare its type, schema=\{[^}]*\}, so that a value that does not fit drops its row"
-)
-"""The way out of :func:`not_numbers` that needs a ``schema`` parameter (a pattern):
-the command line leaves it out where a command has no ``--schema``."""
 
 
 class FarBoundsWarning(DPSenseWarning):
@@ -138,17 +319,31 @@ def warn_large_epsilon(epsilon: object, where: str) -> None:
     if math.isfinite(value) and value > LARGE_EPSILON:
         factor = f"e^{value:g}" + (f" ≈ {math.exp(value):.3g}" if value <= 700 else "")
         warnings.warn(
-            f"The 'epsilon' parameter of {where} is {value:g}, above {LARGE_EPSILON:g}: one "
-            f"person may make an output up to {factor} times more likely, so the "
-            "guarantee says little; an epsilon of about 1 (at most a few) is a meaningful "
-            "release.",
-            LargeEpsilonWarning,
+            LargeEpsilonWarning(
+                Param("epsilon", of=where),
+                f" is {value:g}, above {LARGE_EPSILON:g}: one person may make an output up "
+                f"to {factor} times more likely, so the guarantee says little; an epsilon of "
+                "about 1 (at most a few) is a meaningful release.",
+            ),
             stacklevel=3,
         )
 
 
 class DPSenseError(Exception):
-    """Base class of every error raised by dpsense."""
+    """Base class of every error raised by dpsense.
+
+    Built from a message's parts (text and tokens, see :class:`Message`), kept as
+    :attr:`message`; ``str(error)`` is its Python text.
+    """
+
+    message: Message
+
+    def __init__(self, *parts: Part | Message) -> None:
+        self.message = Message(*parts)
+        if parts:
+            super().__init__(str(self.message))
+        else:
+            super().__init__()
 
 
 class InputError(DPSenseError, ValueError):
@@ -165,7 +360,7 @@ class EvaluationLimitError(InputError):
     the data size and the distance: the explorer is a non-private tool).
     """
 
-    def __init__(self, message: str, needed: float) -> None:
+    def __init__(self, message: str | Message, needed: float) -> None:
         super().__init__(message)
         self.needed = needed
 
@@ -185,7 +380,7 @@ class BudgetExceededError(DPSenseError):
         self,
         remaining: tuple[float, float],
         requested: tuple[float, float],
-        message: str | None = None,
+        message: str | Message | None = None,
     ) -> None:
         self.remaining = remaining
         self.requested = requested

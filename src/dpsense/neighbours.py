@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Final, Literal, TypeAlias
 
-from dpsense.errors import InputError
+from dpsense.errors import InputError, Param
 
 __all__ = ["ADD_REMOVE", "NEIGHBOURS", "SUBSTITUTE", "Neighbours", "validate_neighbours"]
 
@@ -43,6 +43,6 @@ def validate_neighbours(neighbours: object, *, where: str = "dpsense") -> Neighb
         if key in _ALIASES:
             return _ALIASES[key]
     raise InputError(
-        f"The 'neighbours' parameter of {where} must be 'add-remove' or 'substitute'. "
-        f"Got {neighbours!r} instead."
+        Param("neighbours", of=where),
+        f" must be 'add-remove' or 'substitute'. Got {neighbours!r} instead.",
     )

@@ -12,7 +12,7 @@ import numbers
 from dataclasses import dataclass
 
 from dpsense._exact_budget import difference_down, exact, log_bounds, quotient_down
-from dpsense.errors import InputError
+from dpsense.errors import Assign, Door, InputError, Param
 
 __all__ = [
     "Bounds",
@@ -30,7 +30,7 @@ __all__ = [
 
 
 def _fail(name: str, where: str, expected: str, got: object) -> InputError:
-    return InputError(f"The '{name}' parameter of {where} must be {expected}. Got {got!r} instead.")
+    return InputError(Param(name, of=where), f" must be {expected}. Got {got!r} instead.")
 
 
 def _as_float(value: object, name: str, where: str, expected: str) -> float:
@@ -117,17 +117,22 @@ def validate_bounds(lower: object, upper: object, *, where: str = "dpsense") -> 
     if lower is None or upper is None:
         missing = "lower" if lower is None else "upper"
         raise InputError(
-            f"The '{missing}' parameter of {where} is required: dpsense needs public bounds "
-            "[lower, upper] chosen without looking at the data (they are never inferred). "
-            "If you do not know them, spend part of the budget on ds.private_bounds(...) "
-            "(CLI: dpsense bounds) and pass what it releases."
+            Param(missing, of=where),
+            " is required: dpsense needs public bounds [lower, upper] chosen without looking "
+            "at the data (they are never inferred). If you do not know them, spend part of "
+            "the budget on ",
+            Door("ds.private_bounds", "(...)"),
+            " (CLI: dpsense bounds) and pass what it releases.",
         )
     lo = check_finite(lower, "lower", where=where)
     hi = check_finite(upper, "upper", where=where)
     if not lo < hi:
         raise InputError(
-            f"The bounds of {where} must satisfy lower < upper. Got lower={lo:g}, "
-            f"upper={hi:g}; swap them or widen the interval."
+            f"The bounds of {where} must satisfy lower < upper. Got ",
+            Assign("lower", f"{lo:g}"),
+            ", ",
+            Assign("upper", f"{hi:g}"),
+            "; swap them or widen the interval.",
         )
     return Bounds(lo, hi)
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from dpsense.data.source import readable_twice
-from dpsense.errors import InputError, warn_large_epsilon
+from dpsense.errors import Assign, InputError, warn_large_epsilon
 from dpsense.methods import Release
 from dpsense.noise.rng import resolve_rng
 from dpsense.query import QueryResult
@@ -90,7 +90,9 @@ def prepare_release(
     if plan.neighbours == "substitute" and not reads_column(plan, x):
         raise InputError(
             "Tables, groups and privacy units use add-remove neighbours (the number of "
-            "rows of a unit is private): pass neighbours='add-remove'."
+            "rows of a unit is private): pass ",
+            Assign("neighbours", "add-remove", quoted=True),
+            ".",
         )
     return plan
 

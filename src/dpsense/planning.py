@@ -31,7 +31,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpsense.defaults import INTERVAL_SHARE
-from dpsense.errors import InputError
+from dpsense.errors import InputError, Param
 from dpsense.params import check_int
 from dpsense.query.plan import Entry, QueryPlan, plan_query, release_arguments, statistic_split
 from dpsense.statistics import Count, Mean, Quantile, Statistic
@@ -304,9 +304,7 @@ def plan(
 
 def _check_spread(spread: object) -> None:
     if not (isinstance(spread, int | float) and 0.0 < spread <= 1.0):
-        raise InputError(
-            f"The 'spread' parameter of plan must be in (0, 1]. Got {spread!r} instead."
-        )
+        raise InputError(Param("spread", of="plan"), f" must be in (0, 1]. Got {spread!r} instead.")
 
 
 def _needs(
@@ -383,7 +381,7 @@ def _target_epsilon(
     """The smallest total epsilon (to 0.1%) whose forecast 95% errors meet ``target``."""
     if not isinstance(target, Mapping) or not target:
         raise InputError(
-            "The 'target' parameter of plan must be a dict of statistic names to errors."
+            Param("target", of="plan"), " must be a dict of statistic names to errors."
         )
 
     def excess(eps: float) -> float:

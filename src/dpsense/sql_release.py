@@ -14,7 +14,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Final
 
 from dpsense._docs import doc_parts
-from dpsense.errors import InputError
+from dpsense.errors import InputError, Param
 from dpsense.pipeline import Request, execute
 from dpsense.query.join_form import joined_input, reads_several_tables
 from dpsense.query.plan import release_arguments
@@ -68,8 +68,9 @@ def resolve_named(name: str, is_path: bool, tables: Mapping[str, Any] | None) ->
     """
     if tables is not None and not isinstance(tables, Mapping):
         raise InputError(
-            f"The 'tables' parameter of {_WHERE} must be a mapping of table names to data, "
-            f"e.g. tables={{'males': df}}. Got {type(tables).__name__} instead."
+            Param("tables", of=_WHERE),
+            f" must be a mapping of table names to data, "
+            f"e.g. tables={{'males': df}}. Got {type(tables).__name__} instead.",
         )
     named = dict(tables or {})
     if name in named:
@@ -84,10 +85,11 @@ def resolve_named(name: str, is_path: bool, tables: Mapping[str, Any] | None) ->
         return view
     known = ", ".join(repr(k) for k in named) or "none"
     raise InputError(
-        f"The SQL query reads {name!r}, which is not in the 'tables' "
-        f"parameter (it has {known}): pass tables={{{name!r}: data}} (a DataFrame, "
+        f"The SQL query reads {name!r}, which is not in ",
+        Param("tables", capital=False),
+        f" (it has {known}): pass tables={{{name!r}: data}} (a DataFrame, "
         "Arrow table, DuckDB relation, path or Spark DataFrame), or read a file with FROM "
-        "'data.parquet'."
+        "'data.parquet'.",
     )
 
 
@@ -262,8 +264,8 @@ def _check_accountant(accountant: object) -> None:
 
         if not isinstance(accountant, Accountant):
             raise InputError(
-                f"The 'accountant' parameter of {_WHERE} must be a ds.Accountant. Got "
-                f"{type(accountant).__name__} instead."
+                Param("accountant", of=_WHERE),
+                f" must be a ds.Accountant. Got {type(accountant).__name__} instead.",
             )
 
 

@@ -17,7 +17,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, Final, Self
+from typing import Any, Self
 
 from dpsense.accounting.composition import (
     Charge,
@@ -28,19 +28,30 @@ from dpsense.accounting.composition import (
     decimal_up,
 )
 from dpsense.accounting.ledger import Ledger, LedgerEntry
-from dpsense.errors import BudgetExceededError, InputError
+from dpsense.errors import Assign, BudgetExceededError, InputError, Name, Param, Part
 from dpsense.methods.zcdp import amount, pure_rho
 from dpsense.params import check_delta, check_epsilon
 
-__all__ = ["NOT_ZCDP", "Budget"]
+__all__ = ["Budget", "not_zcdp"]
 
-NOT_ZCDP: Final = (
-    "{what} is (epsilon, delta)-DP with delta > 0 and has no zCDP guarantee, so a rho "
-    "budget cannot charge it. Use a pure-epsilon or zCDP method instead: method='global', "
-    "method='exponential', method='ksw', or method='smooth' with noise='lln' or "
-    "noise='student-t'. Or charge it to an (epsilon, delta) budget instead of a rho budget."
-)
-"""The refusal message; ``{what}`` names the release."""
+
+def not_zcdp(*what: Part) -> InputError:
+    """The refusal of a release with no zCDP guarantee by a rho budget; ``what`` names
+    the release."""
+    method = [Assign("method", m, quoted=True) for m in ("global", "exponential", "ksw")]
+    return InputError(
+        *what,
+        " is (epsilon, delta)-DP with delta > 0 and has no zCDP guarantee, so a rho budget "
+        "cannot charge it. Use a pure-epsilon or zCDP method instead: ",
+        *(p for m in method for p in (m, ", ")),
+        "or ",
+        Assign("method", "smooth", quoted=True),
+        " with ",
+        Assign("noise", "lln", quoted=True),
+        " or ",
+        Assign("noise", "student-t", quoted=True),
+        ". Or charge it to an (epsilon, delta) budget instead of a rho budget.",
+    )
 
 
 class Budget:
@@ -62,8 +73,8 @@ class Budget:
         where = "Accountant"
         if composition not in ("basic", "advanced"):
             raise InputError(
-                f"The 'composition' parameter of {where} must be 'basic' or 'advanced'. "
-                f"Got {composition!r} instead."
+                Param("composition", of=where),
+                f" must be 'basic' or 'advanced'. Got {composition!r} instead.",
             )
         self._lock = threading.Lock()
         self._group: str | None = None
@@ -77,8 +88,10 @@ class Budget:
         wanted = self._rho_budget(epsilon, dlt, rho, approx) if rho is not None else None
         if rho is None and approx != 0.0:
             raise InputError(
-                "The 'approx_delta' parameter of Accountant caps the approximate deltas of a "
-                "zCDP budget: pass rho=... too, or drop it."
+                Param("approx_delta", of="Accountant"),
+                " caps the approximate deltas of a zCDP budget: pass ",
+                Assign("rho"),
+                " too, or drop it.",
             )
         self._rho: RhoBudget | None = wanted
         self._ledger: Ledger | None = None
@@ -89,15 +102,16 @@ class Budget:
             self._total = (Decimal(0), Decimal(0))  # unused: the rho budget is the total
             return
         if epsilon is None:
-            raise InputError(f"The 'epsilon' parameter of {where} is required (the total budget).")
+            raise InputError(Param("epsilon", of=where), " is required (the total budget).")
         self._total = (
             as_decimal(check_epsilon(epsilon, where=where), "epsilon"),
             as_decimal(dlt, "delta"),
         )
         if composition == "advanced" and not 0 < self._slack <= self._total[1]:
             raise InputError(
-                "Advanced composition needs 0 < delta_slack <= delta (it is spent from "
-                "the total delta)."
+                "Advanced composition needs 0 < ",
+                Name("delta_slack"),
+                " <= delta (it is spent from the total delta).",
             )
 
     def _rho_budget(
@@ -107,8 +121,9 @@ class Budget:
             raise InputError("Pass a total epsilon or a total rho to Accountant, not both.")
         if self._composition != "basic" or self._slack != 0:
             raise InputError(
-                "A rho budget adds rhos: drop 'composition' and 'delta_slack' (they apply to "
-                "epsilon budgets)."
+                "A rho budget adds rhos: drop 'composition' and ",
+                Name("delta_slack", quoted=True),
+                " (they apply to epsilon budgets).",
             )
         return RhoBudget.checked(check_epsilon(rho, "rho", where="Accountant"), delta, approx)
 
@@ -149,7 +164,13 @@ class Budget:
                 timeout=timeout,
             )
         elif epsilon is None:
-            raise InputError("A new ledger needs a total budget: pass epsilon=... (or rho=...).")
+            raise InputError(
+                "A new ledger needs a total budget: pass ",
+                Assign("epsilon"),
+                " (or ",
+                Assign("rho"),
+                ").",
+            )
         else:
             opened = Ledger.create(
                 path,
@@ -293,7 +314,7 @@ class Budget:
         approx = check_delta(approx_delta, "approx_delta", where=where)
         if self._rho is not None:
             if dlt > 0.0:
-                raise InputError(NOT_ZCDP.format(what="A charge with delta > 0"))
+                raise not_zcdp("A charge with delta > 0")
             if rho is not None:
                 cost = ZcdpCharge.exact(
                     amount(check_epsilon(rho, "rho", where=where)), amount(approx)
@@ -301,12 +322,13 @@ class Budget:
             elif dlt == 0.0 and approx == 0.0:
                 cost = ZcdpCharge.exact(pure_rho(eps))
             else:
-                raise InputError(NOT_ZCDP.format(what="This charge"))
+                raise not_zcdp("This charge")
             return self._charge_zcdp(cost, eps, labels)
         if rho is not None or approx != 0.0:
             raise InputError(
-                "'rho' and 'approx_delta' are charged to a rho budget; this Accountant holds "
-                "an (epsilon, delta) budget."
+                "'rho' and ",
+                Name("approx_delta", quoted=True),
+                " are charged to a rho budget; this Accountant holds an (epsilon, delta) budget.",
             )
         with self._lock:
             if self._ledger is not None:
@@ -370,8 +392,11 @@ class Budget:
                 "This release is only approximately zCDP: without public keys, private "
                 "partition selection may release a group that holds one person, with "
                 f"probability up to {float(cost.delta):.3g}, and this rho budget has no cap "
-                "for such probabilities. Create the budget with one (approx_delta=1e-5, say), "
-                "or pass keys=[...] to the release."
+                "for such probabilities. Create the budget with one (",
+                Assign("approx_delta", "1e-5"),
+                ", say), or pass ",
+                Assign("keys", "[...]"),
+                " to the release.",
             )
         with self._lock:
             if self._ledger is not None:

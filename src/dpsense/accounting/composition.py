@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from decimal import ROUND_CEILING, Decimal, getcontext, localcontext
 from fractions import Fraction
 
-from dpsense.errors import BudgetExceededError, InputError
+from dpsense.errors import BudgetExceededError, InputError, Name
 
 __all__ = [
     "Charge",
@@ -182,7 +182,7 @@ class RhoBudget:
             as_decimal(rho, "rho"), as_decimal(delta, "delta"), as_decimal(approx_delta, "approx")
         )
         if budget.delta + budget.approx_delta >= 1:
-            raise InputError("A rho budget needs delta + approx_delta < 1.")
+            raise InputError("A rho budget needs delta + ", Name("approx_delta"), " < 1.")
         return budget
 
     @staticmethod

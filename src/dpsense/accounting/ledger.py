@@ -50,7 +50,7 @@ from dpsense.accounting._files import (
 )
 from dpsense.accounting.composition import Charge, RhoBudget, ZcdpCharge, as_decimal, compose
 from dpsense.accounting.schema import SCHEMA_VERSION
-from dpsense.errors import BudgetExceededError
+from dpsense.errors import Assign, BudgetExceededError, Door, Name, Param
 from dpsense.params import check_delta, check_epsilon
 
 __all__ = ["SCHEMA_VERSION", "Ledger", "LedgerEntry", "LedgerError"]
@@ -205,8 +205,9 @@ class Ledger:
         p = Path(path)
         if not p.is_file():
             raise LedgerError(
-                f"No ledger file at {p}; create one with "
-                f"ds.Accountant(ledger={str(p)!r}, epsilon=...)."
+                f"No ledger file at {p}; create one with ",
+                Door("ds.Accountant", f"(ledger={str(p)!r}, epsilon=...)", str(p)),
+                ".",
             )
         recover_hot_journal(p, timeout)
         try:
@@ -486,7 +487,9 @@ def _rho_budget(rho: object, dlt: Decimal, approx_delta: object) -> RhoBudget:
     approx = as_decimal(approx_delta, "approx_delta")
     if total_rho <= 0 or not 0 < dlt < 1 or dlt + approx >= 1:
         raise LedgerError(
-            "A rho ledger needs rho > 0, a delta in (0, 1) and delta + approx_delta < 1."
+            "A rho ledger needs rho > 0, a delta in (0, 1) and delta + ",
+            Name("approx_delta"),
+            " < 1.",
         )
     return RhoBudget(total_rho, dlt, approx)
 
@@ -496,19 +499,22 @@ def _epsilon_budget(
 ) -> tuple[Decimal, Decimal]:
     """A checked (epsilon, delta) budget's total epsilon and delta slack."""
     if epsilon is None:
-        raise LedgerError("A new ledger needs a total budget: epsilon=... or rho=....")
+        raise LedgerError(
+            "A new ledger needs a total budget: ", Assign("epsilon"), " or ", Assign("rho"), "."
+        )
     eps = as_decimal(epsilon, "epsilon")
     slack = as_decimal(delta_slack, "delta_slack")
     if eps <= 0 or dlt >= 1 or slack >= 1:
         raise LedgerError("A ledger needs a total epsilon > 0 and a delta in [0, 1).")
     if composition not in ("basic", "advanced"):
         raise LedgerError(
-            "The 'composition' parameter of Ledger.create must be 'basic' or 'advanced'. Got "
-            f"{composition!r} instead."
+            Param("composition", of="Ledger.create"),
+            f" must be 'basic' or 'advanced'. Got {composition!r} instead.",
         )
     if composition == "advanced" and not 0 < slack <= dlt:
         raise LedgerError(
-            "Advanced composition needs a delta_slack in (0, delta]: it is spent from "
-            "the total delta."
+            "Advanced composition needs a ",
+            Name("delta_slack"),
+            " in (0, delta]: it is spent from the total delta.",
         )
     return eps, slack

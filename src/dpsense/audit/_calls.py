@@ -19,7 +19,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from dpsense._progress import ProgressBar
 from dpsense.audit._sampling import Outputs
-from dpsense.errors import InputError
+from dpsense.errors import InputError, Param
 
 FloatArray = NDArray[np.float64]
 
@@ -46,8 +46,8 @@ def check_draws(draws: object) -> int:
         or not MIN_DRAWS <= int(draws) <= MAX_DRAWS
     ):
         raise InputError(
-            f"The 'draws' parameter of {_WHERE} must be an int in [{MIN_DRAWS}, "
-            f"{MAX_DRAWS}]. Got {draws!r} instead."
+            Param("draws", of=_WHERE),
+            f" must be an int in [{MIN_DRAWS}, {MAX_DRAWS}]. Got {draws!r} instead.",
         )
     return int(draws)
 

@@ -16,7 +16,7 @@ from typing import Any, Final
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from dpsense.errors import InputError
+from dpsense.errors import InputError, Param
 from dpsense.params import check_int, check_probability
 
 __all__ = ["clopper_pearson"]
@@ -97,8 +97,9 @@ def _check_counts(count: ArrayLike, trials: int, where: str) -> NDArray[Any]:
     k = np.asarray(count)
     if k.dtype.kind not in "iu" or np.any(k < 0) or np.any(k > trials):
         raise InputError(
-            f"The 'count' parameter of {where} must hold integers in [0, n={trials}]. "
-            "Got values outside that range or of a non-integer type instead."
+            Param("count", of=where),
+            f" must hold integers in [0, n={trials}]. "
+            "Got values outside that range or of a non-integer type instead.",
         )
     return k
 

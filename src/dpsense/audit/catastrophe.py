@@ -19,7 +19,7 @@ from numpy.typing import ArrayLike
 
 from dpsense.audit._confidence import _headline, _judge
 from dpsense.audit._sampling import Sampler, _check_sampler, _draw, _fail
-from dpsense.errors import InputError
+from dpsense.errors import InputError, Param
 from dpsense.params import check_epsilon, check_int, check_probability
 
 __all__ = ["CatastropheResult", "Event", "catastrophe_test"]
@@ -84,10 +84,11 @@ def _hits(event: Event, outputs: Any, n: int, name: str) -> int:
     answer = np.asarray(event(outputs))
     if answer.dtype != np.bool_ or answer.shape != (n,):
         raise InputError(
-            f"The 'event' parameter of catastrophe_test must return a boolean array with "
+            Param("event", of="catastrophe_test"),
+            f" must return a boolean array with "
             f"one entry per output. Got an array of dtype {answer.dtype} and shape "
             f"{answer.shape} on the {n} outputs of {name} instead; return e.g. "
-            "outputs == value."
+            "outputs == value.",
         )
     return int(np.count_nonzero(answer))
 

@@ -34,7 +34,7 @@ from dpsense.audit._calls import (
 )
 from dpsense.audit.catastrophe import CatastropheResult, catastrophe_test
 from dpsense.audit.histogram import DEFAULT_BINS, AuditResult, histogram_audit
-from dpsense.errors import InputError
+from dpsense.errors import InputError, Param
 from dpsense.noise import SeededRandomnessWarning
 from dpsense.params import check_delta, check_epsilon, check_int, check_probability
 
@@ -262,16 +262,17 @@ class _Claim:
 def _check_callable(function: object) -> None:
     if not callable(function):
         raise InputError(
-            f"The 'function' parameter of {_WHERE} must be a callable from a dataset to a "
-            f"number. Got an object of type {type(function).__name__} instead."
+            Param("function", of=_WHERE),
+            f" must be a callable from a dataset to a "
+            f"number. Got an object of type {type(function).__name__} instead.",
         )
 
 
 def _check_neighbours(neighbours: str | None) -> None:
     if neighbours is not None and neighbours not in _RELATIONS:
         raise InputError(
-            f"The 'neighbours' parameter of {_WHERE} must be 'add-remove' or 'substitute'. "
-            f"Got {neighbours!r} instead."
+            Param("neighbours", of=_WHERE),
+            f" must be 'add-remove' or 'substitute'. Got {neighbours!r} instead.",
         )
 
 

@@ -24,7 +24,7 @@ from dpsense.cli._shared import (
     _statistic,
 )
 from dpsense.data import load_column
-from dpsense.errors import InputError
+from dpsense.errors import InputError, Param
 from dpsense.methods.smooth import point_plan
 from dpsense.neighbours import Neighbours, validate_neighbours
 from dpsense.params import check_delta, check_epsilon, check_finite, check_int
@@ -239,7 +239,7 @@ def _bound(bound: float | None, where: str) -> float | None:
         return None
     b = check_finite(bound, "bound", where=where)
     if b < 0:
-        raise InputError(f"The 'bound' parameter of {where} must be >= 0. Got {b:g}.")
+        raise InputError(Param("bound", of=where), f" must be >= 0. Got {b:g}.")
     return b
 
 

@@ -20,7 +20,7 @@ from typing import Annotated, Any
 
 import typer
 
-from dpsense.cli.messages import cli_speak, invoked, option_names, repeated_option
+from dpsense.cli.messages import cli_text, invoked, option_names, repeated_option
 from dpsense.errors import BudgetExceededError, DPSenseError, DPSenseWarning
 
 __all__ = ["app", "main"]
@@ -198,8 +198,8 @@ def _show_warning(options: Callable[[], set[str]]) -> Any:
     default = warnings.showwarning
 
     def show(message: Any, category: Any, filename: str, lineno: int, *rest: Any) -> None:
-        if isinstance(category, type) and issubclass(category, DPSenseWarning):
-            sys.stderr.write(f"warning: {cli_speak(str(message), options())}\n")
+        if isinstance(message, DPSenseWarning):
+            sys.stderr.write(f"warning: {cli_text(message.message, options())}\n")
             return
         default(message, category, filename, lineno, *rest)
 
@@ -240,7 +240,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _error(str(exc))
         return EXIT_BUDGET
     except DPSenseError as exc:
-        _error(cli_speak(str(exc), _options_of(command, args)))
+        _error(cli_text(exc.message, _options_of(command, args)))
         return EXIT_INPUT
     except KeyboardInterrupt:
         _error("interrupted")

@@ -1,24 +1,44 @@
 """Messages in the language of the command line, and one value per option.
 
-The library's errors name Python parameters (``max_evaluations=...``, ``method='auto'``,
-"the 'delta' parameter of bounded_ls_mean"); on the command line they are options
-(``--max-evaluations``, ``--method auto``, ``--delta``). :func:`cli_speak` rewrites a message
-for the options that exist, and leaves anything else as it is. :func:`repeated_option`
-finds an option given twice, which click would silently let the last one win.
+The library's errors are built of text and tokens (:class:`~dpsense.errors.Message`): a
+parameter, an assignment, a mapping of units, keys or types, a door, a clause that needs
+an option. Python prints them as Python (``max_evaluations=...``, ``method='auto'``, "the
+'delta' parameter of bounded_ls_mean"); :func:`cli_text` renders the same tokens as the
+options of the command that runs (``--max-evaluations``, ``--method auto``, ``--delta
+(with --method bounded-ls)``), and a token whose option the command lacks as Python says
+it. No text is rewritten. :func:`repeated_option` finds an option given twice, which click
+would silently let the last one win.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from dpsense.errors import DECLARE_TYPE_WAY
+from dpsense.errors import (
+    ANY,
+    MANY,
+    Assign,
+    Door,
+    Keys,
+    Message,
+    Name,
+    OnlyWith,
+    Param,
+    Part,
+    Schema,
+    Units,
+)
 
-__all__ = ["cli_speak", "invoked", "option_names", "repeated_option"]
+__all__ = ["cli_text", "invoked", "option_names", "repeated_option"]
 
-_PYTHON_NAMES = {"ds.private_bounds": "dpsense bounds", "ds.plan": "dpsense plan"}
-"""Functions whose command is named instead on the command line."""
+_DOORS = {
+    "ds.private_bounds": "dpsense bounds",
+    "ds.plan": "dpsense plan",
+    "ds.Accountant": "dpsense budget init {subject} --epsilon E",
+}
+"""Functions whose command is named instead on the command line (a ledger is created by
+its own command)."""
 _WHERE = {
     "bounded_ls_mean": "--method bounded-ls",
     "ksw_mean": "--method ksw",
@@ -27,7 +47,13 @@ _WHERE = {
     "private_ratio": "ratio",
     "private_bounds": "bounds",
 }
+"""Functions of the library and the command (or method option) that stands for them."""
 _METHOD_WORDS = {"ptr": "ptr", "smooth": "smooth", "global": "global", "exponential": "exponential"}
+_LISTS = {"--keys": "FILE", "--public": "NAME=PATH", "--table": "NAME=PATH"}
+"""What a list of values (``keys=[...]``) is given as, by option."""
+_ABSENT = {"where": "WHERE clause"}
+"""A parameter that a command without its option says in other words (``dpsense sql``:
+the query's own WHERE)."""
 
 
 def option_names(command: Any) -> set[str]:
@@ -65,124 +91,82 @@ def _option(name: str, options: set[str]) -> str | None:
     return None
 
 
-def _units(match: re.Match[str]) -> str:
-    """privacy_unit={'orders': 'cid', 'items': ('oid', 'orders', 'id')} as the options
-    that say it: --privacy-unit orders=cid --privacy-unit items=oid:orders.id"""
-    entries = re.findall(
-        r"'([^']*)': (?:'([^']*)'|\('([^']*)', '([^']*)', '([^']*)'\))", match.group(0)
-    )
-    if not entries:
-        return match.group(0)
-    return " ".join(
-        f"--privacy-unit {table}={column}" if column else f"--privacy-unit {table}={k}:{o}.{key}"
-        for table, column, k, o, key in entries
-    )
-
-
-def cli_speak(message: str, options: Iterable[str]) -> str:
-    """``message`` with Python parameter syntax replaced by the command line's options."""
+def cli_text(message: Message, options: Iterable[str]) -> str:
+    """``message`` in the command line's words, for a command with ``options``."""
     opts = set(options)
-    out = _speak_parameters(message, opts)
-    out = _speak_assignments(out, opts)
-    out = _speak_mappings(out, opts)
-    return _speak_names(out, opts)
+    return "".join(_part(part, opts) for part in message.parts)
 
 
-def _speak_parameters(message: str, opts: set[str]) -> str:
-    """Privacy units, the WHERE clause, the ledger and "the 'x' parameter" phrases."""
-
-    def parameter(match: re.Match[str]) -> str:
-        flag = _option(match.group(1), opts)
-        if flag is None:
-            return match.group(0)
-        named = match.group(3) or ""
-        context = _WHERE.get(named, "") or (
-            f"--method {_METHOD_WORDS[named]}" if named in _METHOD_WORDS else ""
+def _part(part: Part, opts: set[str]) -> str:
+    if isinstance(part, str):
+        return part
+    if isinstance(part, Param):
+        return _param(part, opts)
+    if isinstance(part, Assign):
+        return _assign(part, opts)
+    if isinstance(part, Units):
+        return " ".join(
+            f"--privacy-unit {table}={unit}"
+            if isinstance(unit, str)
+            else f"--privacy-unit {table}={unit[0]}:{unit[1]}.{unit[2]}"
+            for table, unit in part.entries
         )
-        return flag + (f" (with {context})" if context.startswith("--") else "")
-
-    message = re.sub(r"\bprivacy_unit=\{[^{}]*\}", _units, message)
-    if "--where" not in opts:  # dpsense sql: the query's own WHERE
-        message = re.sub(r"[Tt]he 'where' (?:filter|parameter)", "The WHERE clause", message)
-    # a ledger is created by its own command on the command line
-    message = re.sub(
-        r"ds\.Accountant\(ledger='([^']*)', epsilon=\.\.\.\)",
-        r"'dpsense budget init \1 --epsilon E'",
-        message,
-    )
-    return re.sub(
-        r"[Tt]he '([a-z_]+)' (parameter|option)(?: of (?:the )?((?:dpsense )?[\w.]+)(?: method)?)?",
-        parameter,
-        message,
-    )
-
-
-def _speak_assignments(out: str, opts: set[str]) -> str:
-    """``name='text'`` and ``name=number`` (or ``...``) as ``--name value``."""
-
-    def quoted(match: re.Match[str]) -> str:
-        flag = _option(match.group(1), opts)
-        return match.group(0) if flag is None else f"{flag} {match.group(2)}"
-
-    out = re.sub(r"\b([a-z_]+)='([^']*)'", quoted, out)
-
-    def assigned(match: re.Match[str]) -> str:
-        flag = _option(match.group(1), opts)
-        if flag is None:
-            return match.group(0)
-        value = match.group(2)
-        if value == "[...]":
-            value = {"--keys": "FILE", "--public": "NAME=PATH", "--table": "NAME=PATH"}.get(
-                flag, "..."
-            )
-        return f"{flag} {value.replace('_', '').replace(',', '')}"
-
-    return re.sub(r"\b([a-z_]+)=(\.\.\.|\[\.\.\.\]|-?[0-9](?:[0-9_,.e+-]*[0-9])?)", assigned, out)
-
-
-def _speak_mappings(out: str, opts: set[str]) -> str:
-    """``keys={...}`` and ``schema={...}`` as their repeated options."""
-
-    def declared(match: re.Match[str]) -> str:  # schema={'age': 'int'} -> --schema age=int
+    if isinstance(part, Keys):
+        return _keys(part, opts)
+    if isinstance(part, Schema):
         if "--schema" not in opts:
-            return match.group(0)
-        pairs = re.findall(r"'([^']*)': '([^']*)'", match.group(0))
-        return " ".join(f"--schema {name}={kind}" for name, kind in pairs)
-
-    def listed(match: re.Match[str]) -> str:  # keys={'year': [...]} -> --keys year=A,B
-        if "--keys" not in opts:
-            return match.group(0)
-        names = re.findall(r"'([^']*)': \[\.\.\.\]", match.group(0))
-        if len(names) == 1:
-            return f"--keys {names[0]}=A,B"
-        return "--keys FILE (a CSV or Parquet file with those columns)"
-
-    out = re.sub(r"\bkeys=\{(?:'[^']*': \[\.\.\.\](?:, )?)+\}", listed, out)
-    if "--schema" not in opts:
-        out = re.sub(DECLARE_TYPE_WAY, "", out)
-    return re.sub(r"\bschema=\{(?:'[^']*': '[^']*'(?:, )?)+\}", declared, out)
+            return part.python()
+        return " ".join(f"--schema {name}={kind}" for name, kind in part.entries)
+    if isinstance(part, Door):
+        command = _DOORS.get(part.name)
+        return part.python() if command is None else f"'{command.format(subject=part.subject)}'"
+    if isinstance(part, OnlyWith):
+        if _option(part.option, opts) is None:
+            return ""
+        return "".join(_part(p, opts) for p in part.parts)
+    return _name(part, opts)
 
 
-def _speak_names(out: str, opts: set[str]) -> str:
-    """Tuples of levels, bare parameter names and the Python names of the doors."""
+def _param(param: Param, opts: set[str]) -> str:
+    """``--delta (with --method bounded-ls)``; as Python says it without the option."""
+    flag = _option(param.name, opts) if param.word in ("parameter", "option") else None
+    if flag is not None:
+        context = _WHERE.get(param.of, "")
+        method = _METHOD_WORDS.get(param.method or param.of)
+        context = f"--method {method}" if method else context
+        return flag + (f" (with {context})" if context.startswith("--") else "")
+    named = param.named()
+    if param.name in _ABSENT and f"--{param.name}" not in opts:
+        named = f"The {_ABSENT[param.name]}"
+    if param.method or param.of not in _WHERE:
+        return named + param.where()
+    command = _WHERE[param.of]
+    return named + ("" if command.startswith("--") else f" of {command}")
 
-    def levels(match: re.Match[str]) -> str:  # p=(0.1, 0.5) -> --p 0.1,0.5
-        flag = _option(match.group(1), opts)
-        return match.group(0) if flag is None else f"{flag} {match.group(2).replace(' ', '')}"
 
-    out = re.sub(r"\b([a-z_]+)=\(([0-9., ]+)\)", levels, out)
-    out = re.sub(r"(--[a-z-]+ [^\s(]+) \(\1\)", r"\1", out)  # "--keys FILE (--keys FILE)"
+def _assign(assign: Assign, opts: set[str]) -> str:
+    """``--method ksw``, ``--approx-delta 1e-5``, ``--delta ...``, ``--keys FILE``."""
+    flag = _option(assign.name, opts)
+    if flag is None:
+        return assign.python()
+    value = assign.value if assign.cli is None else assign.cli
+    if not assign.quoted and value == MANY:
+        value = _LISTS.get(flag, ANY)
+    return f"{flag} {value}"
 
-    def bare(match: re.Match[str]) -> str:  # max_rows_per_unit, 'privacy_unit'
-        flag = _option(match.group(1), opts)
-        return match.group(0) if flag is None else flag
 
-    out = re.sub(r"'?\b([a-z]+(?:_[a-z]+)+)\b'?", bare, out)
-    for name, cli in _PYTHON_NAMES.items():
-        out = re.sub(rf"\b{re.escape(name)}(?:\(\.\.\.\)|\b(?!\())", f"'{cli}'", out)
-    for name, cli in _WHERE.items():
-        out = out.replace(f" of {name}", "" if cli.startswith("--") else f" of {cli}")
-    return out
+def _keys(keys: Keys, opts: set[str]) -> str:
+    """``--keys year=A,B``; for several columns, a file of them."""
+    if "--keys" not in opts:
+        return keys.python()
+    if len(keys.names) == 1:
+        return f"--keys {keys.names[0]}=A,B"
+    return "--keys FILE (a CSV or Parquet file with those columns)"
+
+
+def _name(name: Name, opts: set[str]) -> str:
+    flag = _option(name.name, opts)
+    return name.python() if flag is None else flag
 
 
 def invoked(command: Any, args: Sequence[str]) -> tuple[Any, list[str]]:

@@ -28,7 +28,7 @@ from dpsense._arrays import FloatArray, as_data, as_indicator
 from dpsense.data.source import open_table, unreadable
 from dpsense.data.sql_build import column as sql_column
 from dpsense.data.sql_build import describe, duckdb_sql, select, table
-from dpsense.errors import InputError, missing_column, missing_values, not_numbers
+from dpsense.errors import Assign, InputError, Param, missing_column, missing_values, not_numbers
 
 __all__ = ["load_column", "load_indicator"]
 
@@ -96,13 +96,12 @@ def _check_column_and_nulls(column: Any, nulls: str) -> None:
     """An InputError unless ``column`` is None or a name and ``nulls`` is known."""
     if column is not None and not isinstance(column, str):
         raise InputError(
-            f"The 'column' parameter of load_column must be a column name (str). "
-            f"Got an object of type {type(column).__name__} instead."
+            Param("column", of="load_column"),
+            f" must be a column name (str). Got an object of type {type(column).__name__} instead.",
         )
     if nulls not in ("error", "drop"):
         raise InputError(
-            f"The 'nulls' parameter of load_column must be 'error' or 'drop'. Got {nulls!r} "
-            "instead."
+            Param("nulls", of="load_column"), f" must be 'error' or 'drop'. Got {nulls!r} instead."
         )
 
 
@@ -158,7 +157,8 @@ def _select_index(
         raise InputError(
             f"{where[:1].upper()}{where[1:]} has {len(names)} columns; name the one to use: "
             "pass one of "
-            f"{_format_names(names)} as {argument}=..."
+            f"{_format_names(names)} as ",
+            Assign(argument),
         )
     if column in names:
         return names.index(column)

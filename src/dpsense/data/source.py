@@ -37,7 +37,7 @@ from dpsense.data.sql_build import (
     star,
     table,
 )
-from dpsense.errors import InputError, missing_column
+from dpsense.errors import Assign, InputError, Param, missing_column
 
 __all__ = [
     "PARQUET_SUFFIXES",
@@ -94,8 +94,9 @@ class TableSource:
             more = ", ..." if len(self.columns) > 40 else ""
             if argument == "where":
                 raise InputError(
-                    f"The 'where' filter reads the column {name!r}, which is not in "
-                    f"{self.label}; its columns are {shown}{more}. Check the name."
+                    Param("where", word="filter"),
+                    f" reads the column {name!r}, which is not in "
+                    f"{self.label}; its columns are {shown}{more}. Check the name.",
                 )
             raise missing_column(name, self.label, self.columns, argument)
 
@@ -397,8 +398,9 @@ def _unreadable_rows(data: Any, label: str, where: str, exc: Exception) -> Input
     return InputError(
         f"Could not read every row of {label}: some value cannot be read as its column's "
         f"type, or part of the data is damaged ({type(exc).__name__}). Check the data "
-        "(for a CSV file, declare the columns' types with schema=... to read them as text "
-        "first), or convert it to Parquet."
+        "(for a CSV file, declare the columns' types with ",
+        Assign("schema"),
+        " to read them as text first), or convert it to Parquet.",
     )
 
 

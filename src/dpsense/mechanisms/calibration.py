@@ -24,7 +24,7 @@ from fractions import Fraction
 from typing import Any
 
 from dpsense._exact_budget import exact, log_bounds, quotient_up, sqrt_bounds
-from dpsense.errors import InputError
+from dpsense.errors import Assign, InputError
 
 __all__ = ["analytic_gaussian_delta", "analytic_gaussian_sigma", "classic_gaussian_sigma"]
 
@@ -43,7 +43,9 @@ def classic_gaussian_sigma(sensitivity: float, epsilon: float, delta: float) -> 
     if epsilon >= 1.0:
         raise InputError(
             "The classic Gaussian mechanism is only proven for epsilon < 1 (Dwork & Roth, "
-            f"Theorem A.1). Got epsilon={epsilon:g}; use analytic=True instead."
+            "Theorem A.1). Got ",
+            Assign("epsilon", f"{epsilon:g}"),
+            "; use analytic=True instead.",
         )
     # rounded up: ln and sqrt enclosed from above, then one rounding of the exact rational
     log_high = log_bounds(Fraction(5, 4) / exact(delta))[1]
@@ -55,7 +57,9 @@ def analytic_gaussian_sigma(sensitivity: float, epsilon: float, delta: float) ->
     """The smallest sigma for which the Gaussian mechanism is (epsilon, delta)-DP."""
     if not 0.0 < delta < 1.0:
         raise InputError(
-            f"The Gaussian mechanism needs delta in (0, 1). Got delta={delta!r} instead."
+            "The Gaussian mechanism needs delta in (0, 1). Got ",
+            Assign("delta", repr(delta)),
+            " instead.",
         )
 
     def excess(sigma: float) -> float:

@@ -57,7 +57,7 @@ from numpy.typing import NDArray
 
 from dpsense._arrays import F64, as_data
 from dpsense._exact_budget import product_down
-from dpsense.errors import InputError
+from dpsense.errors import Assign, InputError, Param
 from dpsense.mechanisms._permute_flip import MAX_GRID as PF_MAX_GRID
 from dpsense.mechanisms._permute_flip import pf_eta, sample_permute_and_flip
 from dpsense.mechanisms._quantile_sampler import (
@@ -101,8 +101,8 @@ def _check_grid_bits(bits: object, where: str) -> int:
     value = check_int(bits, "_grid_bits", where=where, minimum=1)
     if value > _MAX_GRID_BITS:
         raise InputError(
-            f"The '_grid_bits' parameter of {where} must be an int in [1, {_MAX_GRID_BITS}]. "
-            f"Got {bits!r} instead."
+            Param("_grid_bits", of=where),
+            f" must be an int in [1, {_MAX_GRID_BITS}]. Got {bits!r} instead.",
         )
     return value
 
@@ -113,8 +113,8 @@ def quantile_score(p: float, epsilon: float, neighbours: Neighbours, where: str)
     frac = Fraction(p).limit_denominator(_MAX_DENOMINATOR)
     if not 0 < frac < 1:
         raise InputError(
-            f"The 'p' parameter of {where} must be a float in (0, 1) at least 1e-6 away from "
-            f"0 and 1. Got {p!r} instead."
+            Param("p", of=where),
+            f" must be a float in (0, 1) at least 1e-6 away from 0 and 1. Got {p!r} instead.",
         )
     num, den = frac.numerator, frac.denominator
     # den * Delta: max(num, den - num) under add-remove, den under substitute
@@ -239,8 +239,8 @@ class ExponentialQuantile:
             res = check_finite(self.resolution, "resolution", where=where)
             if not res > 0:
                 raise InputError(
-                    f"The 'resolution' parameter of {where} must be a float > 0 or None. "
-                    f"Got {self.resolution!r} instead."
+                    Param("resolution", of=where),
+                    f" must be a float > 0 or None. Got {self.resolution!r} instead.",
                 )
             object.__setattr__(self, "resolution", res)
             grid = ResolutionGrid.build(bounds.lower, bounds.upper, res, where)
@@ -294,9 +294,9 @@ class ExponentialQuantile:
         data = as_data(x, where=where, allow_empty=True)
         if self.neighbours == "substitute" and data.shape[0] == 0:
             raise InputError(
-                "The data of ExponentialQuantile.release has no records. Under "
-                "neighbours='substitute' the number of records is public and there is "
-                "nothing to release."
+                "The data of ExponentialQuantile.release has no records. Under ",
+                Assign("neighbours", "substitute", quoted=True),
+                " the number of records is public and there is nothing to release.",
             )
         source = resolve_rng(rng, where=where)
         return self.release_clipped(np.clip(data, self.lower, self.upper), source)
@@ -417,8 +417,9 @@ def _withdrawn(where: str) -> InputError:
     return InputError(
         f"{where}: JointExp is withdrawn because its sampler is not exact in floating "
         "point, which breaks its pure epsilon-DP claim. Release several quantiles with "
-        "ds.release(x, ds.Quantiles(ps, lower, upper), epsilon=...) (recursive halving, "
-        "exact), or each one with exponential_quantile and epsilon / m."
+        "ds.release(x, ds.Quantiles(ps, lower, upper), ",
+        Assign("epsilon"),
+        ") (recursive halving, exact), or each one with exponential_quantile and epsilon / m.",
     )
 
 

@@ -29,7 +29,7 @@ from typing import Any, Generic, TypeVar
 import numpy as np
 from numpy.typing import NDArray
 
-from dpsense.errors import InputError
+from dpsense.errors import InputError, Param
 from dpsense.noise.choice import ExponentialChoice, eta_at_most
 from dpsense.noise.exact import discrete_laplace as _sample_dlap
 from dpsense.noise.grid import pow2_at_most, round_to_grid
@@ -47,10 +47,12 @@ def _scores(scores: Any, n: int | None, where: str) -> NDArray[np.float64]:
     except (TypeError, ValueError):
         raise InputError(f"The 'scores' parameter of {where} must be numbers.") from None
     if arr.size == 0 or (n is not None and arr.size != n):
-        raise InputError(
-            f"The 'scores' parameter of {where} must have one score per candidate ({n} candidates)."
+        raise (
+            InputError(
+                Param("scores", of=where), f" must have one score per candidate ({n} candidates)."
+            )
             if n is not None
-            else f"{where} needs at least one score."
+            else InputError(f"{where} needs at least one score.")
         )
     if not np.all(np.isfinite(arr)):
         raise InputError(f"The 'scores' parameter of {where} contains NaN or infinity.")

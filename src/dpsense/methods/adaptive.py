@@ -37,7 +37,7 @@ import math
 from dataclasses import replace
 
 from dpsense._exact_budget import exact, rational_at_least
-from dpsense.errors import InputError
+from dpsense.errors import Assign, InputError, Param
 from dpsense.methods._release import Release
 from dpsense.methods.call import MethodCall
 from dpsense.methods.exponential import release_exponential
@@ -59,13 +59,14 @@ def checked_adaptive(statistic: Statistic, test_fraction: object = 0.15) -> floa
     parameters alone (``query.methods.check_parameters`` runs it before any charge)."""
     if not isinstance(statistic, Quantile):
         raise InputError(
-            f"method='adaptive' releases quantiles (Quantile or Median); got {statistic.name}."
+            Assign("method", "adaptive", quoted=True),
+            f" releases quantiles (Quantile or Median); got {statistic.name}.",
         )
     frac = check_finite(test_fraction, "test_fraction", where="adaptive")
     if not 0.0 < frac < 1.0:
         raise InputError(
-            "The 'test_fraction' option of adaptive must be in (0, 1). "
-            f"Got {test_fraction!r} instead."
+            Param("test_fraction", word="option", of="adaptive"),
+            f" must be in (0, 1). Got {test_fraction!r} instead.",
         )
     return frac
 

@@ -37,7 +37,7 @@ from numpy.typing import NDArray
 
 from dpsense._arrays import as_data
 from dpsense._docs import NEIGHBOURS_AND_RNG, doc_parts
-from dpsense.errors import InputError
+from dpsense.errors import InputError, Param
 from dpsense.mechanisms._common import MechanismResult
 from dpsense.mechanisms.additive import DiscreteLaplaceMechanism, LaplaceMechanism
 from dpsense.methods._discrete_laplace_tail import (
@@ -82,8 +82,7 @@ def check_bound_fraction(value: object, *, where: str) -> float:
     fraction = check_finite(value, "bound_fraction", where=where)
     if not 0.0 < fraction < 1.0:
         raise InputError(
-            f"The 'bound_fraction' parameter of {where} must be a float in (0, 1). "
-            f"Got {value!r} instead."
+            Param("bound_fraction", of=where), f" must be a float in (0, 1). Got {value!r} instead."
         )
     return fraction
 
@@ -134,8 +133,9 @@ def laplace_with_private_bound(
     g = check_finite(bound, "bound", where=where)
     if not g > 0.0:
         raise InputError(
-            f"The 'bound' parameter of {where} must be a float in (0, inf). Got {bound!r} "
-            "instead; a private sensitivity bound must be positive."
+            Param("bound", of=where),
+            f" must be a float in (0, inf). Got {bound!r} "
+            "instead; a private sensitivity bound must be positive.",
         )
     return LaplaceMechanism(g, eps).release(value, rng)
 

@@ -13,7 +13,7 @@ import numpy as np
 from dpsense._arrays import FloatArray
 from dpsense._exact_budget import difference_down, exact, product_down, quotient_down
 from dpsense.defaults import ACCURACY_ALPHA, INTERVAL_SHARE
-from dpsense.errors import InputError
+from dpsense.errors import Assign, InputError
 from dpsense.mechanisms.quantile import ExponentialQuantile
 from dpsense.mechanisms.quantiles import RecursiveQuantiles, dithered
 from dpsense.methods._release import Release
@@ -85,8 +85,9 @@ def check_exponential(statistic: Statistic) -> None:
     alone (``query.methods.check_parameters`` runs it before any charge)."""
     if not isinstance(statistic, Quantile | Quantiles):
         raise InputError(
-            "method='exponential' releases a median or quantiles; "
-            f"got {statistic.name}. Use another method: 'global', 'smooth' or 'ptr'."
+            Assign("method", "exponential", quoted=True),
+            f" releases a median or quantiles; got {statistic.name}. Use another method: "
+            "'global', 'smooth' or 'ptr'.",
         )
 
 

@@ -25,7 +25,7 @@ from fractions import Fraction
 
 from dpsense._arrays import FloatArray
 from dpsense._exact_budget import float_up, quotient_down
-from dpsense.errors import InputError
+from dpsense.errors import Assign, InputError, Param
 from dpsense.mechanisms.additive import (
     DiscreteLaplaceMechanism,
     GaussianMechanism,
@@ -79,11 +79,17 @@ def checked_global_noise(noise: str | None, delta: float) -> str:
     noise = noise or "laplace"
     if noise not in ("laplace", "gaussian"):
         raise InputError(
-            f"The 'noise' option of the global method must be 'laplace' or 'gaussian'. "
-            f"Got {noise!r} instead."
+            Param("noise", word="option", method="global"),
+            f" must be 'laplace' or 'gaussian'. Got {noise!r} instead.",
         )
     if noise == "gaussian" and delta == 0.0:
-        raise InputError("Gaussian noise needs delta > 0: pass delta=... or noise='laplace'.")
+        raise InputError(
+            "Gaussian noise needs delta > 0: pass ",
+            Assign("delta"),
+            " or ",
+            Assign("noise", "laplace", quoted=True),
+            ".",
+        )
     return noise
 
 

@@ -28,7 +28,7 @@ import math
 from fractions import Fraction
 
 from dpsense._exact_budget import exact, exp_bounds, float_down, quotient_up, rational_at_least
-from dpsense.errors import InputError
+from dpsense.errors import Assign, InputError, Param
 from dpsense.mechanisms.additive import LaplaceMechanism
 from dpsense.methods._release import (
     Release,
@@ -96,20 +96,26 @@ def checked_ptr_options(
     (``query.methods.check_parameters`` runs it before any charge)."""
     if bound is None:
         raise InputError(
-            "Propose-test-release needs a proposed bound on the local sensitivity: pass "
-            "bound=..., chosen without looking at the data."
+            "Propose-test-release needs a proposed bound on the local sensitivity: pass ",
+            Assign("bound"),
+            ", chosen without looking at the data.",
         )
     b = check_finite(bound, "bound", where="ptr")
     frac = check_finite(test_fraction, "test_fraction", where="ptr")
     if b <= 0:
-        raise InputError(f"The 'bound' option of ptr must be a float > 0. Got {bound!r} instead.")
+        raise InputError(
+            Param("bound", word="option", of="ptr"), f" must be a float > 0. Got {bound!r} instead."
+        )
     if not 0.0 < frac < 1.0:
         raise InputError(
-            f"The 'test_fraction' option of ptr must be in (0, 1). Got {test_fraction!r} instead."
+            Param("test_fraction", word="option", of="ptr"),
+            f" must be in (0, 1). Got {test_fraction!r} instead.",
         )
     if delta == 0.0:
         raise InputError(
-            "Propose-test-release is (epsilon, delta)-DP: pass delta=... > 0 (e.g. 1e-6)."
+            "Propose-test-release is (epsilon, delta)-DP: pass ",
+            Assign("delta"),
+            " > 0 (e.g. 1e-6).",
         )
     return b, frac
 

@@ -42,7 +42,7 @@ from typing import Any, Final, Literal, TypeAlias
 import numpy as np
 
 from dpsense._arrays import as_indicator
-from dpsense.errors import InputError, warn_large_epsilon
+from dpsense.errors import Assign, InputError, Name, Param, warn_large_epsilon
 from dpsense.methods._ratio_estimators import FloatArray as FloatArray
 from dpsense.methods._ratio_estimators import (
     _local_bound,
@@ -144,7 +144,9 @@ def ratio_counts(a: Any, b: Any, neighbours: Neighbours, *, where: str) -> tuple
         raise InputError(
             f"Under substitute neighbours the denominator of {where} is the public number "
             "of users, so every b_i must be 1. Drop the users outside the denominator "
-            "before the release, or use neighbours='add-remove'."
+            "before the release, or use ",
+            Assign("neighbours", "add-remove", quoted=True),
+            ".",
         )
     return int(np.count_nonzero(per_a)), int(np.count_nonzero(per_b))
 
@@ -154,8 +156,8 @@ def _check_method(method: object, where: str) -> RatioMethod:
         if method == name:
             return name
     raise InputError(
-        f"The 'method' parameter of {where} must be one of 'ksw', 'naive' or "
-        f"'local-bound'. Got {method!r} instead."
+        Param("method", of=where),
+        f" must be one of 'ksw', 'naive' or 'local-bound'. Got {method!r} instead.",
     )
 
 
@@ -164,14 +166,22 @@ def _bound_fraction(options: Mapping[str, object], method: RatioMethod, where: s
     if unknown:
         raise InputError(
             f"{where} got unexpected option(s) {', '.join(map(repr, unknown))}; the only "
-            "option is 'bound_fraction' (method='local-bound')."
+            "option is ",
+            Name("bound_fraction", quoted=True),
+            " (",
+            Assign("method", "local-bound", quoted=True),
+            ").",
         )
     if "bound_fraction" not in options:
         return DEFAULT_BOUND_FRACTION
     if method != "local-bound":
         raise InputError(
-            f"The 'bound_fraction' option of {where} applies only to method='local-bound'. "
-            f"Got it with method={method!r}; remove it."
+            Param("bound_fraction", word="option", of=where),
+            " applies only to ",
+            Assign("method", "local-bound", quoted=True),
+            ". Got it with ",
+            Assign.of("method", method),
+            "; remove it.",
         )
     return check_bound_fraction(options["bound_fraction"], where=where)
 
@@ -323,8 +333,11 @@ def _check_local_bound_delta(chosen: RatioMethod, relation: Neighbours, dlt: flo
     if chosen == "local-bound" and relation == ADD_REMOVE and dlt == 0.0:
         raise InputError(
             "local-bound needs delta > 0 under add-remove neighbours: its bound on the local "
-            "sensitivity fails with probability delta. Pass delta=... (e.g. 1e-6), or use "
-            "method='ksw' for pure epsilon-DP."
+            "sensitivity fails with probability delta. Pass ",
+            Assign("delta"),
+            " (e.g. 1e-6), or use ",
+            Assign("method", "ksw", quoted=True),
+            " for pure epsilon-DP.",
         )
 
 

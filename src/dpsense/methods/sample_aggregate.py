@@ -35,7 +35,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpsense._exact_budget import exact
-from dpsense.errors import InputError, warn_large_epsilon
+from dpsense.errors import InputError, Param, warn_large_epsilon
 from dpsense.mechanisms.additive import LaplaceMechanism
 from dpsense.methods._release import Release
 from dpsense.methods.call import MethodCall
@@ -100,7 +100,9 @@ def assign_blocks(
     if ids is None:
         return uniform_below(rng, np.full(n, blocks, dtype=np.uint64)).astype(np.int64)
     if len(ids) != n:
-        raise InputError("The 'ids' of sample_and_aggregate must have one entry per record.")
+        raise InputError(
+            Param("ids", of="sample_and_aggregate", word=""), " must have one entry per record."
+        )
     key = rng.words(4).tobytes()
     out = np.empty(n, dtype=np.int64)
     for i, record_id in enumerate(ids):
@@ -224,8 +226,9 @@ def _check_blocks(blocks: int, where: str) -> int:
     k = check_int(blocks, "blocks", where=where, minimum=1)
     if k > MAX_BLOCKS:
         raise InputError(
-            f"The 'blocks' parameter of {where} must be at most {MAX_BLOCKS:,} (each block "
-            "needs records of its own, and the blocks are held in memory); use fewer blocks."
+            Param("blocks", of=where),
+            f" must be at most {MAX_BLOCKS:,} (each block needs records of its own, and the "
+            "blocks are held in memory); use fewer blocks.",
         )
     return k
 
@@ -236,13 +239,13 @@ def _check_options(
     """The checked options, and the receipt's label of ``func``."""
     if aggregator not in ("mean", "median"):
         raise InputError(
-            f"The 'aggregator' parameter of {where} must be 'mean' or 'median'. "
-            f"Got {aggregator!r} instead."
+            Param("aggregator", of=where),
+            f" must be 'mean' or 'median'. Got {aggregator!r} instead.",
         )
     if on_error not in ("midpoint", "raise"):
         raise InputError(
-            f"The 'on_error' parameter of {where} must be 'midpoint' or 'raise'. "
-            f"Got {on_error!r} instead."
+            Param("on_error", of=where),
+            f" must be 'midpoint' or 'raise'. Got {on_error!r} instead.",
         )
     if not callable(func):
         raise InputError(f"The 'func' parameter of {where} must be callable.")

@@ -50,7 +50,7 @@ from typing import Any, Final
 from dpsense._arrays import FloatArray
 from dpsense._exact_budget import difference_down, float_up, product_down, sqrt_bounds
 from dpsense.defaults import SMOOTH_INTERVAL_SHARE
-from dpsense.errors import InputError
+from dpsense.errors import Assign, InputError, Param
 from dpsense.methods._release import Release, on_resolution, resolution_parameters
 from dpsense.methods.call import MethodCall
 from dpsense.methods.global_sensitivity import output_range
@@ -129,7 +129,9 @@ def _check_beta(beta: float) -> float:
     if not beta >= _MIN_BETA:
         raise InputError(
             "This epsilon is too small for smooth sensitivity (its smoothness parameter "
-            "would be below 2^-30); use method='global' or a larger epsilon."
+            "would be below 2^-30); use ",
+            Assign("method", "global", quoted=True),
+            " or a larger epsilon.",
         )
     return beta
 
@@ -148,8 +150,8 @@ def plan_smooth(
         noise = "laplace" if delta > 0 else "student-t"
     if noise not in SMOOTH_NOISES:
         raise InputError(
-            f"The 'noise' option of the smooth method must be one of {', '.join(SMOOTH_NOISES)}. "
-            f"Got {noise!r} instead."
+            Param("noise", word="option", method="smooth"),
+            f" must be one of {', '.join(SMOOTH_NOISES)}. Got {noise!r} instead.",
         )
     eps = Fraction(epsilon)
     if noise == "laplace":
@@ -164,8 +166,11 @@ def plan_smooth(
 def _plan_laplace(noise: str, epsilon: float, delta: float, eps: Fraction) -> SmoothPlan:
     if delta == 0.0:
         raise InputError(
-            "Smooth sensitivity with Laplace noise needs delta > 0; pass delta=... or use "
-            "noise='student-t' or 'cauchy' for pure epsilon."
+            "Smooth sensitivity with Laplace noise needs delta > 0; pass ",
+            Assign("delta"),
+            " or use ",
+            Assign("noise", "student-t", quoted=True),
+            " or 'cauchy' for pure epsilon.",
         )
     beta = _check_beta(smooth_beta(epsilon, delta))
     return SmoothPlan(
@@ -186,14 +191,15 @@ def _plan_student_t(
     d = check_int(dof, "dof", where="smooth method", minimum=1)
     if d > 64:
         raise InputError(
-            f"The 'dof' option of the smooth method must be an int in [1, 64]. Got {dof!r} instead."
+            Param("dof", word="option", method="smooth"),
+            f" must be an int in [1, 64]. Got {dof!r} instead.",
         )
     limit = eps / (d + 1)
     beta = float(limit) / 2.0 if t is None else check_finite(t, "t", where="smooth method")
     if not 0.0 < beta < limit:
         raise InputError(
-            f"The 't' option of the smooth method must be in (0, epsilon/(dof+1)) = "
-            f"(0, {float(limit):g}). Got {t!r} instead."
+            Param("t", word="option", method="smooth"),
+            f" must be in (0, epsilon/(dof+1)) = (0, {float(limit):g}). Got {t!r} instead.",
         )
     _check_beta(beta)
     divisor = 2 * sqrt_bounds(d, 60)[0] * (limit - Fraction(beta))
@@ -213,7 +219,11 @@ def _plan_lln(noise: str, epsilon: float, delta: float, t: object, sigma: object
     if delta == 0.0:
         raise InputError(
             "Laplace-log-normal noise gives zCDP, which needs delta > 0 to state an "
-            "(epsilon, delta) guarantee; pass delta=... or use noise='student-t'."
+            "(epsilon, delta) guarantee; pass ",
+            Assign("delta"),
+            " or use ",
+            Assign("noise", "student-t", quoted=True),
+            ".",
         )
     rho = zcdp_rho_for(epsilon, delta)
     # sqrt(2 rho) has a relative error of a few ulps: round it down by far more
@@ -308,8 +318,9 @@ def point_plan(
 def _check_smooth_statistic(statistic: Statistic) -> None:
     if isinstance(statistic, Count | Sum):
         raise InputError(
-            f"The {statistic.name} has the same local and global sensitivity: use "
-            "method='global' (smooth sensitivity cannot help it)."
+            f"The {statistic.name} has the same local and global sensitivity: use ",
+            Assign("method", "global", quoted=True),
+            " (smooth sensitivity cannot help it).",
         )
 
 

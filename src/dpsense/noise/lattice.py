@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Final
 
-from dpsense.errors import InputError
+from dpsense.errors import InputError, Param
 from dpsense.noise.rng import RandomSource
 
 __all__ = [
@@ -142,8 +142,9 @@ class NoiseShape:
             isinstance(self.dof, int) and 1 <= self.dof <= _MAX_DOF
         ):
             raise InputError(
-                f"The 'dof' option of Student's t noise must be an int in [1, {_MAX_DOF}]. "
-                f"Got {self.dof!r} instead."
+                Param("dof", word="option"),
+                f" of Student's t noise must be an int in [1, {_MAX_DOF}]. "
+                f"Got {self.dof!r} instead.",
             )
         if self.name == "lln" and not (math.isfinite(self.sigma) and self.sigma > 0):
             raise InputError(

@@ -18,7 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpsense._arrays import U64
-from dpsense.errors import InputError
+from dpsense.errors import InputError, Param
 
 __all__ = [
     "RandomSource",
@@ -128,8 +128,9 @@ def resolve_rng(rng: object = None, *, where: str = "dpsense") -> RandomSource:
     ):
         if isinstance(rng, numbers.Integral) and int(rng) < 0:
             raise InputError(
-                f"The 'rng' parameter of {where} must be None, a non-negative int seed or a "
-                f"numpy Generator. Got {rng!r} instead."
+                Param("rng", of=where),
+                f" must be None, a non-negative int seed or a "
+                f"numpy Generator. Got {rng!r} instead.",
             )
         warnings.warn(
             f"{where}: a seeded generator is reproducible but not cryptographically secure; "
@@ -139,6 +140,7 @@ def resolve_rng(rng: object = None, *, where: str = "dpsense") -> RandomSource:
         )
         return SeededRandom(rng if isinstance(rng, np.random.Generator) else int(rng))
     raise InputError(
-        f"The 'rng' parameter of {where} must be None, a non-negative int seed or a numpy "
-        f"Generator. Got an object of type {type(rng).__name__} instead."
+        Param("rng", of=where),
+        f" must be None, a non-negative int seed or a numpy "
+        f"Generator. Got an object of type {type(rng).__name__} instead.",
     )

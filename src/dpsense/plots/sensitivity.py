@@ -22,7 +22,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from dpsense._docs import doc_parts
-from dpsense.errors import InputError
+from dpsense.errors import Assign, InputError
 
 __all__ = ["EXPLORER_NEIGHBOURS", "EXPLORER_SCOPES", "plot_explorer", "plot_sensitivity_profile"]
 
@@ -282,8 +282,10 @@ def _explorer_series(
             ) from None
         if neighbours not in EXPLORER_NEIGHBOURS or scope not in EXPLORER_SCOPES:
             raise InputError(
-                f"result {i} of plot_explorer has neighbours={neighbours!r}, scope={scope!r}; "
-                f"expected one of {EXPLORER_NEIGHBOURS} and one of {EXPLORER_SCOPES}."
+                f"result {i} of plot_explorer has ",
+                Assign.of("neighbours", neighbours),
+                f", scope={scope!r}; "
+                f"expected one of {EXPLORER_NEIGHBOURS} and one of {EXPLORER_SCOPES}.",
             )
         if stat not in statistics:
             statistics.append(stat)

@@ -9,7 +9,7 @@ from typing import Any, Final
 
 from sqlglot import expressions as exp
 
-from dpsense.errors import InputError
+from dpsense.errors import Door, InputError, Message, Name, Part
 from dpsense.statistics.names import CATALOG, SQL_AGGREGATES
 from dpsense.tables.row_filter import ALLOWED_SUMMARY, refused_reason
 
@@ -35,9 +35,11 @@ _FUNCTIONS: Final[dict[type[exp.Expression], tuple[str, str]]] = {
 }
 """sqlglot's node of an aggregate -> (the statistic, the prefix of the default name)."""
 
-_MIN_MAX: Final = (
+_MIN_MAX: Final = Message(
     "MIN/MAX reveal one person's value; use QUANTILE_CONT(col, 0.01) or "
-    "QUANTILE_CONT(col, 0.99) instead, or find bounds with ds.private_bounds."
+    "QUANTILE_CONT(col, 0.99) instead, or find bounds with ",
+    Door("ds.private_bounds"),
+    ".",
 )
 
 
@@ -75,10 +77,10 @@ class OrderKey:
     nulls_first: bool = False
 
 
-def refuse(message: str) -> InputError:
+def refuse(*message: Part | Message) -> InputError:
     """The InputError of a construct outside the subset (``message`` names it and says
     what to do instead; it quotes names from the query, never values)."""
-    return InputError(f"The SQL query {message}")
+    return InputError("The SQL query ", *message)
 
 
 def column_name(node: exp.Column, qualifiers: frozenset[str], where: str) -> str:
@@ -174,7 +176,9 @@ def _aggregate(node: exp.Expression, alias: str | None, qualifiers: frozenset[st
         raise refuse(
             f"uses {prefix.upper()}(DISTINCT ...): the number of distinct values is not "
             "bounded by one person's rows this way; to count people use COUNT(DISTINCT "
-            "person) with the person column as privacy_unit."
+            "person) with the person column as ",
+            Name("privacy_unit"),
+            ".",
         )
     if isinstance(node, exp.Count) and isinstance(target, exp.Star):
         return SqlAggregate(name=alias or "count", statistic="count", column=None)
@@ -217,7 +221,7 @@ def _function_call(
 ) -> tuple[type[exp.Expression], exp.Expression, exp.Expression | None]:
     """A supported aggregate function's kind, argument and (quantiles) levels."""
     if isinstance(node, exp.Min | exp.Max | exp.ArgMin | exp.ArgMax):
-        raise refuse(f"uses {node.key.upper()}: " + _MIN_MAX)
+        raise refuse(f"uses {node.key.upper()}: ", _MIN_MAX)
     kind = type(node)
     if kind not in _FUNCTIONS:
         name = _function_name(node)
@@ -275,7 +279,7 @@ def where_text(tree: exp.Select, qualifiers: frozenset[str]) -> str | None:
     predicate = clause.this.copy()
     for node in predicate.walk():
         if isinstance(node, exp.AggFunc) and isinstance(node, exp.Min | exp.Max):
-            raise refuse(f"uses {node.key.upper()} in WHERE: " + _MIN_MAX)
+            raise refuse(f"uses {node.key.upper()} in WHERE: ", _MIN_MAX)
         reason = refused_reason(node)
         if reason is not None:
             if reason.startswith("a subquery"):

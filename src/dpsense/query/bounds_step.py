@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, cast
 from dpsense._exact_budget import difference_down, float_up, product_down
 from dpsense.bounds import bounds_price, private_bounds
 from dpsense.defaults import BOUNDS_SHARE
-from dpsense.errors import InputError
+from dpsense.errors import Assign, InputError, Name, Param
 from dpsense.methods import Release
 from dpsense.neighbours import Neighbours
 from dpsense.noise.rng import RandomSource
@@ -66,9 +66,11 @@ def missing_bounds(statistic: BoundedStatistic, where: str) -> InputError:
     ``bounds="private"``: it names both ways."""
     return InputError(
         f"{type(statistic).__name__} was built without bounds: give public bounds chosen "
-        f"without looking at the data, e.g. {statistic._example()}, or pass "
-        f"bounds='private' to {where} to find them privately (bounds_share of epsilon, "
-        f"{BOUNDS_SHARE:g} by default). dpsense never infers bounds from the data."
+        f"without looking at the data, e.g. {statistic._example()}, or pass ",
+        Assign("bounds", "private", quoted=True),
+        f" to {where} to find them privately (",
+        Name("bounds_share"),
+        f" of epsilon, {BOUNDS_SHARE:g} by default). dpsense never infers bounds from the data.",
     )
 
 
@@ -89,32 +91,40 @@ def plan_bounds(
     """
     if bounds is not None and bounds != "private":
         raise InputError(
-            f"The 'bounds' parameter of {where} must be None (the statistic's own bounds) or "
-            f"'private'. Got {bounds!r} instead."
+            Param("bounds", of=where),
+            f" must be None (the statistic's own bounds) or 'private'. Got {bounds!r} instead.",
         )
     if bounds is None:
         if bounds_share is not None:
             raise InputError(
-                f"The 'bounds_share' parameter of {where} is the share of epsilon spent on "
-                "private bounds: pass bounds='private' too, or drop it."
+                Param("bounds_share", of=where),
+                " is the share of epsilon spent on private bounds: pass ",
+                Assign("bounds", "private", quoted=True),
+                " too, or drop it.",
             )
         if isinstance(statistic, BoundedStatistic) and not statistic.has_bounds:
             raise missing_bounds(statistic, where)
         return None
     if not isinstance(statistic, BoundedStatistic):
         raise InputError(
-            f"{statistic.name} uses no value and needs no bounds: drop bounds='private'."
+            f"{statistic.name} uses no value and needs no bounds: drop ",
+            Assign("bounds", "private", quoted=True),
+            ".",
         )
     if statistic.has_bounds:
         raise InputError(
             f"This {statistic.name} already has bounds ({statistic.lower:g}, "
-            f"{statistic.upper:g}): drop bounds='private', or build it without bounds "
-            f"(e.g. ds.{type(statistic).__name__}()) to find them privately."
+            f"{statistic.upper:g}): drop ",
+            Assign("bounds", "private", quoted=True),
+            ", or build it without bounds "
+            f"(e.g. ds.{type(statistic).__name__}()) to find them privately.",
         )
     if neighbours != "add-remove":
         raise InputError(
-            "bounds='private' finds bounds with add-remove differential privacy: pass "
-            "neighbours='add-remove', or give public bounds."
+            Assign("bounds", "private", quoted=True),
+            " finds bounds with add-remove differential privacy: pass ",
+            Assign("neighbours", "add-remove", quoted=True),
+            ", or give public bounds.",
         )
     return _bounds_split(bounds_share, epsilon, where)
 
@@ -129,16 +139,19 @@ def _bounds_split(bounds_share: object, epsilon: float, where: str) -> BoundsPla
         or not 0.0 < float(share) < 1.0
     ):
         raise InputError(
-            f"The 'bounds_share' parameter of {where} must be a float in (0, 1). "
-            f"Got {bounds_share!r} instead."
+            Param("bounds_share", of=where),
+            f" must be a float in (0, 1). Got {bounds_share!r} instead.",
         )
     eps_b = product_down(float(share), epsilon)
     rest = difference_down(epsilon, eps_b)
     if not (eps_b > 0.0 and rest > 0.0):
         raise InputError(
-            f"The 'bounds_share' parameter of {where} leaves no epsilon for the bounds or "
-            f"for the release (epsilon={epsilon!r}, bounds_share={share!r}): pass a share "
-            "further from 0 and 1."
+            Param("bounds_share", of=where),
+            " leaves no epsilon for the bounds or for the release (",
+            Assign("epsilon", repr(epsilon)),
+            ", ",
+            Assign("bounds_share", repr(share)),
+            "): pass a share further from 0 and 1.",
         )
     return BoundsPlan(float(share), eps_b, rest)
 

@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from dpsense.errors import InputError
+from dpsense.errors import InputError, Name, Param
 from dpsense.tables.engines import engine_for_tables, is_spark_frame
 from dpsense.tables.joined import parameter_of, plan_join, privacy_units
 from dpsense.tables.rows.casts import Cast
@@ -110,19 +110,20 @@ def join(
     """
     if not isinstance(tables, Mapping) or not tables:
         raise InputError(
-            f"The 'tables' parameter of {_WHERE} must be a mapping of table names to data, "
-            "e.g. {'visits': visits, 'people': people}."
+            Param("tables", of=_WHERE),
+            " must be a mapping of table names to data, e.g. {'visits': visits, 'people': people}.",
         )
     if isinstance(on, str) or not isinstance(on, Sequence) or not on:
         raise InputError(
-            f"The 'on' parameter of {_WHERE} must list the joins, e.g. "
-            "on=[('visits', 'people', 'person')]."
+            Param("on", of=_WHERE),
+            " must list the joins, e.g. on=[('visits', 'people', 'person')].",
         )
     hows = [how] * len(on) if isinstance(how, str) else list(how)
     if len(hows) != len(on) or any(h not in ("inner", "left") for h in hows):
         raise InputError(
-            f"The 'how' parameter of {_WHERE} must be 'inner' or 'left', or one of them per "
-            f"join ({len(on)}). Got {how!r} instead."
+            Param("how", of=_WHERE),
+            f" must be 'inner' or 'left', or one of them per "
+            f"join ({len(on)}). Got {how!r} instead.",
         )
     names = [str(t) for t in tables]
     joins = []
@@ -163,16 +164,19 @@ def _public(public_tables: object, names: Sequence[str]) -> tuple[str, ...]:
         public_tables = [public_tables]
     if not isinstance(public_tables, Sequence | set | frozenset):
         raise InputError(
-            f"The 'public_tables' parameter of {_WHERE} must be a table name or a list of "
-            f"them, e.g. public_tables=['regions']. Got {type(public_tables).__name__} instead."
+            Param("public_tables", of=_WHERE),
+            " must be a table name or a list of them, e.g. ",
+            Name("public_tables"),
+            f"=['regions']. Got {type(public_tables).__name__} instead.",
         )
     public = tuple(dict.fromkeys(str(t) for t in public_tables))
     unknown = [t for t in public if t not in names]
     if unknown:
         raise InputError(
-            f"The 'public_tables' parameter of {_WHERE} names "
+            Param("public_tables", of=_WHERE),
+            f" names "
             f"{', '.join(map(repr, unknown))}, which is not in 'tables' (it has "
-            f"{', '.join(map(repr, names))})."
+            f"{', '.join(map(repr, names))}).",
         )
     return public
 
@@ -231,16 +235,18 @@ def _reads(
             qualified = True
             if table not in tables:
                 raise InputError(
-                    f"The 'where' parameter of {where} names the column {name!r} of "
+                    Param("where", of=where),
+                    f" names the column {name!r} of "
                     f"{table!r}, which is not a table of the ds.join (it joins "
-                    f"{', '.join(map(repr, tables))})."
+                    f"{', '.join(map(repr, tables))}).",
                 )
             seen = out.get(name)
             if seen is not None and seen != table:
                 raise InputError(
-                    f"The 'where' parameter of {where} reads two columns named {name!r} "
+                    Param("where", of=where),
+                    f" reads two columns named {name!r} "
                     f"({seen}.{name} and {table}.{name}); the joined table names each "
-                    "column once: read one of them."
+                    "column once: read one of them.",
                 )
             out[name] = table
         else:
@@ -362,9 +368,12 @@ def joined_input(
         extra = set(map(str, privacy_unit)) - set(named) - set(tables or {})
         if extra:
             raise InputError(
-                f"The 'privacy_unit' parameter of {owner} names "
+                Param("privacy_unit", of=owner),
+                f" names "
                 f"{', '.join(map(repr, sorted(extra)))}, which is not a table of the query "
-                "or of the 'tables' parameter."
+                "or of ",
+                Param("tables", capital=False),
+                ".",
             )
     units = privacy_units(privacy_unit, public_tables, [*named, *(tables or {})], where)
     columns = {name: _columns(data) for name, data in named.items()}

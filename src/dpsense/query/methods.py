@@ -15,7 +15,7 @@ from typing import Any, Final
 
 from dpsense._arrays import as_data
 from dpsense.defaults import METHODS
-from dpsense.errors import InputError
+from dpsense.errors import Assign, InputError, Param
 from dpsense.methods import Release
 from dpsense.methods.adaptive import checked_adaptive, release_adaptive
 from dpsense.methods.auto import choose_method
@@ -48,7 +48,7 @@ _OPTIONS: Final[dict[str, tuple[str, ...]]] = {
 
 def _check_mean(method: str, statistic: Statistic) -> None:
     if not isinstance(statistic, Mean):
-        raise InputError(f"method={method!r} releases means; got {statistic.name}.")
+        raise InputError(Assign.of("method", method), f" releases means; got {statistic.name}.")
 
 
 def _for_means(
@@ -123,9 +123,11 @@ def release_column(
         # under add-remove empty data is released like any other (it is a neighbour of
         # every one-record dataset, and an error would single it out).
         raise InputError(
-            "The data of release has no records. Under neighbours='substitute' the number "
-            "of records is public and there is nothing to release; pass "
-            "neighbours='add-remove' if the number of records is private."
+            "The data of release has no records. Under ",
+            Assign("neighbours", "substitute", quoted=True),
+            " the number of records is public and there is nothing to release; pass ",
+            Assign("neighbours", "add-remove", quoted=True),
+            " if the number of records is private.",
         )
     statistic, resolution = schema_resolution(statistic, array_type(x))
     xc = statistic.clip(data) if isinstance(statistic, BoundedStatistic) else data
@@ -152,8 +154,8 @@ def checked_method(
     only), checked: it fits ``statistic`` and takes ``options``."""
     if method not in METHODS:
         raise InputError(
-            f"The 'method' parameter of release must be one of {', '.join(METHODS)}. "
-            f"Got {method!r} instead."
+            Param("method", of="release"),
+            f" must be one of {', '.join(METHODS)}. Got {method!r} instead.",
         )
     if method == "auto":
         known = {name for names in _OPTIONS.values() for name in names}
@@ -165,22 +167,30 @@ def checked_method(
                 f"{', '.join(sorted(known))})."
             )
         if options:
-            raise InputError("method='auto' takes no options; name a method to pass options.")
+            raise InputError(
+                Assign("method", "auto", quoted=True),
+                " takes no options; name a method to pass options.",
+            )
         chosen, options = choose_method(statistic, epsilon=eps, delta=dlt, neighbours=nb)
     else:
         chosen = method
     if isinstance(statistic, Quantiles) and chosen != "exponential":
         raise InputError(
-            f"Several quantiles are released with method='exponential' (the default), "
-            f"not method={chosen!r}: the other methods release one number. For one level "
-            "with another method use ds.Quantile(p, lower, upper)."
+            "Several quantiles are released with ",
+            Assign("method", "exponential", quoted=True),
+            " (the default), not ",
+            Assign.of("method", chosen),
+            ": the other methods release one number. For one level with another method use "
+            "ds.Quantile(p, lower, upper).",
         )
     allowed = _OPTIONS[chosen]
     unknown = sorted(set(options) - set(allowed))
     if unknown:
         hint = ", ".join(allowed) if allowed else "none"
         raise InputError(
-            f"Unknown option(s) {', '.join(unknown)} for method={chosen!r}; allowed: {hint}."
+            f"Unknown option(s) {', '.join(unknown)} for ",
+            Assign.of("method", chosen),
+            f"; allowed: {hint}.",
         )
     return chosen, options
 

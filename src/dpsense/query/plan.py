@@ -21,7 +21,7 @@ from fractions import Fraction
 from typing import Any
 
 from dpsense._exact_budget import difference_down, product_down, quotient_down
-from dpsense.errors import InputError
+from dpsense.errors import Assign, InputError, Name, Param
 from dpsense.neighbours import Neighbours, validate_neighbours
 from dpsense.params import check_delta, check_epsilon, check_int
 from dpsense.query.bounds_step import BoundsPlan, plan_bounds
@@ -153,9 +153,9 @@ def by_columns(by: str | Sequence[str] | None) -> tuple[str, ...]:
         return ()
     cols = (by,) if isinstance(by, str) else tuple(by)
     if not cols or not all(isinstance(c, str) and c for c in cols):
-        raise InputError("The 'by' parameter must be a column name or a list of them.")
+        raise InputError(Param("by"), " must be a column name or a list of them.")
     if len(set(cols)) != len(cols):
-        raise InputError("The 'by' parameter names a column more than once.")
+        raise InputError(Param("by"), " names a column more than once.")
     return cols
 
 
@@ -169,9 +169,10 @@ def _entries(
         return [("value", statistics, column, None)]
     if not isinstance(statistics, Mapping):
         raise InputError(
-            f"The 'statistic' parameter of {where} must be a dpsense statistic such as "
+            Param("statistic", of=where),
+            f" must be a dpsense statistic such as "
             "ds.Median(lower, upper), or a dict of them by name. Got an object of type "
-            f"{type(statistics).__name__} instead."
+            f"{type(statistics).__name__} instead.",
         )
     if not statistics:
         raise InputError(f"The dict of statistics passed to {where} is empty: name at least one.")
@@ -206,14 +207,16 @@ def _weights(weights: object, names: list[str], where: str) -> dict[str, Fractio
         return dict.fromkeys(names, Fraction(1))
     if not isinstance(weights, Mapping):
         raise InputError(
-            f"The 'weights' parameter of {where} must be a dict of statistic names to "
-            f"positive numbers, e.g. {{{names[0]!r}: 2}}. Got {type(weights).__name__} instead."
+            Param("weights", of=where),
+            f" must be a dict of statistic names to "
+            f"positive numbers, e.g. {{{names[0]!r}: 2}}. Got {type(weights).__name__} instead.",
         )
     unknown = [k for k in weights if k not in names]
     if unknown:
         raise InputError(
-            f"The 'weights' parameter of {where} names {unknown[0]!r}, which is not a "
-            f"statistic of the query ({', '.join(repr(n) for n in names)})."
+            Param("weights", of=where),
+            f" names {unknown[0]!r}, which is not a "
+            f"statistic of the query ({', '.join(repr(n) for n in names)}).",
         )
     out = {}
     for name in names:
@@ -340,11 +343,12 @@ def _statistic_items(
     their checked weights."""
     if isinstance(statistics, Statistic) and args.weights is not None:
         raise InputError(
-            f"The 'weights' parameter of {where} splits epsilon between the statistics of a "
-            "dict: pass a dict of statistics, or drop weights."
+            Param("weights", of=where),
+            " splits epsilon between the statistics of a "
+            "dict: pass a dict of statistics, or drop weights.",
         )
     if args.column is not None and not isinstance(args.column, str):
-        raise InputError("The 'column' parameter must be a column name (str).")
+        raise InputError(Param("column"), " must be a column name (str).")
     items = _entries(statistics, args.column, where)
     named = [col for _, stat, col, _ in items if not isinstance(stat, Count)]
     if None in named and any(col is not None for col in named):
@@ -403,17 +407,19 @@ def _units_and_groups(args: ReleaseArgs, where: str) -> tuple[tuple[str, ...], i
     m_groups = check_int(args.max_groups_per_unit, "max_groups_per_unit", where=where, minimum=1)
     if args.privacy_unit is None and (m_rows != 1 or m_groups != 1):
         raise InputError(
-            "max_rows_per_unit and max_groups_per_unit bound what one privacy unit "
-            "contributes: pass privacy_unit=... (the column identifying a person)."
+            Name("max_rows_per_unit"),
+            " and ",
+            Name("max_groups_per_unit"),
+            " bound what one privacy unit contributes: pass ",
+            Assign("privacy_unit"),
+            " (the column identifying a person).",
         )
     if args.privacy_unit is not None and not isinstance(args.privacy_unit, str):
-        raise InputError("The 'privacy_unit' parameter must be a column name (str).")
+        raise InputError(Param("privacy_unit"), " must be a column name (str).")
     if args.keys is not None and not by_cols:
-        raise InputError("The 'keys' parameter lists groups: pass by=... as well.")
+        raise InputError(Param("keys"), " lists groups: pass ", Assign("by"), " as well.")
     if args.nulls not in ("error", "drop"):
-        raise InputError(
-            f"The 'nulls' parameter must be 'error' or 'drop'. Got {args.nulls!r} instead."
-        )
+        raise InputError(Param("nulls"), f" must be 'error' or 'drop'. Got {args.nulls!r} instead.")
     return by_cols, m_rows, m_groups
 
 

@@ -37,10 +37,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 
-from dpsense.accounting.budget import NOT_ZCDP
+from dpsense.accounting.budget import not_zcdp
 from dpsense.accounting.composition import ZcdpCharge
 from dpsense.bounds import bounds_price
-from dpsense.errors import InputError
+from dpsense.errors import Assign, Part
 from dpsense.methods.zcdp import ZcdpPrice, aggregate_rho, method_rho, ratio_rho
 from dpsense.query.plan import Entry, QueryPlan, statistic_split
 from dpsense.tables.request import selection_price
@@ -120,11 +120,12 @@ def _statistic_step(plan: QueryPlan, entry: Entry) -> Step:
             options=options,
         )
         if one is None:
-            noise = f" with noise={options['noise']!r}" if "noise" in options else ""
-            if entry.chosen == "smooth" and not noise:
-                noise = " with Laplace noise, its default when delta > 0"
-            what = f"This release (method={entry.chosen!r}{noise})"
-            raise InputError(NOT_ZCDP.format(what=what))
+            noise: tuple[Part, ...] = ()
+            if "noise" in options:
+                noise = (" with ", Assign.of("noise", options["noise"]))
+            elif entry.chosen == "smooth":
+                noise = (" with Laplace noise, its default when delta > 0",)
+            raise not_zcdp("This release (", Assign.of("method", entry.chosen), *noise, ")")
         exact = split.zcdp_price(one, plan.groups_per_unit)
         part = ZcdpCharge.exact(exact.rho, exact.delta)
         return ZcdpPrice(Fraction(part.rho), Fraction(part.delta))
@@ -144,7 +145,7 @@ def aggregate_step(aggregator: str, noise: str | None, epsilon: float, delta: fl
         rho = aggregate_rho(aggregator, noise, epsilon, delta)
         if rho is None:
             what = "This sample-and-aggregate release (a median with Laplace noise)"
-            raise InputError(NOT_ZCDP.format(what=what))
+            raise not_zcdp(what)
         return ZcdpPrice(rho)
 
     return Step("sample-aggregate", epsilon, delta, zcdp)
@@ -156,7 +157,7 @@ def ratio_step(method: str, neighbours: str, epsilon: float, delta: float) -> St
     def zcdp() -> ZcdpPrice:
         rho = ratio_rho(method, neighbours, epsilon)
         if rho is None:
-            raise InputError(NOT_ZCDP.format(what="A local-bound ratio"))
+            raise not_zcdp("A local-bound ratio")
         return ZcdpPrice(rho)
 
     return Step("ratio", epsilon, delta, zcdp)

@@ -18,7 +18,7 @@ import sqlglot
 from sqlglot import expressions as exp
 from sqlglot.errors import ParseError, TokenError
 
-from dpsense.errors import InputError
+from dpsense.errors import Assign, InputError, Message, Param
 from dpsense.query._sql_groups import group_by
 from dpsense.query._sql_items import (
     AGGREGATES,
@@ -126,8 +126,9 @@ def parse_sql(query: str) -> SqlQuery:
     """
     if not isinstance(query, str) or not query.strip():
         raise InputError(
-            f"The 'query' parameter of {_WHERE} must be a SQL SELECT text. Got "
-            f"{'an empty text' if isinstance(query, str) else type(query).__name__} instead."
+            Param("query", of=_WHERE),
+            f" must be a SQL SELECT text. Got "
+            f"{'an empty text' if isinstance(query, str) else type(query).__name__} instead.",
         )
     try:
         statements = [s for s in sqlglot.parse(query, read="duckdb") if s is not None]
@@ -201,7 +202,7 @@ def _refuse_outer(tree: object) -> NoReturn:
     )
 
 
-_REFUSED_CLAUSES: Final[tuple[tuple[tuple[str, ...], str], ...]] = (
+_REFUSED_CLAUSES: Final[tuple[tuple[tuple[str, ...], str | Message], ...]] = (
     (
         ("with_",),
         "uses WITH (a common table expression over private data); prepare the table "
@@ -209,9 +210,12 @@ _REFUSED_CLAUSES: Final[tuple[tuple[tuple[str, ...], str], ...]] = (
     ),
     (
         ("distinct",),
-        "uses SELECT DISTINCT: the distinct values of a column are private; release "
-        "the groups with GROUP BY col (public keys=..., or private partition selection "
-        "with delta > 0).",
+        Message(
+            "uses SELECT DISTINCT: the distinct values of a column are private; release "
+            "the groups with GROUP BY col (public ",
+            Assign("keys"),
+            ", or private partition selection with delta > 0).",
+        ),
     ),
     (
         ("having",),

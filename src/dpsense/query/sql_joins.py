@@ -14,6 +14,7 @@ from typing import Final
 
 from sqlglot import expressions as exp
 
+from dpsense.errors import Assign
 from dpsense.query._sql_items import refuse
 from dpsense.tables.rows.joins import JoinStep, Scan
 
@@ -66,8 +67,8 @@ def _source(node: exp.Expression) -> Scan:
         )
     if node.args.get("db") or node.args.get("catalog"):
         raise refuse(
-            "names a table with a schema or catalog (a.b); name the table alone and pass "
-            "it in tables=..."
+            "names a table with a schema or catalog (a.b); name the table alone and pass it in ",
+            Assign("tables"),
         )
     name = str(inner.this)
     # a quoted name may be a file; whether it is one is decided against tables=... later

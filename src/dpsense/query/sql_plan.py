@@ -14,7 +14,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from dpsense.errors import InputError, keys_columns
+from dpsense.errors import Assign, Door, InputError, Keys, Message, Param, keys_columns
 from dpsense.params import validate_bounds
 from dpsense.statistics import Count, Statistic, make_statistic
 
@@ -48,16 +48,21 @@ def _bounds_of(
         others = [str(k) for k in (bounds or {}) if str(k) != column]
         hint = f" (it names {', '.join(map(repr, others))}: a typo?)" if others else ""
         raise InputError(
-            f"The 'bounds' parameter of {_WHERE} has no bounds for the column {column!r} "
+            Param("bounds", of=_WHERE),
+            f" has no bounds for the column {column!r} "
             f"(aggregated as {agg.name!r}){hint}; SQL carries none. Pass bounds={{{column!r}: "
-            "(lower, upper)}, public and chosen without looking at the data, or "
-            "bounds='private' to find them privately (ds.private_bounds)."
+            "(lower, upper)}, public and chosen without looking at the data, or ",
+            Assign("bounds", "private", quoted=True),
+            " to find them privately (",
+            Door("ds.private_bounds"),
+            ").",
         )
     pair = bounds[column]
     if isinstance(pair, str | bytes) or not isinstance(pair, Sequence) or len(pair) != 2:
         raise InputError(
-            f"The bounds of {column!r} in the 'bounds' parameter of {_WHERE} must be a pair "
-            f"(lower, upper). Got {type(pair).__name__} instead."
+            f"The bounds of {column!r} in ",
+            Param("bounds", of=_WHERE, capital=False),
+            f" must be a pair (lower, upper). Got {type(pair).__name__} instead.",
         )
     try:
         lower, upper = float(pair[0]), float(pair[1])
@@ -65,8 +70,10 @@ def _bounds_of(
         lower = upper = math.nan
     if lower >= upper:
         raise InputError(
-            f"The bounds of {column!r} in the 'bounds' parameter of {_WHERE} must satisfy "
-            f"lower < upper. Got ({pair[0]!r}, {pair[1]!r}); swap them or widen the interval."
+            f"The bounds of {column!r} in ",
+            Param("bounds", of=_WHERE, capital=False),
+            f" must satisfy lower < upper. Got ({pair[0]!r}, {pair[1]!r}); swap them or "
+            "widen the interval.",
         )
     checked = validate_bounds(pair[0], pair[1], where=_WHERE)
     return checked.lower, checked.upper
@@ -76,12 +83,10 @@ def check_bounds_argument(bounds: object) -> Mapping[str, Any] | str | None:
     """``bounds`` is None, ``"private"`` or a mapping of column names."""
     if bounds is None or bounds == "private" or isinstance(bounds, Mapping):
         return bounds
+    shown = repr(bounds) if isinstance(bounds, str) else type(bounds).__name__
     raise InputError(
-        f"The 'bounds' parameter of {_WHERE} must be a mapping {{column: (lower, upper)}} or "
-        f"'private'. Got {bounds!r} instead."
-        if isinstance(bounds, str)
-        else f"The 'bounds' parameter of {_WHERE} must be a mapping {{column: (lower, upper)}} "
-        f"or 'private'. Got {type(bounds).__name__} instead."
+        Param("bounds", of=_WHERE),
+        f" must be a mapping {{column: (lower, upper)}} or 'private'. Got {shown} instead.",
     )
 
 
@@ -138,8 +143,8 @@ def group_keys(spec: SqlQuery, keys: Any) -> Any:
         return None
     if not spec.by:
         raise InputError(
-            f"The 'keys' parameter of {_WHERE} lists groups, but the query has no GROUP BY; "
-            "add GROUP BY col or drop keys."
+            Param("keys", of=_WHERE),
+            " lists groups, but the query has no GROUP BY; add GROUP BY col or drop keys.",
         )
     released = spec.released_by
     if not isinstance(keys, Mapping):
@@ -152,14 +157,13 @@ def group_keys(spec: SqlQuery, keys: Any) -> Any:
         return keys
     named = [str(k) for k in keys]
     if sorted(named) != sorted(released):
-        example = ", ".join(f"{b!r}: [...]" for b in released)
         renamed = [f"{b!r} as {n!r}" for b, n in zip(spec.by, released, strict=True) if b != n]
         note = f" (the query releases {', '.join(renamed)})" if renamed else ""
         raise keys_columns(
-            f"The 'keys' parameter of {_WHERE}",
+            Param("keys", of=_WHERE),
             list(released),
             named,
-            f"list the values of each{note}, keys={{{example}}}",
+            Message(f"list the values of each{note}, ", Keys(tuple(released))),
         )
     columns: list[list[Any]] = []
     for col in released:
@@ -173,8 +177,9 @@ def group_keys(spec: SqlQuery, keys: Any) -> Any:
             "polars",
         ):
             raise InputError(
-                f"The keys of {col!r} in the 'keys' parameter of {_WHERE} must be a list "
-                f"of values. Got {type(values).__name__} instead."
+                f"The keys of {col!r} in ",
+                Param("keys", of=_WHERE, capital=False),
+                f" must be a list of values. Got {type(values).__name__} instead.",
             )
         columns.append(list(values))
     if len(released) == 1:
@@ -233,6 +238,7 @@ def _check_people(agg: SqlAggregate, units: frozenset[str]) -> None:
         raise InputError(
             f"The SQL query counts distinct values of {agg.column!r}, which "
             "is not the privacy unit: the number of distinct values is not bounded by one "
-            "person's rows. COUNT(DISTINCT unit) counts people (pass privacy_unit="
-            f"{agg.column!r} if that column identifies a person)."
+            "person's rows. COUNT(DISTINCT unit) counts people (pass ",
+            Assign.of("privacy_unit", agg.column),
+            " if that column identifies a person).",
         )

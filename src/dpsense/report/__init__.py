@@ -19,7 +19,7 @@ from typing import Any
 
 from dpsense.accountant import Accountant
 from dpsense.accounting import Ledger
-from dpsense.errors import InputError
+from dpsense.errors import InputError, Param
 from dpsense.pages import render_page, write_page
 from dpsense.report.figures import grouped_figure, spending_figure
 from dpsense.report.model import BudgetView, ReleaseView, release_views
@@ -36,8 +36,8 @@ def _accountant(source: object) -> Accountant:
         Ledger.open(source)  # a missing or corrupt file: a LedgerError that says so
         return Accountant(ledger=source)
     raise InputError(
-        "The 'ledger_or_accountant' parameter of report must be a ledger path, a Ledger or "
-        f"an Accountant. Got {type(source).__name__} instead."
+        Param("ledger_or_accountant", of="report"),
+        f" must be a ledger path, a Ledger or an Accountant. Got {type(source).__name__} instead.",
     )
 
 

@@ -15,7 +15,7 @@ from numpy.typing import ArrayLike
 
 from dpsense._arrays import FloatArray
 from dpsense._progress import ProgressBar
-from dpsense.errors import InputError
+from dpsense.errors import InputError, Param
 from dpsense.sensitivity._enumeration import _CHUNK_CELLS, _datasets, _Table
 from dpsense.sensitivity._request import _Request
 
@@ -62,8 +62,9 @@ class _Evaluator:
             arr = np.asarray(value, dtype=np.float64)
             if arr.size != 1:
                 raise InputError(
-                    "The 'f' parameter of empirical_sensitivity must return one number "
-                    f"per dataset, but it returned an array of shape {arr.shape}."
+                    Param("f", of="empirical_sensitivity"),
+                    " must return one number "
+                    f"per dataset, but it returned an array of shape {arr.shape}.",
                 )
             out[i] = arr.reshape(())
         return out

@@ -13,7 +13,7 @@ from typing import Any, Final
 import numpy as np
 
 from dpsense._arrays import FloatArray, as_data
-from dpsense.errors import InputError
+from dpsense.errors import Assign, InputError, Param
 from dpsense.neighbours import Neighbours, validate_neighbours
 from dpsense.params import check_int
 from dpsense.sensitivity._enumeration import BoolArray, IntArray
@@ -101,9 +101,10 @@ class _Counts:
 def _check_f(f: object, where: str) -> None:
     if not callable(f) and not hasattr(f, "evaluate_batch"):
         raise InputError(
-            f"The 'f' parameter of {where} must be a callable that maps a 1-D array of "
+            Param("f", of=where),
+            f" must be a callable that maps a 1-D array of "
             f"records to a number (or a dpsense statistic). Got an object of type "
-            f"{type(f).__name__} instead."
+            f"{type(f).__name__} instead.",
         )
 
 
@@ -111,8 +112,9 @@ def _check_distance(distance: object, scope: str, where: str) -> int:
     k = check_int(distance, "distance", where=where, minimum=0)
     if k > 0 and scope == "global":
         raise InputError(
-            f"The 'distance' parameter of {where} must be 0 with scope='global' (global "
-            f"sensitivity already maximises over every dataset). Got {k!r} instead."
+            Param("distance", of=where),
+            f" must be 0 with scope='global' (global "
+            f"sensitivity already maximises over every dataset). Got {k!r} instead.",
         )
     return k
 
@@ -134,10 +136,14 @@ def _population_counts(xs: FloatArray, us: FloatArray, where: str) -> _Counts:
     missing = int(n - np.count_nonzero(present)) + int(np.maximum(x - pop, 0).sum())
     if missing:
         raise InputError(
-            f"With model='population' the 'data' of {where} must be a sub-multiset of "
+            "With ",
+            Assign("model", "population", quoted=True),
+            f" the 'data' of {where} must be a sub-multiset of "
             f"the population ('universe'), but {missing} of its {n} records are not in "
             "the population (counting repeated values). Pass the full population as "
-            "'universe', or use model='domain'."
+            "'universe', or use ",
+            Assign("model", "domain", quoted=True),
+            ".",
         )
     addable = pop > 0
     return _Counts(values=values, x=x, addable=addable, pop=pop)
@@ -176,8 +182,8 @@ def _validate(args: _Arguments) -> _Request:
     n = int(xs.shape[0])
     if min_size_ > n:
         raise InputError(
-            f"The 'min_size' parameter of {where} must be at most the number of records in "
-            f"the data ({n}). Got {min_size_!r} instead."
+            Param("min_size", of=where),
+            f" must be at most the number of records in the data ({n}). Got {min_size_!r} instead.",
         )
     counts = _counts(xs, us, model_, scope_, where)
     return _Request(

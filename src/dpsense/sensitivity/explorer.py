@@ -34,7 +34,7 @@ from numpy.typing import ArrayLike
 
 from dpsense._arrays import FloatArray
 from dpsense._progress import ProgressBar, show_progress
-from dpsense.errors import EvaluationLimitError
+from dpsense.errors import Assign, EvaluationLimitError, Message, Name
 from dpsense.neighbours import Neighbours
 from dpsense.params import check_int
 from dpsense.sensitivity._compare import _local_sensitivities, _Result
@@ -64,17 +64,27 @@ def _check_work(where: str, limit: int, n_eval: float, n_pairs: float) -> None:
     """Refuse, before any work starts, more evaluations or comparisons than allowed."""
     if n_eval > limit:
         raise EvaluationLimitError(
-            f"{where} would evaluate f on {_format_count(n_eval)} distinct datasets, more "
-            f"than max_evaluations={limit:,}. Use a smaller universe, hamming or distance, "
-            f"or raise the limit, e.g. max_evaluations={_suggest(n_eval)}.",
+            Message(
+                f"{where} would evaluate f on {_format_count(n_eval)} distinct datasets, more "
+                "than ",
+                _limit(f"{limit:,}"),
+                ". Use a smaller universe, hamming or distance, or raise the limit, e.g. ",
+                _limit(_suggest(n_eval)),
+                ".",
+            ),
             n_eval,
         )
     if n_pairs > _PAIR_FACTOR * limit:
         raise EvaluationLimitError(
-            f"{where} would compare {_format_count(n_pairs)} (dataset, neighbour) pairs, "
-            f"more than {_PAIR_FACTOR} x max_evaluations = {_PAIR_FACTOR * limit:,}. Use a "
-            "smaller universe, hamming or distance, or raise the limit, e.g. "
-            f"max_evaluations={_suggest(n_pairs / _PAIR_FACTOR)}.",
+            Message(
+                f"{where} would compare {_format_count(n_pairs)} (dataset, neighbour) pairs, "
+                f"more than {_PAIR_FACTOR} x ",
+                Name("max_evaluations"),
+                f" = {_PAIR_FACTOR * limit:,}. Use a smaller universe, hamming or distance, "
+                "or raise the limit, e.g. ",
+                _limit(_suggest(n_pairs / _PAIR_FACTOR)),
+                ".",
+            ),
             n_pairs / _PAIR_FACTOR,
         )
 
@@ -89,6 +99,11 @@ def _explore(req: _Request, where: str) -> _Result:
     progress = ProgressBar(show_progress(req.progress, large=plan.n_eval > _PROGRESS_THRESHOLD))
     fvals = _evaluate_table(req, table, progress, where)
     return _local_sensitivities(req, table, keys, fvals[keys.order], deltas, progress)
+
+
+def _limit(value: str) -> Assign:
+    """``max_evaluations=1_000`` (``--max-evaluations 1000``: an option takes no separators)."""
+    return Assign("max_evaluations", value, cli=value.replace("_", "").replace(",", ""))
 
 
 def _suggest(count: float) -> str:

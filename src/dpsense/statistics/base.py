@@ -12,7 +12,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from dpsense._arrays import FloatArray, as_data
-from dpsense.errors import InputError
+from dpsense.errors import Assign, Door, InputError, Name, Param
 from dpsense.neighbours import Neighbours, validate_neighbours
 from dpsense.params import check_beta, check_finite, check_int, validate_bounds
 from dpsense.statistics._profile import Profile, as_ks
@@ -197,7 +197,7 @@ class Statistic(ABC):
         b = check_finite(bound, "bound", where=where)
         if b < 0:
             raise InputError(
-                f"The 'bound' parameter of {where} must be a float >= 0. Got {bound!r} instead."
+                Param("bound", of=where), f" must be a float >= 0. Got {bound!r} instead."
             )
         return self.profile(self._prepare(x, where), nb).distance(b)
 
@@ -224,10 +224,13 @@ class BoundedStatistic(Statistic):
         if self.lower is None or self.upper is None:
             missing = "lower" if self.lower is None else "upper"
             raise InputError(
-                f"The '{missing}' parameter of {type(self).__name__} is missing: give both "
-                f"bounds, e.g. {self._example()}, or neither and release with "
-                "bounds='private' to find them privately (or spend part of the budget on "
-                "ds.private_bounds)."
+                Param(missing, of=type(self).__name__),
+                f" is missing: give both bounds, e.g. {self._example()}, or neither and "
+                "release with ",
+                Assign("bounds", "private", quoted=True),
+                " to find them privately (or spend part of the budget on ",
+                Door("ds.private_bounds"),
+                ").",
             )
         bounds = validate_bounds(self.lower, self.upper, where=type(self).__name__)
         limit = self.max_magnitude
@@ -255,9 +258,13 @@ class BoundedStatistic(Statistic):
             raise InputError(
                 f"{where} needs bounds, and {type(self).__name__} was built without them: give "
                 f"public bounds chosen without looking at the data, e.g. {self._example()}, or "
-                "pass bounds='private' to ds.release to find them privately (bounds_share of "
-                "epsilon; or ds.private_bounds, then with_bounds). dpsense never infers bounds "
-                "from the data."
+                "pass ",
+                Assign("bounds", "private", quoted=True),
+                " to ds.release to find them privately (",
+                Name("bounds_share"),
+                " of epsilon; or ",
+                Door("ds.private_bounds"),
+                ", then with_bounds). dpsense never infers bounds from the data.",
             )
 
     def _example(self) -> str:

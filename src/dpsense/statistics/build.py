@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Sequence
 
-from dpsense.errors import InputError
+from dpsense.errors import Assign, InputError, Param
 from dpsense.statistics.base import NO_BOUND, BoundedStatistic, Statistic
 from dpsense.statistics.moments import Count
 from dpsense.statistics.names import STATISTIC_NAMES, spelling_of
@@ -15,6 +15,9 @@ from dpsense.statistics.trimmed import TrimmedMean
 
 __all__ = ["make_statistic", "statistic_key"]
 
+_LEVELS = Assign("p", "(0.1, 0.5, 0.9)", cli="0.1,0.5,0.9")
+"""Example levels of a quantiles statistic: ``p=(0.1, 0.5, 0.9)``, ``--p 0.1,0.5,0.9``."""
+
 
 def statistic_key(name: str) -> str:
     """A statistic's name as :data:`STATISTIC_NAMES` spells it (``var``, ``stddev`` and
@@ -22,8 +25,8 @@ def statistic_key(name: str) -> str:
     spelling = spelling_of(name)
     if spelling is None:
         raise InputError(
-            f"The 'statistic' parameter must be one of {', '.join(STATISTIC_NAMES)}. "
-            f"Got {name!r} instead."
+            Param("statistic"),
+            f" must be one of {', '.join(STATISTIC_NAMES)}. Got {name!r} instead.",
         )
     return spelling.key
 
@@ -34,15 +37,22 @@ def _quantile_statistic(
     """The quantile (one level ``p``) or quantiles (levels ``p``) of :func:`make_statistic`."""
     if key == "quantile":
         if p is None:
-            raise InputError("The quantile statistic needs its level: pass p=0.9, say.")
+            raise InputError(
+                "The quantile statistic needs its level: pass ", Assign("p", "0.9"), ", say."
+            )
         if not isinstance(p, int | float):
             raise InputError(
-                "The quantile statistic takes one level (p=0.9, say); for several use "
-                "statistic='quantiles' with p=(0.1, 0.5, 0.9), say."
+                "The quantile statistic takes one level (",
+                Assign("p", "0.9"),
+                ", say); for several use ",
+                Assign("statistic", "quantiles", quoted=True),
+                " with ",
+                _LEVELS,
+                ", say.",
             )
         return Quantile(p, lo, hi, resolution)
     if p is None:
-        raise InputError("The quantiles statistic needs its levels: pass p=(0.1, 0.5, 0.9), say.")
+        raise InputError("The quantiles statistic needs its levels: pass ", _LEVELS, ", say.")
     levels = (p,) if isinstance(p, int | float) else tuple(p)
     return Quantiles(levels, lo, hi, resolution)
 
@@ -90,7 +100,9 @@ def make_statistic(
         if trim is None:
             raise InputError(
                 "The trimmed-mean statistic needs the number of records dropped from each "
-                "end: pass trim=5, say."
+                "end: pass ",
+                Assign("trim", "5"),
+                ", say.",
             )
         return TrimmedMean(trim, lo, hi)
     return _bounded_class(key)(lo, hi)  # type: ignore[call-arg]

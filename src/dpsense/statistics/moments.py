@@ -17,7 +17,7 @@ import numpy as np
 
 from dpsense._arrays import FloatArray
 from dpsense._exact_budget import float_up
-from dpsense.errors import InputError
+from dpsense.errors import InputError, Param
 from dpsense.neighbours import Neighbours
 from dpsense.statistics._exact import (
     ETA,
@@ -62,8 +62,8 @@ class Count(Statistic):
     def __post_init__(self) -> None:
         if not isinstance(self.distinct_units, bool):
             raise InputError(
-                "The 'distinct_units' parameter of ds.Count must be True or False. Got "
-                f"{type(self.distinct_units).__name__} instead."
+                Param("distinct_units", of="ds.Count"),
+                f" must be True or False. Got {type(self.distinct_units).__name__} instead.",
             )
 
     def __repr__(self) -> str:

@@ -32,7 +32,7 @@ import numpy as np
 
 from dpsense._arrays import FloatArray
 from dpsense._exact_budget import float_up
-from dpsense.errors import InputError
+from dpsense.errors import InputError, Param
 from dpsense.neighbours import Neighbours
 from dpsense.params import check_finite, check_probability
 from dpsense.statistics._grid import CandidateGrid, PowerOfTwoGrid, ResolutionGrid
@@ -248,8 +248,9 @@ class Quantile(BoundedStatistic):
         frac = Fraction(p).limit_denominator(_MAX_DENOMINATOR)
         if not 0 < frac < 1:
             raise InputError(
-                f"The 'p' parameter of {type(self).__name__} must be a float in (0, 1) at "
-                f"least 1e-6 away from 0 and 1. Got {self.p!r} instead."
+                Param("p", of=type(self).__name__),
+                f" must be a float in (0, 1) at "
+                f"least 1e-6 away from 0 and 1. Got {self.p!r} instead.",
             )
         object.__setattr__(self, "p", p)
         object.__setattr__(self, "_num", frac.numerator)
@@ -260,9 +261,10 @@ class Quantile(BoundedStatistic):
             res = check_finite(self.resolution, "resolution", where=name)
             if not res > 0:
                 raise InputError(
-                    f"The 'resolution' parameter of {name} must be a float > 0 (1 for "
+                    Param("resolution", of=name),
+                    f" must be a float > 0 (1 for "
                     "integer data; no resolution at all for continuous data). Got "
-                    f"{self.resolution!r} instead."
+                    f"{self.resolution!r} instead.",
                 )
             object.__setattr__(self, "resolution", res)
             if self.has_bounds:  # else with_bounds builds the grid

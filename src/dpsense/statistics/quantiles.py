@@ -17,7 +17,7 @@ from typing import Any, ClassVar, Final
 import numpy as np
 
 from dpsense._arrays import FloatArray
-from dpsense.errors import InputError
+from dpsense.errors import Assign, InputError, Param
 from dpsense.neighbours import Neighbours
 from dpsense.params import check_probability
 from dpsense.statistics._grid import CandidateGrid
@@ -35,7 +35,9 @@ def _vector_error(what: str) -> InputError:
     return InputError(
         f"Quantiles is a vector of several quantiles and has no single {what}; use "
         "ds.Quantile(p, lower, upper) for one level's sensitivities, and release "
-        "Quantiles with method='exponential' (the default)."
+        "Quantiles with ",
+        Assign("method", "exponential", quoted=True),
+        " (the default).",
     )
 
 
@@ -75,16 +77,18 @@ class Quantiles(BoundedStatistic):
         raw = self.ps
         if isinstance(raw, str | bytes) or not isinstance(raw, Iterable | np.ndarray):
             raise InputError(
-                f"The 'ps' parameter of {name} must be a list of levels in (0, 1), e.g. "
-                f"[0.1, 0.5, 0.9]. Got {type(raw).__name__} instead."
+                Param("ps", of=name),
+                f" must be a list of levels in (0, 1), e.g. "
+                f"[0.1, 0.5, 0.9]. Got {type(raw).__name__} instead.",
             )
         ps = tuple(check_probability(p, "ps", where=name) for p in raw)
         if not ps:
-            raise InputError(f"The 'ps' parameter of {name} needs at least one level.")
+            raise InputError(Param("ps", of=name), " needs at least one level.")
         if len(ps) > _MAX_LEVELS:
             raise InputError(
-                f"The 'ps' parameter of {name} has {len(ps)} levels; at most {_MAX_LEVELS} "
-                "are supported (more levels than that do not make a private CDF better)."
+                Param("ps", of=name),
+                f" has {len(ps)} levels; at most {_MAX_LEVELS} "
+                "are supported (more levels than that do not make a private CDF better).",
             )
         levels = tuple(Fraction(p).limit_denominator(_MAX_DENOMINATOR) for p in ps)
         if any(not 0 < q < 1 for q in levels):
@@ -93,8 +97,9 @@ class Quantiles(BoundedStatistic):
             )
         if any(b <= a for a, b in itertools.pairwise(levels)):
             raise InputError(
-                f"The levels of {name} must be strictly increasing, e.g. p=(0.1, 0.5, 0.9); "
-                "sort them and drop repeats."
+                f"The levels of {name} must be strictly increasing, e.g. ",
+                Assign("p", "(0.1, 0.5, 0.9)", cli="0.1,0.5,0.9"),
+                "; sort them and drop repeats.",
             )
         object.__setattr__(self, "ps", ps)
         object.__setattr__(self, "_levels", levels)

@@ -34,7 +34,7 @@ import numpy as np
 
 from dpsense._arrays import FloatArray
 from dpsense._exact_budget import exact, exp_bounds, float_down, product_up, quotient_down
-from dpsense.errors import InputError
+from dpsense.errors import InputError, Name
 from dpsense.neighbours import Neighbours
 from dpsense.statistics._profile import IntArray, Profile
 from dpsense.statistics.base import Statistic
@@ -153,7 +153,9 @@ def per_unit(statistic: Statistic, rows: int) -> Statistic:
     the statistic's class and compares by its fields as the original does.
     """
     if rows < 1:
-        raise InputError(f"max_rows_per_unit must be an integer >= 1. Got {rows!r} instead.")
+        raise InputError(
+            Name("max_rows_per_unit"), f" must be an integer >= 1. Got {rows!r} instead."
+        )
     if counted_rows(statistic, rows) == 1:
         return statistic
     base = type(statistic)

@@ -12,7 +12,7 @@ import numpy as np
 
 from dpsense._exact_budget import float_up
 from dpsense.data.source import as_text
-from dpsense.errors import InputError
+from dpsense.errors import Assign, InputError
 from dpsense.mechanisms.partition_selection import SelectionRule, select_groups
 from dpsense.methods import Release
 from dpsense.noise.rng import RandomSource
@@ -224,7 +224,8 @@ def opened_table(
                 raise InputError(
                     f"{source.label[:1].upper()}{source.label[1:]} has "
                     f"{len(source.columns)} columns; name the one to use: pass one of "
-                    f"{', '.join(map(repr, source.columns[:40]))} as column=..."
+                    f"{', '.join(map(repr, source.columns[:40]))} as ",
+                    Assign("column"),
                 )
             columns = (candidates[0],)
         for c in columns:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from dpsense.errors import InputError
+from dpsense.errors import MANY, Assign, InputError, Name, Param, Units
 
 __all__ = ["PrivacyUnits", "UnitPath", "parameter_of", "privacy_units", "who"]
 
@@ -49,9 +49,13 @@ class PrivacyUnits:
         if self.default is None:
             raise InputError(
                 f"The private table {table!r} has no privacy unit: name its unit column or "
-                f"its path to one in privacy_unit={{{table!r}: 'person_id'}} (or "
-                f"privacy_unit={{{table!r}: ('order_id', 'orders', 'order_id')}}), or list it "
-                "in public_tables=[...] if it holds no one's data."
+                "its path to one in ",
+                Units(((table, "person_id"),)),
+                " (or ",
+                Units(((table, ("order_id", "orders", "order_id")),)),
+                "), or list it in ",
+                Assign("public_tables", MANY),
+                " if it holds no one's data.",
             )
         return UnitPath(self.default)
 
@@ -71,14 +75,18 @@ class PrivacyUnits:
         target = path.via[1]
         if target in seen or target == table:
             raise InputError(
-                "The privacy_unit paths go round in a circle "
+                "The ",
+                Name("privacy_unit"),
+                " paths go round in a circle "
                 f"({' -> '.join((*seen, table, target))}); each path must end at a table "
-                "that holds the unit column."
+                "that holds the unit column.",
             )
         if target in self.public:
             raise InputError(
-                f"The privacy_unit path of {table!r} goes to {target!r}, which is public; a "
-                "path must end at a private table that holds the unit column."
+                "The ",
+                Name("privacy_unit"),
+                f" path of {table!r} goes to {target!r}, which is public; a "
+                "path must end at a private table that holds the unit column.",
             )
         return self.unit_column(target, (*seen, table))
 
@@ -95,40 +103,47 @@ def privacy_units(
         public: frozenset[str] = frozenset()
     elif not isinstance(public_tables, Sequence | set | frozenset):
         raise InputError(
-            f"The 'public_tables' parameter of {where} must be a list of table names, "
-            f"e.g. public_tables=['regions']. Got {type(public_tables).__name__} instead."
+            Param("public_tables", of=where),
+            " must be a list of table names, e.g. ",
+            Name("public_tables"),
+            f"=['regions']. Got {type(public_tables).__name__} instead.",
         )
     else:
         public = frozenset(str(t) for t in public_tables)
     unknown = sorted(public - set(names))
     if unknown:
         raise InputError(
-            f"The 'public_tables' parameter of {where} names {', '.join(map(repr, unknown))}, "
+            Param("public_tables", of=where),
+            f" names {', '.join(map(repr, unknown))}, "
             f"which {who(where, 'the query')} does not read (it "
-            f"reads {', '.join(map(repr, names))})."
+            f"reads {', '.join(map(repr, names))}).",
         )
     if privacy_unit is None:
         if public >= set(names):
             raise InputError(
                 f"{who(where)} reads only public tables ({', '.join(map(repr, names))}): there "
-                "is no one to protect; compute it without dpsense, or drop the table from "
-                "public_tables."
+                "is no one to protect; compute it without dpsense, or drop the table from ",
+                Name("public_tables"),
+                ".",
             )
         raise InputError(
             f"{'A query that joins tables' if where == 'ds.sql' else f'The release of {where}'}"
-            " needs privacy_unit=...: the column that identifies "
-            "a person in every private table (e.g. privacy_unit='person_id'), or one per "
-            "table (privacy_unit={'orders': 'customer_id', 'items': ('order_id', 'orders', "
-            "'order_id')})."
+            " needs ",
+            Assign("privacy_unit"),
+            ": the column that identifies a person in every private table (e.g. ",
+            Assign("privacy_unit", "person_id", quoted=True),
+            "), or one per table (",
+            Units((("orders", "customer_id"), ("items", ("order_id", "orders", "order_id")))),
+            ").",
         )
     if isinstance(privacy_unit, str):
         return PrivacyUnits({}, public, privacy_unit)
     if not isinstance(privacy_unit, Mapping):
         raise InputError(
-            f"The 'privacy_unit' parameter of {parameter_of(where)} must be a column name or a "
-            "mapping "
+            Param("privacy_unit", of=parameter_of(where)),
+            " must be a column name or a mapping "
             f"of table names to a column or a path (column, table, key). Got "
-            f"{type(privacy_unit).__name__} instead."
+            f"{type(privacy_unit).__name__} instead.",
         )
     paths: dict[str, UnitPath] = {}
     for table, entry in privacy_unit.items():
@@ -148,7 +163,9 @@ def privacy_units(
             )
         if str(table) in public:
             raise InputError(
-                f"The table {str(table)!r} is both public (public_tables) and given a "
-                "privacy unit; a public table holds no one's data: drop one of the two."
+                f"The table {str(table)!r} is both public (",
+                Name("public_tables"),
+                ") and given a privacy unit; a public table holds no one's data: drop one of "
+                "the two.",
             )
     return PrivacyUnits(paths, public, None)

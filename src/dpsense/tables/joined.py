@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Final
 
-from dpsense.errors import InputError
+from dpsense.errors import InputError, Name, Param
 from dpsense.tables.join_units import (
     PrivacyUnits,
     UnitPath,
@@ -291,8 +291,11 @@ def _check_unit_columns(
         path = units.of(table)
         if table not in columns:
             raise InputError(
-                f"The privacy_unit path reaches the table {table!r}, which is not in the "
-                f"'tables' parameter; pass tables={{{table!r}: data}}."
+                "The ",
+                Name("privacy_unit"),
+                f" path reaches the table {table!r}, which is not in ",
+                Param("tables", capital=False),
+                f"; pass tables={{{table!r}: data}}.",
             )
         if path.via is None:
             assert path.column is not None

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from dpsense._exact_budget import difference_down, product_down, quotient_down
-from dpsense.errors import InputError, keys_columns
+from dpsense.errors import MANY, Assign, InputError, Param, keys_columns
 from dpsense.mechanisms.partition_selection import SelectionRule
 from dpsense.methods import Release
 from dpsense.methods.zcdp import ZcdpPrice, amount
@@ -79,7 +79,11 @@ def budget_split(
         if delta == 0.0:
             raise InputError(
                 "Releasing groups without public keys needs private partition selection, "
-                "which needs delta > 0: pass keys=[...] or delta=... (e.g. 1e-6)."
+                "which needs delta > 0: pass ",
+                Assign("keys", MANY),
+                " or ",
+                Assign("delta"),
+                " (e.g. 1e-6).",
             )
         # shares rounded down, the rests exact differences rounded down (docs/noise.md §8)
         selection = (product_down(SELECTION_SHARE, epsilon), product_down(SELECTION_SHARE, delta))
@@ -213,8 +217,9 @@ def normalise_keys(keys: Any, by: tuple[str, ...]) -> list[tuple[Any, ...]]:
         return list(zip(*(native[b] for b in by), strict=True))
     if isinstance(keys, str | bytes) or not isinstance(keys, Sequence | np.ndarray | set):
         raise InputError(
-            "The 'keys' parameter must be a list of group values (tuples for several "
-            "group columns) or a DataFrame of the group columns."
+            Param("keys"),
+            " must be a list of group values (tuples for several "
+            "group columns) or a DataFrame of the group columns.",
         )
     out: list[tuple[Any, ...]] = []
     for key in keys:
@@ -225,7 +230,7 @@ def normalise_keys(keys: Any, by: tuple[str, ...]) -> list[tuple[Any, ...]]:
             )
         out.append(tuple(v.item() if isinstance(v, np.generic) else v for v in tup))
     if len(set(out)) != len(out):
-        raise InputError("The 'keys' parameter lists a group more than once.")
+        raise InputError(Param("keys"), " lists a group more than once.")
     return out
 
 

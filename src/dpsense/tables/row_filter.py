@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import TYPE_CHECKING, Any, Final
 
-from dpsense.errors import InputError
+from dpsense.errors import InputError, Param
 
 if TYPE_CHECKING:
     from sqlglot import expressions as exp
@@ -300,8 +300,9 @@ class RowFilter:
         for name in self.columns:
             if name not in frame.columns:
                 raise InputError(
-                    f"The 'where' parameter reads the column {name!r}, which is not in the "
-                    "Spark DataFrame. Name one of its columns."
+                    Param("where"),
+                    f" reads the column {name!r}, which is not in the "
+                    "Spark DataFrame. Name one of its columns.",
                 )
         try:
             with _ansi_off(frame.sparkSession):
@@ -328,9 +329,10 @@ def _ansi_off(session: Any) -> Iterator[None]:
 
 def _not_evaluated(kind: str) -> InputError:
     return InputError(
-        f"The 'where' parameter could not be evaluated on the table ({kind}): check that "
+        Param("where"),
+        f" could not be evaluated on the table ({kind}): check that "
         "it compares columns with values of their declared types and uses only "
-        f"{ALLOWED_SUMMARY}."
+        f"{ALLOWED_SUMMARY}.",
     )
 
 
@@ -349,9 +351,10 @@ def parse_row_filter(text: object, *, where: str = "release") -> RowFilter:
 
     if not isinstance(text, str) or not text.strip():
         raise InputError(
-            f"The 'where' parameter of {where} must be a SQL boolean expression over one "
+            Param("where", of=where),
+            f" must be a SQL boolean expression over one "
             'row, such as "educ >= 12 AND year > 1980" (DuckDB dialect). '
-            f"Got {type(text).__name__ if not isinstance(text, str) else 'an empty string'}."
+            f"Got {type(text).__name__ if not isinstance(text, str) else 'an empty string'}.",
         )
     try:
         tree = sqlglot.parse_one(text, read="duckdb", into=exp.Condition)
@@ -359,21 +362,24 @@ def parse_row_filter(text: object, *, where: str = "release") -> RowFilter:
         tree = None
     if tree is None or isinstance(tree, exp.Query | exp.Command | exp.Alias):
         raise InputError(
-            f"The 'where' parameter of {where} must be one SQL boolean expression over "
+            Param("where", of=where),
+            " must be one SQL boolean expression over "
             'the columns of a row (DuckDB dialect), such as "educ >= 12"; it does not '
-            "parse as one. Check its quotes and parentheses."
+            "parse as one. Check its quotes and parentheses.",
         )
     for node in tree.walk():
         reason = refused_reason(node)
         if reason is not None:
             raise InputError(
-                f"The 'where' parameter of {where} uses {reason}, which is not supported: "
-                f"it must read one row at a time with {ALLOWED_SUMMARY}."
+                Param("where", of=where),
+                f" uses {reason}, which is not supported: "
+                f"it must read one row at a time with {ALLOWED_SUMMARY}.",
             )
         if isinstance(node, exp.Column) and node.table:
             raise InputError(
-                f"The 'where' parameter of {where} names the column {node.name!r} of "
-                f"another table ({node.table!r}): use the table's own column names."
+                Param("where", of=where),
+                f" names the column {node.name!r} of "
+                f"another table ({node.table!r}): use the table's own column names.",
             )
     columns = tuple(dict.fromkeys(c.name for c in tree.find_all(exp.Column)))
     duck = total_tree(tree, "duckdb")

@@ -49,7 +49,7 @@ import numpy as np
 from dpsense.data.source import PARQUET_SUFFIXES, open_table
 from dpsense.data.sql_build import column as sql_column
 from dpsense.data.sql_build import describe, select, table
-from dpsense.errors import InputError
+from dpsense.errors import InputError, Param
 from dpsense.statistics import Quantile, Quantiles, Statistic
 from dpsense.tables.rows.casts import Cast, ColumnType
 from dpsense.tables.rows.checks import SQL_INTEGERS as _SQL_INTEGERS
@@ -89,14 +89,16 @@ def _parse_type(column: str, text: object, where: str) -> Cast:
             precision, scale = int(match.group(1)), int(match.group(2))
             if not (1 <= precision <= 38 and scale <= precision):
                 raise InputError(
-                    f"The type of column {column!r} in the 'schema' parameter of {where} "
-                    "must be decimal(p,s) with 1 <= p <= 38 and 0 <= s <= p. "
-                    f"Got {text!r} instead."
+                    f"The type of column {column!r} in ",
+                    Param("schema", of=where, capital=False),
+                    " must be decimal(p,s) with 1 <= p <= 38 and 0 <= s <= p. "
+                    f"Got {text!r} instead.",
                 )
             return Cast("decimal", precision, scale)
     raise InputError(
-        f"The type of column {column!r} in the 'schema' parameter of {where} must be "
-        f"{_VOCABULARY}. Got {shown} instead."
+        f"The type of column {column!r} in ",
+        Param("schema", of=where, capital=False),
+        f" must be {_VOCABULARY}. Got {shown} instead.",
     )
 
 
@@ -112,15 +114,16 @@ def parse_schema(schema: object, where: str = "release") -> dict[str, Cast]:
         return {}
     if not isinstance(schema, Mapping):
         raise InputError(
-            f"The 'schema' parameter of {where} must be a mapping of column names to types, "
-            f"e.g. {{'age': 'int'}}. Got an object of type {type(schema).__name__} instead."
+            Param("schema", of=where),
+            f" must be a mapping of column names to types, "
+            f"e.g. {{'age': 'int'}}. Got an object of type {type(schema).__name__} instead.",
         )
     out: dict[str, Cast] = {}
     for column, text in schema.items():
         if not isinstance(column, str) or not column:
             raise InputError(
-                f"The 'schema' parameter of {where} must map column names (str) to types. "
-                f"Got the key {column!r} instead."
+                Param("schema", of=where),
+                f" must map column names (str) to types. Got the key {column!r} instead.",
             )
         out[column] = _parse_type(column, text, where)
     return out

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from dpsense.errors import InputError
+from dpsense.errors import InputError, Name
 
 __all__ = [
     "Join",
@@ -201,10 +201,12 @@ def shared_key(table: str, key: str) -> InputError:
     """A key of a privacy-unit path that belongs to more than one unit (the data owner's
     precondition: a row must belong to one unit)."""
     return InputError(
-        f"The privacy_unit path goes through {table}.{key}, and some value of it belongs to "
+        "The ",
+        Name("privacy_unit"),
+        f" path goes through {table}.{key}, and some value of it belongs to "
         "more than one unit, so a row reached through it would belong to two people. The "
         "keys of a path must be keys (each value of one unit): clean the table (a data "
-        "owner's precondition, like missing values), or declare another path."
+        "owner's precondition, like missing values), or declare another path.",
     )
 
 

@@ -8,7 +8,7 @@ from contextlib import AbstractContextManager, contextmanager
 from typing import Any, Final
 
 from dpsense.data.source import TableSource, open_table, quote
-from dpsense.errors import InputError
+from dpsense.errors import InputError, Param, Schema
 from dpsense.tables.engines.duckdb.bound import bound_table, load_keys
 from dpsense.tables.engines.duckdb.casts import apply_duckdb_schema
 from dpsense.tables.engines.duckdb.held_scan import ScanNeed, announce
@@ -57,12 +57,14 @@ class DuckDBEngine:
             c for c in row_filter.columns if c not in schema and (inferred is None or c in inferred)
         ]
         if undeclared:
-            example = ", ".join(f"{c!r}: 'TYPE'" for c in undeclared[:2])
+            example = Schema(tuple((c, "TYPE") for c in undeclared[:2]))
             raise InputError(
-                f"The 'where' filter reads {', '.join(repr(c) for c in undeclared)} from "
+                Param("where", word="filter"),
+                f" reads {', '.join(repr(c) for c in undeclared)} from "
                 f"{source.label}, whose column types are inferred from its values and so are "
-                "not public: declare the type of each column the filter reads, e.g. "
-                f"schema={{{example}}} with TYPE 'int', 'float', 'decimal(p,s)' or 'text'."
+                "not public: declare the type of each column the filter reads, e.g. ",
+                example,
+                " with TYPE 'int', 'float', 'decimal(p,s)' or 'text'.",
             )
 
     def apply_schema(self, source: Any, casts: Mapping[str, Cast]) -> None:

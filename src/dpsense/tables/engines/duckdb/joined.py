@@ -25,7 +25,7 @@ from dpsense.data.source import (
     path_view,
     scannable,
 )
-from dpsense.errors import InputError
+from dpsense.errors import Assign, InputError
 from dpsense.tables.engines.duckdb.casts import cast_view_sql
 from dpsense.tables.rows.casts import Cast
 from dpsense.tables.rows.joins import (
@@ -137,8 +137,9 @@ def open_joined(joined: JoinedTables) -> Iterator[TableSource]:
             # would quote the line
             raise InputError(
                 f"Cannot read {joined.label}: a file holds a value that does not read as "
-                "its column's type, or a malformed line; declare the column's type with "
-                "schema=... or clean the file."
+                "its column's type, or a malformed line; declare the column's type with ",
+                Assign("schema"),
+                " or clean the file.",
             ) from None
     finally:
         con.close()
