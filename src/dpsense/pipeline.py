@@ -32,7 +32,6 @@ from fractions import Fraction
 from typing import Any, Protocol
 
 from dpsense.accounting.composition import ZcdpCharge
-from dpsense.data.source import readable_twice
 from dpsense.errors import InputError, warn_large_epsilon
 from dpsense.methods import Release
 from dpsense.methods.zcdp import pure_rho
@@ -40,7 +39,7 @@ from dpsense.noise.rng import resolve_rng
 from dpsense.query import QueryResult
 from dpsense.query.join_form import resolve_joined
 from dpsense.query.plan import QueryPlan, ReleaseArgs, plan_query, statistic_split
-from dpsense.query.run import reads_column, run_plan, typed_input
+from dpsense.query.run import readable_input, reads_column, run_plan, typed_input
 from dpsense.query.steps import checked_table
 from dpsense.statistics import Statistic
 from dpsense.tables.grouped import GroupedRelease
@@ -120,10 +119,10 @@ def execute(request: Request, ledger: Charger | None = None) -> Result:
         where=where,
     )
     source = resolve_rng(request.rng, where=where)
+    plan, table = typed_input(plan, x)  # the table's handle: every column typed, once
     if ledger is None:  # the run's own first opening checks the table (nothing to charge)
-        return run_plan(*typed_input(plan, x), source)
-    with readable_twice(x) as data:
-        plan, table = typed_input(plan, data)
+        return run_plan(plan, table, source)
+    with readable_input(table) as table:
         if isinstance(table, TableHandle):
             plan = checked_table(plan, table)
         checked = plan

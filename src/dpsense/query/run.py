@@ -22,7 +22,7 @@ engine: the method on its clipped values (``query.methods.release_column``).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import replace
 from typing import Any
 
@@ -45,7 +45,7 @@ from dpsense.tables.grouped import GroupedRelease
 from dpsense.tables.handle import TableHandle
 from dpsense.tables.query_release import release_query
 
-__all__ = ["reads_column", "run_plan", "statistic_sources", "typed_input"]
+__all__ = ["readable_input", "reads_column", "run_plan", "statistic_sources", "typed_input"]
 
 
 def reads_column(plan: QueryPlan, x: Any) -> bool:
@@ -112,15 +112,17 @@ def statistic_sources(source: RandomSource, count: int) -> list[RandomSource]:
 
 
 @contextmanager
-def _readable(plan: QueryPlan, x: Any) -> Iterator[Any]:
-    """``x`` (a table's handle, or a column), readable twice when the query reads it
-    twice (``steps.reads_twice``)."""
-    if not reads_twice(plan):
-        yield x
-        return
+def readable_input(x: Any) -> Iterator[Any]:
+    """``x`` (a table's handle, or a column: :func:`typed_input`) readable twice
+    (``data.source.readable_twice``: standard input copied first)."""
     data = x.data if isinstance(x, TableHandle) else x
     with readable_twice(data) as copy:
         yield x.reading(copy) if isinstance(x, TableHandle) else copy
+
+
+def _readable(plan: QueryPlan, x: Any) -> AbstractContextManager[Any]:
+    """``x``, readable twice when the query reads it twice (``steps.reads_twice``)."""
+    return readable_input(x) if reads_twice(plan) else nullcontext(x)
 
 
 def _on_engine(
