@@ -366,12 +366,7 @@ MUTANTS = (
         "charge-before-table-check",
         "Accountant.release charges before the table's columns are checked (the release checks)",
         "src/dpsense/pipeline.py",
-        (
-            (
-                "            plan = checked_table(with_key_casts(plan, data), data)\n",
-                "            plan = with_key_casts(plan, data)\n",
-            ),
-        ),
+        (("            plan = checked_table(plan, table)\n", "            pass\n"),),
         ("tests/accounting/test_validate_then_charge.py",),
     ),
     Mutant(
@@ -421,8 +416,8 @@ MUTANTS = (
     Mutant(
         "keys-by-inferred-type",
         "public keys cast to a CSV by-column's type as DuckDB infers it from the values",
-        "src/dpsense/tables/key_types.py",
-        (("    return {**casts, **implied}\n", "    return dict(casts)\n"),),
+        "src/dpsense/tables/handle.py",
+        (("    casts = {**given, **implied}\n", "    casts = dict(given)\n"),),
         ("tests/tables/test_key_types.py",),
     ),
     Mutant(

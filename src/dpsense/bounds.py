@@ -53,6 +53,7 @@ from dpsense.noise.choice import ExponentialChoice
 from dpsense.noise.rng import RandomSource, resolve_rng
 from dpsense.params import check_epsilon
 from dpsense.tables.grouped import bounded_values
+from dpsense.tables.handle import TableHandle
 from dpsense.tables.row_filter import RowFilter
 from dpsense.tables.schema import Cast, parse_schema
 
@@ -228,6 +229,10 @@ def private_bounds(
     value does not fit its declared type is dropped), so that ``release(..., schema=...,
     bounds="private")`` reads the same column in both steps; ``row_filter`` (internal: the
     parsed ``where=`` of :func:`dpsense.release`) keeps the rows that pass it, first.
+    A release's own bounds step passes its table's handle as ``data``
+    (``tables.handle.TableHandle``): the column is then cast and typed as the release
+    reads it. Otherwise the table is typed here, as a release types it (an undeclared
+    privacy unit column read as text).
     """
     where = "private_bounds"
     eps = check_epsilon(epsilon, where=where)
@@ -357,7 +362,14 @@ def _values(
     casts: Mapping[str, Cast],
     row_filter: RowFilter | None = None,
 ) -> np.ndarray:
-    if is_table(data) or unit is not None or column is not None or casts or row_filter:
+    if (
+        isinstance(data, TableHandle)
+        or is_table(data)
+        or unit is not None
+        or column is not None
+        or casts
+        or row_filter
+    ):
         return bounded_values(
             data,
             column=column,

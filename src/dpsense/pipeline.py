@@ -8,7 +8,10 @@ order whichever door it came from:
 2. resolve a ``ds.join`` handle to the joined table;
 3. check the request and build its plan (:func:`prepare_release`): everything refused
    from the arguments alone is refused here, before any data is read;
-4. resolve the random source;
+4. resolve the random source, and type the table once: its handle
+   (``tables.handle.TableHandle``: its engine, casts and every column's type, decided
+   from the declarations and the container, never from the values), which every later
+   step reads;
 5. with a ledger: check the table's columns against the plan (``query.steps``) before
    anything is charged, charge the plan's price (:func:`dpsense.query.price.price`, by
    the accountant's :meth:`~dpsense.accountant.Accountant.charged`), run the plan
@@ -27,7 +30,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from dpsense.data.source import readable_twice
 from dpsense.errors import Assign, InputError, warn_large_epsilon
 from dpsense.methods import Release
 from dpsense.noise.rng import resolve_rng
@@ -35,10 +37,11 @@ from dpsense.query import QueryResult
 from dpsense.query.join_form import resolve_joined
 from dpsense.query.plan import QueryPlan, ReleaseArgs, plan_query
 from dpsense.query.price import Price, price
-from dpsense.query.run import reads_column, run_plan
-from dpsense.query.steps import checked_table, with_key_casts
+from dpsense.query.run import readable_input, reads_column, run_plan, typed_input
+from dpsense.query.steps import checked_table
 from dpsense.statistics import Statistic
 from dpsense.tables.grouped import GroupedRelease
+from dpsense.tables.handle import TableHandle
 
 __all__ = ["Charger", "Request", "execute", "prepare_release"]
 
@@ -113,16 +116,17 @@ def execute(request: Request, ledger: Charger | None = None) -> Result:
         where=where,
     )
     source = resolve_rng(request.rng, where=where)
+    plan, table = typed_input(plan, x)  # the table's handle: every column typed, once
     if ledger is None:  # the run's own first opening checks the table (nothing to charge)
-        return run_plan(plan, x, source)
-    with readable_twice(x) as data:
-        if not reads_column(plan, data):
-            plan = checked_table(with_key_casts(plan, data), data)
+        return run_plan(plan, table, source)
+    with readable_input(table) as table:
+        if isinstance(table, TableHandle):
+            plan = checked_table(plan, table)
         checked = plan
         return ledger.charged(
             price(checked),
             _labels(request, checked, args),
-            lambda: run_plan(checked, data, source),
+            lambda: run_plan(checked, table, source),
             _log_request(checked, args),
         )
 

@@ -31,6 +31,7 @@ from dpsense.noise.rng import SeededRandom
 from dpsense.query.bounds_step import BOUNDS_SHARE
 from dpsense.release import zcdp_cost
 from dpsense.tables.grouped import bounded_values
+from dpsense.tables.rows.casts import Cast
 
 pd = pytest.importorskip("pandas")
 
@@ -54,12 +55,13 @@ def _quiet_seeds() -> None:
 
 @pytest.fixture
 def bounds_calls(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
-    """The keyword arguments of every call of the bounds step's ``private_bounds``."""
+    """The keyword arguments of every call of the bounds step's ``private_bounds``, and
+    the table it reads (``data``: the release's table handle)."""
     calls: list[dict[str, Any]] = []
     real = bir.private_bounds
 
     def spy(data: Any, **kwargs: Any) -> ds.Release:
-        calls.append(kwargs)
+        calls.append({**kwargs, "data": data})
         return real(data, **kwargs)
 
     monkeypatch.setattr(bir, "private_bounds", spy)
@@ -493,7 +495,8 @@ def test_the_bounds_step_reads_the_column_as_the_schema_casts_it(
     rel = ds.release(
         frame, ds.Median(), column="v", schema={"v": "int"}, epsilon=1.0, bounds="private", rng=2
     )
-    assert [call["schema"] for call in bounds_calls] == [{"v": "int"}]
+    # the bounds step reads the release's table handle, with the release's casts
+    assert [dict(call["data"].casts) for call in bounds_calls] == [{"v": Cast("int")}]
     assert rel.parameters["resolution_source"] == "schema argument: int"
     assert float(rel.value).is_integer()
     # within the mechanism's width factor 2^5 of the data (0..59), far from the grid's end

@@ -198,7 +198,8 @@ def _release_column_or_table(
     from dpsense.methods import Release
     from dpsense.query.plan import ReleaseArgs
     from dpsense.release import prepare_release, release
-    from dpsense.tables.schema import parquet_column_type, schema_resolution
+    from dpsense.tables.handle import parquet_column_type
+    from dpsense.tables.schema import schema_resolution
 
     if request.blocks is not None:
         raise InputError("--blocks applies only to --method sample-aggregate.")

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from dpsense.errors import InputError, Name, Param
 from dpsense.tables.engines import engine_for_tables, is_spark_frame
+from dpsense.tables.handle import undeclared_columns
 from dpsense.tables.joined import parameter_of, plan_join, privacy_units
 from dpsense.tables.rows.casts import Cast
 from dpsense.tables.rows.joins import (
@@ -390,7 +391,7 @@ def joined_input(
     # query of one table)
     plan = plan_join(form, units, columns, list(schema or {}), view_prefix=prefix, where=where)
     casts = parse_schema(schema, owner) if schema else {}
-    undeclared = {t: _undeclared(named[t], columns[t]) for t in named}
+    undeclared = {t: undeclared_columns(named[t], columns[t]) for t in named}
     table_casts = {t: {c: k for c, k in casts.items() if c in columns[t]} for t in named}
     own_units = {
         (t, p.column) for t in named if t not in units.public and (p := units.of(t)).column
@@ -459,29 +460,3 @@ def unit_names(
     unit = units.unit_column(private[0])
     held = {p.column for t in private if (p := units.of(t)).column is not None}
     return unit, frozenset({unit} | held)
-
-
-def _undeclared(data: Any, columns: Sequence[str]) -> frozenset[str]:
-    """The columns whose type ``data`` does not declare: every column of a CSV file, a
-    pandas object column, a column of Python lists (their types would come from the
-    values)."""
-    if is_spark_frame(data) or type(data).__module__.split(".")[0] == "duckdb":
-        return frozenset()
-    if isinstance(data, str) or hasattr(data, "__fspath__"):
-        return frozenset(columns) if _is_csv(data) else frozenset()
-    from dpsense.tables.schema import column_type
-
-    out = set()
-    for column in columns:
-        declared = column_type(data, None, column)
-        if declared is None or declared.name == "object":
-            out.add(column)
-    return frozenset(out)
-
-
-def _is_csv(data: Any) -> bool:
-    import os
-
-    from dpsense.data.source import is_csv_path
-
-    return isinstance(data, str | os.PathLike) and is_csv_path(os.fspath(data))

@@ -21,7 +21,8 @@ engine: the method on its clipped values (``query.methods.release_column``).
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import replace
 from typing import Any
 
@@ -35,15 +36,16 @@ from dpsense.query.result import QueryResult
 from dpsense.query.steps import (
     reads_twice,
     table_query,
-    with_key_casts,
+    typed_table,
     with_private_bounds,
     with_value_column,
 )
 from dpsense.statistics import Count, Statistic
 from dpsense.tables.grouped import GroupedRelease
+from dpsense.tables.handle import TableHandle
 from dpsense.tables.query_release import release_query
 
-__all__ = ["reads_column", "run_plan", "statistic_sources"]
+__all__ = ["readable_input", "reads_column", "run_plan", "statistic_sources", "typed_input"]
 
 
 def reads_column(plan: QueryPlan, x: Any) -> bool:
@@ -51,19 +53,31 @@ def reads_column(plan: QueryPlan, x: Any) -> bool:
     statistic of data that is not a table, whose arguments ask nothing of a table
     (``query.plan.asks_for_table``). Only such a release may use substitute neighbours
     (``release.prepare_release``). The one place this is decided."""
+    if isinstance(x, TableHandle):
+        return False
     return plan.single and not plan.table_arguments and not is_table(x)
+
+
+def typed_input(plan: QueryPlan, x: Any) -> tuple[QueryPlan, Any]:
+    """What ``plan`` reads: one column of numbers as it is (:func:`reads_column`), a
+    table as its handle, every column's type decided once (``steps.typed_table``), with
+    ``plan`` carrying the handle's casts. Built once, at the pipeline's door."""
+    if reads_column(plan, x):
+        return plan, x
+    return typed_table(plan, x)
 
 
 def run_plan(
     plan: QueryPlan, x: Any, source: RandomSource
 ) -> Release | GroupedRelease | QueryResult:
-    """Run ``plan`` on the data ``x`` with the random source ``source``: the bare
-    statistic's release for a bare statistic, else the query's result."""
+    """Run ``plan`` on ``x`` (its table's handle, or one column of numbers:
+    :func:`typed_input`) with the random source ``source``: the bare statistic's release
+    for a bare statistic, else the query's result."""
     column = reads_column(plan, x)
-    plan = with_key_casts(plan, x)
     rngs = statistic_sources(source, len(plan.entries))
     with _readable(plan, x) as data:
-        plan = with_value_column(plan, data)
+        if not column:
+            plan = with_value_column(plan, data)
         stats, receipts = with_private_bounds(plan, data, source)
         if column:
             (entry,) = plan.entries
@@ -97,9 +111,18 @@ def statistic_sources(source: RandomSource, count: int) -> list[RandomSource]:
     return [SeededRandom(int(w)) for w in source.words(count)]
 
 
+@contextmanager
+def readable_input(x: Any) -> Iterator[Any]:
+    """``x`` (a table's handle, or a column: :func:`typed_input`) readable twice
+    (``data.source.readable_twice``: standard input copied first)."""
+    data = x.data if isinstance(x, TableHandle) else x
+    with readable_twice(data) as copy:
+        yield x.reading(copy) if isinstance(x, TableHandle) else copy
+
+
 def _readable(plan: QueryPlan, x: Any) -> AbstractContextManager[Any]:
     """``x``, readable twice when the query reads it twice (``steps.reads_twice``)."""
-    return readable_twice(x) if reads_twice(plan) else nullcontext(x)
+    return readable_input(x) if reads_twice(plan) else nullcontext(x)
 
 
 def _on_engine(

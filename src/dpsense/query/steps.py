@@ -5,7 +5,8 @@ with the same draws: one seed per statistic (``run.statistic_sources``), the pri
 bounds steps, then the whole query handed to the tables as one request
 (:func:`table_query`, released by ``tables.query_release``: the checks and bounding, one
 partition selection, each statistic's grouped release). These are the steps around that
-call: the plan's casts and value column, the bounds, the requests.
+call: the table's handle (its engine, casts and column types, decided once:
+:func:`typed_table`), the value column, the bounds, the requests.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from dpsense.query.methods import DISPATCH
 from dpsense.query.plan import Entry, QueryPlan, statistic_split
 from dpsense.statistics import BoundedStatistic, Count, Statistic
 from dpsense.tables.grouped import opened_table
-from dpsense.tables.key_types import check_keys, key_casts
+from dpsense.tables.handle import TableHandle, table_handle
+from dpsense.tables.key_types import check_keys
 from dpsense.tables.request import (
     Budget,
     Grouping,
@@ -38,8 +40,8 @@ __all__ = [
     "reads_twice",
     "statistic_release",
     "table_query",
+    "typed_table",
     "with_column",
-    "with_key_casts",
     "with_private_bounds",
     "with_value_column",
 ]
@@ -76,7 +78,6 @@ def statistic_release(plan: QueryPlan, entry: Entry, rng: RandomSource) -> Stati
         unit=_unit(plan),
         nulls=plan.nulls,
         release_one=_release_one(entry, plan, rng),
-        schema=plan.casts,
         present=entry.present,
     )
 
@@ -100,7 +101,6 @@ def table_query(
         grouping=Grouping(by=plan.by, keys=plan.keys),
         unit=_unit(plan),
         nulls=plan.nulls,
-        schema=plan.casts,
         row_filter=plan.row_filter,
         selection=plan.selection,
     )
@@ -112,7 +112,7 @@ def _unit(plan: QueryPlan) -> PrivacyUnit:
 
 
 def with_private_bounds(
-    plan: QueryPlan, data: Any, source: RandomSource
+    plan: QueryPlan, handle: TableHandle, source: RandomSource
 ) -> tuple[dict[str, Statistic], dict[str, dict[str, Any]]]:
     """Each statistic with the bounds it releases with: for ``bounds="private"``, one
     private bounds step per column that needs them (shared by that column's statistics);
@@ -132,7 +132,7 @@ def with_private_bounds(
         ]
         first = todo[0].statistic
         assert isinstance(first, BoundedStatistic)
-        _, receipt = find_bounds(plan, data, first, step, col, source)
+        _, receipt = find_bounds(plan, handle, first, step, col, source)
         receipts[str(col)] = receipt
         for e in todo:
             assert isinstance(e.statistic, BoundedStatistic)
@@ -140,17 +140,17 @@ def with_private_bounds(
     return stats, receipts
 
 
-def with_value_column(plan: QueryPlan, x: Any) -> QueryPlan:
+def with_value_column(plan: QueryPlan, handle: TableHandle) -> QueryPlan:
     """``plan`` with the table's one value column given to the statistics that name none
     (data of one column, such as an array), for a query that also counts a named column's
     values (``COUNT(col)``); an InputError when the table has several. (Otherwise the
     tables find it as they open it, ``tables.query_release``; a query whose statistics
     name columns for some and not others is refused by its plan,
     ``query.plan.MIXED_COLUMNS``.)
-    ``x`` must be readable twice (``data.source.readable_twice``)."""
+    ``handle``'s data must be readable twice (``data.source.readable_twice``)."""
     if not (_missing_column(plan) and counted_columns(plan)):
         return plan
-    with opened_table(x, (), plan.by, plan.unit, resolve_value=True) as (_, (column,)):
+    with opened_table(handle, (), plan.by, plan.unit, resolve_value=True) as (_, (column,)):
         pass
     return with_column(plan, column)
 
@@ -162,54 +162,53 @@ def reads_twice(plan: QueryPlan) -> bool:
     return plan.bounds is not None or bool(_missing_column(plan) and counted_columns(plan))
 
 
-def checked_table(plan: QueryPlan, data: Any) -> QueryPlan:
-    """Open ``data`` as the release opens it, read no value, and return ``plan`` with the
-    table's one value column given to the statistics that name none.
+def checked_table(plan: QueryPlan, handle: TableHandle) -> QueryPlan:
+    """Open the table ``handle`` as the release opens it, read no value, and return
+    ``plan`` with the table's one value column given to the statistics that name none.
 
     Opening checks what a release refuses from the table's columns and the request alone:
     each named column (value columns, ``by``, ``privacy_unit``, ``schema``, the ``where``
     filter's) exists, the value column is the only other one when none is named, the
     schema casts and the filter bind, the public keys read as values of the by-columns'
     (public) types. ``Accountant.release`` runs this before its
-    charge (validate, then charge, then release: docs/accounting.md). ``data`` must be
-    readable twice (``data.source.readable_twice``)."""
+    charge (validate, then charge, then release: docs/accounting.md). ``handle``'s data
+    must be readable twice (``data.source.readable_twice``)."""
     missing = _missing_column(plan)
     named = (*(e.column for e in plan.entries), *counted_columns(plan))
     values = tuple(dict.fromkeys(c for c in named if c is not None))
     public = normalise_keys(plan.keys, plan.by) if (plan.by and plan.keys is not None) else None
     with opened_table(
-        data,
+        handle,
         values,
         plan.by,
         plan.unit,
         resolve_value=bool(missing),
-        schema=plan.casts,
         row_filter=plan.row_filter,
     ) as (source, columns):
         if public is not None:
-            check_keys(source, plan.by, public)
+            check_keys(handle, source, plan.by, public)
     return with_column(plan, columns[0]) if missing else plan
 
 
-def with_key_casts(plan: QueryPlan, x: Any) -> QueryPlan:
-    """``plan`` with its groups and its units told apart by a public type: each by-column,
-    and the privacy unit column, whose type would be inferred from the values of ``x`` (a
-    CSV file, lists, a pandas object column) read as text (``tables.key_types``), with
-    public keys or without. Otherwise one person's "n/a" would turn a column of numbers
-    into text, and split "2015" from "2015.0" for everyone else; for the unit, ids "1"
-    and "1.0" would be one person until someone's id "abc" made them two
-    (docs/entry_points.md, "Types"). Decided from ``x``'s kind and declared types and the
-    plan, before anything is opened."""
+def typed_table(plan: QueryPlan, x: Any) -> tuple[QueryPlan, TableHandle]:
+    """The table ``x`` typed once for ``plan`` (``tables.handle``), and ``plan`` with the
+    handle's casts (its receipt states them): its groups and its units told apart by a
+    public type, each by-column and the privacy unit column whose type would be inferred
+    from the values of ``x`` (a CSV file, lists, a pandas object column) read as text
+    (``tables.key_types``), with public keys or without. Otherwise one person's "n/a"
+    would turn a column of numbers into text, and split "2015" from "2015.0" for everyone
+    else; for the unit, ids "1" and "1.0" would be one person until someone's id "abc"
+    made them two (docs/entry_points.md, "Types"). Decided from ``x``'s kind and declared
+    types and the plan, before any row is read."""
     keyed = (*plan.by, *([plan.unit] if plan.unit is not None else []))
-    if not keyed:
-        return plan
     keep = [
         *(e.column for e in plan.entries if e.column is not None),
         *counted_columns(plan),
         *(plan.row_filter.columns if plan.row_filter is not None else ()),
     ]
-    casts = key_casts(x, keyed, plan.casts, keep=keep)
-    return plan if casts == dict(plan.casts) else replace(plan, casts=casts)
+    handle = table_handle(x, plan.casts, keyed=keyed, keep=keep, unit=plan.unit)
+    casts = dict(handle.casts)
+    return (plan if casts == dict(plan.casts) else replace(plan, casts=casts)), handle
 
 
 def counted_columns(plan: QueryPlan) -> tuple[str, ...]:

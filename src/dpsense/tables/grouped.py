@@ -11,7 +11,6 @@ from typing import Any
 import numpy as np
 
 from dpsense._exact_budget import float_up
-from dpsense.data.source import as_text
 from dpsense.errors import Assign, InputError
 from dpsense.mechanisms.partition_selection import SelectionRule, select_groups
 from dpsense.methods import Release
@@ -25,8 +24,8 @@ from dpsense.statistics import (
     Sum,
 )
 from dpsense.statistics.units import counted_rows, counts_units, per_unit
-from dpsense.tables.engines import engine_for
 from dpsense.tables.grouped_result import GroupedRelease, rows_frame
+from dpsense.tables.handle import TableHandle, table_handle
 from dpsense.tables.presence import present_rows
 from dpsense.tables.request import (
     BudgetSplit,
@@ -36,7 +35,7 @@ from dpsense.tables.request import (
 )
 from dpsense.tables.row_filter import RowFilter
 from dpsense.tables.rows.plan import TablePlan
-from dpsense.tables.schema import Cast, declared_type, schema_resolution
+from dpsense.tables.schema import Cast, schema_resolution
 
 __all__ = [
     "GroupedRelease",
@@ -53,7 +52,7 @@ __all__ = [
 
 
 def release_opened(
-    data: Any,
+    handle: TableHandle,
     source: Any,
     statistic: Statistic,
     request: StatisticRelease,
@@ -62,8 +61,8 @@ def release_opened(
     prebounded: bool = False,
 ) -> Release | GroupedRelease:
     """Bound, group and release ``statistic`` of a table already opened as ``source``
-    (``data`` is the user's object, for its declared types; the engine work in its
-    engine, the noise in Python). The query layer runs several statistics over
+    (``handle`` is the user's table, its engine and its columns' types; the engine work
+    in its engine, the noise in Python). The query layer runs several statistics over
     one bounded table through this, one at a time, with ``prebounded``: each unit of
     ``source`` already has at most ``request.unit.max_groups`` groups and
     ``request.unit.max_rows`` rows in each, so the engine skips its own bounding (which would
@@ -84,9 +83,9 @@ def release_opened(
     public = normalise_keys(keys, by) if (by and keys is not None) else None
     salt = unit_salt(rng)
     plan, unit_stat, resolution = table_plan(
-        data, source, statistic, request, salt=salt, bound_units=not prebounded
+        handle, statistic, request, salt=salt, bound_units=not prebounded
     )
-    table = engine_for(source).bound(source, plan, public)
+    table = handle.engine.bound(source, plan, public)
     params: dict[str, Any] = {**unit.receipt(bool(by)), **resolution}
     chosen = _selected_groups(table, request.split, g, rng, params)
     eps_g, dlt_g = request.split.per_group
@@ -156,8 +155,7 @@ def _noted(rel: Release, unit: PrivacyUnit, resolution: dict[str, Any]) -> Relea
 
 
 def table_plan(
-    data: Any,
-    source: Any,
+    handle: TableHandle,
     statistic: Statistic,
     request: StatisticRelease,
     *,
@@ -176,7 +174,7 @@ def table_plan(
     column, by, unit = request.column, request.grouping.by, request.unit
     m = counted_rows(statistic, unit.rows_bound)
     bound_units = bound_units or counts_units(statistic)
-    declared = declared_type(data, source, column, request.schema or {}) if column else None
+    declared = handle.declared(column) if column else None
     statistic, resolution = schema_resolution(statistic, declared)
     lower = statistic.lower if isinstance(statistic, BoundedStatistic) else None
     upper = statistic.upper if isinstance(statistic, BoundedStatistic) else None
@@ -198,26 +196,23 @@ def table_plan(
 
 @contextmanager
 def opened_table(
-    data: Any,
+    handle: TableHandle,
     columns: Sequence[str],
     by: tuple[str, ...],
     unit: str | None,
     *,
     resolve_value: bool,
-    schema: Mapping[str, Cast] | None = None,
     row_filter: RowFilter | None = None,
 ) -> Iterator[tuple[Any, tuple[str, ...]]]:
-    """The table opened in its engine with its value ``columns`` (with
+    """The table of ``handle`` opened in its engine with its value ``columns`` (with
     ``resolve_value`` and no column named: the one column that is not a by-column or
     the unit), every named column checked (an InputError naming the argument otherwise),
-    the ``schema`` casts applied, then ``row_filter``'s rows kept."""
+    the handle's casts applied, then ``row_filter``'s rows kept."""
     filter_cols = row_filter.columns if row_filter is not None else ()
     needed = [c for c in (*columns, *by, unit, *filter_cols) if c is not None]
-    engine = engine_for(data)
+    engine, schema = handle.engine, handle.casts
     needed_or_all = needed if columns or not resolve_value else None
-    # undeclared columns read as text: the text of each value alone (data.source.as_text)
-    data = as_text(data, [c for c, k in (schema or {}).items() if k.kind == "text"])
-    with engine.open(data, needed_or_all, row_filter) as source:
+    with engine.open(handle.data, needed_or_all, row_filter) as source:
         if not columns and resolve_value:
             candidates = [c for c in source.columns if c not in (*by, unit)]
             if len(candidates) != 1:
@@ -237,8 +232,8 @@ def opened_table(
         if row_filter is not None:
             for c in row_filter.columns:
                 source.require(c, "where")  # a typo: the missing column, not its type
-            engine.check_filter(source, row_filter, schema or {})
-        engine.apply_schema(source, schema or {})
+            engine.check_filter(source, row_filter, schema)
+        engine.apply_schema(source, schema)
         if row_filter is None:
             yield source, tuple(columns)
             return
@@ -259,20 +254,30 @@ def bounded_values(
 ) -> np.ndarray:
     """One column of a table, bounded to ``max_rows_per_unit`` rows per unit and not
     clipped (for releases that need the raw values, such as private bounds); ``schema``
-    and ``row_filter`` as in :func:`release_opened`'s callers (``tables.query_release``)."""
+    and ``row_filter`` as in :func:`release_opened`'s callers (``tables.query_release``).
+    ``data`` is a release's :class:`~dpsense.tables.handle.TableHandle` (its casts are
+    then the release's, ``schema`` is not read), or the caller's table, whose handle is
+    built here (the unit column read as text when its type is not declared)."""
     m = max_rows_per_unit if privacy_unit is not None else 1
     salt = (int(rng.words(1)[0] >> np.uint64(1)), int(rng.words(1)[0] >> np.uint64(1)))
-    with opened_table(
+    keep = (column, *(row_filter.columns if row_filter is not None else ()))
+    handle = table_handle(
         data,
+        schema,
+        keyed=(privacy_unit,) if privacy_unit is not None else (),
+        keep=[c for c in keep if c is not None],
+        unit=privacy_unit,
+    )
+    with opened_table(
+        handle,
         (column,) if column is not None else (),
         (),
         privacy_unit,
         resolve_value=True,
-        schema=schema,
         row_filter=row_filter,
     ) as (source, (column,)):
         plan = TablePlan(column, (), privacy_unit, m, 1, nulls, None, None, salt)
-        table = engine_for(source).bound(source, plan, None)
+        table = handle.engine.bound(source, plan, None)
         values = next(values for _, values in table.values([0]))
         return values if isinstance(values, np.ndarray) else values.sorted_values()
 

@@ -29,61 +29,27 @@ row "n/a" and the column is read as text, and the same keys release.
 
 A by-column that the ``where`` filter reads is left as it is: on a CSV file the filter
 requires the analyst to declare it (``tables.grouped.opened_table``).
+
+The types are decided, and the text casts added, once, by the table handle
+(``tables.handle.table_handle``); :func:`check_keys` reads the keys in them.
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterable, Mapping
 from typing import Any
 
-from dpsense.data.source import is_csv_path
-from dpsense.tables.engines import engine_for
+from dpsense.tables.handle import TableHandle
 from dpsense.tables.rows.plan import TablePlan
-from dpsense.tables.schema import Cast, column_type
 
-__all__ = ["check_keys", "key_casts", "undeclared_column"]
-
-
-def undeclared_column(data: Any, column: str) -> bool:
-    """True when the engine would infer ``column``'s type from the values of ``data``
-    (decided from the object and its declared types, before anything is opened)."""
-    if engine_for(data).declares_every_type:
-        return False
-    if isinstance(data, str | os.PathLike):
-        return is_csv_path(os.fspath(data))
-    if type(data).__module__.split(".")[0] == "duckdb":
-        return False
-    if type(data).__name__ == "JoinedTables":
-        return column in data.inferred_columns
-    declared = column_type(data, None, column)
-    return declared is None or declared.name == "object"
+__all__ = ["check_keys"]
 
 
-def key_casts(
-    data: Any,
-    by: Iterable[str],
-    casts: Mapping[str, Cast],
-    *,
-    keep: Iterable[str] = (),
-) -> dict[str, Cast]:
-    """The casts of a release with public keys: ``casts`` (the ``schema=`` argument) and
-    a text cast of each by-column whose type would be inferred from the values (module
-    docstring), except those in ``keep`` (the value columns, the privacy unit and the
-    ``where`` filter's columns)."""
-    kept = set(keep)
-    implied = {
-        b: Cast("text")
-        for b in by
-        if b not in casts and b not in kept and undeclared_column(data, b)
-    }
-    return {**casts, **implied}
-
-
-def check_keys(source: Any, by: tuple[str, ...], keys: list[tuple[Any, ...]]) -> None:
-    """Read ``keys`` as values of the by-columns' types of the opened table ``source``,
-    as the release will, and discard them: the InputError of a key that does not fit a
-    declared type (or of two keys that read as one group), from the keys and the types
-    alone, before an accountant's charge (``query.steps.checked_table``)."""
+def check_keys(
+    handle: TableHandle, source: Any, by: tuple[str, ...], keys: list[tuple[Any, ...]]
+) -> None:
+    """Read ``keys`` as values of the by-columns' types of the table ``handle``, opened
+    as ``source``, as the release will, and discard them: the InputError of a key that
+    does not fit a declared type (or of two keys that read as one group), from the keys
+    and the types alone, before an accountant's charge (``query.steps.checked_table``)."""
     plan = TablePlan(None, by, None, 1, 1, "error", None, None, (0, 0))
-    engine_for(source).check_keys(source, plan, keys)
+    handle.engine.check_keys(source, plan, keys)

@@ -32,7 +32,7 @@ from dpsense.methods import Release
 from dpsense.noise.rng import RandomSource
 from dpsense.statistics import Count
 from dpsense.statistics.units import counts_units
-from dpsense.tables.engines import KeptRows, engine_for
+from dpsense.tables.engines import KeptRows
 from dpsense.tables.grouped import (
     GroupedRelease,
     opened_table,
@@ -41,6 +41,7 @@ from dpsense.tables.grouped import (
     table_plan,
     unit_salt,
 )
+from dpsense.tables.handle import TableHandle
 from dpsense.tables.presence import add_presence, presence_names
 from dpsense.tables.request import TableQuery, normalise_keys
 from dpsense.tables.rows.plan import TablePlan
@@ -60,15 +61,16 @@ class QueryReleases:
     column: str | None
 
 
-def release_query(data: Any, query: TableQuery, source: RandomSource) -> QueryReleases:
-    """Each statistic of ``query`` released on the rows of ``data`` (module docstring);
-    ``source`` is the query's random source (its bounding and its selection)."""
+def release_query(handle: TableHandle, query: TableQuery, source: RandomSource) -> QueryReleases:
+    """Each statistic of ``query`` released on the rows of the table ``handle`` (module
+    docstring; its engine, casts and column types); ``source`` is the query's random
+    source (its bounding and its selection)."""
     with (
-        _opened(data, query) as (query, opened, values, public, column),
-        _kept(data, query, opened, values, public, source) as (keys, selection, rows),
+        _opened(handle, query) as (query, opened, values, public, column),
+        _kept(handle, query, opened, values, public, source) as (keys, selection, rows),
     ):
         results = _release_each(
-            data, query, keys, selection, rows, prebounded=len(query.statistics) > 1
+            handle, query, keys, selection, rows, prebounded=len(query.statistics) > 1
         )
     return QueryReleases(results, selection, column)
 
@@ -81,9 +83,9 @@ def _counted(query: TableQuery) -> tuple[str, ...]:
 
 @contextmanager
 def _opened(
-    data: Any, query: TableQuery
+    handle: TableHandle, query: TableQuery
 ) -> Iterator[tuple[TableQuery, Any, tuple[str, ...], list[tuple[Any, ...]] | None, str | None]]:
-    """The table opened in its engine for the query (its schema casts and ``where``
+    """The table opened in its engine for the query (the handle's casts and ``where``
     applied), with the query (the table's one value column given to the statistics that
     name none, found as the table opens), its value columns, its public keys (or None)
     and the value column found (or None). The columns of its ``COUNT(col)`` statistics
@@ -102,12 +104,11 @@ def _opened(
     by, keys = query.grouping.by, query.grouping.keys
     public = normalise_keys(keys, by) if keys is not None else None
     with opened_table(
-        data,
+        handle,
         tuple(dict.fromkeys((*values, *counted))),
         by,
         query.unit.column,
         resolve_value=resolve,
-        schema=query.schema,
         row_filter=query.row_filter,
     ) as (opened, columns):
         if resolve:
@@ -137,7 +138,7 @@ def _with_column(query: TableQuery, column: str) -> TableQuery:
 
 @contextmanager
 def _kept(
-    data: Any,
+    handle: TableHandle,
     query: TableQuery,
     opened: Any,
     values: tuple[str, ...],
@@ -163,10 +164,10 @@ def _kept(
             else None
         ),
     )
-    with engine_for(data).kept(opened, rows) as kept:
+    with handle.engine.kept(opened, rows) as kept:
         keys, selection = _shared_groups(query, kept, source)
         if kept.shares_first_pass:
-            kept.announce(_needs(query, data, kept.source))
+            kept.announce(_needs(query, handle))
         yield keys, selection, kept.opened
 
 
@@ -211,7 +212,7 @@ def _select_shared(
     return [groups[int(i)] for i in chosen], selection_receipt(rule, eps_sel, dlt_sel)
 
 
-def _needs(query: TableQuery, data: Any, rows: Any) -> list[tuple[TablePlan, float | None]]:
+def _needs(query: TableQuery, handle: TableHandle) -> list[tuple[TablePlan, float | None]]:
     """What every statistic reads from its first pass over the kept rows, so that one
     pass serves them all (``tables.engines.duckdb.held_scan``; speed only: each
     statistic's release is what it would be alone on these rows)."""
@@ -221,7 +222,7 @@ def _needs(query: TableQuery, data: Any, rows: Any) -> list[tuple[TablePlan, flo
             continue  # a COUNT(col) reads its own rows (tables.presence); a count of the
             # units bounds the kept rows by the unit (tables.grouped.table_plan)
         table, unit_stat, _ = table_plan(
-            data, rows, s.statistic, s.request, salt=(0, 0), bound_units=False
+            handle, s.statistic, s.request, salt=(0, 0), bound_units=False
         )
         if table.hold:
             needs.append((table, getattr(unit_stat, "p", None)))
@@ -229,7 +230,7 @@ def _needs(query: TableQuery, data: Any, rows: Any) -> list[tuple[TablePlan, flo
 
 
 def _release_each(
-    data: Any,
+    handle: TableHandle,
     query: TableQuery,
     keys: Any,
     selection: dict[str, Any] | None,
@@ -252,7 +253,7 @@ def _release_each(
             present=flags[present] if present is not None else None,
         )
         with rows() as opened:
-            got = release_opened(data, opened, s.statistic, request, s.rng, prebounded=prebounded)
+            got = release_opened(handle, opened, s.statistic, request, s.rng, prebounded=prebounded)
         if isinstance(got, GroupedRelease) and selection is not None:
             got = replace(
                 got, selection="private", parameters={**got.parameters, "selection": selection}

@@ -10,7 +10,7 @@ Beside the split, the zCDP prices of its two steps (:func:`selection_price`,
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -25,7 +25,6 @@ from dpsense.methods.zcdp import ZcdpPrice, amount
 from dpsense.noise.rng import RandomSource
 from dpsense.statistics import Statistic
 from dpsense.tables.row_filter import RowFilter
-from dpsense.tables.rows.casts import Cast
 
 __all__ = [
     "SELECTION_SHARE",
@@ -162,7 +161,7 @@ class StatisticRelease:
     """One statistic's grouped release, everything but the data and its random source:
     the method, the value column, the budget and how it is split (``split``, the split the
     charge prices), the grouping, the privacy unit, the rule for missing values, the
-    declared schema, the 0/1 column a ``COUNT(col)`` counts, and the method's release of
+    0/1 column a ``COUNT(col)`` counts, and the method's release of
     one group's clipped records at ``(epsilon, delta)`` (``release_one``)."""
 
     method: str
@@ -173,7 +172,6 @@ class StatisticRelease:
     unit: PrivacyUnit
     nulls: str
     release_one: Callable[[Any, Statistic, float, float], Release]
-    schema: Mapping[str, Cast] | None = None
     present: str | None = None
 
 
@@ -194,14 +192,14 @@ class QueryStatistic:
 class TableQuery:
     """A whole query as the tables release it (``tables.query_release``): its statistics
     in the order they draw, the grouping, the privacy unit, the rule for missing values,
-    the schema casts, the ``where`` filter, and the (epsilon, delta) of the partition
-    selection its statistics share (None: public keys, no groups, or one statistic)."""
+    the ``where`` filter (the casts are the table handle's, ``tables.handle``), and the
+    (epsilon, delta) of the partition selection its statistics share (None: public keys,
+    no groups, or one statistic)."""
 
     statistics: tuple[QueryStatistic, ...]
     grouping: Grouping
     unit: PrivacyUnit
     nulls: str
-    schema: Mapping[str, Cast]
     row_filter: RowFilter | None
     selection: tuple[float, float] | None
 

@@ -24,20 +24,20 @@ A typed container whose type was itself inferred from values (``pd.read_csv`` wi
 ``dtype=``, ``duckdb.read_csv``) is the data owner's declaration: pass the types
 explicitly, or ``schema={"col": "float"}`` to release the column as continuous.
 
-Nothing here reads a value: types come from the objects' schemas and DuckDB's
-``DESCRIBE``; the casts run in the engine and cannot fail. A value that does not fit its
-declared type (a fraction for ``int``, 101 for ``decimal(2,0)``, text for a number) drops
-its row, as a WHERE drops rows: a fixed, data-independent rule, never an error and never a
-null that ``nulls="error"`` would turn into one (so whether any value reaches 100 is not a
-bit an analyst can read off the outcome; docs/entry_points.md). Raw nulls stay nulls, for
-the ``nulls=`` policy. On a CSV file the declared columns are read as the file's text and
-cast from it, so the outcome does not depend on the types DuckDB would infer.
+Nothing here reads a value: types come from the objects' schemas (each column's type is
+decided once, by the table handle: ``tables.handle``); the casts run in the engine and
+cannot fail. A value that does not fit its declared type (a fraction for ``int``, 101
+for ``decimal(2,0)``, text for a number) drops its row, as a WHERE drops rows: a fixed,
+data-independent rule, never an error and never a null that ``nulls="error"`` would turn
+into one (so whether any value reaches 100 is not a bit an analyst can read off the
+outcome; docs/entry_points.md). Raw nulls stay nulls, for the ``nulls=`` policy. On a CSV
+file the declared columns are read as the file's text and cast from it, so the outcome
+does not depend on the types DuckDB would infer.
 """
 
 from __future__ import annotations
 
 import math
-import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -46,9 +46,6 @@ from typing import Any, Final
 
 import numpy as np
 
-from dpsense.data.source import PARQUET_SUFFIXES, open_table
-from dpsense.data.sql_build import column as sql_column
-from dpsense.data.sql_build import describe, select, table
 from dpsense.errors import InputError, Param
 from dpsense.statistics import Quantile, Quantiles, Statistic
 from dpsense.tables.rows.casts import Cast, ColumnType
@@ -58,12 +55,12 @@ __all__ = [
     "Cast",
     "ColumnType",
     "array_type",
-    "column_type",
-    "declared_type",
-    "parquet_column_type",
+    "container_type",
     "parse_schema",
     "parse_schema_items",
     "schema_resolution",
+    "spark_type",
+    "sql_type",
 ]
 
 _SQL_DECIMAL: Final = re.compile(r"DECIMAL\((\d+),\s*(-?\d+)\)")
@@ -224,7 +221,8 @@ _SPARK_NAMES: Final = {
 }
 
 
-def _spark_type(data_type: Any) -> ColumnType:
+def spark_type(data_type: Any) -> ColumnType:
+    """A Spark DataFrame field's type."""
     kind = type(data_type).__name__
     if kind in _SPARK_NAMES:
         return ColumnType(_SPARK_NAMES[kind], 0)
@@ -248,8 +246,9 @@ def array_type(x: Any) -> ColumnType | None:
     return None
 
 
-def _object_type(data: Any, column: str) -> ColumnType | None:
-    """The declared type of ``column`` of an in-memory table."""
+def container_type(data: Any, column: str) -> ColumnType | None:
+    """The declared type of ``column`` of an in-memory table (its container's; the table
+    handle, ``tables.handle``, decides every column's type from this)."""
     module = type(data).__module__.split(".")[0]
     kind = type(data).__name__
     if module == "pandas":
@@ -272,55 +271,6 @@ def _object_type(data: Any, column: str) -> ColumnType | None:
         found = [v for k, v in data.items() if str(k) == column]
         return array_type(found[0]) if len(found) == 1 else None
     return array_type(data)
-
-
-def column_type(data: Any, source: Any, column: str) -> ColumnType | None:
-    """The declared type of ``column`` of the table ``data``, opened as ``source``; None
-    where the type would be inferred from the values (CSV, standard input, lists)."""
-    types = getattr(source, "types", None)
-    if isinstance(types, Mapping):  # a SparkSource: the DataFrame's schema
-        return _spark_type(types[column])
-    if (
-        isinstance(data, str | os.PathLike)
-        or type(data).__module__.split(".")[0] == "duckdb"
-        or type(data).__name__ == "JoinedTables"  # the tables of a join, in DuckDB
-    ):
-        if type(data).__name__ == "JoinedTables":
-            if column in data.inferred_columns or source is None:
-                return None  # from a CSV file: DuckDB inferred its type from the values
-        elif not getattr(source, "declared_types", False):
-            return None  # CSV: DuckDB inferred these types from the values
-        # the type of the file's or relation's own column (DESCRIBE reads no row)
-        query = select([sql_column(column)], table(source.view))
-        rows = source.con.execute(describe(query)).fetchall()
-        return sql_type(str(rows[0][1]))
-    return _object_type(data, column)
-
-
-def declared_type(
-    data: Any, source: Any, column: str, casts: Mapping[str, Cast]
-) -> ColumnType | None:
-    """The type of ``column`` a release may use: the ``schema=`` argument's when it names
-    the column, else the input's declared type (:func:`column_type`)."""
-    if column in casts:
-        return casts[column].declared
-    return column_type(data, source, column)
-
-
-def parquet_column_type(path: Any, column: str | None) -> ColumnType | None:
-    """The declared type of a Parquet file's column (the file's metadata; no row read), or
-    None for other files, a missing column or several columns without ``column`` (the
-    caller's reader reports those)."""
-    if not isinstance(path, str | os.PathLike):
-        return None
-    if not os.fspath(path).lower().endswith(PARQUET_SUFFIXES) or not os.path.isfile(path):
-        return None
-    with open_table(path) as source:
-        if column is None and len(source.columns) == 1:
-            column = source.columns[0]
-        if column is None or column not in source.columns:
-            return None
-        return column_type(os.fspath(path), source, column)
 
 
 # -- the resolution a release uses ---------------------------------------------------------
