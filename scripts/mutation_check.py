@@ -368,8 +368,8 @@ MUTANTS = (
         "src/dpsense/pipeline.py",
         (
             (
-                "            plan = checked_table(with_key_casts(plan, data), data)\n",
-                "            plan = with_key_casts(plan, data)\n",
+                "                plan = checked_table(with_key_casts(plan, data), data)\n",
+                "                plan = with_key_casts(plan, data)\n",
             ),
         ),
         ("tests/accounting/test_validate_then_charge.py",),
@@ -380,6 +380,18 @@ MUTANTS = (
         "src/dpsense/sql_release.py",
         (("    result = execute(request, accountant)\n", "    result = execute(request)\n"),),
         ("tests/accounting/test_accountant.py",),
+    ),
+    Mutant(
+        "ratio-not-charged",
+        "Accountant.private_ratio runs the pipeline without the accountant's ledger",
+        "src/dpsense/accountant.py",
+        (
+            (
+                "released(RatioRequest(epsilon, delta, rng, kwargs, where, dataset, a, b), self)",
+                "released(RatioRequest(epsilon, delta, rng, kwargs, where, dataset, a, b))",
+            ),
+        ),
+        ("tests/accounting/test_one_door.py",),
     ),
     Mutant(
         "charge-before-method-check",
