@@ -94,8 +94,8 @@ class Accountant(Budget):
         budget, else its (epsilon, delta)), then release, then log the release's public
         outputs (``context``: the statistic, column and privacy unit, see
         :func:`~dpsense.accounting.release_log.outputs_of`) with its outcome. The
-        pipeline's ledger step (:class:`dpsense.pipeline.Charger`), and every other
-        method's."""
+        pipeline's ledger step (:class:`dpsense.pipeline.Charger`), through which every
+        method charges."""
         if self._rho is not None:
             charge_id = self._charge_zcdp(cost.zcdp(), cost.epsilon, labels)
         else:
