@@ -366,7 +366,7 @@ MUTANTS = (
         "charge-before-table-check",
         "Accountant.release charges before the table's columns are checked (the release checks)",
         "src/dpsense/pipeline.py",
-        (("            plan = checked_table(plan, table)\n", "            pass\n"),),
+        (("                plan = checked_table(plan, table)\n", "                pass\n"),),
         ("tests/accounting/test_validate_then_charge.py",),
     ),
     Mutant(
@@ -375,6 +375,18 @@ MUTANTS = (
         "src/dpsense/sql_release.py",
         (("    result = execute(request, accountant)\n", "    result = execute(request)\n"),),
         ("tests/accounting/test_accountant.py",),
+    ),
+    Mutant(
+        "ratio-not-charged",
+        "Accountant.private_ratio runs the pipeline without the accountant's ledger",
+        "src/dpsense/accountant.py",
+        (
+            (
+                "released(RatioRequest(epsilon, delta, rng, kwargs, where, dataset, a, b), self)",
+                "released(RatioRequest(epsilon, delta, rng, kwargs, where, dataset, a, b))",
+            ),
+        ),
+        ("tests/accounting/test_one_door.py",),
     ),
     Mutant(
         "charge-before-method-check",

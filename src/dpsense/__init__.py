@@ -46,14 +46,13 @@ if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers
         report_noisy_max,
     )
     from dpsense.methods import Release
-    from dpsense.methods.ratio import private_ratio
-    from dpsense.methods.sample_aggregate import sample_and_aggregate
     from dpsense.neighbours import NEIGHBOURS
     from dpsense.noise import SeededRandomnessWarning
     from dpsense.params import smooth_beta
     from dpsense.planning import Plan, plan
     from dpsense.query import QueryResult
     from dpsense.query.join_form import Joined, join
+    from dpsense.query.one_step import private_ratio, sample_and_aggregate
     from dpsense.release import release
     from dpsense.report import report
     from dpsense.sensitivity import empirical_sensitivity
@@ -98,11 +97,11 @@ _LAZY: dict[str, str] = {
     "plan": "dpsense.planning",
     "Plan": "dpsense.planning",
     "private_bounds": "dpsense.bounds",
-    "private_ratio": "dpsense.methods.ratio",
+    "private_ratio": "dpsense.query.one_step",
     "release": "dpsense.release",
     "report": "dpsense.report",
     "report_noisy_max": "dpsense.mechanisms",
-    "sample_and_aggregate": "dpsense.methods.sample_aggregate",
+    "sample_and_aggregate": "dpsense.query.one_step",
     "smooth_beta": "dpsense.params",
     "sql": "dpsense.sql_release",
     **{s.cls: "dpsense.statistics" for s in CATALOG},  # every statistic of the catalog

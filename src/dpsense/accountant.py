@@ -23,15 +23,12 @@ from typing import Any, TypeVar
 
 from dpsense.accounting.budget import Budget
 from dpsense.accounting.release_log import outputs_of
-from dpsense.bounds import check_bounds_delta, private_bounds
 from dpsense.methods import Release
-from dpsense.methods.ratio import check_ratio_request, private_ratio
-from dpsense.methods.sample_aggregate import sample_and_aggregate
-from dpsense.params import check_delta, check_epsilon
 from dpsense.pipeline import Request, execute
 from dpsense.query import QueryResult
+from dpsense.query.one_step import AggregateRequest, BoundsRequest, RatioRequest, released
 from dpsense.query.plan import release_arguments
-from dpsense.query.price import Price, aggregate_step, price, private_bounds_step, ratio_step
+from dpsense.query.price import Price
 from dpsense.statistics import Statistic
 from dpsense.tables import GroupedRelease
 
@@ -97,8 +94,8 @@ class Accountant(Budget):
         budget, else its (epsilon, delta)), then release, then log the release's public
         outputs (``context``: the statistic, column and privacy unit, see
         :func:`~dpsense.accounting.release_log.outputs_of`) with its outcome. The
-        pipeline's ledger step (:class:`dpsense.pipeline.Charger`), and every other
-        method's."""
+        pipeline's ledger step (:class:`dpsense.pipeline.Charger`), through which every
+        method charges."""
         if self._rho is not None:
             charge_id = self._charge_zcdp(cost.zcdp(), cost.epsilon, labels)
         else:
@@ -160,14 +157,10 @@ class Accountant(Budget):
         **kwargs: Any,
     ) -> Release:
         """:func:`dpsense.sample_and_aggregate`, charged first."""
-        eps = check_epsilon(epsilon, where="Accountant.sample_and_aggregate")
-        dlt = check_delta(delta, where="Accountant.sample_and_aggregate")
-        labels = {"dataset": dataset, "statistic": "sample-aggregate", "method": "sample-aggregate"}
-        step = aggregate_step(kwargs.get("aggregator", "mean"), kwargs.get("noise"), eps, dlt)
-        return self.charged(
-            price(step),
-            labels,
-            lambda: sample_and_aggregate(x, func, epsilon=eps, delta=dlt, **kwargs),
+        rng = kwargs.pop("rng", None)
+        where = "Accountant.sample_and_aggregate"
+        return released(
+            AggregateRequest(epsilon, delta, rng, kwargs, where, dataset, x, func), self
         )
 
     def private_bounds(
@@ -180,20 +173,9 @@ class Accountant(Budget):
         **kwargs: Any,
     ) -> Release:
         """:func:`dpsense.private_bounds`, charged first."""
-        eps = check_epsilon(epsilon, where="Accountant.private_bounds")
-        dlt = check_delta(delta, where="Accountant.private_bounds")
-        check_bounds_delta(dlt)  # refused before the charge, not after it
-        labels = {"dataset": dataset, "statistic": "bounds", "method": "exponential"}
-        return self.charged(
-            price(private_bounds_step(eps)),  # pure epsilon (delta is 0)
-            labels,
-            lambda: private_bounds(x, epsilon=eps, delta=dlt, **kwargs),
-            {
-                "column": kwargs.get("column"),
-                "privacy_unit": kwargs.get("privacy_unit"),
-                "max_rows_per_unit": kwargs.get("max_rows_per_unit", 1),
-            },
-        )
+        rng = kwargs.pop("rng", None)
+        where = "Accountant.private_bounds"
+        return released(BoundsRequest(epsilon, delta, rng, kwargs, where, dataset, x), self)
 
     def private_ratio(
         self,
@@ -206,22 +188,9 @@ class Accountant(Budget):
         **kwargs: Any,
     ) -> Release:
         """:func:`dpsense.private_ratio`, charged first."""
-        eps = check_epsilon(epsilon, where="Accountant.private_ratio")
-        dlt = check_delta(delta, where="Accountant.private_ratio")
-        # the whole request is checked before the charge: an invalid one costs nothing
-        options = {k: v for k, v in kwargs.items() if k not in ("method", "neighbours", "rng")}
-        check_ratio_request(
-            eps, dlt, kwargs.get("method", "ksw"), kwargs.get("neighbours", "add-remove"), options
-        )
-        labels = {
-            "dataset": dataset,
-            "statistic": "ratio",
-            "method": str(kwargs.get("method", "ksw")),
-        }
-        step = ratio_step(labels["method"], kwargs.get("neighbours", "add-remove"), eps, dlt)
-        return self.charged(
-            price(step), labels, lambda: private_ratio(a, b, epsilon=eps, delta=dlt, **kwargs)
-        )
+        rng = kwargs.pop("rng", None)
+        where = "Accountant.private_ratio"
+        return released(RatioRequest(epsilon, delta, rng, kwargs, where, dataset, a, b), self)
 
     def __repr__(self) -> str:
         where = f", ledger={str(self._ledger.path)!r}" if self._ledger is not None else ""

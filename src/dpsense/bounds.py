@@ -37,6 +37,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Mapping
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Final
 
@@ -46,11 +47,11 @@ from numpy.typing import NDArray
 from dpsense._arrays import F64, as_data
 from dpsense._exact_budget import exact, quotient_down
 from dpsense.data.source import is_table
-from dpsense.errors import Assign, FarBoundsWarning, InputError, Name, Param, warn_large_epsilon
+from dpsense.errors import Assign, FarBoundsWarning, InputError, Name, Param
 from dpsense.methods import Release
 from dpsense.methods.zcdp import ZcdpPrice, pure_rho
 from dpsense.noise.choice import ExponentialChoice
-from dpsense.noise.rng import RandomSource, resolve_rng
+from dpsense.noise.rng import RandomSource
 from dpsense.params import check_epsilon
 from dpsense.tables.grouped import bounded_values
 from dpsense.tables.handle import TableHandle
@@ -58,13 +59,16 @@ from dpsense.tables.row_filter import RowFilter
 from dpsense.tables.schema import Cast, parse_schema
 
 __all__ = [
+    "BoundsArgs",
     "bound_scores",
     "bounds_eta",
     "bounds_grid",
     "bounds_price",
     "check_bounds_delta",
+    "check_private_bounds",
     "ordered_pair",
     "private_bounds",
+    "release_bounds",
 ]
 
 K_LOW: Final = 30
@@ -234,22 +238,76 @@ def private_bounds(
     reads it. Otherwise the table is typed here, as a release types it (an undeclared
     privacy unit column read as text).
     """
+    from dpsense.pipeline import execute  # the pipeline prices its requests with this module
+    from dpsense.query.one_step import BoundsRequest
+
+    options = {
+        "column": column,
+        "privacy_unit": privacy_unit,
+        "max_rows_per_unit": max_rows_per_unit,
+        "nulls": nulls,
+        "quantiles": quantiles,
+        "schema": schema,
+        "row_filter": row_filter,
+    }
+    result = execute(BoundsRequest(epsilon, delta, rng, options, data=data))
+    assert isinstance(result, Release)
+    return result
+
+
+@dataclass(frozen=True)
+class BoundsArgs:
+    """The checked arguments of :func:`private_bounds` (everything but the data)."""
+
+    epsilon: float
+    quantiles: tuple[float, float]
+    column: str | None
+    privacy_unit: str | None
+    max_rows_per_unit: int
+    nulls: str
+    casts: Mapping[str, Cast]
+    row_filter: RowFilter | None
+
+
+def check_private_bounds(
+    epsilon: float,
+    delta: float = 0.0,
+    *,
+    column: str | None = None,
+    privacy_unit: str | None = None,
+    max_rows_per_unit: int = 1,
+    nulls: str = "error",
+    quantiles: tuple[float, float] = (0.02, 0.98),
+    schema: Mapping[str, str] | None = None,
+    row_filter: RowFilter | None = None,
+) -> BoundsArgs:
+    """The arguments of :func:`private_bounds` checked, in its order, before any data is
+    read."""
     where = "private_bounds"
     eps = check_epsilon(epsilon, where=where)
-    warn_large_epsilon(eps, where)
     check_bounds_delta(delta)
     p_lo, p_hi = _check_quantiles(quantiles)
     _check_units(nulls, privacy_unit, max_rows_per_unit)
     casts = parse_schema(schema, where)
-    source = resolve_rng(rng, where=where)
-    x = _values(data, column, privacy_unit, max_rows_per_unit, nulls, source, casts, row_filter)
-    m = max_rows_per_unit if privacy_unit is not None else 1
-    lower, upper, eta = _drawn_bounds(x, p_lo, p_hi, eps, m, source)
-    _warn_far(lower, upper, where)
+    return BoundsArgs(
+        eps, (p_lo, p_hi), column, privacy_unit, max_rows_per_unit, nulls, casts, row_filter
+    )
+
+
+def release_bounds(data: Any, args: BoundsArgs, source: RandomSource) -> Release:
+    """The draw of :func:`private_bounds` on ``data``, its arguments checked."""
+    unit, (p_lo, p_hi) = args.privacy_unit, args.quantiles
+    x = _values(
+        data, args.column, unit, args.max_rows_per_unit, args.nulls, source, args.casts,
+        args.row_filter,
+    )  # fmt: skip
+    m = args.max_rows_per_unit if unit is not None else 1
+    lower, upper, eta = _drawn_bounds(x, p_lo, p_hi, args.epsilon, m, source)
+    _warn_far(lower, upper, "private_bounds")
     return Release(
         value=(lower, upper),
         refused=False,
-        epsilon=eps,
+        epsilon=args.epsilon,
         delta=0.0,
         method="exponential",
         noise="exponential-mechanism",
@@ -257,7 +315,7 @@ def private_bounds(
         neighbours="add-remove",
         statistic="bounds",
         seeded=source.seeded,
-        parameters=_receipt(p_lo, p_hi, eta, privacy_unit, m),
+        parameters=_receipt(p_lo, p_hi, eta, unit, m),
     )
 
 

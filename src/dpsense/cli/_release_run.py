@@ -282,7 +282,8 @@ def _sample_aggregate(
     """--method sample-aggregate: the statistic on each of --blocks blocks, aggregated."""
     from dpsense.data import load_column
     from dpsense.methods.global_sensitivity import output_range
-    from dpsense.methods.sample_aggregate import check_arguments, sample_and_aggregate
+    from dpsense.methods.sample_aggregate import check_arguments
+    from dpsense.query.one_step import AggregateRequest, door_name, released
     from dpsense.statistics import BoundedStatistic, Count, Sum
 
     stat = checked.stat
@@ -306,25 +307,17 @@ def _sample_aggregate(
         request.aggregator,
     )  # fmt: skip
     values = load_column(request.data, request.column)
-    kwargs: dict[str, Any] = {
+    options: dict[str, Any] = {
         "blocks": request.blocks,
         "lower": lo,
         "upper": hi,
         "aggregator": request.aggregator,
         "neighbours": request.neighbours,
-        "rng": request.seed,
         "noise": request.noise,
         "function_name": stat.name,  # the receipt names f by the statistic evaluated per block
     }
-    if accountant is not None:
-        return accountant.sample_and_aggregate(
-            values,
-            stat._value,
-            epsilon=request.epsilon,
-            delta=request.delta,
-            dataset=label,
-            **kwargs,
-        )
-    return sample_and_aggregate(
-        values, stat._value, epsilon=request.epsilon, delta=request.delta, **kwargs
+    where = door_name(AggregateRequest, accountant is not None)
+    eps, dlt, seed = request.epsilon, request.delta, request.seed
+    return released(
+        AggregateRequest(eps, dlt, seed, options, where, label, values, stat._value), accountant
     )

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 from rich import box
 from rich.table import Table
@@ -45,25 +44,22 @@ def bounds_command(
     One exponential mechanism over pairs of grid points (docs/bounds.md). Pass them as
     --lower/--upper of a later release; charge both to one ledger to spend one budget.
     """
-    from dpsense.bounds import private_bounds
+    from dpsense.query.one_step import BoundsRequest, door_name, released
     from dpsense.tables.schema import parse_schema_items
 
     accountant = _accountant(ledger)
-    run: Any = private_bounds
-    if accountant is not None:
-        run = functools.partial(
-            accountant.private_bounds, dataset=dataset if dataset is not None else data
-        )
+    options = {
+        "column": column,
+        "privacy_unit": privacy_unit,
+        "max_rows_per_unit": max_rows_per_unit,
+        "nulls": nulls,
+        "schema": parse_schema_items(schema) if schema else None,
+    }
+    where = door_name(BoundsRequest, accountant is not None)
+    label = dataset if dataset is not None else data
     with _seeded_quietly():  # the receipt says so
-        result = run(
-            data,
-            epsilon=epsilon,
-            column=column,
-            privacy_unit=privacy_unit,
-            max_rows_per_unit=max_rows_per_unit,
-            nulls=nulls,
-            schema=parse_schema_items(schema) if schema else None,
-            rng=seed,
+        result = released(
+            BoundsRequest(epsilon, 0.0, seed, options, where, label, data), accountant
         )
     _print_bounds(result, column, json_output)
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -40,7 +39,8 @@ def ratio_command(
     The columns hold 0/1 (or yes/no, true/false) per user.
     """
     from dpsense.data import load_indicator
-    from dpsense.methods.ratio import check_ratio_request, private_ratio
+    from dpsense.methods.ratio import check_ratio_request
+    from dpsense.query.one_step import RatioRequest, door_name, released
 
     options: dict[str, Any] = {}
     if bound_fraction is not None:
@@ -59,20 +59,13 @@ def ratio_command(
                 "in the second. Fix those rows (a ratio a/b counts a subset of b)."
             )
     accountant = _accountant(ledger)
-    ratio_run: Any = private_ratio
-    if accountant is not None:
-        ratio_run = functools.partial(
-            accountant.private_ratio, dataset=dataset if dataset is not None else data.name
-        )
+    where = door_name(RatioRequest, accountant is not None)
+    label = dataset if dataset is not None else data.name
+    options = {"method": method, "neighbours": neighbours, **options}
+    denominators = b if b is not None else [1.0] * len(a)
     with _seeded_quietly():  # the receipt says so
-        result = ratio_run(
-            a,
-            b if b is not None else [1.0] * len(a),
-            epsilon=epsilon,
-            delta=delta,
-            method=method,
-            neighbours=neighbours,
-            rng=seed,
-            **options,
+        result = released(
+            RatioRequest(epsilon, delta, seed, options, where, label, a, denominators),
+            accountant,
         )
     emit_receipt(result, json_output, numerator)

@@ -67,6 +67,7 @@ __all__ = [
     "private_ratio",
     "ratio_counts",
     "ratio_sensitivity_bound",
+    "release_ratio",
 ]
 
 RatioMethod: TypeAlias = Literal["ksw", "naive", "local-bound"]
@@ -290,13 +291,19 @@ def private_ratio(
     >>> release.method, abs(release.value - 0.3) < 0.01
     ('ksw', True)
     """
-    where = "private_ratio"
-    eps, dlt, chosen, relation, fraction = check_ratio_request(
-        epsilon, delta, method, neighbours, options
-    )
-    warn_large_epsilon(eps, where)
-    ones, total = ratio_counts(a, b, relation, where=where)
-    source = resolve_rng(rng, where=where)
+    checked = check_ratio_request(epsilon, delta, method, neighbours, options)
+    warn_large_epsilon(checked[0], "private_ratio")
+    return release_ratio(a, b, checked, resolve_rng(rng, where="private_ratio"))
+
+
+RatioArgs: TypeAlias = tuple[float, float, RatioMethod, Neighbours, float]
+"""The checked request of :func:`private_ratio` (:func:`check_ratio_request`)."""
+
+
+def release_ratio(a: Any, b: Any, checked: RatioArgs, source: RandomSource) -> Release:
+    """The estimate of :func:`private_ratio` on (a, b), its request checked."""
+    eps, dlt, chosen, relation, fraction = checked
+    ones, total = ratio_counts(a, b, relation, where="private_ratio")
     estimate = _estimate(chosen, ones, total, relation, eps, dlt, fraction, source)
     return Release(
         value=estimate.value,
@@ -315,7 +322,7 @@ def private_ratio(
 
 def check_ratio_request(
     epsilon: object, delta: object, method: object, neighbours: object, options: dict[str, Any]
-) -> tuple[float, float, RatioMethod, Neighbours, float]:
+) -> RatioArgs:
     """The checked request of :func:`private_ratio` (epsilon, delta, method, neighbours,
     bound fraction): everything but the data, so that a caller can refuse a bad request
     before it reads a column (what an invalid request says never depends on the data)."""

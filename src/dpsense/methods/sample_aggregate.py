@@ -47,7 +47,15 @@ from dpsense.noise.rng import RandomSource, resolve_rng
 from dpsense.params import Bounds, check_delta, check_epsilon, check_int, validate_bounds
 from dpsense.statistics import Mean, Median
 
-__all__ = ["MAX_BLOCKS", "assign_blocks", "function_label", "sample_and_aggregate"]
+__all__ = [
+    "MAX_BLOCKS",
+    "AggregateArgs",
+    "assign_blocks",
+    "check_sample_and_aggregate",
+    "function_label",
+    "release_sample_and_aggregate",
+    "sample_and_aggregate",
+]
 
 MAX_BLOCKS = 10_000_000
 """The most blocks a release may ask for (k block estimates are held in memory)."""
@@ -159,36 +167,82 @@ def sample_and_aggregate(
         ``parameters`` holds the public description of the release: ``aggregator``,
         ``function`` (the name of ``func``), ``blocks`` (k) and the output bounds.
     """
-    k, b, eps, dlt, nb = _checked(
-        blocks, (lower, upper), (epsilon, delta), neighbours, where=_WHERE, warn=True
+    warn_large_epsilon(epsilon, _WHERE)
+    args = check_sample_and_aggregate(
+        func,
+        blocks=blocks,
+        lower=lower,
+        upper=upper,
+        epsilon=epsilon,
+        delta=delta,
+        aggregator=aggregator,
+        neighbours=neighbours,
+        ids=ids,
+        on_error=on_error,
+        noise=noise,
+        function_name=function_name,
     )
-    label = _check_options(func, aggregator, on_error, function_name, _WHERE)
-    source, answers = _answers(x, func, k, b, nb, rng, ids, on_error, _WHERE)
-    params = _public_parameters(aggregator, label, k, b)
-    aggregation = _Aggregation(
-        bounds=b, k=k, epsilon=eps, delta=dlt, neighbours=nb, source=source, params=params
-    )
-    if aggregator == "mean":
-        return _aggregate_mean(answers, aggregation)
-    return _aggregate_median(answers, aggregation, noise)
+    return release_sample_and_aggregate(x, args, resolve_rng(rng, where=_WHERE))
 
 
-def _answers(
-    x: Any,
+@dataclass(frozen=True)
+class AggregateArgs:
+    """The checked arguments of :func:`sample_and_aggregate` (everything but the data)."""
+
+    func: Callable[[NDArray[Any]], float]
+    k: int
+    bounds: Bounds
+    epsilon: float
+    delta: float
+    neighbours: Neighbours
+    aggregator: str
+    on_error: str
+    label: str
+    ids: Sequence[object] | None
+    noise: str | None
+
+
+def check_sample_and_aggregate(
     func: Callable[[NDArray[Any]], float],
-    k: int,
-    b: Bounds,
-    nb: Neighbours,
-    rng: object,
-    ids: Sequence[object] | None,
-    on_error: str,
-    where: str,
-) -> tuple[RandomSource, NDArray[np.float64]]:
-    """The random source, and ``func``'s answer on each of the k blocks of the records."""
+    *,
+    blocks: int,
+    lower: float,
+    upper: float,
+    epsilon: float,
+    delta: float = 0.0,
+    aggregator: str = "mean",
+    neighbours: str = "add-remove",
+    ids: Sequence[object] | None = None,
+    on_error: str = "midpoint",
+    noise: str | None = None,
+    function_name: str | None = None,
+) -> AggregateArgs:
+    """The arguments of :func:`sample_and_aggregate` checked, in its order, before any
+    record is read."""
+    k, b, eps, dlt, nb = _checked(blocks, (lower, upper), (epsilon, delta), neighbours, _WHERE)
+    label = _check_options(func, aggregator, on_error, function_name, _WHERE)
+    return AggregateArgs(func, k, b, eps, dlt, nb, aggregator, on_error, label, ids, noise)
+
+
+def release_sample_and_aggregate(x: Any, args: AggregateArgs, source: RandomSource) -> Release:
+    """:func:`sample_and_aggregate` on the records ``x``, its arguments checked."""
+    k, b = args.k, args.bounds
     records = _as_records(x)
-    source = resolve_rng(rng, where=where)
-    assignment = assign_blocks(records.shape[0], k, nb, source, ids)
-    return source, _block_answers(records, func, assignment, k, b, on_error)
+    assignment = assign_blocks(records.shape[0], k, args.neighbours, source, args.ids)
+    answers = _block_answers(records, args.func, assignment, k, b, args.on_error)
+    params = _public_parameters(args.aggregator, args.label, k, b)
+    aggregation = _Aggregation(
+        bounds=b,
+        k=k,
+        epsilon=args.epsilon,
+        delta=args.delta,
+        neighbours=args.neighbours,
+        source=source,
+        params=params,
+    )
+    if args.aggregator == "mean":
+        return _aggregate_mean(answers, aggregation)
+    return _aggregate_median(answers, aggregation, args.noise)
 
 
 def check_arguments(
@@ -204,20 +258,17 @@ def check_arguments(
     """The arguments of :func:`sample_and_aggregate` that do not read the data, checked in
     its order: a caller that reads the data first (the command line) checks them before,
     so that the error of a bad request never depends on the data."""
-    _checked(blocks, (lower, upper), (epsilon, delta), neighbours, where=where, warn=False)
+    _checked(blocks, (lower, upper), (epsilon, delta), neighbours, where)
     _check_options(len, aggregator, "raise", None, where)
 
 
 def _checked(
-    blocks: int, bounds: _Pair, budget: _Pair, neighbours: str, *, where: str, warn: bool
+    blocks: int, bounds: _Pair, budget: _Pair, neighbours: str, where: str
 ) -> tuple[int, Bounds, float, float, Neighbours]:
-    """The checked blocks, bounds, epsilon, delta and neighbours, in that order (with the
-    warning on a large epsilon when ``warn``)."""
+    """The checked blocks, bounds, epsilon, delta and neighbours, in that order."""
     k = _check_blocks(blocks, where)
     b = validate_bounds(*bounds, where=where)
     eps = check_epsilon(budget[0], where=where)
-    if warn:
-        warn_large_epsilon(eps, where)
     dlt = check_delta(budget[1], where=where)
     return k, b, eps, dlt, validate_neighbours(neighbours, where=where)
 
