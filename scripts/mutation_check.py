@@ -91,6 +91,19 @@ MUTANTS = (
         ("tests/neighbours/test_join_identity.py",),
     ),
     Mutant(
+        "numpy-object-unit-by-values",
+        "a numpy object array of unit ids in a mapping converted by its values (all numbers: "
+        "floats, so id 1 reads '1.0' until someone's id is a word)",
+        "src/dpsense/data/source.py",
+        (
+            (
+                '                isinstance(values, np.ndarray) and values.dtype.kind == "O"\n',
+                "                False\n",
+            ),
+        ),
+        ("tests/tables/test_table_handle.py",),
+    ),
+    Mutant(
         "join-unit-inferred-type",
         "joins: a private table's undeclared unit column compared by its inferred type",
         "src/dpsense/query/join_form.py",

@@ -157,3 +157,39 @@ def test_the_pipeline_types_the_table_once(monkeypatch: pytest.MonkeyPatch) -> N
         rng=5,
     )
     assert calls == ["DataFrame"]
+
+
+@pytest.mark.parametrize("added", ["a", 7.5, None])
+def test_a_numpy_object_unit_column_is_the_text_of_each_id_whatever_another_id(
+    added: Any,
+) -> None:
+    """A numpy ``object`` array in a mapping declares no type: as a unit it is the text of
+    each id alone, so one person's id (a word, a fraction) never turns "1" into "1.0" for
+    everyone else (which would change every unit's bounding key)."""
+    ids = np.array([1, 2, 1, added], dtype=object)
+    with_added = table_handle(
+        {"person": ids, "v": np.ones(4)}, keyed=("person",), keep=("v",), unit="person"
+    )
+    without = table_handle(
+        {"person": ids[:3], "v": np.ones(3)}, keyed=("person",), keep=("v",), unit="person"
+    )
+    texts = list(with_added.data["person"])
+    assert texts[:3] == ["1", "2", "1"]
+    assert list(without.data["person"]) == ["1", "2", "1"]
+
+
+def test_a_numpy_object_unit_column_bounds_the_same_units_whatever_another_id() -> None:
+    """End to end: the same seeded release of the rows the two tables share (the person
+    'a' is outside the groups released), whatever that person's id."""
+    v = np.array([3.0, 5.0, 7.0, 1.0])
+    g = np.array(["x", "x", "x", "y"], dtype=object)
+
+    def run(last_id: Any) -> Any:
+        ids = np.array([1, 2, 1, last_id], dtype=object)
+        data = {"person": ids, "g": g, "v": v}
+        return ds.release(
+            data, ds.Sum(0, 10), column="v", by="g", keys=["x"], privacy_unit="person",
+            epsilon=1.0, rng=5,
+        )  # fmt: skip
+
+    assert run(3).to_dicts() == run("a").to_dicts()

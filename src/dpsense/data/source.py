@@ -340,7 +340,8 @@ def _numpy_frame(columns: dict[str, np.ndarray]) -> Any:
 
 def as_text(data: Any, columns: Sequence[str]) -> Any:
     """``data`` with each of ``columns`` whose type the container does not declare (a pandas
-    ``object`` column, a column given as a Python list in a mapping) as the text of each
+    ``object`` column, a column given as a Python list or a numpy ``object`` array in a
+    mapping) as the text of each
     value alone (``str(v)``; a missing value stays missing).
 
     DuckDB reads such a column by a type it infers from all the values: ``[1, 1.0]`` as
@@ -365,7 +366,10 @@ def as_text(data: Any, columns: Sequence[str]) -> Any:
     if isinstance(data, Mapping):
         out = dict(data)
         for key, values in data.items():
-            if str(key) in columns and isinstance(values, list | tuple):
+            undeclared = isinstance(values, list | tuple) or (
+                isinstance(values, np.ndarray) and values.dtype.kind == "O"
+            )  # a numpy object array declares no type either
+            if str(key) in columns and undeclared:
                 texts = [None if _missing(v, None) else str(v) for v in values]
                 # a numpy text array (object only with missing values, which numpy's
                 # float conversion then refuses): read as text, never parsed as numbers
