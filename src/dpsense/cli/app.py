@@ -12,7 +12,6 @@ published. ``lab`` shows them for the bundled example data only, to teach.
 from __future__ import annotations
 
 import importlib
-import re
 import sys
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -164,7 +163,8 @@ def _usage_error(exc: BaseException) -> tuple[int, str] | None:
         return None
     if type(exc).__name__ == "NoArgsIsHelpError":
         return EXIT_INPUT, format_message()
-    message = _plain_types(_one_line(format_message()))
+    _plain_types(exc)
+    message = _one_line(format_message())
     ctx = getattr(exc, "ctx", None)
     command_path = getattr(ctx, "command_path", None)
     if isinstance(command_path, str) and command_path:
@@ -172,24 +172,26 @@ def _usage_error(exc: BaseException) -> tuple[int, str] | None:
     return EXIT_INPUT, message
 
 
-_TYPE_WORDS = (
-    (r"Input should be a valid number, unable to parse string as a number", "give a number"),
-    (
-        r"Input should be a valid integer, unable to parse string as an integer",
-        "give a whole number",
-    ),
-    (
-        r"Input should be a valid integer, got a number with a fractional part",
-        "give a whole number",
-    ),
-)
-"""The type checker's sentences, in the command line's words."""
+_TYPE_WORDS = {
+    "float_parsing": "give a number",
+    "int_parsing": "give a whole number",
+    "int_from_float": "give a whole number",
+}
+"""The type checker's errors (pydantic's error types, the cause typer gives a value it
+cannot convert), in the command line's words."""
 
 
-def _plain_types(message: str) -> str:
-    for pattern, words in _TYPE_WORDS:
-        message = re.sub(pattern, words, message)
-    return message
+def _plain_types(exc: BaseException) -> None:
+    """Say a value of the wrong type in the command line's words: the error's cause is
+    pydantic's ``ValidationError`` (typer converts values with it), whose error type
+    (``float_parsing``, ...) picks the words; the sentence it wrote is not read."""
+    errors = getattr(exc.__cause__, "errors", None)
+    if not callable(errors) or not hasattr(exc, "message"):
+        return
+    kinds = [e.get("type") for e in errors() if isinstance(e, dict)]
+    words = [_TYPE_WORDS[k] for k in kinds if k in _TYPE_WORDS]
+    if len(words) == len(kinds) == 1:
+        exc.message = words[0]
 
 
 def _show_warning(options: Callable[[], set[str]]) -> Any:
