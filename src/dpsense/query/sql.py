@@ -124,22 +124,7 @@ def parse_sql(query: str) -> SqlQuery:
         For a query that does not parse, or uses a construct outside the supported subset
         (the message names it and says what to do instead).
     """
-    if not isinstance(query, str) or not query.strip():
-        raise InputError(
-            Param("query", of=_WHERE),
-            f" must be a SQL SELECT text. Got "
-            f"{'an empty text' if isinstance(query, str) else type(query).__name__} instead.",
-        )
-    try:
-        statements = [s for s in sqlglot.parse(query, read="duckdb") if s is not None]
-    except (ParseError, TokenError) as exc:
-        raise refuse(f"does not parse as DuckDB SQL ({_parse_message(exc)}).") from None
-    if len(statements) != 1:
-        raise refuse("must be one SELECT statement; run one query per call.")
-    tree = statements[0]
-    if not isinstance(tree, exp.Select):
-        _refuse_outer(tree)
-    _refuse_clauses(tree)
+    tree = _one_select(query)
     sources, joins = sources_and_joins(tree)
     qualifiers = frozenset({s.alias for s in sources} | {s.table for s in sources if not s.is_path})
     groups = group_by(tree, qualifiers)
@@ -166,6 +151,28 @@ def parse_sql(query: str) -> SqlQuery:
         by_names=by_names,
         group_aliases=groups.aliases,
     )
+
+
+def _one_select(query: object) -> exp.Select:
+    """The one SELECT of ``query`` within the supported clauses, or the InputError that
+    names what is not."""
+    if not isinstance(query, str) or not query.strip():
+        raise InputError(
+            Param("query", of=_WHERE),
+            f" must be a SQL SELECT text. Got "
+            f"{'an empty text' if isinstance(query, str) else type(query).__name__} instead.",
+        )
+    try:
+        statements = [s for s in sqlglot.parse(query, read="duckdb") if s is not None]
+    except (ParseError, TokenError) as exc:
+        raise refuse(f"does not parse as DuckDB SQL ({_parse_message(exc)}).") from None
+    if len(statements) != 1:
+        raise refuse("must be one SELECT statement; run one query per call.")
+    tree = statements[0]
+    if not isinstance(tree, exp.Select):
+        _refuse_outer(tree)
+    _refuse_clauses(tree)
+    return tree
 
 
 def _parse_message(exc: Exception) -> str:
