@@ -94,7 +94,7 @@ MUTANTS = (
         "numpy-object-unit-by-values",
         "a numpy object array of unit ids in a mapping converted by its values (all numbers: "
         "floats, so id 1 reads '1.0' until someone's id is a word)",
-        "src/dpsense/data/source.py",
+        "src/dpsense/data/in_memory.py",
         (
             (
                 '                isinstance(values, np.ndarray) and values.dtype.kind == "O"\n',

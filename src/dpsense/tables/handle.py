@@ -29,7 +29,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from dpsense.data.source import PARQUET_SUFFIXES, as_text, is_csv_path, open_table
+from dpsense.data.in_memory import as_text
+from dpsense.data.source import PARQUET_SUFFIXES, is_csv_path, open_table
 from dpsense.data.sql_build import describe, star
 from dpsense.data.sql_build import table as sql_table
 from dpsense.tables.engines import Engine, engine_for, is_spark_frame
@@ -53,7 +54,7 @@ class TableHandle:
 
     data: Any
     """What the engine opens (a join already resolved to its engine's input; the
-    columns read as text already the text of each value, ``data.source.as_text``)."""
+    columns read as text already the text of each value, ``data.in_memory.as_text``)."""
     engine: Engine
     casts: Mapping[str, Cast]
     """The ``schema=`` argument's casts and the text casts of the undeclared by-columns
