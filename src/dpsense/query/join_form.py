@@ -33,6 +33,7 @@ from dpsense.tables.joined import parameter_of, plan_join, privacy_units
 from dpsense.tables.rows.casts import Cast
 from dpsense.tables.rows.joins import (
     JoinForm,
+    JoinInputs,
     JoinStep,
     Scan,
     group_keys_from_public,
@@ -404,7 +405,7 @@ def joined_input(
             # declare it to compare it as a number. Otherwise ids "1" and "1.0" would be
             # one person until another person's id "abc" made them two.
             table_casts[table][column] = Cast("text")
-    data = engine.join(plan, named, units.public, table_casts, undeclared)
+    data = engine.join(JoinInputs(plan, named, units.public, table_casts, undeclared))
     if keys is None and group_keys_from_public(plan, form.by) is not None:
         public = {t: d for t, d in named.items() if t in units.public}
         # read where the public tables are (a lookup given as a frame beside Spark tables
