@@ -10,6 +10,7 @@ import math
 import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import ClassVar, Generic, TypeVar
 
 __all__ = [
     "ANY",
@@ -58,6 +59,7 @@ MANY = "[...]"
 """The value of an :class:`Assign` that stands for a list: ``keys=[...]``."""
 
 UnitPath = str | tuple[str, str, str]
+V = TypeVar("V")
 """A privacy unit: a column, or (column, table, key column) reaching one."""
 
 
@@ -121,13 +123,22 @@ class Assign:
 
 
 @dataclass(frozen=True)
-class Units:
-    """The privacy unit of each table: ``privacy_unit={'orders': 'cid'}``."""
+class _Entries(Generic[V]):
+    """A keyword argument whose value is a dict, written ``keyword={...}``."""
 
-    entries: tuple[tuple[str, UnitPath], ...]
+    entries: tuple[tuple[str, V], ...]
+
+    keyword: ClassVar[str]
 
     def python(self) -> str:
-        return f"privacy_unit={dict(self.entries)!r}"
+        return f"{self.keyword}={dict(self.entries)!r}"
+
+
+@dataclass(frozen=True)
+class Units(_Entries[UnitPath]):
+    """The privacy unit of each table: ``privacy_unit={'orders': 'cid'}``."""
+
+    keyword = "privacy_unit"
 
 
 @dataclass(frozen=True)
@@ -141,13 +152,10 @@ class Keys:
 
 
 @dataclass(frozen=True)
-class Schema:
+class Schema(_Entries[str]):
     """Declared column types: ``schema={'age': 'int'}``."""
 
-    entries: tuple[tuple[str, str], ...]
-
-    def python(self) -> str:
-        return f"schema={dict(self.entries)!r}"
+    keyword = "schema"
 
 
 @dataclass(frozen=True)

@@ -143,16 +143,7 @@ class Request:
         """Resolve a ``ds.join`` handle to the joined table, then check the request and
         build its plan (:func:`prepare_release`)."""
         x, args = resolve_joined(self.data, self.statistic, self.args, self.where)
-        plan = prepare_release(
-            x,
-            self.statistic,
-            args,
-            epsilon=self.epsilon,
-            delta=self.delta,
-            options=self.options,
-            where=self.where,
-        )
-        return CheckedRelease(self, x, args, plan)
+        return CheckedRelease(self, x, args, prepare_release(replace(self, data=x, args=args)))
 
 
 @dataclass(frozen=True)
@@ -196,20 +187,14 @@ class CheckedRelease:
         return run_plan(plan, table, source)
 
 
-def prepare_release(
-    x: Any,
-    statistic: Any,
-    args: ReleaseArgs,
-    *,
-    epsilon: float,
-    delta: float,
-    options: dict[str, Any],
-    where: str = "release",
-) -> QueryPlan:
-    """The checked plan of a request (an InputError for anything refused from the
+def prepare_release(request: Request) -> QueryPlan:
+    """The checked plan of ``request`` (an InputError for anything refused from the
     arguments alone, before any data is read)."""
-    plan = plan_query(statistic, args, epsilon=epsilon, delta=delta, options=options, where=where)
-    if plan.neighbours == "substitute" and not reads_column(plan, x):
+    r = request
+    plan = plan_query(
+        r.statistic, r.args, epsilon=r.epsilon, delta=r.delta, options=r.options, where=r.where
+    )
+    if plan.neighbours == "substitute" and not reads_column(plan, r.data):
         raise InputError(
             "Tables, groups and privacy units use add-remove neighbours (the number of "
             "rows of a unit is private): pass ",

@@ -13,7 +13,7 @@ import pytest
 import dpsense as ds
 from dpsense.accountant import Accountant
 from dpsense.noise.rng import SeededRandom
-from dpsense.pipeline import prepare_release
+from dpsense.pipeline import Request, prepare_release
 from dpsense.query.plan import release_arguments
 from dpsense.query.price import Price, aggregate_step, price, private_bounds_step, ratio_step
 
@@ -36,17 +36,13 @@ class CountingRandom(SeededRandom):
 
 def _release_price() -> Price:
     args, options = release_arguments({"method": "exponential"})
-    return price(
-        prepare_release(X, MEDIAN, args, epsilon=0.5, delta=0.0, options=options, where="t")
-    )
+    return price(prepare_release(Request(X, MEDIAN, args, 0.5, 0.0, None, options, "t")))
 
 
 def _sql_price() -> Price:
     query = {"m": ("x", ds.Median(0, 100))}
     args, options = release_arguments({"by": "g", "keys": [1, 2]})
-    plan = prepare_release(
-        TABLE["t"], query, args, epsilon=0.5, delta=0.0, options=options, where="t"
-    )
+    plan = prepare_release(Request(TABLE["t"], query, args, 0.5, 0.0, None, options, "t"))
     return price(plan)
 
 

@@ -196,8 +196,9 @@ def _release_column_or_table(
 
     from dpsense.data import load_column
     from dpsense.methods import Release
+    from dpsense.pipeline import Request, prepare_release
     from dpsense.query.plan import ReleaseArgs
-    from dpsense.release import prepare_release, release
+    from dpsense.release import release
     from dpsense.tables.handle import parquet_column_type
     from dpsense.tables.schema import schema_resolution
 
@@ -214,14 +215,9 @@ def _release_column_or_table(
     else:
         # every argument checked before the column is read (the release checks them again
         # on it): a bad request's error never depends on the data (docs/entry_points.md)
-        prepare_release(
-            np.zeros(0),
-            stat,
-            ReleaseArgs(method=request.method, neighbours=request.neighbours, **checked.bounds),
-            epsilon=request.epsilon,
-            delta=request.delta,
-            options=_method_options(request),
-        )
+        args = ReleaseArgs(method=request.method, neighbours=request.neighbours, **checked.bounds)
+        eps, dlt = request.epsilon, request.delta
+        prepare_release(Request(np.zeros(0), stat, args, eps, dlt, None, _method_options(request)))
         # a Parquet file's declared type, read here: the column arrives as floats
         stat, from_schema = schema_resolution(
             stat, parquet_column_type(request.data, request.column)

@@ -26,13 +26,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from dpsense.errors import InputError, Name, Param
+from dpsense.errors import InputError, Param
 from dpsense.tables.engines import engine_for_tables, is_spark_frame
 from dpsense.tables.handle import undeclared_columns
+from dpsense.tables.join_units import public_table_names
 from dpsense.tables.joined import parameter_of, plan_join, privacy_units
 from dpsense.tables.rows.casts import Cast
 from dpsense.tables.rows.joins import (
     JoinForm,
+    JoinInputs,
     JoinStep,
     Scan,
     group_keys_from_public,
@@ -159,18 +161,7 @@ def join(
 
 def _public(public_tables: object, names: Sequence[str]) -> tuple[str, ...]:
     """The public tables: one name or a list of them, each a table of ``tables``."""
-    if public_tables is None:
-        return ()
-    if isinstance(public_tables, str):
-        public_tables = [public_tables]
-    if not isinstance(public_tables, Sequence | set | frozenset):
-        raise InputError(
-            Param("public_tables", of=_WHERE),
-            " must be a table name or a list of them, e.g. ",
-            Name("public_tables"),
-            f"=['regions']. Got {type(public_tables).__name__} instead.",
-        )
-    public = tuple(dict.fromkeys(str(t) for t in public_tables))
+    public = public_table_names(public_tables, _WHERE, "a table name or a list of them")
     unknown = [t for t in public if t not in names]
     if unknown:
         raise InputError(
@@ -404,7 +395,7 @@ def joined_input(
             # declare it to compare it as a number. Otherwise ids "1" and "1.0" would be
             # one person until another person's id "abc" made them two.
             table_casts[table][column] = Cast("text")
-    data = engine.join(plan, named, units.public, table_casts, undeclared)
+    data = engine.join(JoinInputs(plan, named, units.public, table_casts, undeclared))
     if keys is None and group_keys_from_public(plan, form.by) is not None:
         public = {t: d for t, d in named.items() if t in units.public}
         # read where the public tables are (a lookup given as a frame beside Spark tables

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from dpsense.errors import MANY, Assign, InputError, Name, Param, Units
 
-__all__ = ["PrivacyUnits", "UnitPath", "parameter_of", "privacy_units", "who"]
+__all__ = ["PrivacyUnits", "UnitPath", "parameter_of", "privacy_units", "public_table_names", "who"]
 
 
 def who(where: str, sql: str = "The query") -> str:
@@ -91,25 +91,30 @@ class PrivacyUnits:
         return self.unit_column(target, (*seen, table))
 
 
+def public_table_names(public_tables: object, where: str, shape: str) -> tuple[str, ...]:
+    """The table names of ``public_tables`` (None: none; one name; or a list or set of
+    them), each once, in their order; ``shape`` is what the refusal says it must be."""
+    if public_tables is None:
+        return ()
+    if isinstance(public_tables, str):
+        public_tables = [public_tables]
+    if not isinstance(public_tables, Sequence | set | frozenset):
+        raise InputError(
+            Param("public_tables", of=where),
+            f" must be {shape}, e.g. ",
+            Name("public_tables"),
+            f"=['regions']. Got {type(public_tables).__name__} instead.",
+        )
+    return tuple(dict.fromkeys(str(t) for t in public_tables))
+
+
 def privacy_units(
     privacy_unit: object, public_tables: object, names: Sequence[str], where: str = "ds.sql"
 ) -> PrivacyUnits:
     """Check ``privacy_unit`` and ``public_tables`` (their shapes; no data is read).
     ``public_tables`` may be one name; ``where`` names the caller in messages."""
     names = list(dict.fromkeys(names))
-    if isinstance(public_tables, str):
-        public_tables = [public_tables]
-    if public_tables is None:
-        public: frozenset[str] = frozenset()
-    elif not isinstance(public_tables, Sequence | set | frozenset):
-        raise InputError(
-            Param("public_tables", of=where),
-            " must be a list of table names, e.g. ",
-            Name("public_tables"),
-            f"=['regions']. Got {type(public_tables).__name__} instead.",
-        )
-    else:
-        public = frozenset(str(t) for t in public_tables)
+    public = frozenset(public_table_names(public_tables, where, "a list of table names"))
     unknown = sorted(public - set(names))
     if unknown:
         raise InputError(

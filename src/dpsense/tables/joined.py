@@ -16,6 +16,7 @@ public tables, which are public.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Final
 
 from dpsense.errors import InputError, Name, Param
@@ -74,7 +75,8 @@ def plan_join(
     _check_joins(form, units, columns, where)
     unit_name = units.unit_column(private[0].table)
     by_alias = {s.alias: s for s in sources}
-    column_alias = _resolve_columns(form, units, columns, by_alias, unit_name, extra_columns, where)
+    read = _Read(units, columns, by_alias, unit_name, where)
+    column_alias = _resolve_columns(form, read, extra_columns)
     views = {
         table: f"{view_prefix}{i}"
         for i, table in enumerate(
@@ -308,44 +310,61 @@ def _check_unit_columns(
             _require(table, path.via[2], columns, "the privacy_unit path")
 
 
-def _resolve_columns(
-    form: JoinForm,
-    units: PrivacyUnits,
-    columns: Mapping[str, Sequence[str]],
-    by_alias: Mapping[str, Scan],
-    unit_name: str,
-    extra: Sequence[str],
-    where: str = "ds.sql",
-) -> dict[str, str]:
+@dataclass(frozen=True)
+class _Read:
+    """What a join's columns are read from: the privacy units, each table's columns, the
+    scans by alias and the joined table's unit column; ``where`` names the caller."""
+
+    units: PrivacyUnits
+    columns: Mapping[str, Sequence[str]]
+    by_alias: Mapping[str, Scan]
+    unit_name: str
+    where: str
+
+    @property
+    def reader(self) -> str:
+        """How a message names what reads the columns."""
+        where = self.where
+        return who(where, "The SQL query") if where == "ds.sql" else f"The release of {where}"
+
+    def holders(self, name: str) -> list[str]:
+        """The aliases of the tables that hold a column ``name``."""
+        return [a for a, s in self.by_alias.items() if name in self.columns[s.table]]
+
+    def tables(self) -> str:
+        """The query's tables, for a message."""
+        return ", ".join(repr(s.table) for s in self.by_alias.values())
+
+
+def _resolve_columns(form: JoinForm, read: _Read, extra: Sequence[str]) -> dict[str, str]:
     """Each column the query reads -> the alias of the table it comes from (the unit
     column is the joined table's own)."""
-    reader = who(where, "The SQL query") if where == "ds.sql" else f"The release of {where}"
+    units, by_alias, unit_name = read.units, read.by_alias, read.unit_name
     wanted = dict(form.column_tables)
     for name in extra:
         # a declared type (schema=) of a column the query does not read: cast in each
         # table that holds it; carried into the joined table when one table does
         if name in wanted:
             continue
-        holders = [a for a, s in by_alias.items() if name in columns[s.table]]
+        holders = read.holders(name)
         if not holders:
-            tables = ", ".join(repr(s.table) for s in by_alias.values())
             raise InputError(
-                f"The 'schema' column {name!r} is in none of the query's tables ({tables}); "
-                "check the name."
+                f"The 'schema' column {name!r} is in none of the query's tables "
+                f"({read.tables()}); check the name."
             )
         if len(holders) == 1 and name != unit_name:
             wanted[name] = holders[0]
     out: dict[str, str] = {}
     for name, alias in wanted.items():
         if alias is None:
-            alias = _holder(name, units, columns, by_alias, unit_name, reader, where)
+            alias = _holder(name, read)
         else:
-            _require(by_alias[alias].table, name, columns, "the query")
+            _require(by_alias[alias].table, name, read.columns, "the query")
         table = by_alias[alias].table
         if name == unit_name:
             if table in units.public or units.of(table).column != name:
                 raise InputError(
-                    f"{reader} reads {alias}.{name}, which is named like the privacy "
+                    f"{read.reader} reads {alias}.{name}, which is named like the privacy "
                     f"unit {unit_name!r} but is not it; rename the column (the released "
                     "table names each column once)."
                 )
@@ -354,39 +373,31 @@ def _resolve_columns(
     return out
 
 
-def _holder(
-    name: str,
-    units: PrivacyUnits,
-    columns: Mapping[str, Sequence[str]],
-    by_alias: Mapping[str, Scan],
-    unit_name: str,
-    reader: str,
-    where: str,
-) -> str:
+def _holder(name: str, read: _Read) -> str:
     """The alias of the one table that holds the unqualified column ``name`` (the unit
     column: the private tables' own, when each holds it as its unit)."""
-    holders = [a for a, s in by_alias.items() if name in columns[s.table]]
+    units, by_alias = read.units, read.by_alias
+    holders = read.holders(name)
     if not holders:
-        tables = ", ".join(repr(s.table) for s in by_alias.values())
         raise InputError(
-            f"{reader} reads the column {name!r}, which is in none of its "
-            f"tables ({tables}); check the name."
+            f"{read.reader} reads the column {name!r}, which is in none of its "
+            f"tables ({read.tables()}); check the name."
         )
-    if name == unit_name and all(
+    if name == read.unit_name and all(
         units.of(by_alias[a].table).column == name
         for a in holders
         if by_alias[a].table not in units.public
     ):
         holders = [a for a in holders if by_alias[a].table not in units.public] or holders
-    if len(holders) > 1 and name != unit_name:
+    if len(holders) > 1 and name != read.unit_name:
         how = (
             f"qualify it: {holders[0]}.{name}"
-            if where == "ds.sql"
+            if read.where == "ds.sql"
             else f"a where= filter may qualify it ({holders[0]}.{name}); to group by "
             "or aggregate it, rename it in all of those tables but one"
         )
         raise InputError(
-            f"{reader} reads the column {name!r}, which is in several tables "
+            f"{read.reader} reads the column {name!r}, which is in several tables "
             f"({', '.join(repr(a) for a in holders)}); {how}."
         )
     return holders[0]

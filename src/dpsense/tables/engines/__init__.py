@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from dpsense.tables.rows.bounded import BoundedTable
     from dpsense.tables.rows.casts import Cast
-    from dpsense.tables.rows.joins import JoinPlan
+    from dpsense.tables.rows.joins import JoinInputs, JoinPlan
     from dpsense.tables.rows.plan import TablePlan
     from dpsense.tables.rows.unit_bounding import QueryRows
 
@@ -112,17 +112,9 @@ class Engine(Protocol):
         with a privacy unit its one contribution bounding; kept while the block runs."""
         ...
 
-    def join(
-        self,
-        plan: JoinPlan,
-        tables: Mapping[str, Any],
-        public: frozenset[str],
-        casts: Mapping[str, Mapping[str, Cast]],
-        undeclared: Mapping[str, frozenset[str]],
-    ) -> Any:
-        """The input of a release that reads the join of ``tables`` as one table (opened
-        by :meth:`open`): the join runs in the engine (docs/joins.md). ``undeclared``: per
-        table, the columns whose types the input does not declare."""
+    def join(self, inputs: JoinInputs) -> Any:
+        """The input of a release that reads the join of ``inputs.tables`` as one table
+        (opened by :meth:`open`): the join runs in the engine (docs/joins.md)."""
         ...
 
     def distinct_rows(

@@ -7,13 +7,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from dpsense.errors import InputError, Name
+
+if TYPE_CHECKING:
+    from dpsense.tables.rows.casts import Cast
 
 __all__ = [
     "Join",
     "JoinForm",
+    "JoinInputs",
     "JoinPlan",
     "JoinStep",
     "KeyCheck",
@@ -158,6 +162,19 @@ class JoinPlan:
     key_checks: tuple[KeyCheck, ...] = ()
     """Per foreign-key path step: its check (:func:`key_check_sql`). A path's keys must be
     keys: the data owner's precondition (docs/joins.md §1)."""
+
+
+@dataclass(frozen=True)
+class JoinInputs:
+    """What an engine joins (``Engine.join``): the plan, each table's data, the names of
+    the public tables, each table's casts and, per table, the columns whose types its input
+    does not declare."""
+
+    plan: JoinPlan
+    tables: Mapping[str, Any]
+    public: frozenset[str]
+    casts: Mapping[str, Mapping[str, Cast]]
+    undeclared: Mapping[str, frozenset[str]]
 
 
 _NUMBERS: Final = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT",

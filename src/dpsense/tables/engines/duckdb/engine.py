@@ -17,7 +17,7 @@ from dpsense.tables.engines.duckdb.query_rows import BOUNDED, bound_rows, checke
 from dpsense.tables.engines.duckdb.rows_sql import is_nan
 from dpsense.tables.rows.bounded import BoundedTable
 from dpsense.tables.rows.casts import Cast
-from dpsense.tables.rows.joins import JoinPlan
+from dpsense.tables.rows.joins import JoinInputs, JoinPlan
 from dpsense.tables.rows.plan import TablePlan
 from dpsense.tables.rows.unit_bounding import QueryRows
 
@@ -115,15 +115,8 @@ class DuckDBEngine:
             source.con, view, source.columns, source.label, declared_types=source.declared_types
         )
 
-    def join(
-        self,
-        plan: JoinPlan,
-        tables: Mapping[str, Any],
-        public: frozenset[str],
-        casts: Mapping[str, Mapping[str, Cast]],
-        undeclared: Mapping[str, frozenset[str]],
-    ) -> JoinedTables:
-        return JoinedTables(plan, tables, casts, undeclared=undeclared)
+    def join(self, inputs: JoinInputs) -> JoinedTables:
+        return JoinedTables(inputs.plan, inputs.tables, inputs.casts, undeclared=inputs.undeclared)
 
     def distinct_rows(
         self, plan: JoinPlan, tables: Mapping[str, Any], public: frozenset[str], sql: str

@@ -20,7 +20,7 @@ from dpsense.tables.engines.spark.query_rows import spark_bound_rows, spark_chec
 from dpsense.tables.engines.spark.workers import worker_errors
 from dpsense.tables.rows.bounded import BoundedTable
 from dpsense.tables.rows.casts import Cast
-from dpsense.tables.rows.joins import JoinPlan
+from dpsense.tables.rows.joins import JoinInputs, JoinPlan
 from dpsense.tables.rows.plan import TablePlan
 from dpsense.tables.rows.unit_bounding import QueryRows
 
@@ -80,17 +80,10 @@ class SparkEngine:
         source.frame = source.frame.where(sf.col(name) == 1)  # each statistic opens its own
         return source
 
-    def join(
-        self,
-        plan: JoinPlan,
-        tables: Mapping[str, Any],
-        public: frozenset[str],
-        casts: Mapping[str, Mapping[str, Cast]],
-        undeclared: Mapping[str, frozenset[str]],
-    ) -> Any:
+    def join(self, inputs: JoinInputs) -> Any:
         # each table's declared columns are cast in its own frame, before the join (and
         # again on the joined table, as on DuckDB)
-        return spark_join(plan, tables, public, casts)
+        return spark_join(inputs)
 
     def distinct_rows(
         self, plan: JoinPlan, tables: Mapping[str, Any], public: frozenset[str], sql: str

@@ -15,6 +15,7 @@ from dpsense.errors import InputError
 from dpsense.tables.engines.spark.casts import cast_spark_frame
 from dpsense.tables.rows.casts import Cast
 from dpsense.tables.rows.joins import (
+    JoinInputs,
     JoinPlan,
     comparable,
     join_sql,
@@ -82,14 +83,10 @@ def _copied(data: Any) -> Any:
         con.close()
 
 
-def spark_join(
-    plan: JoinPlan,
-    tables: Mapping[str, Any],
-    public: frozenset[str],
-    casts: Mapping[str, Mapping[str, Cast]],
-) -> Any:
+def spark_join(inputs: JoinInputs) -> Any:
     """The joined DataFrame (lazy: Spark runs it with the release's own jobs)."""
-    session, frames = _frames(plan, tables, public, casts)
+    plan = inputs.plan
+    session, frames = _frames(plan, inputs.tables, inputs.public, inputs.casts)
     types = {
         (table, column): dict(frames[table].dtypes)[column]
         for pair in plan.compared
