@@ -38,9 +38,9 @@ from dpsense.mechanisms.partition_selection import SelectionRule
 from dpsense.methods.bounded_ls import private_lower_bound
 from dpsense.methods.exponential import interval_budget
 from dpsense.methods.ptr import _test_scale, ptr_threshold
-from dpsense.methods.sample_aggregate import sample_and_aggregate
 from dpsense.noise.rng import SeededRandom
 from dpsense.params import rest_of_budget, smooth_beta
+from dpsense.query.one_step import sample_and_aggregate
 from dpsense.statistics.units import group_privacy_budget, per_unit
 
 pd = pytest.importorskip("pandas")

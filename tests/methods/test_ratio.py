@@ -24,10 +24,10 @@ from dpsense.methods.ksw import ksw_draws
 from dpsense.methods.ratio import (
     count_intervals,
     naive_draws,
-    private_ratio,
     ratio_sensitivity_bound,
 )
 from dpsense.noise.rng import SeededRandom, SeededRandomnessWarning
+from dpsense.query.one_step import private_ratio
 
 AUDIT_N = 200_000
 TRIALS = 2000

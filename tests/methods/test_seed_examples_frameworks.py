@@ -9,8 +9,8 @@ import pytest
 
 import dpsense as ds
 from dpsense.methods.ptr import _tail, _test_scale, ptr_threshold
-from dpsense.methods.sample_aggregate import sample_and_aggregate
 from dpsense.noise.rng import SeededRandom
+from dpsense.query.one_step import sample_and_aggregate
 from dpsense.release import release
 
 

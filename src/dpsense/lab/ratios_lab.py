@@ -17,7 +17,7 @@ import numpy as np
 from dpsense.lab._common import COLOURS, Advance, log_log_axes, num, relation, sampler, seeded
 from dpsense.lab.config import FloatArray, LabConfig, LabData
 from dpsense.lab.study_setup import DELTA
-from dpsense.methods.ratio import private_ratio
+from dpsense.query.one_step import private_ratio
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

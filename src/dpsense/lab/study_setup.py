@@ -21,8 +21,8 @@ from numpy.typing import NDArray
 
 from dpsense.datasets import load_census
 from dpsense.methods import Release
-from dpsense.methods.sample_aggregate import sample_and_aggregate
 from dpsense.noise.rng import SeededRandom
+from dpsense.query.one_step import sample_and_aggregate
 from dpsense.release import release
 from dpsense.statistics import BoundedStatistic, Mean, Median
 

@@ -1,6 +1,6 @@
 r"""The naive and local-bound estimators of a ratio a/b (a published blog post's methods, fixed).
 
-Package-private; :func:`~dpsense.methods.ratio.private_ratio` is the front door, and
+Package-private; :func:`dpsense.private_ratio` is the front door, and
 ``dpsense.methods.ratio`` re-exports the public names. The local-bound method bounds the
 local sensitivity of a/b on intervals around noisy counts (:func:`count_intervals`,
 :func:`ratio_sensitivity_bound`) and falls back to the naive method when the lower bound

@@ -42,7 +42,7 @@ from typing import Any, Final, Literal, TypeAlias
 import numpy as np
 
 from dpsense._arrays import as_indicator
-from dpsense.errors import Assign, InputError, Name, Param, warn_large_epsilon
+from dpsense.errors import Assign, InputError, Name, Param
 from dpsense.methods._ratio_estimators import FloatArray as FloatArray
 from dpsense.methods._ratio_estimators import (
     _local_bound,
@@ -55,16 +55,16 @@ from dpsense.methods.bounded_ls import check_bound_fraction
 from dpsense.methods.intervals import fraction_parts
 from dpsense.methods.ksw import fractions_of, ksw_sensitivity, noisy_pairs
 from dpsense.neighbours import ADD_REMOVE, Neighbours, validate_neighbours
-from dpsense.noise.rng import RandomSource, resolve_rng
+from dpsense.noise.rng import RandomSource
 from dpsense.params import check_delta, check_epsilon
 
 __all__ = [
     "DEFAULT_BOUND_FRACTION",
     "METHODS",
+    "PRIVATE_RATIO_DOC",
     "RatioMethod",
     "count_intervals",
     "naive_draws",
-    "private_ratio",
     "ratio_counts",
     "ratio_sensitivity_bound",
     "release_ratio",
@@ -190,18 +190,7 @@ def _bound_fraction(options: Mapping[str, object], method: RatioMethod, where: s
 # ----------------------------------------------------------------------------- front door
 
 
-def private_ratio(
-    a: Any,
-    b: Any,
-    *,
-    epsilon: float,
-    delta: float = 0.0,
-    method: str = "ksw",
-    neighbours: str = "add-remove",
-    rng: object = None,
-    **options: object,
-) -> Release:
-    r"""A differentially private estimate of the ratio a/b, clipped to [0, 1].
+PRIVATE_RATIO_DOC = r"""A differentially private estimate of the ratio a/b, clipped to [0, 1].
 
     Users contribute :math:`(a_i, b_i)` with :math:`a_i \le b_i`, both in {0, 1}; the
     ratio of no users (b = 0) is 1/2 by convention.
@@ -291,10 +280,8 @@ def private_ratio(
     >>> release.method, abs(release.value - 0.3) < 0.01
     ('ksw', True)
     """
-    checked = check_ratio_request(epsilon, delta, method, neighbours, options)
-    warn_large_epsilon(checked[0], "private_ratio")
-    return release_ratio(a, b, checked, resolve_rng(rng, where="private_ratio"))
-
+"""The docstring of ``dpsense.private_ratio`` (``query/one_step.py``, the door that
+releases through the pipeline): the method's math, beside its code."""
 
 RatioArgs: TypeAlias = tuple[float, float, RatioMethod, Neighbours, float]
 """The checked request of :func:`private_ratio` (:func:`check_ratio_request`)."""

@@ -35,7 +35,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpsense._exact_budget import exact
-from dpsense.errors import InputError, Param, warn_large_epsilon
+from dpsense.errors import InputError, Param
 from dpsense.mechanisms.additive import LaplaceMechanism
 from dpsense.methods._release import Release
 from dpsense.methods.call import MethodCall
@@ -43,18 +43,18 @@ from dpsense.methods.global_sensitivity import inflated_sensitivity
 from dpsense.methods.smooth import release_smooth
 from dpsense.neighbours import Neighbours, validate_neighbours
 from dpsense.noise.exact import uniform_below
-from dpsense.noise.rng import RandomSource, resolve_rng
+from dpsense.noise.rng import RandomSource
 from dpsense.params import Bounds, check_delta, check_epsilon, check_int, validate_bounds
 from dpsense.statistics import Mean, Median
 
 __all__ = [
     "MAX_BLOCKS",
+    "SAMPLE_AND_AGGREGATE_DOC",
     "AggregateArgs",
     "assign_blocks",
     "check_sample_and_aggregate",
     "function_label",
     "release_sample_and_aggregate",
-    "sample_and_aggregate",
 ]
 
 MAX_BLOCKS = 10_000_000
@@ -119,24 +119,8 @@ def assign_blocks(
     return out
 
 
-def sample_and_aggregate(
-    x: Any,
-    func: Callable[[NDArray[Any]], float],
-    *,
-    blocks: int,
-    lower: float,
-    upper: float,
-    epsilon: float,
-    delta: float = 0.0,
-    aggregator: str = "mean",
-    neighbours: str = "add-remove",
-    rng: object = None,
-    ids: Sequence[object] | None = None,
-    on_error: str = "midpoint",
-    noise: str | None = None,
-    function_name: str | None = None,
-) -> Release:
-    """Release an aggregate of ``func`` over k disjoint blocks of the records.
+SAMPLE_AND_AGGREGATE_DOC = """\
+Release an aggregate of ``func`` over k disjoint blocks of the records.
 
     Parameters
     ----------
@@ -167,22 +151,8 @@ def sample_and_aggregate(
         ``parameters`` holds the public description of the release: ``aggregator``,
         ``function`` (the name of ``func``), ``blocks`` (k) and the output bounds.
     """
-    warn_large_epsilon(epsilon, _WHERE)
-    args = check_sample_and_aggregate(
-        func,
-        blocks=blocks,
-        lower=lower,
-        upper=upper,
-        epsilon=epsilon,
-        delta=delta,
-        aggregator=aggregator,
-        neighbours=neighbours,
-        ids=ids,
-        on_error=on_error,
-        noise=noise,
-        function_name=function_name,
-    )
-    return release_sample_and_aggregate(x, args, resolve_rng(rng, where=_WHERE))
+"""The docstring of ``dpsense.sample_and_aggregate`` (``query/one_step.py``, the door that
+releases through the pipeline): the method's math, beside its code."""
 
 
 @dataclass(frozen=True)

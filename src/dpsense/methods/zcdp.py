@@ -121,7 +121,7 @@ def method_rho(
 def aggregate_rho(
     aggregator: str, noise: str | None, epsilon: float, delta: float
 ) -> Fraction | None:
-    """The rho of :func:`~dpsense.methods.sample_aggregate.sample_and_aggregate`: its "mean"
+    """The rho of :func:`dpsense.sample_and_aggregate`: its "mean"
     aggregator is Laplace (pure epsilon; an unknown aggregator is refused by the release),
     its "median" one smooth sensitivity with ``noise``."""
     if aggregator != "median":
@@ -137,7 +137,7 @@ def aggregate_rho(
 
 
 def ratio_rho(method: str, neighbours: str, epsilon: float) -> Fraction | None:
-    """The rho of :func:`~dpsense.methods.ratio.private_ratio`: "ksw" and "naive" are pure
+    """The rho of :func:`dpsense.private_ratio`: "ksw" and "naive" are pure
     epsilon, and so is "local-bound" under substitute (it is then the naive method); under
     add-remove "local-bound" is (epsilon, delta)-DP with no zCDP guarantee."""
     # the relation as private_ratio reads it: its aliases ("unbounded", ...) included

@@ -121,7 +121,7 @@ class BoundsRequest(_OneStep):
 
 @dataclass(frozen=True)
 class RatioRequest(_OneStep):
-    """A private ratio a/b (:func:`dpsense.methods.ratio.private_ratio`); ``options``: its
+    """A private ratio a/b (:func:`dpsense.private_ratio`); ``options``: its
     ``method``, ``neighbours`` and method options."""
 
     a: Any = None
@@ -144,7 +144,7 @@ class RatioRequest(_OneStep):
 
 @dataclass(frozen=True)
 class AggregateRequest(_OneStep):
-    """Sample and aggregate (:func:`dpsense.methods.sample_aggregate.sample_and_aggregate`);
+    """Sample and aggregate (:func:`dpsense.sample_and_aggregate`);
     ``options``: its keyword arguments but the budget and ``rng``."""
 
     x: Any = None
@@ -232,5 +232,5 @@ def sample_and_aggregate(
     return released(AggregateRequest(epsilon, delta, rng, options, x=x, func=func))
 
 
-private_ratio.__doc__ = _ratio.private_ratio.__doc__
-sample_and_aggregate.__doc__ = _aggregate.sample_and_aggregate.__doc__
+private_ratio.__doc__ = _ratio.PRIVATE_RATIO_DOC
+sample_and_aggregate.__doc__ = _aggregate.SAMPLE_AND_AGGREGATE_DOC

@@ -139,7 +139,7 @@ def private_bounds_step(epsilon: float) -> Step:
 
 
 def aggregate_step(aggregator: str, noise: str | None, epsilon: float, delta: float) -> Step:
-    """A :func:`~dpsense.methods.sample_aggregate.sample_and_aggregate` release."""
+    """A :func:`dpsense.sample_and_aggregate` release."""
 
     def zcdp() -> ZcdpPrice:
         rho = aggregate_rho(aggregator, noise, epsilon, delta)
@@ -152,7 +152,7 @@ def aggregate_step(aggregator: str, noise: str | None, epsilon: float, delta: fl
 
 
 def ratio_step(method: str, neighbours: str, epsilon: float, delta: float) -> Step:
-    """A :func:`~dpsense.methods.ratio.private_ratio` release."""
+    """A :func:`dpsense.private_ratio` release."""
 
     def zcdp() -> ZcdpPrice:
         rho = ratio_rho(method, neighbours, epsilon)
