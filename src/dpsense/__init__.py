@@ -30,7 +30,6 @@ from dpsense.statistics.names import CATALOG
 if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers
     from dpsense.accountant import Accountant
     from dpsense.accounting import LedgerError
-    from dpsense.bounds import private_bounds
     from dpsense.lab import lab
     from dpsense.mechanisms import (
         DiscreteGaussianMechanism,
@@ -52,7 +51,7 @@ if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers
     from dpsense.planning import Plan, plan
     from dpsense.query import QueryResult
     from dpsense.query.join_form import Joined, join
-    from dpsense.query.one_step import private_ratio, sample_and_aggregate
+    from dpsense.query.one_step import private_bounds, private_ratio, sample_and_aggregate
     from dpsense.release import release
     from dpsense.report import report
     from dpsense.sensitivity import empirical_sensitivity
@@ -96,7 +95,7 @@ _LAZY: dict[str, str] = {
     "make_statistic": "dpsense.statistics",
     "plan": "dpsense.planning",
     "Plan": "dpsense.planning",
-    "private_bounds": "dpsense.bounds",
+    "private_bounds": "dpsense.query.one_step",
     "private_ratio": "dpsense.query.one_step",
     "release": "dpsense.release",
     "report": "dpsense.report",

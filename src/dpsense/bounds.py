@@ -59,6 +59,7 @@ from dpsense.tables.row_filter import RowFilter
 from dpsense.tables.schema import Cast, parse_schema
 
 __all__ = [
+    "PRIVATE_BOUNDS_DOC",
     "BoundsArgs",
     "bound_scores",
     "bounds_eta",
@@ -67,7 +68,6 @@ __all__ = [
     "check_bounds_delta",
     "check_private_bounds",
     "ordered_pair",
-    "private_bounds",
     "release_bounds",
 ]
 
@@ -202,21 +202,7 @@ def bounds_price(epsilon: float) -> ZcdpPrice:
     return ZcdpPrice(pure_rho(epsilon))
 
 
-def private_bounds(
-    data: Any,
-    *,
-    epsilon: float,
-    delta: float = 0.0,
-    column: str | None = None,
-    privacy_unit: str | None = None,
-    max_rows_per_unit: int = 1,
-    nulls: str = "error",
-    quantiles: tuple[float, float] = (0.02, 0.98),
-    rng: object = None,
-    schema: Mapping[str, str] | None = None,
-    row_filter: RowFilter | None = None,
-) -> Release:
-    """Private ``(lower, upper)`` bounds of a column, epsilon-DP (add-remove).
+PRIVATE_BOUNDS_DOC = """Private ``(lower, upper)`` bounds of a column, epsilon-DP (add-remove).
 
     ``data`` is anything :func:`dpsense.release` takes (an array, a DataFrame, a file, a
     Spark DataFrame...). The value is a pair of public grid points (0 or ±2^k), drawn by
@@ -231,28 +217,13 @@ def private_bounds(
     too small for the noise, the bounds are wide or clip more.
     ``schema`` casts columns in the engine as in :func:`dpsense.release` (a row whose
     value does not fit its declared type is dropped), so that ``release(..., schema=...,
-    bounds="private")`` reads the same column in both steps; ``row_filter`` (internal: the
-    parsed ``where=`` of :func:`dpsense.release`) keeps the rows that pass it, first.
-    A release's own bounds step passes its table's handle as ``data``
-    (``tables.handle.TableHandle``): the column is then cast and typed as the release
-    reads it. Otherwise the table is typed here, as a release types it (an undeclared
-    privacy unit column read as text).
+    bounds="private")`` reads the same column in both steps. The table is typed as a
+    release types it (an undeclared privacy unit column read as text). A release's own
+    bounds step (``bounds="private"``) makes the same draw on its table's handle, with its
+    ``where=`` filter, inside the release's own request.
     """
-    from dpsense.pipeline import execute  # the pipeline prices its requests with this module
-    from dpsense.query.one_step import BoundsRequest
-
-    options = {
-        "column": column,
-        "privacy_unit": privacy_unit,
-        "max_rows_per_unit": max_rows_per_unit,
-        "nulls": nulls,
-        "quantiles": quantiles,
-        "schema": schema,
-        "row_filter": row_filter,
-    }
-    result = execute(BoundsRequest(epsilon, delta, rng, options, data=data))
-    assert isinstance(result, Release)
-    return result
+"""The docstring of ``dpsense.private_bounds`` (``query/one_step.py``, the door that
+releases through the pipeline): the mechanism, beside its code."""
 
 
 @dataclass(frozen=True)

@@ -55,16 +55,17 @@ def _quiet_seeds() -> None:
 
 @pytest.fixture
 def bounds_calls(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
-    """The keyword arguments of every call of the bounds step's ``private_bounds``, and
-    the table it reads (``data``: the release's table handle)."""
+    """The checked arguments of every draw of the bounds step (``release_bounds``, the
+    draw of ``ds.private_bounds``), and the table it reads (``data``: the release's table
+    handle)."""
     calls: list[dict[str, Any]] = []
-    real = bir.private_bounds
+    real = bir.release_bounds
 
-    def spy(data: Any, **kwargs: Any) -> ds.Release:
-        calls.append({**kwargs, "data": data})
-        return real(data, **kwargs)
+    def spy(data: Any, args: Any, source: Any) -> ds.Release:
+        calls.append({**vars(args), "data": data})
+        return real(data, args, source)
 
-    monkeypatch.setattr(bir, "private_bounds", spy)
+    monkeypatch.setattr(bir, "release_bounds", spy)
     return calls
 
 
@@ -131,7 +132,7 @@ def test_no_keys_and_no_delta_is_refused_before_the_bounds_step(
     def never(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("the bounds step ran")
 
-    monkeypatch.setattr(bir, "private_bounds", never)
+    monkeypatch.setattr(bir, "release_bounds", never)
     with pytest.raises(ds.InputError, match="delta"):
         ds.release(PANEL, ds.Median(), epsilon=1.0, bounds="private", by="year", **PERSON)
 
@@ -381,12 +382,12 @@ def test_bounds_too_wide_for_the_resolution_drop_it_instead_of_failing(
 ) -> None:
     """Bounds 2^61 integer steps apart (the ends of today's bounds grid, on too little
     data) give a continuous release that says so, not an error after the budget is spent."""
-    real = bir.private_bounds
+    real = bir.release_bounds
 
-    def widest(data: Any, **kwargs: Any) -> ds.Release:
-        return replace(real(data, **kwargs), value=(-(2.0**60), 2.0**60))
+    def widest(data: Any, args: Any, source: Any) -> ds.Release:
+        return replace(real(data, args, source), value=(-(2.0**60), 2.0**60))
 
-    monkeypatch.setattr(bir, "private_bounds", widest)
+    monkeypatch.setattr(bir, "release_bounds", widest)
     acct = ds.Accountant(epsilon=1.0)
     rel = acct.release(
         np.arange(20.0), ds.Median(resolution=1), epsilon=0.5, bounds="private", rng=2
@@ -447,12 +448,12 @@ def test_an_integer_column_gets_resolution_1_with_private_bounds(
     """The schema's resolution applies to the privately found bounds, moved inward to
     integers: private bounds (-0.75, 100.5) release exactly as the median on the integers
     0..100 does, after the same bounds step."""
-    real = bir.private_bounds
+    real = bir.release_bounds
 
-    def off_grid(data: Any, **kwargs: Any) -> ds.Release:
-        return replace(real(data, **kwargs), value=(-0.75, 100.5))
+    def off_grid(data: Any, args: Any, source: Any) -> ds.Release:
+        return replace(real(data, args, source), value=(-0.75, 100.5))
 
-    monkeypatch.setattr(bir, "private_bounds", off_grid)
+    monkeypatch.setattr(bir, "release_bounds", off_grid)
     eps_b, eps_r = _split(1.0)
     for seed in range(3):
         got = ds.release(INTS, ds.Median(), epsilon=1.0, bounds="private", rng=SeededRandom(seed))
@@ -465,7 +466,7 @@ def test_an_integer_column_gets_resolution_1_with_private_bounds(
         assert float(got.value).is_integer()
         assert 0.0 <= got.value <= 100.0
         source = SeededRandom(seed)
-        real(INTS, epsilon=eps_b, rng=source)  # the same draws as the bounds step
+        ds.private_bounds(INTS, epsilon=eps_b, rng=source)  # the bounds step's draws
         want = ds.release(INTS, ds.Median(0, 100, resolution=1), epsilon=eps_r, rng=source)
         assert got.value == want.value
 

@@ -26,7 +26,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any, cast
 
 from dpsense._exact_budget import difference_down, float_up, product_down
-from dpsense.bounds import bounds_price, private_bounds
+from dpsense.bounds import bounds_price, check_private_bounds, release_bounds
 from dpsense.defaults import BOUNDS_SHARE
 from dpsense.errors import Assign, InputError, Name, Param
 from dpsense.methods import Release
@@ -172,17 +172,18 @@ def find_bounds(
     the same way).
     """
     privacy_unit, max_rows_per_unit = plan.unit, plan.max_rows
-    found = private_bounds(
-        data,
-        epsilon=step.epsilon,
+    # the draw of ds.private_bounds, checked as it checks it, inside this release's own
+    # request (priced by query.price with the rest of the plan: no second door)
+    args = check_private_bounds(
+        step.epsilon,
         column=column,
         privacy_unit=privacy_unit,
         max_rows_per_unit=max_rows_per_unit,
         nulls=plan.nulls,
-        rng=rng,
         schema=plan.schema,
         row_filter=plan.row_filter,
     )
+    found = release_bounds(data, args, rng)
     lower, upper = (float(v) for v in found.value)
     bounded, dropped = bounded_statistic(statistic, lower, upper)
     receipt = {

@@ -21,6 +21,7 @@ from typing import Any
 
 from numpy.typing import NDArray
 
+from dpsense import bounds as _bounds
 from dpsense.bounds import BoundsArgs, check_private_bounds, release_bounds
 from dpsense.errors import warn_large_epsilon
 from dpsense.methods import Release
@@ -42,6 +43,7 @@ __all__ = [
     "BoundsRequest",
     "RatioRequest",
     "door_name",
+    "private_bounds",
     "private_ratio",
     "released",
     "sample_and_aggregate",
@@ -100,7 +102,7 @@ class _Checked:
 
 @dataclass(frozen=True)
 class BoundsRequest(_OneStep):
-    """Private bounds of ``data`` (:func:`dpsense.bounds.private_bounds`); ``options``:
+    """Private bounds of ``data`` (:func:`dpsense.private_bounds`); ``options``:
     its keyword arguments but the budget and ``rng``."""
 
     data: Any = None
@@ -186,6 +188,30 @@ def door_name(kind: type[_OneStep], charged: bool) -> str:
     return f"Accountant.{kind.name}" if charged else kind.name
 
 
+def private_bounds(
+    data: Any,
+    *,
+    epsilon: float,
+    delta: float = 0.0,
+    column: str | None = None,
+    privacy_unit: str | None = None,
+    max_rows_per_unit: int = 1,
+    nulls: str = "error",
+    quantiles: tuple[float, float] = (0.02, 0.98),
+    rng: object = None,
+    schema: Mapping[str, str] | None = None,
+) -> Release:
+    options = {
+        "column": column,
+        "privacy_unit": privacy_unit,
+        "max_rows_per_unit": max_rows_per_unit,
+        "nulls": nulls,
+        "quantiles": quantiles,
+        "schema": schema,
+    }
+    return released(BoundsRequest(epsilon, delta, rng, options, data=data))
+
+
 def private_ratio(
     a: Any,
     b: Any,
@@ -232,5 +258,6 @@ def sample_and_aggregate(
     return released(AggregateRequest(epsilon, delta, rng, options, x=x, func=func))
 
 
+private_bounds.__doc__ = _bounds.PRIVATE_BOUNDS_DOC
 private_ratio.__doc__ = _ratio.PRIVATE_RATIO_DOC
 sample_and_aggregate.__doc__ = _aggregate.SAMPLE_AND_AGGREGATE_DOC
