@@ -21,8 +21,7 @@ from typing import Any
 
 from numpy.typing import NDArray
 
-from dpsense import bounds as _bounds
-from dpsense.bounds import BoundsArgs, check_private_bounds, release_bounds
+from dpsense.bounds import PRIVATE_BOUNDS_DOC, BoundsArgs, check_private_bounds, release_bounds
 from dpsense.errors import warn_large_epsilon
 from dpsense.methods import Release
 from dpsense.methods import ratio as _ratio
@@ -258,6 +257,6 @@ def sample_and_aggregate(
     return released(AggregateRequest(epsilon, delta, rng, options, x=x, func=func))
 
 
-private_bounds.__doc__ = _bounds.PRIVATE_BOUNDS_DOC
+private_bounds.__doc__ = PRIVATE_BOUNDS_DOC
 private_ratio.__doc__ = _ratio.PRIVATE_RATIO_DOC
 sample_and_aggregate.__doc__ = _aggregate.SAMPLE_AND_AGGREGATE_DOC
