@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tests.accounting.counting import CountingRandom
 
 import dpsense as ds
 import dpsense.pipeline as pipeline_module
@@ -14,18 +15,6 @@ from dpsense.noise.rng import SeededRandom
 
 X = np.array([31.0, 45, 45, 52, 60, 61, 70])
 MEDIAN = ds.Median(0, 100)
-
-
-class CountingRandom(SeededRandom):
-    """A source that counts the random words drawn from it."""
-
-    def __init__(self) -> None:
-        super().__init__(0)
-        self.drawn = 0
-
-    def words(self, size: int) -> np.ndarray:
-        self.drawn += size
-        return super().words(size)
 
 
 def test_in_memory_budget_spends_and_refuses_before_drawing_noise() -> None:

@@ -9,10 +9,10 @@ from typing import Any
 
 import numpy as np
 import pytest
+from tests.accounting.counting import CountingRandom
 
 import dpsense as ds
 from dpsense.accountant import Accountant
-from dpsense.noise.rng import SeededRandom
 from dpsense.pipeline import Request, prepare_release
 from dpsense.query.plan import release_arguments
 from dpsense.query.price import Price, aggregate_step, price, private_bounds_step, ratio_step
@@ -20,18 +20,6 @@ from dpsense.query.price import Price, aggregate_step, price, private_bounds_ste
 X = np.array([31.0, 45, 45, 52, 60, 61, 70, 12, 88, 47])
 TABLE = {"t": {"x": X.tolist(), "g": [1, 2] * 5}}
 MEDIAN = ds.Median(0, 100)
-
-
-class CountingRandom(SeededRandom):
-    """A source that counts the random words drawn from it."""
-
-    def __init__(self) -> None:
-        super().__init__(0)
-        self.drawn = 0
-
-    def words(self, size: int) -> np.ndarray:
-        self.drawn += size
-        return super().words(size)
 
 
 def _release_price() -> Price:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tests.accounting.counting import CountingRandom
 
 import dpsense as ds
 from dpsense.accounting import Ledger
@@ -32,18 +33,6 @@ EPS, DELTA = 1.0, 0.018  # per release; half of each goes to selection (delta_s 
 RELEASES = 100
 TARGET_DELTA = 0.02  # the delta' of the rho -> (epsilon, delta) conversion
 TRIALS = 4000  # simulated runs of 100 releases for the measured probability
-
-
-class CountingRandom(SeededRandom):
-    """A source that counts the random words drawn from it."""
-
-    def __init__(self, seed: int = 0) -> None:
-        super().__init__(seed)
-        self.drawn = 0
-
-    def words(self, size: int) -> np.ndarray:
-        self.drawn += size
-        return super().words(size)
 
 
 def _grouped(acct: ds.Accountant, rng: SeededRandom) -> ds.GroupedRelease:
