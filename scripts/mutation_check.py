@@ -91,6 +91,17 @@ MUTANTS = (
         ("tests/neighbours/test_join_identity.py",),
     ),
     Mutant(
+        "sample-aggregate-on-error-raise",
+        "the withdrawn on_error='raise' allowed again: a failing block raises, so one record "
+        "can decide whether a release errs",
+        "src/dpsense/methods/sample_aggregate.py",
+        (
+            ('    if on_error == "raise":\n', '    if on_error == "never":\n'),
+            ('    if on_error != "midpoint":\n', '    if on_error not in ("midpoint", "raise"):\n'),
+        ),
+        ("tests/methods/test_sample_aggregate.py", "tests/neighbours/test_aggregate_neighbours.py"),
+    ),
+    Mutant(
         "numpy-object-unit-by-values",
         "a numpy object array of unit ids in a mapping converted by its values (all numbers: "
         "floats, so id 1 reads '1.0' until someone's id is a word)",
