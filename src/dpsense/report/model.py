@@ -14,7 +14,7 @@ from typing import Any
 
 from dpsense.accounting import LedgerEntry
 from dpsense.report.reproduce import csv_href, reproduce_code
-from dpsense.shown import decimals_of, power_of_two, rounded
+from dpsense.shown import decimals_of, power_of_two, rounded, significant
 
 __all__ = [
     "BudgetView",
@@ -40,7 +40,7 @@ def format_number(value: Any) -> str:
     number = float(value)
     if math.isnan(number):
         return "n/a"
-    return f"{number:.6g}"
+    return significant(number)
 
 
 @dataclass(frozen=True)
@@ -316,7 +316,7 @@ def _receipt(stat: Mapping[str, Any]) -> list[tuple[str, str]]:
         out.append(
             (
                 "noise scale",
-                f"{float(scale):.3g}" + units
+                significant(float(scale), 3) + units
                 if scale is not None
                 else "not public (it depends on the data)",
             )
