@@ -15,7 +15,15 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["decimals_of", "leading_digit", "plain", "power_of_two", "rounded", "significant"]
+__all__ = [
+    "caps_covered",
+    "decimals_of",
+    "leading_digit",
+    "plain",
+    "power_of_two",
+    "rounded",
+    "significant",
+]
 
 
 def leading_digit(value: float) -> tuple[int, int] | None:
@@ -134,3 +142,17 @@ def power_of_two(value: float) -> str:
     if mantissa != 0.5 or not -60 <= exponent - 1 <= 60 or 0 <= exponent - 1 <= 10:
         return plain(value)  # not a power of two, or one read as easily in decimals
     return f"{'-' if value < 0 else ''}2^{exponent - 1}"
+
+
+def caps_covered(unit: str, rows: int, groups: int | None = None) -> str:
+    """What a table release's 95% interval covers, in one sentence: the statistic after
+    each ``unit``'s rows are capped at ``rows`` (per group, and at ``groups`` groups,
+    when grouped), not the statistic of every row (docs/tables.md §5)."""
+    per = f"{rows} row{'s' if rows != 1 else ''}"
+    if groups is not None:
+        per += f" per group and {groups} group{'s' if groups != 1 else ''}"
+    return (
+        f"Each 95% interval covers the statistic after each {unit}'s rows are capped at "
+        f"{per}, not the statistic of every row: rows beyond the caps are left out "
+        "(choose the caps with dpsense caps, not private)."
+    )

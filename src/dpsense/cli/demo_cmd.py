@@ -205,8 +205,10 @@ def _demo_releases(console: Console, table_data: dict[str, Any]) -> None:
         load_column(table_data, "age"), Quantiles((0.1, 0.5, 0.9), 0.0, 100.0), epsilon=1.0
     )
     assert isinstance(quantiles, Release)
+    ends = quantiles.interval()
+    assert ends is not None  # the exponential mechanism's quantiles carry their intervals
     for i, (p, value) in enumerate(zip((10, 50, 90), quantiles.value, strict=True)):
-        low, high = (float(end[i]) for end in quantiles.interval())
+        low, high = float(ends[0][i]), float(ends[1][i])
         decimals = decimals_of(float(value), (low, high), None)
         table.add_row(
             f"quantile {p}% (age)",

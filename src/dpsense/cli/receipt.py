@@ -10,7 +10,7 @@ from rich.table import Table
 
 from dpsense.cli._shared import _console, _fmt, _print_json
 from dpsense.defaults import ACCURACY_ALPHA
-from dpsense.shown import power_of_two, significant
+from dpsense.shown import caps_covered, power_of_two, significant
 
 if TYPE_CHECKING:
     from dpsense.methods import Release
@@ -92,6 +92,9 @@ def print_receipt(result: Release, column: str | None) -> None:
     if result.seeded:
         table.add_row("randomness", "SEEDED: reproducible, not secure (tests/demos only)")
     console.print(table)
+    unit = result.parameters.get("privacy_unit")
+    if unit is not None and not result.refused:
+        console.print(caps_covered(str(unit), int(result.parameters.get("max_rows_per_unit") or 1)))
     if result.refused:
         console.print(
             "Refused: the private test found the data too close to a dataset whose local "

@@ -14,7 +14,7 @@ from typing import Any
 
 from dpsense.accounting import LedgerEntry
 from dpsense.report.reproduce import csv_href, reproduce_code
-from dpsense.shown import decimals_of, power_of_two, rounded, significant
+from dpsense.shown import caps_covered, decimals_of, power_of_two, rounded, significant
 
 __all__ = [
     "BudgetView",
@@ -113,10 +113,10 @@ def _unit_words(guarantee: Mapping[str, Any], grouped: bool) -> tuple[str, str]:
     rows_text = f"{rows} row{'s' if rows != 1 else ''}"
     use = (
         f" Each {unit} contributes at most {rows_text} per group and to at most {groups} "
-        f"group{'s' if groups != 1 else ''}; extra rows are left out."
+        f"group{'s' if groups != 1 else ''}; extra rows are left out. "
         if grouped
-        else f" Each {unit} contributes at most {rows_text}; extra rows are left out."
-    )
+        else f" Each {unit} contributes at most {rows_text}; extra rows are left out. "
+    ) + caps_covered(str(unit), rows, groups if grouped else None)
     return f"each {unit} (all rows that share one value of the column '{unit}')", use
 
 
