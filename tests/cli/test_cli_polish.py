@@ -60,6 +60,7 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
         ["budget"],
         ["budget", "init"],
         ["budget", "show"],
+        ["caps"],
     ],
 )
 def test_every_help_ends_with_two_or_three_examples(
