@@ -30,6 +30,7 @@ from dpsense.statistics.names import CATALOG
 if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers
     from dpsense.accountant import Accountant
     from dpsense.accounting import LedgerError
+    from dpsense.caps import caps_report
     from dpsense.lab import lab
     from dpsense.mechanisms import (
         DiscreteGaussianMechanism,
@@ -65,6 +66,7 @@ if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers
 _LAZY: dict[str, str] = {
     "Accountant": "dpsense.accountant",
     "BudgetExceededError": "dpsense.errors",
+    "caps_report": "dpsense.caps",
     "DPSenseError": "dpsense.errors",
     "DiscreteGaussianMechanism": "dpsense.mechanisms",
     "DiscreteLaplaceMechanism": "dpsense.mechanisms",
@@ -163,6 +165,7 @@ __all__ = [
     "SeededRandomnessWarning",
     "Statistic",
     "__version__",
+    "caps_report",
     "discrete_gaussian",
     "discrete_laplace",
     "empirical_sensitivity",

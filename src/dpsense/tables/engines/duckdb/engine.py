@@ -116,7 +116,13 @@ class DuckDBEngine:
         )
 
     def join(self, inputs: JoinInputs) -> JoinedTables:
-        return JoinedTables(inputs.plan, inputs.tables, inputs.casts, undeclared=inputs.undeclared)
+        return JoinedTables(
+            inputs.plan,
+            inputs.tables,
+            inputs.casts,
+            undeclared=inputs.undeclared,
+            read_as_text=inputs.read_as_text,
+        )
 
     def distinct_rows(
         self, plan: JoinPlan, tables: Mapping[str, Any], public: frozenset[str], sql: str
