@@ -110,6 +110,8 @@ def sql_arguments(
         # DuckDB text: the release's engine runs it (transpiled by sqlglot for Spark)
         "where": spec.where,
     }
+    if spec.computed:  # row-wise expressions, read by name (query.sql_expressions)
+        args["computed"] = dict(spec.computed)
     bounded = any(isinstance(s, tuple) and s[1].kind != "count" for s in stats.values())
     if checked == "private" and bounded:
         args["bounds"] = "private"
