@@ -126,8 +126,8 @@ def lift_expressions(tree: exp.Select, qualifiers: frozenset[str]) -> Lifted:
         holder, value = argument
         computed[alias] = _text(value, qualifiers, "an aggregate")
         holder.set("this", exp.column(alias))
+    _lift_groups(lifted, grouped, qualifiers)
     if computed:
-        _lift_groups(lifted, grouped, qualifiers)
         _lift_order(lifted, grouped, qualifiers)
     return Lifted(lifted, tuple(computed.items()))
 
