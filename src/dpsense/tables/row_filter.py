@@ -283,16 +283,16 @@ class RowFilter:
 
         self.require(source)
         view = "dpsense_where"
-        try:
-            if self.sql:
-                tree = self.tree or sqlglot.parse_one(self.sql, read="duckdb")
+        if self.sql:
+            tree = self.tree or sqlglot.parse_one(self.sql, read="duckdb")
+            try:
                 source.con.execute(create_view(view, star(table(source.view), tree.copy())))
                 source.con.execute(duckdb_sql(star(table(view)).limit(0))).fetchall()
-                source.view = view
-            if self.computed:
-                duckdb_computed(source, self.computed)
-        except duckdb.Error as exc:
-            raise _not_evaluated(type(exc).__name__) from None
+            except duckdb.Error as exc:
+                raise _not_evaluated(type(exc).__name__) from None
+            source.view = view
+        if self.computed:
+            duckdb_computed(source, self.computed)
 
     def failed(self, kind: str) -> InputError:
         """The error for a predicate that failed while the engine ran it. A total
@@ -325,12 +325,14 @@ class RowFilter:
 
         if not self.computed:
             return
+        from dpsense.tables.row_map import not_evaluated
+
         try:
             spark_computed(source, self.computed, _ansi_off)
         except InputError:
             raise
         except Exception as exc:  # Spark's analysis errors may quote the expression only
-            raise _not_evaluated(type(exc).__name__) from None
+            raise not_evaluated(self.computed, type(exc).__name__) from None
 
 
 @contextmanager

@@ -34,7 +34,15 @@ from typing import Any
 from dpsense.errors import InputError, Param
 from dpsense.tables.row_filter import ALLOWED_SUMMARY, refused_reason, total_sql, total_tree
 
-__all__ = ["Computed", "duckdb_computed", "parse_computed", "spark_computed"]
+__all__ = [
+    "Computed",
+    "check_names",
+    "duckdb_computed",
+    "not_evaluated",
+    "parse_computed",
+    "spark_computed",
+    "with_computed",
+]
 
 _VIEW = "dpsense_computed"
 _KEPT = "dpsense_computed_rows"
@@ -137,6 +145,27 @@ def duckdb_computed(source: Any, computed: tuple[Computed, ...]) -> None:
     """Point ``source`` (a DuckDB TableSource) at a view of its rows with the computed
     columns added, the rows where one that drops its missing values is NULL or NaN left
     out. Bound, not run: a type error depends on the text and the declared types only."""
+    import duckdb
+
+    check_names(computed, source.columns, source.label)
+    try:
+        _duckdb_view(source, computed)
+    except duckdb.Error as exc:  # DuckDB's message could quote a value
+        raise not_evaluated(computed, type(exc).__name__) from None
+
+
+def not_evaluated(computed: tuple[Computed, ...], kind: str) -> InputError:
+    """The error of computed columns that do not bind on the table (a type error, decided
+    by the declared types and the text alone); it names no value."""
+    names = ", ".join(repr(c.name) for c in computed)
+    return InputError(
+        f"The computed column(s) {names} could not be evaluated on the table ({kind}): "
+        "check that each combines columns with values of their declared types and uses "
+        f"only {ALLOWED_SUMMARY}."
+    )
+
+
+def _duckdb_view(source: Any, computed: tuple[Computed, ...]) -> None:
     from sqlglot import expressions as exp
 
     from dpsense.data.sql_build import (
@@ -149,7 +178,6 @@ def duckdb_computed(source: Any, computed: tuple[Computed, ...]) -> None:
         table,
     )
 
-    check_names(computed, source.columns, source.label)
     items = [exp.Star(), *(exp.alias_(c.tree.copy(), c.name, quoted=True) for c in computed)]
     source.con.execute(create_view(_VIEW, select(items, table(source.view)), replace=True))
     described = source.con.execute(describe(star(table(_VIEW)))).fetchall()
@@ -212,7 +240,10 @@ def spark_computed(source: Any, computed: tuple[Computed, ...], ansi_off: Any) -
 
     check_names(computed, source.columns, source.label)
     fields = {f.name: f.dataType.simpleString() for f in source.frame.schema.fields}
-    types = _duckdb_types(fields, computed)
+    try:
+        types = _duckdb_types(fields, computed)
+    except Exception as exc:  # a type error, or a Spark type DuckDB cannot declare
+        raise not_evaluated(computed, type(exc).__name__) from None
     frame = source.frame
     with ansi_off(frame.sparkSession):
         for c in computed:
