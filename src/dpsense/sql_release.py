@@ -110,6 +110,8 @@ def sql_arguments(
         # DuckDB text: the release's engine runs it (transpiled by sqlglot for Spark)
         "where": spec.where,
     }
+    if spec.computed:  # row-wise expressions, read by name (query.sql_expressions)
+        args["computed"] = dict(spec.computed)
     bounded = any(isinstance(s, tuple) and s[1].kind != "count" for s in stats.values())
     if checked == "private" and bounded:
         args["bounds"] = "private"
@@ -123,7 +125,10 @@ query : str
     ...] [LIMIT n]`` in DuckDB's dialect, parsed with sqlglot. Aggregates: COUNT(*),
     COUNT(col), SUM, AVG, MEDIAN, QUANTILE_CONT / QUANTILE_DISC / PERCENTILE_CONT (a
     list of levels gives several quantiles), VAR_POP / VARIANCE, STDDEV_POP / STDDEV.
-    ``COUNT(DISTINCT unit)`` counts people. Tables are joined with JOIN / LEFT JOIN
+    ``COUNT(DISTINCT unit)`` counts people. Row-wise expressions (arithmetic, FLOOR,
+    ROUND, CAST, CASE WHEN, COALESCE, ...) may stand in SELECT, GROUP BY and inside an
+    aggregate, each named by its alias (``keys=`` and ``bounds=`` use it). Tables are
+    joined with JOIN / LEFT JOIN
     ... ON equalities or USING (docs/joins.md). Anything else (subqueries, other
     DISTINCT, HAVING, window functions, MIN/MAX, UNION, WITH, SELECT *) is an
     InputError naming it (docs/sql.md).

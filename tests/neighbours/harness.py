@@ -244,6 +244,7 @@ class Stat:
     column: str | None
     bounds: tuple[float, float] | None
     ps: tuple[float, ...] = ()
+    expr: str | None = None  # SQL only: a row-wise expression aggregated instead of a column
 
     def build(self) -> ds.Statistic:
         lo_hi = () if self.bounds is None else self.bounds
@@ -273,7 +274,7 @@ class Stat:
         return f"ds.{self.kind.capitalize()}({lo_hi})"
 
     def sql(self) -> str:
-        col = self.column
+        col = self.expr if self.expr is not None else self.column
         if self.kind == "count":
             text = "COUNT(*)" if col is None else f"COUNT({col})"
         elif self.kind == "quantile":
@@ -313,13 +314,18 @@ class Request:
     json: bool = True  # the CLI's --json, else its text output (numbers masked)
     ledger: bool = False  # the CLI's --ledger
     column_bounds: tuple[tuple[str, tuple[float, float]], ...] = ()
+    # SQL only: the one by-column is a row-wise expression (alias, expression, how GROUP BY
+    # names it: "expr", "alias" or "position"); tests/neighbours/rowwise.py
+    group_expr: tuple[str, str, str] | None = None
 
     # columns the release reads (the value columns, the by-columns, the unit, the schema)
     def value_columns(self) -> set[str]:
         return {s.column for s in self.stats if s.column is not None}
 
     def used_columns(self) -> set[str]:
-        used = self.value_columns() | set(self.by) | {c for c, _ in self.schema}
+        # a row-wise expression's columns are not "used": a NULL it meets drops its row
+        by = {b for b in self.by if b in COLUMNS}
+        used = self.value_columns() | by | {c for c, _ in self.schema}
         if self.privacy_unit is not None:
             used.add(self.privacy_unit)
         return used
@@ -360,7 +366,12 @@ class Request:
 
     def sql_text(self, source: str) -> str:
         by = ("label",) if self.entry == "sql-join-public" else self.by
-        select = [*by, *(s.sql() for s in self.stats)]
+        selected = list(by)
+        if self.group_expr is not None and by == (self.group_expr[0],):
+            alias, expr, form = self.group_expr
+            selected = [f"{expr} AS {alias}"]
+            by = ({"expr": expr, "alias": alias, "position": "1"}[form],)
+        select = [*selected, *(s.sql() for s in self.stats)]
         text = f"SELECT {', '.join(select)} FROM {source}"
         if self.entry in JOIN_ENTRIES:
             # the person's rows, their row in the people table, a public lookup (fan-out)
@@ -383,7 +394,11 @@ class Request:
             return "private"
         bounds = dict(self.column_bounds)
         needed = {s.column for s in self.stats if s.kind != "count" and s.column is not None}
-        return {c: bounds[c] for c in sorted(needed)} or None
+        out = {c: bounds[c] for c in sorted(needed)}
+        for s in self.stats:  # an aggregated expression is bounded by its aggregate's alias
+            if s.expr is not None and s.kind != "count" and s.bounds is not None:
+                out[s.name] = s.bounds
+        return out or None
 
     def code(self, data: str = "data") -> str:
         """The request as Python (for the failure report)."""
@@ -980,6 +995,9 @@ _NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|\b(?:inf|nan|No
 def mask(text: str) -> str:
     """Text output without the released numbers (and without the layout they move)."""
     text = _NUMBER.sub("#", text)
+    # a released interval's "unreliable" mark is read off the released interval (wider
+    # than half the bounds): post-processing of the private output, like its numbers
+    text = re.sub(r"\bunreliable\b(?!:)", "", text)
     text = re.sub(r"[━─]+", "-", text)
     return " ".join(text.split())
 

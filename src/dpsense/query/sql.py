@@ -30,6 +30,7 @@ from dpsense.query._sql_items import (
     select_items,
     where_text,
 )
+from dpsense.query.sql_expressions import lift_expressions
 from dpsense.query.sql_joins import SqlJoin, SqlSource, column_tables, sources_and_joins
 from dpsense.tables.rows.joins import JoinForm
 
@@ -93,6 +94,9 @@ class SqlQuery:
     column_tables: tuple[tuple[str, str | None], ...] = ()
     by_names: tuple[str, ...] = ()
     group_aliases: tuple[tuple[str, str], ...] = ()
+    computed: tuple[tuple[str, str], ...] = ()
+    """The row-wise expressions, each a computed column read by name (its SELECT alias, or
+    its aggregate's): (name, DuckDB text), :mod:`.sql_expressions`."""
 
     @property
     def join_form(self) -> JoinForm:
@@ -127,12 +131,14 @@ def parse_sql(query: str) -> SqlQuery:
     tree = _one_select(query)
     sources, joins = sources_and_joins(tree)
     qualifiers = frozenset({s.alias for s in sources} | {s.table for s in sources if not s.is_path})
-    groups = group_by(tree, qualifiers)
-    tables = column_tables(tree, qualifiers, frozenset(a for a, _ in groups.aliases))
+    lifted = lift_expressions(tree, qualifiers)  # row-wise expressions: computed columns
+    groups = group_by(lifted.tree, qualifiers)
+    aliases = frozenset(a for a, _ in groups.aliases) | lifted.names
+    tables = column_tables(tree, qualifiers, aliases)
     by = groups.by
-    aggregates, columns, by_names = select_items(tree, by, qualifiers)
+    aggregates, columns, by_names = select_items(lifted.tree, by, qualifiers)
     where = where_text(tree, qualifiers)
-    order = order_by(tree, columns, qualifiers, dict(zip(by, by_names, strict=True)))
+    order = order_by(lifted.tree, columns, qualifiers, dict(zip(by, by_names, strict=True)))
     limit = count_clause(tree, "limit", "LIMIT")
     offset = count_clause(tree, "offset", "OFFSET")
     return SqlQuery(
@@ -150,6 +156,7 @@ def parse_sql(query: str) -> SqlQuery:
         column_tables=tuple(tables.items()),
         by_names=by_names,
         group_aliases=groups.aliases,
+        computed=lifted.computed,
     )
 
 

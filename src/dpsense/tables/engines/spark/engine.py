@@ -50,7 +50,10 @@ class SparkEngine:
         apply_spark_schema(source, casts)
 
     def filtered(self, source: Any, row_filter: Any) -> AbstractContextManager[None]:
-        return nullcontext()  # applied when the frame was opened
+        # the predicate was applied when the frame was opened; computed columns read the
+        # cast columns, so they are added here
+        row_filter.spark_computed(source)
+        return nullcontext()
 
     def bound(
         self, source: Any, plan: TablePlan, keys: list[tuple[Any, ...]] | None
