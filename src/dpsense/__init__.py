@@ -51,6 +51,7 @@ if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers
     from dpsense.planning import Plan, plan
     from dpsense.query import QueryResult
     from dpsense.query.join_form import Joined, join
+    from dpsense.query.per_unit import PerUnit, per_unit
     from dpsense.query.one_step import private_bounds, private_ratio, sample_and_aggregate
     from dpsense.release import release
     from dpsense.report import report
@@ -90,6 +91,8 @@ _LAZY: dict[str, str] = {
     "gaussian": "dpsense.mechanisms",
     "join": "dpsense.query.join_form",
     "Joined": "dpsense.query.join_form",
+    "per_unit": "dpsense.query.per_unit",
+    "PerUnit": "dpsense.query.per_unit",
     "lab": "dpsense.lab",
     "laplace": "dpsense.mechanisms",
     "make_statistic": "dpsense.statistics",
@@ -157,6 +160,7 @@ __all__ = [
     "LaplaceMechanism",
     "LargeEpsilonWarning",
     "LedgerError",
+    "PerUnit",
     "Plan",
     "QueryResult",
     "Release",
@@ -172,6 +176,7 @@ __all__ = [
     "lab",
     "laplace",
     "make_statistic",
+    "per_unit",
     "plan",
     "private_bounds",
     "private_ratio",
