@@ -253,6 +253,11 @@ def _query_input(
             joined.schema,
         )
     data = resolve_table(spec, tables)
+    if spec.per_unit is not None:  # a subquery grouped by the unit: one row per person
+        from dpsense.query.sql_per_unit import per_unit_handle
+
+        handle = per_unit_handle(spec, data, privacy_unit)
+        return handle, privacy_unit, keys, spec.table, frozenset({handle.privacy_unit}), schema
     _check_columns(spec, data)
     units = frozenset({privacy_unit}) if isinstance(privacy_unit, str) else frozenset()
     return data, privacy_unit, keys, spec.table, units, schema
