@@ -8,7 +8,7 @@
 is the release of ``SELECT QUANTILE_CONT(total, 0.9) FROM (SELECT person_id, SUM(amount)
 AS total FROM orders GROUP BY person_id)`` in :func:`dpsense.sql`, which builds the same
 handle from its subquery. :func:`resolve_per_unit` turns the handle into the derived table
-(:mod:`dpsense.tables.per_unit_rows`, on the table's engine) and the release's arguments:
+(``Engine.per_unit``, :mod:`dpsense.tables.rows.per_unit`, on the table's engine) and the release's arguments:
 its privacy unit is the handle's, each unit keeps one row per group
 (``max_rows_per_unit=1``, whatever the derived table holds), its groups are the handle's
 public groups bounded by ``max_groups_per_unit``, and each statistic clips the per-unit
@@ -26,7 +26,7 @@ from dpsense.errors import InputError, Param
 
 if TYPE_CHECKING:
     from dpsense.query.plan import ReleaseArgs
-    from dpsense.tables.per_unit_rows import PerUnitValue
+    from dpsense.tables.rows.per_unit import PerUnitValue
 
 __all__ = ["PER_UNIT_ROWS", "PerUnit", "per_unit", "resolve_per_unit"]
 
@@ -54,7 +54,7 @@ class PerUnit:
 
     def __repr__(self) -> str:
         per = ", ".join((self.privacy_unit, *self.by))
-        shown = ", ".join(f"{v.shown} AS {v.name}" for v in self.values)
+        shown = ", ".join(f"{v.name}={v.shown}" for v in self.values)
         return f"ds.per_unit({self.name}: {shown} per {per})"
 
     @property
@@ -99,7 +99,7 @@ def per_unit(
     PerUnit
         Pass it as the data of :func:`dpsense.release` or ``Accountant.release``.
     """
-    from dpsense.tables.per_unit_rows import FUNCTIONS, PerUnitValue
+    from dpsense.tables.rows.per_unit import FUNCTIONS, PerUnitValue
 
     if not isinstance(privacy_unit, str) or not privacy_unit:
         raise InputError(
@@ -178,9 +178,10 @@ def resolve_per_unit(x: Any, args: ReleaseArgs, where: str = "release") -> tuple
     if not isinstance(x, PerUnit):
         return x, args
     from dpsense.query.join_form import joined_input
-    from dpsense.tables.per_unit_rows import per_unit_rows
+    from dpsense.tables.engines import engine_for_tables
     from dpsense.tables.row_filter import parse_row_filter
     from dpsense.tables.rows.joins import JoinForm, Scan
+    from dpsense.tables.rows.per_unit import PerUnitRows
 
     _check_args(x, args)
     row_filter = None if x.where is None else parse_row_filter(x.where, where=x.door)
@@ -203,7 +204,8 @@ def resolve_per_unit(x: Any, args: ReleaseArgs, where: str = "release") -> tuple
         "ds.sql" if x.door == "ds.sql" else where,
     )
     label = f"the per-person rows of {x.name!r}"
-    data = per_unit_rows(joined.data, joined.unit, x.by, x.values, row_filter, label)
+    rows = PerUnitRows(joined.unit, x.by, x.values, row_filter, label)
+    data = engine_for_tables([x.data]).per_unit(joined.data, rows)
     kept = {x.privacy_unit, *x.by}
     schema = {c: t for c, t in (args.schema or {}).items() if c in kept} or None
     return data, replace(

@@ -23,7 +23,7 @@ from sqlglot import expressions as exp
 from dpsense.errors import Assign, InputError
 from dpsense.query._sql_items import column_name, refuse, where_text
 from dpsense.query.sql_joins import sources_and_joins
-from dpsense.tables.per_unit_rows import PerUnitValue
+from dpsense.tables.rows.per_unit import PerUnitValue
 from dpsense.tables.rows.joins import Scan
 
 if TYPE_CHECKING:
@@ -39,6 +39,18 @@ _AGGREGATES: dict[type[exp.Expression], str] = {
     exp.Min: "min",
     exp.Max: "max",
 }
+
+_UNGROUPED = (
+    "uses a subquery in FROM (a subquery over private data); prepare the table "
+    "beforehand and query it, or filter rows with WHERE."
+)
+"""A subquery without GROUP BY (the message of a subquery in FROM before per-person
+subqueries, unchanged)."""
+_UNGROUPED_CTE = (
+    "uses WITH (a common table expression over private data); prepare the table "
+    "beforehand and query it, or filter rows with WHERE."
+)
+"""The same for a CTE."""
 
 
 @dataclass(frozen=True)
@@ -72,8 +84,8 @@ def split_per_unit(tree: exp.Select) -> tuple[exp.Select, SqlPerUnit | None]:
         named = source.this if source is not None else None
         if not (isinstance(named, exp.Table) and str(named.name) == alias and not named.db):
             raise refuse(
-                f"defines the CTE {alias!r} but does not read FROM it alone; write "
-                f"SELECT ... FROM {alias}."
+                f"defines the CTE {alias!r} but does not read it alone; read only the "
+                "CTE in the outer query, or join in the release of one table instead."
             )
         inner = entry.this
         tree = tree.copy()
@@ -89,11 +101,10 @@ def split_per_unit(tree: exp.Select) -> tuple[exp.Select, SqlPerUnit | None]:
             "join inside the release of one table (JOIN ... ON), or aggregate per person "
             "from one table."
         )
-    if not isinstance(inner, exp.Select):
-        raise refuse(
-            "uses a subquery that is not one SELECT (UNION, VALUES...); the subquery must "
-            "be SELECT unit, aggregates FROM table GROUP BY unit."
-        )
+    group = inner.args.get("group") if isinstance(inner, exp.Select) else None
+    if group is None or not group.expressions:  # not grouped at all: as before
+        raise refuse(_UNGROUPED_CTE if cte is not None else _UNGROUPED)
+    assert isinstance(inner, exp.Select)
     spec = _inner(inner)
     outer = tree.copy()
     outer.set("from_", exp.From(this=exp.Table(this=exp.to_identifier(alias))))
@@ -130,12 +141,7 @@ def _inner(tree: exp.Select) -> SqlPerUnit:
             "aggregate per person from one table."
         )
     qualifiers = frozenset({sources[0].alias, sources[0].table})
-    group = tree.args.get("group")
-    if group is None or not group.expressions:
-        raise refuse(
-            "uses a subquery without GROUP BY: a subquery over private data must be grouped "
-            "by the privacy unit (SELECT unit, SUM(col) AS total FROM t GROUP BY unit)."
-        )
+    group = tree.args["group"]
     grouped: list[str] = []
     for node in group.expressions:
         if not isinstance(node, exp.Column):
