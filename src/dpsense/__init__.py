@@ -51,8 +51,8 @@ if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers
     from dpsense.planning import Plan, plan
     from dpsense.query import QueryResult
     from dpsense.query.join_form import Joined, join
-    from dpsense.query.per_unit import PerUnit, per_unit
     from dpsense.query.one_step import private_bounds, private_ratio, sample_and_aggregate
+    from dpsense.query.per_unit import PerUnit, per_unit
     from dpsense.release import release
     from dpsense.report import report
     from dpsense.sensitivity import empirical_sensitivity

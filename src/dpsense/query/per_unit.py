@@ -8,7 +8,8 @@
 is the release of ``SELECT QUANTILE_CONT(total, 0.9) FROM (SELECT person_id, SUM(amount)
 AS total FROM orders GROUP BY person_id)`` in :func:`dpsense.sql`, which builds the same
 handle from its subquery. :func:`resolve_per_unit` turns the handle into the derived table
-(``Engine.per_unit``, :mod:`dpsense.tables.rows.per_unit`, on the table's engine) and the release's arguments:
+(``Engine.per_unit`` on the table's engine, :mod:`dpsense.tables.rows.per_unit`) and the
+release's arguments:
 its privacy unit is the handle's, each unit keeps one row per group
 (``max_rows_per_unit=1``, whatever the derived table holds), its groups are the handle's
 public groups bounded by ``max_groups_per_unit``, and each statistic clips the per-unit

@@ -23,8 +23,8 @@ from sqlglot import expressions as exp
 from dpsense.errors import Assign, InputError
 from dpsense.query._sql_items import column_name, refuse, where_text
 from dpsense.query.sql_joins import sources_and_joins
-from dpsense.tables.rows.per_unit import PerUnitValue
 from dpsense.tables.rows.joins import Scan
+from dpsense.tables.rows.per_unit import PerUnitValue
 
 if TYPE_CHECKING:
     from dpsense.query.per_unit import PerUnit

@@ -93,7 +93,10 @@ def per_unit_sql(rows_sql: str, rows: PerUnitRows) -> str:
     from sqlglot import expressions as exp
 
     keys = [exp.column(exp.to_identifier(k, quoted=True)) for k in (rows.unit, *rows.by)]
-    source = sqlglot.parse_one(rows_sql, read="duckdb").subquery("dpsense_rows")
+    source = exp.Subquery(
+        this=sqlglot.parse_one(rows_sql, read="duckdb"),
+        alias=exp.TableAlias(this=exp.to_identifier("dpsense_rows")),
+    )
     tree = exp.select(*keys, *(_aggregate(v) for v in rows.values)).from_(source)
     if rows.row_filter is not None:
         tree = tree.where(sqlglot.parse_one(rows.row_filter.sql, read="duckdb"))
