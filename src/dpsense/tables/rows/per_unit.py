@@ -21,7 +21,15 @@ from typing import Any, Final
 
 from dpsense.errors import InputError
 
-__all__ = ["FUNCTIONS", "PerUnitRows", "PerUnitValue", "check_numeric", "per_unit_sql"]
+__all__ = [
+    "FINITE",
+    "FUNCTIONS",
+    "SUMMED",
+    "PerUnitRows",
+    "PerUnitValue",
+    "check_numeric",
+    "per_unit_sql",
+]
 
 FUNCTIONS: Final = ("sum", "count", "avg", "min", "max")
 """The per-unit aggregates, by their SQL names (lower case)."""
@@ -32,6 +40,18 @@ _NUMERIC: Final = (
     "BYTE", "SHORT", "INT", "LONG", "BOOLEAN",
 )  # fmt: skip
 """Types a per-unit SUM, AVG, MIN or MAX may read (DuckDB's and Spark's names)."""
+
+
+SUMMED: Final = ("sum", "avg")
+"""The aggregates that add values: each row's value is first held to +-:data:`FINITE`.
+In every aggregate but COUNT a NaN is read as NULL (skipped), on both engines."""
+
+FINITE: Final = 1e300
+"""A row's value beyond +-1e300 (an infinity) counts as +-1e300 in a per-unit SUM or AVG,
+so that one unit's infinities of both signs add up to a number, not NaN (NaN would be a
+missing value made by the aggregation, not by the data owner). The release clips the
+per-unit value to its bounds afterwards, so this changes nothing else (up to 1e8 rows per
+unit, whose sum stays finite)."""
 
 
 @dataclass(frozen=True)
@@ -66,6 +86,19 @@ class PerUnitRows:
         return tuple(self.row_filter.columns) if self.row_filter is not None else ()
 
 
+def _held(value: Any, summed: bool) -> Any:
+    """``value`` with NaN read as NULL (skipped, as SQL's aggregates skip nulls; DuckDB
+    reads a pandas NaN as NULL already) and, in a SUM or AVG, held to [-FINITE, FINITE]."""
+    from sqlglot import expressions as exp
+
+    case = exp.Case().when(exp.func("isnan", value.copy()), exp.Null())
+    if summed:
+        top, bottom = exp.Literal.number(FINITE), exp.Literal.number(-FINITE)
+        case = case.when(exp.GT(this=value.copy(), expression=top), top.copy())
+        case = case.when(exp.LT(this=value.copy(), expression=bottom), bottom.copy())
+    return case.else_(value.copy())
+
+
 def _aggregate(value: PerUnitValue) -> Any:
     """The sqlglot aggregate of one per-unit column, as a DOUBLE (a value summed as one)."""
     from sqlglot import expressions as exp
@@ -76,6 +109,8 @@ def _aggregate(value: PerUnitValue) -> Any:
     else:
         column = exp.column(exp.to_identifier(value.column, quoted=True))
         read = column if value.function == "count" else exp.cast(column, double)
+        if value.function != "count":
+            read = _held(read, value.function in SUMMED)
         node = {
             "count": exp.Count,
             "sum": exp.Sum,

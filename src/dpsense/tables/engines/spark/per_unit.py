@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dpsense.tables.rows.per_unit import PerUnitRows, check_numeric
+from dpsense.tables.rows.per_unit import FINITE, SUMMED, PerUnitRows, check_numeric
 
 __all__ = ["spark_per_unit"]
 
@@ -26,7 +26,13 @@ def spark_per_unit(frame: Any, rows: PerUnitRows) -> Any:
         elif value.function == "count":
             column = sf.count(sf.col(value.column))
         else:
+            raw = sf.col(value.column).cast("double")
+            read = sf.when(sf.isnan(raw), sf.lit(None).cast("double"))  # skipped, as a null
+            if value.function in SUMMED:  # held to +-FINITE (as on DuckDB)
+                read = read.when(raw > FINITE, sf.lit(FINITE))
+                read = read.when(raw < -FINITE, sf.lit(-FINITE))
+            read = read.otherwise(raw)
             aggregate = {"sum": sf.sum, "avg": sf.avg, "min": sf.min, "max": sf.max}
-            column = aggregate[value.function](sf.col(value.column).cast("double"))
+            column = aggregate[value.function](read)
         columns.append(column.cast("double").alias(value.name))
     return frame.groupBy(rows.unit, *rows.by).agg(*columns)
