@@ -87,7 +87,8 @@ MUTANTS = (
                 '    return str(tree.group_by(*(k.copy() for k in keys)).sql(dialect="duckdb"))\n',
                 "    values = [exp.column(exp.to_identifier(v.column, quoted=True)) "
                 "for v in rows.values if v.column]\n"
-                '    return str(tree.group_by(*(k.copy() for k in keys), *values).sql(dialect="duckdb"))\n',
+                "    return str(tree.group_by(*(k.copy() for k in keys), *values)"
+                '.sql(dialect="duckdb"))\n',
             ),
         ),
         ("tests/tables/test_per_unit_definition.py",),
