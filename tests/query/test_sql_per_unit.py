@@ -119,46 +119,49 @@ REFUSED = [
     (
         "SELECT AVG(t) FROM (SELECT year, SUM(hours) AS t FROM w GROUP BY year)",
         "not by the privacy unit",
-    ),  # noqa: E501
+    ),
     (
         "SELECT AVG(t) FROM (SELECT nr, SUM(hours) AS t FROM w GROUP BY nr HAVING SUM(hours) > 1)",
         "HAVING",
-    ),  # noqa: E501
+    ),
     (
         "SELECT AVG(t) FROM (SELECT nr, SUM(hours) AS t FROM w GROUP BY nr ORDER BY nr LIMIT 5)",
         "ORDER BY",
-    ),  # noqa: E501
+    ),
     (
         "SELECT AVG(t) FROM (SELECT nr, SUM(hours) AS t FROM (SELECT * FROM w) GROUP BY nr)",
         "nests a subquery",
-    ),  # noqa: E501
+    ),
     (
-        "SELECT AVG(t) FROM (SELECT a.nr, SUM(hours) AS t FROM w a JOIN w b ON a.nr = b.nr GROUP BY a.nr)",
+        "SELECT AVG(t) FROM (SELECT a.nr, SUM(hours) AS t FROM w a JOIN w b ON a.nr = b.nr "
+        "GROUP BY a.nr)",
         "joins tables inside",
-    ),  # noqa: E501
+    ),
     (
         "SELECT AVG(t) FROM (SELECT nr, SUM(hours * 2) AS t FROM w GROUP BY nr)",
         "aggregates an expression",
-    ),  # noqa: E501
+    ),
     ("SELECT AVG(t) FROM (SELECT nr, SUM(hours) FROM w GROUP BY nr)", "without a name"),
-    ("SELECT AVG(t) FROM (SELECT nr, COUNT(DISTINCT year) AS t FROM w GROUP BY nr)", "DISTINCT"),  # noqa: E501
+    ("SELECT AVG(t) FROM (SELECT nr, COUNT(DISTINCT year) AS t FROM w GROUP BY nr)", "DISTINCT"),
     (
         "SELECT AVG(t) FROM (SELECT nr, MEDIAN(hours) AS t FROM w GROUP BY nr)",
         "SUM, COUNT, AVG, MIN, MAX",
-    ),  # noqa: E501
+    ),
     (
         "SELECT AVG(t) FROM (SELECT nr, year, SUM(hours) AS t FROM w GROUP BY nr, year)",
         "must group by",
-    ),  # noqa: E501
+    ),
     (
-        "SELECT AVG(t) FROM (SELECT nr, SUM(hours) AS t FROM w GROUP BY nr) p JOIN w ON p.nr = w.nr",
+        "SELECT AVG(t) FROM (SELECT nr, SUM(hours) AS t FROM w GROUP BY nr) p "
+        "JOIN w ON p.nr = w.nr",
         "joins a per-person subquery",
-    ),  # noqa: E501
+    ),
     (
-        "WITH a AS (SELECT nr, SUM(hours) AS t FROM w GROUP BY nr), b AS (SELECT 1) SELECT AVG(t) FROM a",
+        "WITH a AS (SELECT nr, SUM(hours) AS t FROM w GROUP BY nr), b AS (SELECT 1) "
+        "SELECT AVG(t) FROM a",
         "several",
-    ),  # noqa: E501
-    ("SELECT AVG(lwage) FROM (SELECT nr, SUM(hours) AS t FROM w GROUP BY nr)", "does not select"),  # noqa: E501
+    ),
+    ("SELECT AVG(lwage) FROM (SELECT nr, SUM(hours) AS t FROM w GROUP BY nr)", "does not select"),
     ("SELECT AVG(t) FROM (SELECT nr, SUM(hourz) AS t FROM w GROUP BY nr)", "'hourz'"),
 ]
 
