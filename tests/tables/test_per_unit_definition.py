@@ -1,5 +1,5 @@
 """Per-unit aggregation against its definition, by brute force on small random tables
-(docs/queries.md §8).
+(docs/queries.md §7).
 
 A table of rows (person, year, amount, flag): some people have several rows per year,
 some none. The per-person table a query's subquery builds must hold exactly the rows of

@@ -1,5 +1,5 @@
 """Per-unit aggregation inside the guarantee: ``ds.per_unit`` names one row per person
-(per public group), ``ds.release`` releases statistics of those rows (docs/queries.md §8).
+(per public group), ``ds.release`` releases statistics of those rows (docs/queries.md §7).
 
     totals = ds.per_unit(orders, privacy_unit="person_id",
                          values={"total": ("amount", "sum")})

@@ -127,7 +127,7 @@ class Engine(Protocol):
     def per_unit(self, joined: Any, rows: PerUnitRows) -> Any:
         """The input of a release that reads one row per unit (per group) of ``joined``
         (what :meth:`join` gave for one table), aggregated as ``rows`` says, in the engine
-        (docs/queries.md §8)."""
+        (docs/queries.md §7)."""
         ...
 
 

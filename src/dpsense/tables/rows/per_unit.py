@@ -1,5 +1,5 @@
 """One row per privacy unit (per public group): the engine-independent part of the
-per-unit aggregation (docs/queries.md §8): what is aggregated, its SQL, its type checks.
+per-unit aggregation (docs/queries.md §7): what is aggregated, its SQL, its type checks.
 
 ``SELECT unit, [group,] SUM(col) AS total FROM t [WHERE ...] GROUP BY unit[, group]`` is a
 function of each unit's own rows (Tumult's ``flat_map_by_id``; the per-user aggregation of
