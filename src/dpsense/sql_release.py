@@ -124,9 +124,11 @@ query : str
     COUNT(col), SUM, AVG, MEDIAN, QUANTILE_CONT / QUANTILE_DISC / PERCENTILE_CONT (a
     list of levels gives several quantiles), VAR_POP / VARIANCE, STDDEV_POP / STDDEV.
     ``COUNT(DISTINCT unit)`` counts people. Tables are joined with JOIN / LEFT JOIN
-    ... ON equalities or USING (docs/joins.md). Anything else (subqueries, other
-    DISTINCT, HAVING, window functions, MIN/MAX, UNION, WITH, SELECT *) is an
-    InputError naming it (docs/sql.md).
+    ... ON equalities or USING (docs/joins.md). FROM a subquery (or one CTE) grouped
+    by the privacy unit reads one row per person: SUM, COUNT, AVG, MIN, MAX per person
+    (and public group), bounded by ``bounds`` keyed by their aliases (docs/queries.md
+    §7). Anything else (other subqueries, other DISTINCT, HAVING, window functions,
+    MIN/MAX, UNION, other WITH, SELECT *) is an InputError naming it (docs/sql.md).
 tables : mapping of str to data, optional
     The tables by name: a pandas/Polars DataFrame, an Arrow table, a DuckDB relation,
     a CSV/Parquet path or a Spark DataFrame. A query may also read FROM 'data.parquet'
