@@ -236,6 +236,12 @@ def _query_input(
 ) -> tuple[Any, Any, Any, str, frozenset[str], Mapping[str, str] | None]:
     """The data the query reads (its tables joined, when it reads several), its privacy
     unit, keys, ledger label, unit columns and schema."""
+    if spec.per_unit is not None:  # a subquery grouped by the unit: one row per person
+        from dpsense.query.sql_per_unit import per_unit_handle
+
+        data = resolve_table(spec, tables)
+        handle = per_unit_handle(spec, data, privacy_unit, public_tables)
+        return handle, privacy_unit, keys, spec.table, frozenset({handle.privacy_unit}), schema
     if reads_several_tables(spec, privacy_unit, public_tables):
         joined = joined_input(
             spec.join_form,
@@ -255,11 +261,6 @@ def _query_input(
             joined.schema,
         )
     data = resolve_table(spec, tables)
-    if spec.per_unit is not None:  # a subquery grouped by the unit: one row per person
-        from dpsense.query.sql_per_unit import per_unit_handle
-
-        handle = per_unit_handle(spec, data, privacy_unit)
-        return handle, privacy_unit, keys, spec.table, frozenset({handle.privacy_unit}), schema
     _check_columns(spec, data)
     units = frozenset({privacy_unit}) if isinstance(privacy_unit, str) else frozenset()
     return data, privacy_unit, keys, spec.table, units, schema

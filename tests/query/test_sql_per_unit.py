@@ -187,6 +187,8 @@ def test_the_release_of_a_per_person_table_keeps_one_row_per_person(wagepan: Any
             ds.release(handle, ("total", ds.Mean(0, 9)), epsilon=1.0, **kwargs)
     with pytest.raises(ds.InputError, match="privacy_unit"):
         ds.sql(TOTALS, tables={"wagepan": wagepan}, bounds={"total": (0, 9)}, epsilon=1.0)
+    with pytest.raises(ds.InputError, match="public_tables"):
+        ds.sql(TOTALS, tables={"wagepan": wagepan}, public_tables=["x"], **ARGS)
 
 
 def test_dpsense_sql_releases_a_per_person_query(

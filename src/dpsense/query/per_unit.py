@@ -100,13 +100,19 @@ def per_unit(
     PerUnit
         Pass it as the data of :func:`dpsense.release` or ``Accountant.release``.
     """
-    from dpsense.tables.rows.per_unit import FUNCTIONS, PerUnitValue
-
     if not isinstance(privacy_unit, str) or not privacy_unit:
         raise InputError(
             Param("privacy_unit", of=_WHERE),
             " must name the column identifying a person.",
         )
+    groups = (by,) if isinstance(by, str) else tuple(str(b) for b in by or ())
+    return PerUnit(data, privacy_unit, _values(values), groups, where, name or "table")
+
+
+def _values(values: object) -> tuple[PerUnitValue, ...]:
+    """The per-person columns of ``values={name: (column, function)}``."""
+    from dpsense.tables.rows.per_unit import FUNCTIONS, PerUnitValue
+
     if not isinstance(values, Mapping) or not values:
         raise InputError(
             Param("values", of=_WHERE),
@@ -123,8 +129,7 @@ def per_unit(
                 f"a function among {', '.join(FUNCTIONS)} (or 'count' alone: the rows)."
             )
         parsed.append(PerUnitValue(str(key), function, column))
-    groups = (by,) if isinstance(by, str) else tuple(str(b) for b in by or ())
-    return PerUnit(data, privacy_unit, tuple(parsed), groups, where, name or "table")
+    return tuple(parsed)
 
 
 def _pair(key: object, entry: object) -> tuple[str, str]:

@@ -227,13 +227,21 @@ def with_per_unit(spec: SqlQuery, inner: SqlPerUnit | None) -> SqlQuery:
     )
 
 
-def per_unit_handle(spec: SqlQuery, data: Any, privacy_unit: object) -> PerUnit:
+def per_unit_handle(
+    spec: SqlQuery, data: Any, privacy_unit: object, public_tables: object = None
+) -> PerUnit:
     """The :class:`PerUnit` of the query's subquery over ``data``, once the unit is known:
     the subquery must be grouped by it; its other GROUP BY columns are public groups."""
     from dpsense.query.per_unit import PerUnit
 
     inner = spec.per_unit
     assert inner is not None
+    if public_tables is not None:
+        raise InputError(
+            "The SQL query aggregates per person in a subquery of one table; ",
+            Assign("public_tables"),
+            " is for joins, which a per-person subquery does not support. Drop it.",
+        )
     if not isinstance(privacy_unit, str):
         raise InputError(
             "The SQL query aggregates per person in a subquery: pass the column that "
