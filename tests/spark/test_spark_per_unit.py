@@ -62,3 +62,44 @@ def test_per_person_and_year_on_spark_equals_duckdb(spark: Any) -> None:
     )
     assert on_spark == duck
     assert [r["year"] for r in duck] == list(range(1980, 1988))
+
+
+def _per_unit_spark_request(rs: Any, entry: str, tables: Any, index: int) -> Any:
+    """A per-person request of the harness, and on every third the targeted attack of
+    tests/spark/test_spark_neighbours.py in the subquery's WHERE: a predicate that raises
+    under ANSI mode when the person is present."""
+    from dataclasses import replace
+
+    from tests.neighbours.harness import with_precondition
+    from tests.neighbours.test_per_unit_neighbours import per_unit_request
+    from tests.spark.test_spark_neighbours import ALWAYS_RAISES
+
+    request = per_unit_request(rs, entry, tables, index)
+    if index % 3:
+        return request
+    risky = ALWAYS_RAISES[int(rs.integers(len(ALWAYS_RAISES)))]
+    where = f"CASE WHEN id = {tables.new_id} THEN {risky} ELSE TRUE END"
+    if request.where is not None:
+        where = f"{where} AND ({request.where})"
+    return with_precondition(replace(request, where=where), tables)
+
+
+@pytest.mark.parametrize("entry", ["sql-per-unit", "release-per-unit"])
+def test_per_person_queries_on_spark_do_not_depend_on_one_person(
+    entry: str, spark: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import zlib
+
+    from tests.neighbours import harness
+    from tests.spark.test_spark_neighbours import spark_source
+
+    monkeypatch.setattr(harness, "MAX_SHRINK", min(harness.MAX_SHRINK, 10))
+    harness.check_cases(
+        entry,
+        ("spark",),
+        6,
+        zlib.crc32(f"spark/{entry}/quick".encode()),
+        tmp_path,
+        make=_per_unit_spark_request,
+        source=spark_source(spark),
+    )
