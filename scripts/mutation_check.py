@@ -78,6 +78,30 @@ MUTANTS = (
         ("tests/tables/test_join_definition.py",),
     ),
     Mutant(
+        "per-unit-keeps-rows",
+        "per-unit aggregation: a person keeps several rows per group (grouped by the value "
+        "too), so the outer release no longer reads one row per person",
+        "src/dpsense/tables/rows/per_unit.py",
+        (
+            (
+                '    return str(tree.group_by(*(k.copy() for k in keys)).sql(dialect="duckdb"))\n',
+                "    values = [exp.column(exp.to_identifier(v.column, quoted=True)) "
+                "for v in rows.values if v.column]\n"
+                "    return str(tree.group_by(*(k.copy() for k in keys), *values)"
+                '.sql(dialect="duckdb"))\n',
+            ),
+        ),
+        ("tests/tables/test_per_unit_definition.py",),
+    ),
+    Mutant(
+        "per-unit-loses-unit",
+        "per-unit aggregation: the release of the per-person table forgets its unit (each "
+        "row its own), so a person reaches every group they have rows in, not g",
+        "src/dpsense/query/per_unit.py",
+        (("        privacy_unit=joined.unit,\n", "        privacy_unit=None,\n"),),
+        ("tests/tables/test_per_unit_definition.py",),
+    ),
+    Mutant(
         "unit-inferred-type",
         "one table: an undeclared privacy unit compared by the type the engine infers from "
         "every id (ids 1 and 1.0 one person until someone's id abc makes them two)",

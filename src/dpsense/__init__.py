@@ -53,6 +53,7 @@ if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers
     from dpsense.query import QueryResult
     from dpsense.query.join_form import Joined, join
     from dpsense.query.one_step import private_bounds, private_ratio, sample_and_aggregate
+    from dpsense.query.per_unit import PerUnit, per_unit
     from dpsense.release import release
     from dpsense.report import report
     from dpsense.sensitivity import empirical_sensitivity
@@ -92,6 +93,8 @@ _LAZY: dict[str, str] = {
     "gaussian": "dpsense.mechanisms",
     "join": "dpsense.query.join_form",
     "Joined": "dpsense.query.join_form",
+    "per_unit": "dpsense.query.per_unit",
+    "PerUnit": "dpsense.query.per_unit",
     "lab": "dpsense.lab",
     "laplace": "dpsense.mechanisms",
     "make_statistic": "dpsense.statistics",
@@ -159,6 +162,7 @@ __all__ = [
     "LaplaceMechanism",
     "LargeEpsilonWarning",
     "LedgerError",
+    "PerUnit",
     "Plan",
     "QueryResult",
     "Release",
@@ -175,6 +179,7 @@ __all__ = [
     "lab",
     "laplace",
     "make_statistic",
+    "per_unit",
     "plan",
     "private_bounds",
     "private_ratio",

@@ -317,6 +317,8 @@ class Request:
     # SQL only: the one by-column is a row-wise expression (alias, expression, how GROUP BY
     # names it: "expr", "alias" or "position"); tests/neighbours/rowwise.py
     group_expr: tuple[str, str, str] | None = None
+    # a per-person subquery (PER_UNIT_ENTRIES): the aggregates of v and x per id (and grp)
+    per_unit: tuple[str, str] = ()
 
     # columns the release reads (the value columns, the by-columns, the unit, the schema)
     def value_columns(self) -> set[str]:
@@ -365,6 +367,8 @@ class Request:
         return query, {}
 
     def sql_text(self, source: str) -> str:
+        if self.per_unit:
+            return self.per_unit_text(source)
         by = ("label",) if self.entry == "sql-join-public" else self.by
         selected = list(by)
         if self.group_expr is not None and by == (self.group_expr[0],):
@@ -381,6 +385,29 @@ class Request:
         if by:
             text += f" GROUP BY {', '.join(by)}"
         return text
+
+    def per_unit_text(self, source: str) -> str:
+        """The query over a subquery grouped by id (and grp): v and x per person."""
+        keys = ", ".join(("id", *self.by))
+        fv, fx = self.per_unit
+        inner = f"SELECT {keys}, {fv}(v) AS v, {fx}(x) AS x FROM {source}"
+        if self.where is not None:
+            inner += f" WHERE {self.where}"
+        inner += f" GROUP BY {keys}"
+        text = f"SELECT {', '.join([*self.by, *(s.sql() for s in self.stats)])} FROM ({inner})"
+        return text + (f" GROUP BY {', '.join(self.by)}" if self.by else "")
+
+    def per_unit_handle(self, data: Any) -> Any:
+        """The ds.per_unit of the same subquery."""
+        fv, fx = self.per_unit
+        return ds.per_unit(
+            data,
+            privacy_unit="id",
+            values={"v": ("v", fv.lower()), "x": ("x", fx.lower())},
+            by=list(self.by) or None,
+            where=self.where,
+            name=TABLE,
+        )
 
     def sql_keys(self) -> dict[str, list[Any]] | None:
         if self.keys is None:
@@ -878,6 +905,10 @@ def run_python(request: Request, data: Any) -> Outcome:
 
 def _call(request: Request, data: Any, accountant: Any) -> Any:
     kw = request.common()
+    if request.entry == "release-per-unit":
+        kw = {k: v for k, v in kw.items() if k not in ("where", "privacy_unit")}
+        statistic, extra = request.statistic_argument()
+        return ds.release(request.per_unit_handle(data), statistic, **extra, **kw)
     if request.entry == "release-join":
         joined = ds.join(
             data, on=[(TABLE, "people", "id"), (TABLE, "lk", "grp", "g2")], public_tables=["lk"]
@@ -1103,7 +1134,7 @@ def run_cli(request: Request, data: Path, folder: Path) -> Outcome:
 # D (``which="D"``) or D' of the tables as the entry point reads it
 Source = Callable[[Tables, str, Path], Any]
 
-SQL_ENTRIES = ("sql", "sql-accountant", "sql-accountant-method")
+SQL_ENTRIES = ("sql", "sql-accountant", "sql-accountant-method", "sql-per-unit")
 """ds.sql on the one table; with accountant=; and Accountant.sql."""
 JOIN_ENTRIES = ("sql-join", "sql-join-public")
 # ds.release of ds.join(the table, people, lookup): the same joins without SQL
