@@ -24,6 +24,7 @@ import argparse
 import json
 import subprocess
 import sys
+import tempfile
 import warnings
 from pathlib import Path
 from typing import Any
@@ -98,6 +99,7 @@ def tumult_runs(python: str, frame: Any, runs: int) -> dict[str, list[float]]:
         capture_output=True,
         text=True,
         check=True,
+        cwd=tempfile.gettempdir(),  # Spark leaves a spark-warehouse directory behind
     )
     answers = json.loads(done.stdout.strip().splitlines()[-1])
     truth = _truth(frame)

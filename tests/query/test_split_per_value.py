@@ -41,6 +41,7 @@ def test_each_level_is_one_share_of_the_default_split() -> None:
     assert split["q"]["values"] == 2
     assert "values" not in split["n"]
     assert sum(part["epsilon"] for part in split.values()) <= 1.0
+    assert "q: epsilon=0.4, delta=0 (2 values, released one at a time)" in str(res)
     plan = ds.plan(None, SURVEY.replace(" t ", " 'missing.csv' "), epsilon=1.0,
                    rows_per_group=200, **ARGS)  # fmt: skip
     assert plan.parameters["split"] == split

@@ -118,7 +118,11 @@ class QueryResult:
         lines = [head]
         split = self.parameters.get("split", {})
         for name, part in split.items():
-            lines.append(f"  {name}: epsilon={part['epsilon']:.4g}, delta={part['delta']:.4g}")
+            how = ""
+            if "values" in part:  # several quantiles: how many values, and how released
+                together = "jointly" if part["joint"] else "one at a time"
+                how = f" ({part['values']} values, released {together})"
+            lines.append(f"  {name}: epsilon={part['epsilon']:.4g}, delta={part['delta']:.4g}{how}")
         for key in self._groups():
             shown = []
             for name, result in self.results.items():
