@@ -14,10 +14,8 @@ The split of a query of several statistics (docs/queries.md §2), all rounded do
   query into one query per value would; a statistic's weight is per value, so a weight
   w on ``ds.Quantiles`` of k levels gives it k w shares (:func:`released_values`).
 
-Several quantiles of one column (``ds.Quantiles``, ``QUANTILE_CONT(x, [p, q])``) are
-released jointly (recursive halving) or one level at a time at its share, whichever is
-more accurate, from public quantities only
-(:func:`dpsense.mechanisms.quantiles.joint_is_better`): the plan picks, the method's
+Several quantiles (``ds.Quantiles``) are released jointly or one level at a time, as
+:func:`dpsense.mechanisms.quantiles.joint_is_better` picks from public quantities; the
 ``joint`` option carries the pick, and the receipt says it.
 """
 
