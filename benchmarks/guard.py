@@ -5,7 +5,8 @@ interleaved, best of R (other processes may share the cores: only the ratios mea
 something), or a count of accuracy cells against OpenDP run live, or a figure recorded in
 ``benchmarks/results`` (Tumult). The measurements are the benchmarks' own functions
 (``bench_quantile.release_figures``, ``bench_tables.bench``, ``bench_query.bench``,
-``bench_joins.runners``, ``panel_utility.main_cell`` / ``continuous_cells``), called at
+``bench_joins.runners``, ``panel_utility.main_cell`` / ``continuous_cells``,
+``survey_tumult.ratios`` with ``--tumult-python``: Tumult run live), called at
 the sizes of ``QUICK`` (``make bench-check``: under 5 minutes on 2 cores; exits 1 when a
 figure is past its limit) or ``FULL`` (``--full``, from ``make bench``: the issue's sizes,
 printed against the goals as a report, exit 0).
@@ -40,6 +41,7 @@ QUICK = {
     "join_rows": 1_000_000,
     "join_repeats": 5,
     "trials": 60,
+    "survey_runs": 10,
 }
 FULL = {
     "release_n": 10_000_000,
@@ -50,6 +52,7 @@ FULL = {
     "join_rows": 10_000_000,
     "join_repeats": 3,
     "trials": 400,
+    "survey_runs": 30,
 }
 GROUPS = 100
 
@@ -162,6 +165,24 @@ def recorded(size: dict[str, int]) -> dict[str, float]:
     return {"tumult_bounds_cells": tumult_cells()}
 
 
+TUMULT_PYTHON: str | None = None
+"""``--tumult-python``: the python of a virtualenv with tmlt.analytics 0.21 (the survey
+part runs Tumult live through it; without it the part is skipped, with a message)."""
+
+
+def survey(size: dict[str, int]) -> dict[str, float]:
+    """The survey query against Tumult, run live (``survey_tumult.ratios``): dpsense's
+    median relative error over Tumult's per statistic, and dpsense's lowest coverage."""
+    if TUMULT_PYTHON is None:
+        print("  survey skipped: no --tumult-python (a virtualenv with tmlt.analytics)")
+        return {}
+    from survey_tumult import ratios
+
+    got = ratios(TUMULT_PYTHON, runs=size["survey_runs"])
+    names = ("survey_n", "survey_med", "survey_mean", "survey_p10", "survey_p90")
+    return {name: got[name] for name in (*names, "survey_coverage")}
+
+
 PARTS: dict[str, Callable[[dict[str, int]], dict[str, float]]] = {
     "release": release,
     "tables": tables,
@@ -169,6 +190,7 @@ PARTS: dict[str, Callable[[dict[str, int]], dict[str, float]]] = {
     "join": join,
     "opendp": opendp,
     "recorded": recorded,
+    "survey": survey,
 }
 
 
@@ -176,7 +198,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--full", action="store_true", help="the issue's sizes; report only")
     parser.add_argument("--only", nargs="+", choices=list(PARTS), default=list(PARTS))
+    parser.add_argument("--tumult-python", default=None, help="runs the survey part")
     args = parser.parse_args()
+    global TUMULT_PYTHON
+    TUMULT_PYTHON = args.tumult_python
     warnings.simplefilter("ignore")
     size = FULL if args.full else QUICK
     tier = "full" if args.full else "quick"
@@ -188,7 +213,8 @@ def main() -> None:
         figures.update(PARTS[name](size))
         print(f"  [{name}: {time.perf_counter() - part_start:.0f} s]", flush=True)
     # every part run: every goal must have its figure (a goal without one fails)
-    names = None if set(args.only) == set(PARTS) else list(figures)
+    skipped = "survey" in args.only and TUMULT_PYTHON is None
+    names = None if set(args.only) == set(PARTS) and not skipped else list(figures)
     lines, ok = goals.check(figures, names=names, enforce=not args.full)
     print("\n" + "\n".join(lines))
     print(f"\n{tier} tier in {time.perf_counter() - start:.0f} s", flush=True)

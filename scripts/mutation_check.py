@@ -620,6 +620,25 @@ MUTANTS = (
         ),
         ("tests/tables/test_total_where.py", "tests/neighbours/test_entry_points.py"),
     ),
+    Mutant(
+        "quantile-levels-one-share",
+        "a multi-level quantile statistic gets one share of the split for all its levels",
+        "src/dpsense/query/plan.py",
+        (
+            (
+                "    return len(statistic.ps) if isinstance(statistic, Quantiles) else 1\n",
+                "    return 1\n",
+            ),
+        ),
+        ("tests/query/test_split_per_value.py",),
+    ),
+    Mutant(
+        "quantile-level-whole-share",
+        "released one level at a time, each level spends the whole of the levels' epsilon",
+        "src/dpsense/methods/exponential.py",
+        (("    each = quotient_down(point, len(statistic.ps))\n", "    each = point\n"),),
+        ("tests/tables/test_unit_shortcuts.py",),
+    ),
 )
 
 

@@ -150,6 +150,8 @@ def test_several_quantiles_per_person(monkeypatch: pytest.MonkeyPatch, m: int) -
         column="v",
         privacy_unit="person",
         max_rows_per_unit=m,
+        method="exponential",
+        joint=True,  # two levels are released one at a time by default: ask for the joint
         epsilon=eps,
         rng=3,
     )
@@ -166,6 +168,27 @@ def test_several_quantiles_per_person(monkeypatch: pytest.MonkeyPatch, m: int) -
 
     worst = _worst_log_ratio(law, [[], [2.0], [1.0, 3.0, 4.0], [0.0, 0.0, 5.0]], m)
     assert 0.2 * eps < worst <= eps + 1e-9
+
+
+@pytest.mark.parametrize("m", [2, 3])
+def test_quantile_levels_one_at_a_time_per_person(monkeypatch: pytest.MonkeyPatch, m: int) -> None:
+    """Released one level at a time, each level's mechanism gets its equal part of the
+    values' share of the row-level epsilon (the per-person budget divided by m rows)."""
+    seen = _captured(monkeypatch, exponential_method, "ExponentialQuantile")
+    eps = 1.0
+    out = ds.release(
+        _panel([1.0, 2.0, 4.0], m),
+        ds.Quantiles([0.25, 0.75], 0, 5),
+        column="v",
+        privacy_unit="person",
+        max_rows_per_unit=m,
+        epsilon=eps,
+        rng=3,
+    )
+    assert out.parameters["joint"] is False
+    point = interval_budget(group_privacy_budget(eps, 0.0, m)[0])[0]
+    assert [q.epsilon for q in seen] == [point / 2, point / 2]
+    assert sum(q.epsilon for q in seen) <= point
 
 
 @pytest.mark.parametrize(("method", "delta"), [("ksw", 0.0), ("bounded-ls", 1e-6)])

@@ -55,7 +55,13 @@ from dpsense.neighbours import Neighbours
 from dpsense.noise.rng import RandomSource
 from dpsense.statistics._grid import CandidateGrid, SubGrid
 
-__all__ = ["QuantileCall", "RecursiveQuantiles", "dithered", "halving_depth"]
+__all__ = [
+    "QuantileCall",
+    "RecursiveQuantiles",
+    "dithered",
+    "halving_depth",
+    "joint_is_better",
+]
 
 
 _MIN_LEVEL: Final = Fraction(1, 1_000_000)
@@ -66,6 +72,23 @@ levels; the score's sensitivity is computed for the level actually used)."""
 def halving_depth(m: int) -> int:
     """The number of depths of recursive halving for m levels: floor(log2 m) + 1."""
     return int(m).bit_length()
+
+
+def joint_is_better(m: int, neighbours: Neighbours) -> bool:
+    """Whether m levels are released jointly (recursive halving) rather than by one
+    exponential-mechanism release per level at epsilon / m: from m and the neighbour
+    relation only (public), by the rule measured in
+    ``benchmarks/results/quantiles_joint_or_split.md`` (docs/quantile_mechanisms.md §7b).
+
+    Under add-remove a joint call gets epsilon / D with D = floor(log2 m) + 1 depths, a
+    separate release epsilon / m: joint when D < m (m >= 3). Under substitute a joint call
+    gets epsilon / 2D with the add-remove score (sensitivity max(p, 1 - p)), a separate
+    release epsilon / m with the substitute score (sensitivity 1): joint when
+    m >= 2D - 1 (m = 3 and m >= 5)."""
+    depth = halving_depth(m)
+    if neighbours == "add-remove":
+        return m > depth
+    return m >= 2 * depth - 1
 
 
 def _clamped(level: Fraction) -> float:

@@ -13,9 +13,9 @@ import numpy as np
 from dpsense._arrays import FloatArray
 from dpsense._exact_budget import difference_down, exact, product_down, quotient_down
 from dpsense.defaults import ACCURACY_ALPHA, INTERVAL_SHARE
-from dpsense.errors import Assign, InputError
+from dpsense.errors import Assign, InputError, Param
 from dpsense.mechanisms.quantile import ExponentialQuantile
-from dpsense.mechanisms.quantiles import RecursiveQuantiles, dithered
+from dpsense.mechanisms.quantiles import RecursiveQuantiles, dithered, joint_is_better
 from dpsense.methods._release import Release
 from dpsense.methods.call import MethodCall
 from dpsense.methods.quantile_interval import quantile_endpoints
@@ -25,7 +25,7 @@ from dpsense.statistics import Quantile, Quantiles, Statistic
 from dpsense.statistics._grid import PowerOfTwoGrid
 from dpsense.statistics.units import group_privacy_budget, rows_per_unit
 
-__all__ = ["check_exponential", "interval_budget", "release_exponential"]
+__all__ = ["check_exponential", "check_joint", "interval_budget", "release_exponential"]
 
 
 def _grid_parameters(statistic: Quantile | Quantiles, spacing: float) -> dict[str, object]:
@@ -91,16 +91,41 @@ def check_exponential(statistic: Statistic) -> None:
         )
 
 
-def release_exponential(call: MethodCall) -> Release:
+def check_joint(statistic: Statistic, joint: object) -> None:
+    """``joint=`` is True or False, for several quantiles only."""
+    if joint is None:
+        return
+    if not isinstance(statistic, Quantiles):
+        raise InputError(
+            Param("joint", word="option", method="exponential"),
+            " chooses how several quantiles (ds.Quantiles) are released; "
+            f"{statistic.name} is one value: drop it.",
+        )
+    if not isinstance(joint, bool):
+        raise InputError(
+            Param("joint", word="option", method="exponential"),
+            f" must be True or False. Got {type(joint).__name__}.",
+        )
+
+
+def release_exponential(call: MethodCall, joint: bool | None = None) -> Release:
     """Release a quantile with the exponential mechanism (pure epsilon; delta unused).
 
     ``xc`` (clipped records) is reordered in place: callers pass a buffer they own.
-    Several quantiles (:class:`Quantiles`) are released by recursive halving.
+    Several quantiles (:class:`Quantiles`) are released jointly by recursive halving
+    (``joint=True``) or by one exponential-mechanism release per level at an equal share
+    (``joint=False``); None (the default) picks by
+    :func:`~dpsense.mechanisms.quantiles.joint_is_better`, as the plan does.
     """
     xc, statistic, epsilon, _, neighbours, rng = call.parts()  # delta unused
     check_exponential(statistic)
+    check_joint(statistic, joint)
     if isinstance(statistic, Quantiles):
-        return _release_several(xc, statistic, epsilon=epsilon, neighbours=neighbours, rng=rng)
+        if joint is None:
+            joint = joint_is_better(len(statistic.ps), neighbours)
+        return _release_several(
+            xc, statistic, epsilon=epsilon, neighbours=neighbours, rng=rng, joint=joint
+        )
     assert isinstance(statistic, Quantile)
     # a unit moves every score by at most m times a row's change (m = 1 without a unit)
     row_epsilon = group_privacy_budget(epsilon, 0.0, rows_per_unit(statistic))[0]
@@ -141,21 +166,10 @@ def release_exponential(call: MethodCall) -> Release:
     return _release(value, mech.selection, epsilon, neighbours, statistic, rng, params)
 
 
-def _release_several(
-    xc: FloatArray,
-    statistic: Quantiles,
-    *,
-    epsilon: float,
-    neighbours: Neighbours,
-    rng: RandomSource,
-) -> Release:
-    # a unit's rows change the calls of one depth by at most m rows in total
-    row_epsilon = group_privacy_budget(epsilon, 0.0, rows_per_unit(statistic))[0]
-    # the intervals: one pair of endpoints per level, INTERVAL_SHARE / m each (sequential
-    # composition); the levels themselves the rest
-    levels = len(statistic.ps)
-    point, shared = interval_budget(row_epsilon)
-    each = quotient_down(exact(shared), levels)
+def _joint_values(
+    xc: FloatArray, statistic: Quantiles, point: float, neighbours: Neighbours, rng: RandomSource
+) -> tuple[FloatArray, dict[str, object]]:
+    """The levels by recursive halving at ``point`` in all, and its receipt."""
     res = statistic.resolution
     if res is None:
         grid = statistic.candidates()
@@ -167,6 +181,65 @@ def _release_several(
         mech = RecursiveQuantiles(statistic.levels, grid, point, neighbours)
         raw = mech.release_clipped(dithered(xc, res, rng), rng)
         values = statistic.candidates().nearest(raw)
+    params = _grid_parameters(statistic, grid.spacing if res is None else res)
+    params.update(
+        ps=list(statistic.ps),
+        joint=True,
+        algorithm="recursive halving (Kaplan, Schnapp, Stemmer 2022)"
+        if len(statistic.ps) > 1
+        else "exponential mechanism",
+        depth=mech.depth,
+        epsilon_per_call=mech.per_call,
+    )
+    return values, params
+
+
+def _separate_values(
+    xc: FloatArray, statistic: Quantiles, point: float, neighbours: Neighbours, rng: RandomSource
+) -> tuple[FloatArray, dict[str, object]]:
+    """Each level by its own exponential mechanism at ``point / m`` (rounded down:
+    sequential composition spends at most ``point``), sorted (post-processing; sorting
+    never moves a vector further from a non-decreasing one, docs/quantile_mechanisms.md
+    §7b), and its receipt."""
+    each = quotient_down(point, len(statistic.ps))
+    mechs = [
+        ExponentialQuantile(
+            p, statistic.lower, statistic.upper, each, statistic.resolution, neighbours
+        )
+        for p in statistic.ps
+    ]
+    values = np.sort(np.array([float(m.release_clipped(xc.copy(), rng).value) for m in mechs]))
+    params = _grid_parameters(statistic, mechs[0].grid)
+    params.update(
+        ps=list(statistic.ps),
+        joint=False,
+        algorithm="one exponential mechanism per level (sequential composition)",
+        depth=1,
+        epsilon_per_call=each,
+    )
+    return values, params
+
+
+def _release_several(
+    xc: FloatArray,
+    statistic: Quantiles,
+    *,
+    epsilon: float,
+    neighbours: Neighbours,
+    rng: RandomSource,
+    joint: bool,
+) -> Release:
+    # a unit's rows change the calls of one depth by at most m rows in total
+    row_epsilon = group_privacy_budget(epsilon, 0.0, rows_per_unit(statistic))[0]
+    # the intervals: one pair of endpoints per level, INTERVAL_SHARE / m each (sequential
+    # composition); the levels themselves the rest
+    levels = len(statistic.ps)
+    point, shared = interval_budget(row_epsilon)
+    each = quotient_down(exact(shared), levels)
+    if joint:
+        values, params = _joint_values(xc, statistic, point, neighbours, rng)
+    else:
+        values, params = _separate_values(xc, statistic, point, neighbours, rng)
     values.setflags(write=False)
     ends = [
         quantile_endpoints(
@@ -174,15 +247,8 @@ def _release_several(
         )
         for p in statistic.ps
     ]
-    params = _grid_parameters(statistic, grid.spacing if res is None else res)
-    params.update(
-        ps=list(statistic.ps),
-        algorithm="recursive halving (Kaplan, Schnapp, Stemmer 2022)"
-        if len(statistic.ps) > 1
-        else "exponential mechanism",
-        depth=mech.depth,
-        epsilon_per_call=mech.per_call,
-        selection="exponential mechanism; permute-and-flip on sub-grids of at most 2^16 points",
+    params["selection"] = (
+        "exponential mechanism; permute-and-flip on sub-grids of at most 2^16 points"
     )
     params["interval"] = {
         "kind": "released",

@@ -21,7 +21,7 @@ from dpsense.methods.adaptive import checked_adaptive, release_adaptive
 from dpsense.methods.auto import choose_method
 from dpsense.methods.bounded_ls import bounded_ls_mean, check_bound_fraction
 from dpsense.methods.call import MethodCall
-from dpsense.methods.exponential import check_exponential, release_exponential
+from dpsense.methods.exponential import check_exponential, check_joint, release_exponential
 from dpsense.methods.global_sensitivity import checked_global_noise, release_global
 from dpsense.methods.ksw import ksw_mean
 from dpsense.methods.ptr import checked_ptr_options, release_ptr
@@ -39,7 +39,7 @@ _OPTIONS: Final[dict[str, tuple[str, ...]]] = {
     "global": ("noise",),
     "smooth": ("noise", "dof", "t", "sigma"),
     "ptr": ("bound", "test_fraction"),
-    "exponential": (),
+    "exponential": ("joint",),
     "adaptive": ("test_fraction",),
     "ksw": (),
     "bounded-ls": ("bound_fraction",),
@@ -216,6 +216,7 @@ def check_parameters(
         checked_ptr_options(dlt, **options)
     elif chosen == "exponential":
         check_exponential(statistic)
+        check_joint(statistic, options.get("joint"))
     elif chosen == "adaptive":
         checked_adaptive(statistic, **options)
     elif chosen in ("ksw", "bounded-ls"):

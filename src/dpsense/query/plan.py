@@ -9,7 +9,14 @@ The split of a query of several statistics (docs/queries.md §2), all rounded do
   columns that need them (one :func:`dpsense.private_bounds` step per column);
 * private partition selection (``by`` without ``keys``): half of the epsilon left and half
   of delta, as for one statistic (``tables.request.SELECTION_SHARE``);
-* the rest to the statistics in proportion to ``weights`` (equal by default).
+* the rest to the released values in proportion to ``weights``: each released value
+  (each level of a multi-level quantile) one share by default, as a user splitting the
+  query into one query per value would; a statistic's weight is per value, so a weight
+  w on ``ds.Quantiles`` of k levels gives it k w shares (:func:`released_values`).
+
+Several quantiles (``ds.Quantiles``) are released jointly or one level at a time, as
+:func:`dpsense.mechanisms.quantiles.joint_is_better` picks from public quantities; the
+``joint`` option carries the pick, and the receipt says it.
 """
 
 from __future__ import annotations
@@ -22,11 +29,12 @@ from typing import Any
 
 from dpsense._exact_budget import difference_down, product_down, quotient_down
 from dpsense.errors import Assign, InputError, Name, Param
+from dpsense.mechanisms.quantiles import joint_is_better
 from dpsense.neighbours import Neighbours, validate_neighbours
 from dpsense.params import check_delta, check_epsilon, check_int
 from dpsense.query.bounds_step import BoundsPlan, plan_bounds
 from dpsense.query.methods import check_parameters, checked_method
-from dpsense.statistics import BoundedStatistic, Count, Statistic
+from dpsense.statistics import BoundedStatistic, Count, Quantiles, Statistic
 from dpsense.statistics.units import counts_units, per_unit
 from dpsense.tables.request import SELECTION_SHARE, BudgetSplit, budget_split, public_key_count
 from dpsense.tables.row_filter import RowFilter, parse_row_filter
@@ -41,6 +49,7 @@ __all__ = [
     "by_columns",
     "plan_query",
     "release_arguments",
+    "released_values",
     "statistic_split",
 ]
 
@@ -389,6 +398,12 @@ def _shared_selection(
     return selection, difference_down(rest, selection[0]), difference_down(delta, selection[1])
 
 
+def released_values(statistic: Statistic) -> int:
+    """How many values ``statistic`` releases: its levels for ``ds.Quantiles``, else 1.
+    Each is one share of the default split (module docstring)."""
+    return len(statistic.ps) if isinstance(statistic, Quantiles) else 1
+
+
 def _entries_at_shares(
     items: list[tuple[str, Any, Any, str | None]],
     weights: dict[str, Fraction],
@@ -397,15 +412,20 @@ def _entries_at_shares(
     options: dict[str, Any],
     neighbours: Neighbours,
 ) -> list[Entry]:
-    """Each statistic at its weight's share of ``budget`` (the whole of it alone), with
-    its method chosen and checked at that share."""
-    total_w = sum(weights.values())
+    """Each statistic at its share of ``budget`` (the whole of it alone): its weight times
+    the number of values it releases, over the sum of those (module docstring), with its
+    method chosen and checked at that share, and for several quantiles the pick of a joint
+    or a per-level release."""
+    shares = {name: weights[name] * released_values(stat) for name, stat, _, _ in items}
+    total = sum(shares.values())
     entries = []
     for name, stat, col, present in items:
-        share = weights[name] / total_w
+        share = shares[name] / total
         eps_i = budget[0] if len(items) == 1 else product_down(share, budget[0])
         dlt_i = budget[1] if len(items) == 1 else product_down(share, budget[1])
         chosen, opts = checked_method(stat, args.method, dict(options), eps_i, dlt_i, neighbours)
+        if isinstance(stat, Quantiles) and chosen == "exponential" and "joint" not in opts:
+            opts["joint"] = joint_is_better(len(stat.ps), neighbours)
         entries.append(
             Entry(name, stat, col, args.method, chosen, opts, weights[name], eps_i, dlt_i, present)
         )
@@ -466,12 +486,23 @@ def _bounds_steps(
 def _split_receipt(entries: list[Entry], selection: tuple[float, float] | None) -> dict[str, Any]:
     """The query's receipt of its split: each statistic's share and the selection's."""
     return {
-        "split": {
-            e.name: {"epsilon": e.epsilon, "delta": e.delta, "weight": float(e.weight)}
-            for e in entries
-        },
+        "split": {e.name: _entry_receipt(e) for e in entries},
         "selection_share": SELECTION_SHARE if selection is not None else None,
     }
+
+
+def _entry_receipt(entry: Entry) -> dict[str, Any]:
+    """One statistic's share in the receipt: its (epsilon, delta), its weight (per
+    released value), and for several quantiles how many values and whether jointly."""
+    out: dict[str, Any] = {
+        "epsilon": entry.epsilon,
+        "delta": entry.delta,
+        "weight": float(entry.weight),
+    }
+    if isinstance(entry.statistic, Quantiles):
+        out["values"] = released_values(entry.statistic)
+        out["joint"] = entry.options.get("joint")
+    return out
 
 
 def _check_methods(plan: QueryPlan) -> None:

@@ -120,7 +120,11 @@ class QueryResult:
         split = self.parameters.get("split", {})
         for name, part in split.items():
             eps, dlt = significant(part["epsilon"], 4), significant(part["delta"], 4)
-            lines.append(f"  {name}: epsilon={eps}, delta={dlt}")
+            how = ""
+            if "values" in part:  # several quantiles: how many values, and how released
+                together = "jointly" if part["joint"] else "one at a time"
+                how = f" ({part['values']} values, released {together})"
+            lines.append(f"  {name}: epsilon={eps}, delta={dlt}{how}")
         for key in self._groups():
             shown = []
             for name, result in self.results.items():
