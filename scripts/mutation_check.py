@@ -575,6 +575,33 @@ MUTANTS = (
         ("tests/query/test_bounds_step.py",),
     ),
     Mutant(
+        "mean-bounds-cap-counts-missing-rows",
+        "bounds for a mean: the width cap adds s times the rows missing on v's side of 0 "
+        "(n - 2 n_v), which rises by s as a row of v's side leaves while r_j drops by 1: "
+        "a score moves by 1 + s per row",
+        "src/dpsense/bounds.py",
+        (
+            (
+                "    missing = [WIDTH_SHARE * other for _, other in sides]\n",
+                "    missing = [WIDTH_SHARE * max(0, n - 2 * side) for side, _ in sides]\n",
+            ),
+        ),
+        ("tests/bounds/test_mean_bounds.py",),
+    ),
+    Mutant(
+        "private-bounds-clipping-never-flagged",
+        "bounds='private': a release whose interval reaches a bound is not flagged, so a "
+        "mean far from the raw one on tiny data says nothing",
+        "src/dpsense/methods/_release.py",
+        (
+            (
+                "        return bool(np.any(low <= lo) or np.any(high >= hi))\n",
+                "        return False\n",
+            ),
+        ),
+        ("tests/bounds/test_mean_bounds.py",),
+    ),
+    Mutant(
         "audit-never-flags",
         "dpsense audit: the combined verdict never reports a violation",
         "src/dpsense/audit/mechanism.py",

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from dpsense.errors import (
     BudgetExceededError,
+    ClippingWarning,
     DPSenseError,
     DPSenseWarning,
     FarBoundsWarning,
@@ -76,6 +77,7 @@ _LAZY: dict[str, str] = {
     "GroupedRelease": "dpsense.tables",
     "INFINITE_DISTANCE": "dpsense.statistics",
     "InputError": "dpsense.errors",
+    "ClippingWarning": "dpsense.errors",
     "FarBoundsWarning": "dpsense.errors",
     "DPSenseWarning": "dpsense.errors",
     "LargeEpsilonWarning": "dpsense.errors",
@@ -149,6 +151,7 @@ __all__ = [
     "NEIGHBOURS",
     "Accountant",
     "BudgetExceededError",
+    "ClippingWarning",
     "DPSenseError",
     "DPSenseWarning",
     "DiscreteGaussianMechanism",

@@ -47,6 +47,7 @@ from numpy.typing import NDArray
 from dpsense._arrays import F64, as_data
 from dpsense._exact_budget import exact, quotient_down
 from dpsense.data.source import is_table
+from dpsense.defaults import FAR_BOUND
 from dpsense.errors import Assign, FarBoundsWarning, InputError, Name, Param
 from dpsense.methods import Release
 from dpsense.methods.zcdp import ZcdpPrice, pure_rho
@@ -85,6 +86,13 @@ BULK_STEPS: Final = 7
 BULK_SHARE: Final = Fraction(1, 2)
 """h: the share of the non-zero rows that must reach |bound| / 2^H."""
 _MAX_DENOMINATOR: Final = 1_000_000
+TAIL_ROWS: Final = Fraction(2)
+"""c: bounds for a mean or a sum (``serve="mean"``) aim to clip K = c m / epsilon rows at
+each end, not a share of the rows (docs/bounds.md "Bounds for a mean"; measured in
+benchmarks/mean_private_bounds.py)."""
+SERVES: Final = ("quantiles", "mean")
+"""What the bounds serve: quantiles keep a share of each tail, a mean or a sum a number of
+rows."""
 
 
 def bounds_grid() -> F64:
@@ -105,7 +113,7 @@ def _same_side_reach(x: F64, grid: F64, steps: int) -> NDArray[np.int64]:
 
 
 def bound_scores(
-    x: F64, grid: F64, t_lo: Fraction, t_hi: Fraction
+    x: F64, grid: F64, t_lo: Fraction, t_hi: Fraction, tail: Fraction | None = None
 ) -> tuple[list[Fraction], list[Fraction]]:
     """The exact scores of every grid point as a lower and as an upper bound (in rows).
 
@@ -115,6 +123,13 @@ def bound_scores(
     ``r_j`` the rows on v's side of 0 within a factor 2^j of v (:func:`_same_side_reach`),
     ``r_H = #{|x| >= |v|/2^H}`` and n0 the non-zero rows (infinities count as beyond
     every grid point; NaN must be gone).
+
+    With ``tail`` (K rows, public: the bounds of a mean or a sum, docs/bounds.md "Bounds
+    for a mean") every share of the rows is capped by a number of rows: the clipping
+    target ``min(t n, K)``, level j's ``min(s T, K 2^(j-1))`` and the bulk term's
+    ``min(h n0, K 2^(H-1))``. Each cap is a minimum of a public number and a share, so
+    it moves by at most the share when a row is added or removed: the sensitivity is
+    unchanged. Without it (None) the scores are exactly the quantile recipe's.
     """
     n = int(x.size)
     nonzero = int(np.count_nonzero(x))
@@ -127,17 +142,27 @@ def bound_scores(
     # the rest (half the rows for symmetric data; all of them for a bound on a side with
     # no rows, which then pays for it); it moves by at most s when a row is added or removed
     positive, negative = int(np.count_nonzero(x > 0)), int(np.count_nonzero(x < 0))
-    targets = [
-        WIDTH_SHARE * max(side, n - side)
-        for side in (positive if v > 0 else negative for v in grid.tolist())
-    ]
+    sides = [(positive, negative) if v > 0 else (negative, positive) for v in grid.tolist()]
+    targets = [WIDTH_SHARE * max(side, n - side) for side, _ in sides]
+    # with a tail cap, s times the rows on the other side of 0 is added to the cap: a bound
+    # on the wrong side of one-signed data pays the full s T. (Not the rows missing on v's
+    # side, s (n - 2 n_v): removing a row of v's side would raise it by s while r_j drops
+    # by 1, a move of 1 + s.)
+    missing = [WIDTH_SHARE * other for _, other in sides]
     # the mean over the levels of max(0, target - r_j): each term moves by at most 1 when
     # a row is added or removed, so their mean does too; it grows by target / W per
     # doubling beyond the data, where one level alone is flat
     short = [
-        [max(Fraction(0), target - r) for target, r in zip(targets, reach, strict=True)]
-        for reach in (_same_side_reach(x, grid, j).tolist() for j in range(1, WIDTH_STEPS + 1))
+        [
+            max(Fraction(0), _capped(target, tail, j, extra) - r)
+            for target, extra, r in zip(targets, missing, reach, strict=True)
+        ]
+        for j, reach in (
+            (j, _same_side_reach(x, grid, j).tolist()) for j in range(1, WIDTH_STEPS + 1)
+        )
     ]
+    clip_lo, clip_hi = _capped(t_lo * n, tail, 1), _capped(t_hi * n, tail, 1)
+    half = _capped(BULK_SHARE * nonzero, tail, BULK_STEPS)
     lows: list[Fraction] = []
     highs: list[Fraction] = []
     for i, (v, a, b, q) in enumerate(
@@ -145,10 +170,21 @@ def bound_scores(
     ):
         # at v = 0 the counts include zeros, but the width terms apply only for v != 0
         levels = sum((level[i] for level in short), Fraction(0)) / WIDTH_STEPS
-        width = max(levels, BULK_SHARE * nonzero - q)
-        lows.append(max(Fraction(0), a - t_lo * n, width if v < 0 else Fraction(0)))
-        highs.append(max(Fraction(0), b - t_hi * n, width if v > 0 else Fraction(0)))
+        width = max(levels, half - q)
+        lows.append(max(Fraction(0), a - clip_lo, width if v < 0 else Fraction(0)))
+        highs.append(max(Fraction(0), b - clip_hi, width if v > 0 else Fraction(0)))
     return lows, highs
+
+
+def _capped(
+    share: Fraction, tail: Fraction | None, level: int, extra: Fraction = Fraction(0)
+) -> Fraction:
+    """``min(share, tail 2^(level-1) + extra)``: a share of the rows capped by a public
+    number of rows plus ``extra`` (no cap without ``tail``). When ``share`` and ``extra``
+    each move by at most d as a row is added or removed, so does the result."""
+    if tail is None:
+        return Fraction(share)
+    return min(Fraction(share), Fraction(tail * 2 ** (level - 1) + extra))
 
 
 def _draw_pair(rng: RandomSource, lows: list[Fraction], highs: list[Fraction], eta: float) -> int:
@@ -221,6 +257,10 @@ PRIVATE_BOUNDS_DOC = """Private ``(lower, upper)`` bounds of a column, epsilon-D
     release types it (an undeclared privacy unit column read as text). A release's own
     bounds step (``bounds="private"``) makes the same draw on its table's handle, with its
     ``where=`` filter, inside the release's own request.
+    ``serve="mean"`` finds bounds for a mean or a sum: each end aims to clip
+    ``K = 2 m / epsilon`` rows rather than a share of them (capped at that share), so the
+    clip follows the column's tail at every size (docs/bounds.md "Bounds for a mean");
+    ``release(..., bounds="private")`` does so for a column read only by means and sums.
     """
 """The docstring of ``dpsense.private_bounds`` (``query/one_step.py``, the door that
 releases through the pipeline): the mechanism, beside its code."""
@@ -238,6 +278,15 @@ class BoundsArgs:
     nulls: str
     casts: Mapping[str, Cast]
     row_filter: RowFilter | None
+    serve: str = "quantiles"
+
+    @property
+    def tail_rows(self) -> Fraction | None:
+        """K = c m / epsilon (exact) for ``serve="mean"``, None for quantiles."""
+        if self.serve != "mean":
+            return None
+        m = self.max_rows_per_unit if self.privacy_unit is not None else 1
+        return TAIL_ROWS * m / Fraction(self.epsilon)
 
 
 def check_private_bounds(
@@ -251,6 +300,7 @@ def check_private_bounds(
     quantiles: tuple[float, float] = (0.02, 0.98),
     schema: Mapping[str, str] | None = None,
     row_filter: RowFilter | None = None,
+    serve: str = "quantiles",
 ) -> BoundsArgs:
     """The arguments of :func:`private_bounds` checked, in its order, before any data is
     read."""
@@ -260,9 +310,14 @@ def check_private_bounds(
     p_lo, p_hi = _check_quantiles(quantiles)
     _check_units(nulls, privacy_unit, max_rows_per_unit)
     casts = parse_schema(schema, where)
+    if serve not in SERVES:
+        raise InputError(
+            Param("serve", of=where), f" must be one of {SERVES}. Got {serve!r} instead."
+        )
     return BoundsArgs(
-        eps, (p_lo, p_hi), column, privacy_unit, max_rows_per_unit, nulls, casts, row_filter
-    )
+        eps, (p_lo, p_hi), column, privacy_unit, max_rows_per_unit, nulls, casts, row_filter,
+        serve,
+    )  # fmt: skip
 
 
 def release_bounds(data: Any, args: BoundsArgs, source: RandomSource) -> Release:
@@ -273,7 +328,7 @@ def release_bounds(data: Any, args: BoundsArgs, source: RandomSource) -> Release
         args.row_filter,
     )  # fmt: skip
     m = args.max_rows_per_unit if unit is not None else 1
-    lower, upper, eta = _drawn_bounds(x, p_lo, p_hi, args.epsilon, m, source)
+    lower, upper, eta = _drawn_bounds(x, p_lo, p_hi, args.epsilon, m, source, args.tail_rows)
     _warn_far(lower, upper, "private_bounds")
     return Release(
         value=(lower, upper),
@@ -286,15 +341,21 @@ def release_bounds(data: Any, args: BoundsArgs, source: RandomSource) -> Release
         neighbours="add-remove",
         statistic="bounds",
         seeded=source.seeded,
-        parameters=_receipt(p_lo, p_hi, eta, unit, m),
+        parameters=_receipt(p_lo, p_hi, eta, unit, m, args.tail_rows),
     )
 
 
 def _drawn_bounds(
-    x: Any, p_lo: float, p_hi: float, eps: float, m: int, source: RandomSource
+    x: Any,
+    p_lo: float,
+    p_hi: float,
+    eps: float,
+    m: int,
+    source: RandomSource,
+    tail: Fraction | None = None,
 ) -> tuple[float, float, float]:
     """The drawn pair of grid points (lower, upper) and the exponential mechanism's eta."""
-    grid, lows, highs = _scores_on_the_grid(x, p_lo, p_hi)
+    grid, lows, highs = _scores_on_the_grid(x, p_lo, p_hi, tail)
     # the pair's score max(S_lo(i), S_hi(j)) moves by at most m per person: one draw over
     # all G^2 pairs with eta = epsilon / (2 m) is epsilon-DP (rounded down: more private)
     eta = bounds_eta(eps, m)
@@ -303,17 +364,19 @@ def _drawn_bounds(
     return lower, upper, eta
 
 
-def _scores_on_the_grid(x: Any, p_lo: float, p_hi: float) -> tuple[Any, Any, Any]:
+def _scores_on_the_grid(
+    x: Any, p_lo: float, p_hi: float, tail: Fraction | None = None
+) -> tuple[Any, Any, Any]:
     """The grid of candidate bounds and each point's score as a lower and an upper bound
     of the target quantiles (exact rationals of the levels)."""
     grid = bounds_grid()
     t_lo = Fraction(p_lo).limit_denominator(_MAX_DENOMINATOR)
     t_hi = 1 - Fraction(p_hi).limit_denominator(_MAX_DENOMINATOR)
-    lows, highs = bound_scores(np.asarray(x, dtype=np.float64), grid, t_lo, t_hi)
+    lows, highs = bound_scores(np.asarray(x, dtype=np.float64), grid, t_lo, t_hi, tail)
     return grid, lows, highs
 
 
-FAR: Final = 2.0**50
+FAR: Final = FAR_BOUND
 """Bounds this far out (about 1e15) are rarely a column's real range."""
 
 
@@ -350,10 +413,15 @@ def _check_units(nulls: str, privacy_unit: str | None, max_rows_per_unit: Any) -
 
 
 def _receipt(
-    p_lo: float, p_hi: float, eta: float, privacy_unit: str | None, m: int
+    p_lo: float,
+    p_hi: float,
+    eta: float,
+    privacy_unit: str | None,
+    m: int,
+    tail: Fraction | None = None,
 ) -> dict[str, Any]:
     """The public parameters of a bounds release."""
-    return {
+    out: dict[str, Any] = {
         "quantiles": (p_lo, p_hi),
         "grid": f"0 and ±2^k, k = {-K_LOW}..{K_HIGH}",
         "eta": eta,
@@ -364,6 +432,10 @@ def _receipt(
         "privacy_unit": privacy_unit,
         "max_rows_per_unit": m,
     }
+    if tail is not None:  # bounds for a mean: each end aims at K clipped rows
+        out["serve"] = "mean"
+        out["tail_rows"] = float(tail)
+    return out
 
 
 def _check_quantiles(quantiles: Any) -> tuple[float, float]:

@@ -12,6 +12,7 @@ from typing import Final
 __all__ = [
     "ACCURACY_ALPHA",
     "BOUNDS_SHARE",
+    "FAR_BOUND",
     "INTERVAL_SHARE",
     "METHODS",
     "SMOOTH_INTERVAL_SHARE",
@@ -47,3 +48,7 @@ its noise scale, for its interval (docs/intervals.md §4)."""
 
 ACCURACY_ALPHA: Final = 0.05
 """Accuracy columns and receipts give the half-width at 95%."""
+
+FAR_BOUND: Final = 2.0**50
+"""Bounds found privately this far out (about 1e15) are rarely a column's real range: the
+release warns (``FarBoundsWarning``) and its interval is flagged unreliable."""

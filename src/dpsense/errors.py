@@ -317,6 +317,12 @@ class FarBoundsWarning(DPSenseWarning):
     sentinel values."""
 
 
+class ClippingWarning(FarBoundsWarning):
+    """Bounds found privately are absurd for the release they serve: clipping may dominate
+    its value (``Release.clipping_may_dominate``). Like :class:`FarBoundsWarning` it reads
+    released values only (post-processing)."""
+
+
 def warn_large_epsilon(epsilon: object, where: str) -> None:
     """Warn when a release's total ``epsilon`` is above :data:`LARGE_EPSILON` (a public
     parameter: the warning never depends on the data)."""

@@ -18,6 +18,7 @@ or refused and stores, in the same transaction, the dictionary :func:`outputs_of
                            "epsilon": e | None} | None,
          "interval": {"kind": "noise" | "ratio" | "fraction" | "released" | "smooth",
                       "share": 0.2 | None} | None,
+         "covers": "the median of the values clipped to [0, 100]" | "",
          "share": 0.2 | None,               (of the query's epsilon; None alone)
          "by": ["region"], "selection": "public keys" | "private" | None,
          "method": "exponential", "noise": ..., "scale": ... | None,
@@ -233,6 +234,7 @@ def statistic_outputs(
         "bounds": _bounds(statistic, outer),
         "bounds_source": _bounds_source(statistic, outer),
         "interval": _interval_source(first),
+        "covers": first.covers if first is not None else "",
         "p": _p(statistic),
         "by": by,
         "selection": selection,

@@ -61,6 +61,8 @@ def print_receipt(result: Release, column: str | None) -> None:
     if not result.refused:
         interval, accuracy = shown_interval(result), shown_accuracy(result)
         table.add_row("95% interval", interval or "none for this method")
+        if interval and result.covers:
+            table.add_row("covers", result.covers)
         if accuracy or not interval:  # an interval says how accurate the value is
             table.add_row("accuracy", accuracy or "not public (the error depends on the data)")
     table.add_row("method", result.method)

@@ -199,7 +199,13 @@ def _grouped_json(result: GroupedRelease) -> dict[str, Any]:
         "selection": result.selection,
         "groups": [{k: _clean(v) for k, v in row.items()} for row in result.to_dicts()],
         "parameters": _jsonable(dict(result.parameters)),
+        "covers": _covers(result),
     }
+
+
+def _covers(result: GroupedRelease) -> str:
+    """What every group's interval covers (the same for every group of one request)."""
+    return next((rel.covers for _, rel in result), "")
 
 
 def _grouped_table(result: GroupedRelease, column: str | None) -> Table:
@@ -257,6 +263,8 @@ def _grouped_notes(result: GroupedRelease) -> list[str]:
             f"the whole column with epsilon={found['epsilon']:g} of the total, for every "
             "group."
         )
+    if _covers(result):
+        lines.append(f"Each interval covers {_covers(result)}.")
     if result.parameters.get("resolution") is not None:
         lines.append(
             f"Values on multiples of {result.parameters['resolution']:g} (resolution from "

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 
+from dpsense.defaults import FAR_BOUND
 from dpsense.neighbours import Neighbours, validate_neighbours
 from dpsense.params import Bounds, check_epsilon, validate_bounds
 from dpsense.shown import significant
@@ -18,9 +19,11 @@ __all__ = [
     "Release",
     "accuracy_parameters",
     "checked_mean_request",
+    "covers_text",
     "format_value",
     "on_resolution",
     "resolution_parameters",
+    "with_covers",
 ]
 
 
@@ -50,6 +53,34 @@ def resolution_parameters(statistic: object) -> dict[str, Any]:
     if isinstance(statistic, Quantile) and statistic.resolution is not None:
         return {"resolution": statistic.resolution}
     return {}
+
+
+def covers_text(statistic: object, max_rows: int | None = None) -> str:
+    """What a release's interval covers, in words, from the request only (its statistic,
+    bounds and contribution bound): e.g. "the mean of the values clipped to [0, 100]",
+    ", over the rows kept after each person's rows are capped at 3" with a privacy unit
+    (``max_rows``). The same for every release (every group) of one request."""
+    from dpsense.statistics import BoundedStatistic, Count
+
+    name = str(getattr(statistic, "name", "statistic"))
+    if isinstance(statistic, Count):
+        text = "the number of rows"
+    elif isinstance(statistic, BoundedStatistic) and statistic.has_bounds:
+        lo, hi = format_value(statistic.lower), format_value(statistic.upper)
+        text = f"the {name} of the values clipped to [{lo}, {hi}]"
+    else:
+        text = f"the {name} of the rows as released"
+    if max_rows is not None:
+        text += f", over the rows kept after each person's rows are capped at {max_rows}"
+    return text
+
+
+def with_covers(release: Release, statistic: object, max_rows: int | None = None) -> Release:
+    """``release`` saying what it covers (:func:`covers_text`), unless it already does
+    (a method that covers something else sets its own)."""
+    if release.covers:
+        return release
+    return replace(release, covers=covers_text(statistic, max_rows))
 
 
 def format_value(value: Any) -> str:
@@ -133,6 +164,11 @@ class Release:
     parameters : mapping
         Public parameters of the method (proposed bound, budget split, blocks, ...). Never
         data-dependent values.
+    covers : str
+        What :meth:`interval` (and :meth:`accuracy`) covers, in words, e.g. "the mean of
+        the values clipped to [0, 100]": the clipped, bounded statistic (the default), the
+        raw one, or the population's. The same for every release of one request; empty
+        where nothing says (private bounds, which have no interval).
     """
 
     value: Any
@@ -152,6 +188,8 @@ class Release:
     the value (noisy parts, endpoints). A method hands them over as
     ``parameters["interval"]``; the released ones are moved here, so that ``parameters``
     keeps only public ones (docs/intervals.md)."""
+    covers: str = ""
+    """What the interval covers, in words (the class docstring; :func:`covers_text`)."""
 
     def __post_init__(self) -> None:
         params = dict(self.parameters or {})
@@ -255,9 +293,14 @@ class Release:
     def unreliable(self, alpha: float = 0.05) -> bool:
         """True when the :meth:`interval` is wider than half the statistic's public range
         (its bounds' width, for a mean or a quantile): the release says little about the
-        value. False without an interval or a finite range (counts, sums)."""
+        value. False without an interval or a finite range (counts, sums).
+
+        Under bounds found privately (``parameters["bounds"]["source"] == "private"``)
+        also when clipping may dominate (:meth:`clipping_may_dominate`)."""
         interval = self.interval(alpha)
         spec = self.interval_parts
+        if interval is not None and self.clipping_may_dominate(alpha):
+            return True
         if interval is None or "range" not in spec:
             return False
         lo, hi = (float(v) for v in spec["range"])
@@ -267,6 +310,26 @@ class Release:
             interval[0], dtype=np.float64
         )
         return bool(np.any(width > 0.5 * (hi - lo)))
+
+    def clipping_may_dominate(self, alpha: float = 0.05) -> bool:
+        """True for a release under bounds found privately whose bounds are absurd for it:
+        a bound beyond 2^50, or the :meth:`interval` reaching a bound (the value sits at
+        an end of the bounds, where the clipped rows pile up: the raw statistic may lie
+        far outside). A function of released values and public parameters only
+        (docs/bounds_in_release.md §6). False under public bounds: the interval then
+        covers the clipped statistic, as :attr:`covers` says."""
+        bounds = self.parameters.get("bounds")
+        if not isinstance(bounds, Mapping) or bounds.get("source") != "private":
+            return False
+        lo, hi = float(bounds["lower"]), float(bounds["upper"])
+        if max(abs(lo), abs(hi)) >= FAR_BOUND:
+            return True
+        interval = self.interval(alpha)
+        if interval is None:
+            return False
+        low = np.asarray(interval[0], dtype=np.float64)
+        high = np.asarray(interval[1], dtype=np.float64)
+        return bool(np.any(low <= lo) or np.any(high >= hi))
 
     def rank_accuracy(self, alpha: float = 0.05) -> int | None:
         r"""A number of ranks t: with probability at least :math:`1 - \alpha` the released
@@ -308,6 +371,7 @@ class Release:
             "seeded": self.seeded,
             "rho": self.rho,
             "parameters": dict(self.parameters),
+            "covers": self.covers,
         }
 
     def __str__(self) -> str:

@@ -21,14 +21,16 @@ docs/bounds_in_release.md gives the derivation and the measured default share.
 
 from __future__ import annotations
 
+import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, cast
 
 from dpsense._exact_budget import difference_down, float_up, product_down
 from dpsense.bounds import bounds_price, check_private_bounds, release_bounds
-from dpsense.defaults import BOUNDS_SHARE
-from dpsense.errors import Assign, InputError, Name, Param
+from dpsense.defaults import ACCURACY_ALPHA, BOUNDS_SHARE
+from dpsense.errors import Assign, ClippingWarning, InputError, Name, Param
 from dpsense.methods import Release
 from dpsense.neighbours import Neighbours
 from dpsense.noise.rng import RandomSource
@@ -43,10 +45,24 @@ __all__ = [
     "BOUNDS_SHARE",
     "BoundsPlan",
     "find_bounds",
+    "mark_private_bounds",
     "missing_bounds",
     "plan_bounds",
+    "served",
     "with_bounds_receipt",
 ]
+
+
+def served(statistics: Sequence[Statistic]) -> str:
+    """What one column's bounds step serves, from the request only: "mean" when every
+    statistic that reads it is a mean or a sum (a clip near the top K = c m / epsilon_b
+    rows, docs/bounds.md "Bounds for a mean"), else "quantiles" (a share of each tail, as
+    a quantile wants)."""
+    from dpsense.statistics import Mean, Sum
+
+    if statistics and all(isinstance(s, Mean | Sum) for s in statistics):
+        return "mean"
+    return "quantiles"
 
 
 @dataclass(frozen=True)
@@ -163,6 +179,7 @@ def find_bounds(
     step: BoundsPlan,
     column: str | None,
     rng: RandomSource,
+    serve: str = "quantiles",
 ) -> tuple[BoundedStatistic, dict[str, Any]]:
     """Step 1: the statistic with private bounds of ``column``, and their receipt.
 
@@ -182,6 +199,7 @@ def find_bounds(
         nulls=plan.nulls,
         schema=plan.schema,
         row_filter=plan.row_filter,
+        serve=serve,
     )
     found = release_bounds(data, args, rng)
     lower, upper = (float(v) for v in found.value)
@@ -196,6 +214,9 @@ def find_bounds(
         "privacy_unit": privacy_unit,
         "max_rows_per_unit": max_rows_per_unit if privacy_unit is not None else 1,
     }
+    if args.tail_rows is not None:
+        receipt["serve"] = "mean"
+        receipt["tail_rows"] = float(args.tail_rows)
     if dropped:
         receipt["resolution_dropped"] = True
     return bounded, receipt
@@ -216,6 +237,43 @@ def bounded_statistic(statistic: BoundedStatistic, lower: float, upper: float) -
     return statistic.with_bounds(lower, upper), False
 
 
+def mark_private_bounds(
+    result: Release | GroupedRelease, bounds: dict[str, Any], *, where: str = "release"
+) -> Release | GroupedRelease:
+    """``result`` with each of its releases (each group's) naming the bounds it used
+    (``parameters["bounds"]``), so that each can say when clipping may dominate
+    (``Release.clipping_may_dominate``); a :class:`ClippingWarning` when some release
+    does (read from released values and public parameters only: post-processing)."""
+    if isinstance(result, GroupedRelease):
+        groups = {
+            key: replace(rel, parameters={**rel.parameters, "bounds": bounds})
+            for key, rel in result.groups.items()
+        }
+        params = {**result.parameters, "bounds": bounds}
+        result = replace(result, groups=groups, parameters=params)
+        releases = list(groups.values())
+    else:
+        result = replace(result, parameters={**result.parameters, "bounds": bounds})
+        releases = [result]
+    if any(rel.clipping_may_dominate(ACCURACY_ALPHA) for rel in releases):
+        warn_clipping(where)
+    return result
+
+
+def warn_clipping(where: str) -> None:
+    """The warning of a release whose private bounds may clip much of its column."""
+    warnings.warn(
+        ClippingWarning(
+            f"The bounds found by {where} (bounds='private') may clip much of the column: "
+            "the interval reaches a bound (or a bound lies beyond 2^50), so the release "
+            "covers the values clipped to those bounds and may be far from the statistic "
+            "of the raw values; it is marked unreliable. Pass public bounds, or more "
+            "epsilon (or a larger bounds_share)."
+        ),
+        stacklevel=4,
+    )
+
+
 def with_bounds_receipt(
     result: Release | GroupedRelease,
     bounds: dict[str, Any],
@@ -228,6 +286,7 @@ def with_bounds_receipt(
     ``parameters["bounds"]`` (step 1), ``parameters["release"]`` (step 2)."""
     release_part = {"epsilon": release_epsilon, "delta": result.delta}
     params = {**result.parameters, "bounds": bounds, "release": release_part}
+    result = mark_private_bounds(result, bounds)
     if isinstance(result, GroupedRelease):
         return replace(result, epsilon=epsilon, delta=delta, parameters=params)
     rho = result.rho

@@ -17,6 +17,7 @@ from dpsense._arrays import as_data
 from dpsense.defaults import METHODS
 from dpsense.errors import Assign, InputError, Param
 from dpsense.methods import Release
+from dpsense.methods._release import with_covers
 from dpsense.methods.adaptive import checked_adaptive, release_adaptive
 from dpsense.methods.auto import choose_method
 from dpsense.methods.bounded_ls import bounded_ls_mean, check_bound_fraction
@@ -134,7 +135,7 @@ def release_column(
     call = MethodCall(
         records=xc, statistic=statistic, epsilon=eps, delta=dlt, neighbours=nb, rng=source
     )
-    out = DISPATCH[chosen](call, **options)
+    out = with_covers(DISPATCH[chosen](call, **options), statistic)
     if "resolution_source" not in resolution:
         return out
     return replace(

@@ -199,6 +199,7 @@ def private_bounds(
     quantiles: tuple[float, float] = (0.02, 0.98),
     rng: object = None,
     schema: Mapping[str, str] | None = None,
+    serve: str = "quantiles",
 ) -> Release:
     options = {
         "column": column,
@@ -207,6 +208,7 @@ def private_bounds(
         "nulls": nulls,
         "quantiles": quantiles,
         "schema": schema,
+        "serve": serve,
     }
     return released(BoundsRequest(epsilon, delta, rng, options, data=data))
 

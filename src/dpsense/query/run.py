@@ -23,13 +23,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from dataclasses import replace
 from typing import Any
 
 from dpsense.data.source import is_table, readable_twice
 from dpsense.methods import Release
 from dpsense.noise.rng import RandomSource, SeededRandom
-from dpsense.query.bounds_step import with_bounds_receipt
+from dpsense.query.bounds_step import mark_private_bounds, with_bounds_receipt
 from dpsense.query.methods import release_column
 from dpsense.query.plan import QueryPlan
 from dpsense.query.result import QueryResult
@@ -167,10 +166,7 @@ def _with_receipts(
         if column in receipts and not isinstance(entry.statistic, Count):
             # the statistic's receipt names the bounds it used (the bounds step's cost is
             # the query's, in QueryResult.parameters["bounds"])
-            got = out[entry.name]
-            out[entry.name] = replace(
-                got, parameters={**got.parameters, "bounds": receipts[column]}
-            )
+            out[entry.name] = mark_private_bounds(out[entry.name], receipts[column])
     extra: dict[str, Any] = {} if selection is None else {"selection": selection}
     return out, {**extra, "bounds": receipts}
 

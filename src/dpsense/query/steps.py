@@ -15,9 +15,10 @@ from dataclasses import replace
 from typing import Any
 
 from dpsense.methods import Release
+from dpsense.methods._release import with_covers
 from dpsense.methods.call import MethodCall
 from dpsense.noise.rng import RandomSource
-from dpsense.query.bounds_step import BoundsPlan, bounded_statistic, find_bounds
+from dpsense.query.bounds_step import BoundsPlan, bounded_statistic, find_bounds, served
 from dpsense.query.methods import DISPATCH
 from dpsense.query.plan import Entry, QueryPlan, statistic_split
 from dpsense.statistics import BoundedStatistic, Count, Statistic
@@ -59,7 +60,8 @@ def _release_one(entry: Entry, plan: QueryPlan, rng: RandomSource) -> Any:
             neighbours=plan.neighbours,
             rng=rng,
         )
-        return DISPATCH[entry.chosen](call, **entry.options)
+        got = DISPATCH[entry.chosen](call, **entry.options)
+        return with_covers(got, stat, plan.max_rows if plan.unit is not None else None)
 
     return one
 
@@ -132,7 +134,8 @@ def with_private_bounds(
         ]
         first = todo[0].statistic
         assert isinstance(first, BoundedStatistic)
-        _, receipt = find_bounds(plan, handle, first, step, col, source)
+        serve = served([e.statistic for e in todo])
+        _, receipt = find_bounds(plan, handle, first, step, col, source, serve)
         receipts[str(col)] = receipt
         for e in todo:
             assert isinstance(e.statistic, BoundedStatistic)

@@ -295,6 +295,8 @@ def _receipt(stat: Mapping[str, Any]) -> list[tuple[str, str]]:
     interval = stat.get("interval")
     if isinstance(interval, Mapping):
         out.append(("95% interval from", _interval_words(interval)))
+    if stat.get("covers"):  # entries stored before Release.covers have none
+        out.append(("95% interval covers", str(stat["covers"])))
     if stat.get("by"):
         out.append(("grouped by", ", ".join(stat["by"])))
         selection = stat.get("selection")
