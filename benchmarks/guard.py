@@ -42,6 +42,7 @@ QUICK = {
     "join_repeats": 5,
     "trials": 60,
     "survey_runs": 10,
+    "mean_runs": 40,
 }
 FULL = {
     "release_n": 10_000_000,
@@ -53,6 +54,7 @@ FULL = {
     "join_repeats": 3,
     "trials": 400,
     "survey_runs": 30,
+    "mean_runs": 40,
 }
 GROUPS = 100
 
@@ -183,6 +185,15 @@ def survey(size: dict[str, int]) -> dict[str, float]:
     return {name: got[name] for name in (*names, "survey_coverage")}
 
 
+def mean_bounds(size: dict[str, int]) -> dict[str, float]:
+    """The mean of census wages with ``bounds="private"`` against the same mean on
+    Tumult's get_bounds (``mean_private_bounds.quick_ratio``: Tumult's answers recorded,
+    or live with ``--tumult-python``)."""
+    from mean_private_bounds import quick_ratio
+
+    return {"mean_vs_get_bounds": quick_ratio(TUMULT_PYTHON, runs=size["mean_runs"])}
+
+
 PARTS: dict[str, Callable[[dict[str, int]], dict[str, float]]] = {
     "release": release,
     "tables": tables,
@@ -191,6 +202,7 @@ PARTS: dict[str, Callable[[dict[str, int]], dict[str, float]]] = {
     "opendp": opendp,
     "recorded": recorded,
     "survey": survey,
+    "mean_bounds": mean_bounds,
 }
 
 
