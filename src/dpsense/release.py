@@ -135,6 +135,7 @@ def release(
     bounds_share: float | None = None,
     weights: Mapping[str, float] | None = None,
     where: str | None = None,
+    interval: str = "privacy",
     **options: Any,
 ) -> Release | GroupedRelease | QueryResult:
     """Release ``statistic`` of ``x`` with differential privacy.
@@ -164,6 +165,7 @@ def release(
         bounds_share,
         weights,
         where,
+        interval,
     )
     return execute(Request(x, statistic, args, epsilon, delta, rng, options))  # no ledger
 

@@ -86,7 +86,19 @@ _PUBLIC_SCALE = frozenset({"global", "ptr", "bounded-ls"})
 """Methods whose noise scale is public or released, so that :meth:`Release.accuracy` is
 a function of released values."""
 
-_SHOWN = frozenset({"kind", "share", "alpha", "steps", "shift_rows", "epsilon_pair"})
+_SHOWN = frozenset(
+    {
+        "kind",
+        "share",
+        "alpha",
+        "steps",
+        "shift_rows",
+        "epsilon_pair",
+        "covers",
+        "epsilon_count",
+        "epsilon_spread",
+    }
+)
 """The keys of an interval's record shown in ``parameters``: how it was built. The rest
 (released values, scales, ranges) stay in ``interval_parts``."""
 
@@ -132,6 +144,9 @@ class Release:
     parameters : mapping
         Public parameters of the method (proposed bound, budget split, blocks, ...). Never
         data-dependent values.
+    covers : str or None
+        What :meth:`interval` covers when it is not the statistic of the data as released:
+        the population's value for ``interval="privacy+sampling"``; None otherwise.
     """
 
     value: Any
@@ -151,6 +166,7 @@ class Release:
     the value (noisy parts, endpoints). A method hands them over as
     ``parameters["interval"]``; the released ones are moved here, so that ``parameters``
     keeps only public ones (docs/intervals.md)."""
+    covers: str | None = None
 
     def __post_init__(self) -> None:
         params = dict(self.parameters or {})
@@ -218,7 +234,10 @@ class Release:
         two arrays, one interval per level. A KSW mean or ratio: from its released pair of
         noisy sums. Smooth sensitivity: from a private upper bound on its noise scale. None
         for refusals and where none is built (sample-and-aggregate, Laplace-log-normal
-        smooth noise, private bounds: docs/intervals.md §5 says why).
+        smooth noise, private bounds: docs/intervals.md §5 says why). With
+        ``interval="privacy+sampling"`` (a mean, a median or a quantile) it holds the
+        population's value instead, for a simple random sample (:attr:`covers`;
+        docs/intervals.md §6).
         """
         from dpsense.methods.intervals import (
             fraction_interval,
@@ -249,6 +268,10 @@ class Release:
             from dpsense.methods.smooth_interval import smooth_interval
 
             return smooth_interval(value, spec, a)
+        if spec["kind"] == "population":
+            from dpsense.methods.sampling_interval import population_interval
+
+            return population_interval(self, value, spec, a)
         return None
 
     def unreliable(self, alpha: float = 0.05) -> bool:

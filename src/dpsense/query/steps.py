@@ -18,7 +18,7 @@ from dpsense.methods import Release
 from dpsense.methods.call import MethodCall
 from dpsense.noise.rng import RandomSource
 from dpsense.query.bounds_step import BoundsPlan, bounded_statistic, find_bounds
-from dpsense.query.methods import DISPATCH
+from dpsense.query.methods import run_method
 from dpsense.query.plan import Entry, QueryPlan, statistic_split
 from dpsense.statistics import BoundedStatistic, Count, Statistic
 from dpsense.tables.grouped import opened_table
@@ -59,7 +59,7 @@ def _release_one(entry: Entry, plan: QueryPlan, rng: RandomSource) -> Any:
             neighbours=plan.neighbours,
             rng=rng,
         )
-        return DISPATCH[entry.chosen](call, **entry.options)
+        return run_method(entry.chosen, call, dict(entry.options), entry.interval)
 
     return one
 
