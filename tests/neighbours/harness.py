@@ -313,6 +313,7 @@ class Request:
     json: bool = True  # the CLI's --json, else its text output (numbers masked)
     ledger: bool = False  # the CLI's --ledger
     column_bounds: tuple[tuple[str, tuple[float, float]], ...] = ()
+    interval: str = "privacy"  # ds.release / ds.sql's interval=, the CLI's --interval
 
     # columns the release reads (the value columns, the by-columns, the unit, the schema)
     def value_columns(self) -> set[str]:
@@ -345,6 +346,8 @@ class Request:
             kw["nulls"] = self.nulls
         if self.private_bounds:
             kw["bounds"] = "private"
+        if self.interval != "privacy":
+            kw["interval"] = self.interval
         return kw
 
     def statistic_argument(self) -> tuple[Any, dict[str, Any]]:
@@ -406,7 +409,7 @@ class Request:
             if self.delta:
                 args.append(f"delta={self.delta!r}")
             for name in ("privacy_unit", "max_rows_per_unit", "max_groups_per_unit",
-                         "nulls", "schema"):  # fmt: skip
+                         "nulls", "schema", "interval"):  # fmt: skip
                 if name in kw:
                     args.append(f"{name}={kw[name]!r}")
             if self.sql_bounds() is not None:
@@ -871,7 +874,7 @@ def _call(request: Request, data: Any, accountant: Any) -> Any:
         return ds.release(joined, statistic, **extra, **kw)
     if request.entry in JOIN_ENTRIES:
         kw = {k: v for k, v in kw.items() if k in ("epsilon", "delta", "max_rows_per_unit",
-              "max_groups_per_unit", "nulls", "schema", "rng")}  # fmt: skip
+              "max_groups_per_unit", "nulls", "schema", "rng", "interval")}  # fmt: skip
         if request.sql_bounds() is not None:
             kw["bounds"] = request.sql_bounds()
         if request.sql_keys() is not None and request.entry == "sql-join":
@@ -897,6 +900,7 @@ def _call(request: Request, data: Any, accountant: Any) -> Any:
                 "nulls",
                 "schema",
                 "rng",
+                "interval",
             )
         }
         if request.sql_bounds() is not None:
@@ -966,6 +970,8 @@ def cli_argv(request: Request, data: Path, ledger: Path, keys_file: Path) -> lis
         argv += ["--nulls", request.nulls]
     for col, kind in request.schema:
         argv += ["--schema", f"{col}={kind}"]
+    if request.interval != "privacy" and request.entry != "cli-bounds":
+        argv += ["--interval", request.interval]
     argv += ["--seed", str(request.seed)]
     if request.json:
         argv.append("--json")

@@ -184,8 +184,8 @@ def built_from(kind: object, share: object) -> str:
         return f"a private upper bound on the noise scale{spent}"
     if kind == "population":
         return (
-            "the privacy interval widened by the sampling error (a private count and "
-            f"spread){spent}"
+            "the population's value (a simple random sample): the sampling error from a "
+            f"private count and spread{spent}"
         )
     if kind in ("ratio", "fraction"):
         return "the released sums and count (no extra budget)"

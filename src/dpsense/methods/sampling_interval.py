@@ -11,9 +11,9 @@ the sampling error, each pure epsilon-DP at its declared share:
   [0, 1] and rounded up to ``1 / QUANTA`` (two thirds). The interval is the privacy
   interval at ``alpha / 5`` widened by :math:`z_{1 - 3\alpha/10} \bar s / \sqrt{n_-}`, with
   :math:`n_-` the count's lower bound and :math:`\bar s` the standard deviation's upper
-  bound, each at ``alpha / 10``;
+  bound, each one-sided at ``alpha / 10``;
 * **a quantile**: a discrete-Laplace count (a fifth of the share) whose upper bound
-  :math:`n_+` (at ``alpha / 10``) sets the binomial ranks :math:`r \pm b`,
+  :math:`n_+` (one-sided, at ``alpha / 10``) sets the binomial ranks :math:`r \pm b`,
   :math:`b = \lceil z_{1 - \alpha_b / 2} \sqrt{n_+ p (1 - p)} \rceil + 1`
   (:math:`\alpha_b = 3\alpha/5`), and two more order statistics at those ranks moved outward
   by their rank error (four fifths, at ``3 alpha / 10``: Drechsler, Globus-Harris,
@@ -183,6 +183,12 @@ def _mean_parts(call: MethodCall, out: Release, budget: SamplingBudget) -> dict[
     }
 
 
+def _one_sided(scale: float, alpha: float) -> int:
+    """The smallest k with P(Z > k) <= alpha, Z discrete Laplace of ``scale``: the
+    two-sided half-width at 2 alpha (the law is symmetric)."""
+    return discrete_laplace_halfwidth(scale, min(2.0 * alpha, 1.0))
+
+
 def binomial_rows(n_high: float, p: float, alpha: float) -> int:
     """b: the ranks r - b and r + b hold the population's p-quantile between them with
     probability about 1 - alpha for a sample of at most ``n_high`` records (normal
@@ -200,7 +206,7 @@ def _quantile_parts(call: MethodCall, budget: SamplingBudget) -> dict[str, Any]:
     m = rows_per_unit(stat)
     alpha = ACCURACY_ALPHA
     noisy_count, count_scale = _noisy_count(call.records, m, budget.count, call)
-    n_high = noisy_count + discrete_laplace_halfwidth(count_scale, _QUANTILE_COUNT * alpha)
+    n_high = noisy_count + _one_sided(count_scale, _QUANTILE_COUNT * alpha)
     extra = binomial_rows(float(n_high), float(stat.p), _QUANTILE_BINOMIAL * alpha)
     row_epsilon = group_privacy_budget(budget.spread, 0.0, m)[0]
     low, high, receipt = quantile_endpoints(
@@ -279,11 +285,10 @@ def population_interval(
 def sampling_halfwidth(spec: Mapping[str, Any], alpha: float) -> float:
     r""":math:`z_{1 - 3\alpha/10} \bar s / \sqrt{n_-}` from the released count and squares
     (infinite when the count's lower bound is below 2: the interval is then the range)."""
-    ingredient = _MEAN_INGREDIENT * alpha
-    n_low = spec["noisy_count"] - discrete_laplace_halfwidth(spec["count_scale"], ingredient)
+    n_low = spec["noisy_count"] - _one_sided(spec["count_scale"], _MEAN_INGREDIENT * alpha)
     if n_low < 2:
         return math.inf
-    squares = spec["noisy_squares"] + discrete_laplace_halfwidth(spec["squares_scale"], ingredient)
+    squares = spec["noisy_squares"] + _one_sided(spec["squares_scale"], _MEAN_INGREDIENT * alpha)
     variance = max(squares, 0) / QUANTA * spec["width"] ** 2 / (n_low - 1)
     z = NormalDist().inv_cdf(1.0 - _MEAN_SAMPLING * alpha / 2.0)
     return float(z * math.sqrt(variance / n_low))
