@@ -155,6 +155,30 @@ MUTANTS = (
         ("tests/methods/test_intervals.py",),
     ),
     Mutant(
+        "sampling-widening-dropped",
+        "interval='privacy+sampling' gives the privacy interval of a mean without the "
+        "sampling term z s / sqrt(n): it says it covers the population's mean and does not",
+        "src/dpsense/methods/sampling_interval.py",
+        (("    half = sampling_halfwidth(spec, alpha)\n", "    half = 0.0\n"),),
+        ("tests/methods/test_sampling_interval.py",),
+    ),
+    Mutant(
+        "sampling-spread-noise-dropped",
+        "a population interval's sum of squares (its private standard deviation) released "
+        "without its noise",
+        "src/dpsense/methods/sampling_interval.py",
+        (('        "noisy_squares": int(squares.value),\n', '        "noisy_squares": total,\n'),),
+        ("tests/methods/test_sampling_interval.py",),
+    ),
+    Mutant(
+        "sampling-binomial-ranks-dropped",
+        "a quantile's population interval at the sample quantile's ranks, not moved out to "
+        "the binomial ranks r +- b",
+        "src/dpsense/methods/sampling_interval.py",
+        (("        extra_rows=extra,\n", "        extra_rows=0,\n"),),
+        ("tests/methods/test_sampling_interval.py",),
+    ),
+    Mutant(
         "interval-halved",
         "the interval of a noise-law release (counts, sums, global statistics) halved",
         "src/dpsense/methods/intervals.py",

@@ -22,6 +22,7 @@ from scipy import stats
 import dpsense as ds
 from dpsense._exact_budget import exact
 from dpsense.defaults import SAMPLING_SHARE
+from dpsense.methods.quantile_interval import endpoint_grid
 from dpsense.methods.sampling_interval import (
     COVERS_POPULATION,
     QUANTA,
@@ -182,6 +183,24 @@ def test_the_binomial_ranks_hold_the_population_quantile() -> None:
             b = binomial_rows(float(n), p, 0.03)
             assert b >= z * math.sqrt(n * p * (1 - p)) + 1
     assert binomial_rows(-5.0, 0.5, 0.03) == 1
+
+
+@pytest.mark.parametrize("p", [0.25, 0.5, 0.9])
+def test_a_quantile_interval_reaches_the_binomial_ranks(p: float) -> None:
+    """With one record per cell of the endpoints' grid and a budget that leaves a rank
+    error of one row, the interval holds the records of ranks r - b and r + b (the
+    binomial ranks), not only the sample's quantile x_(r)."""
+    grid = endpoint_grid(0.0, 64.0)
+    x = grid[:-1] + 0.5
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a large epsilon
+        got = ds.release(x, ds.Quantile(p, 0.0, 64.0), epsilon=200.0, rng=1, interval=POPULATION)
+    assert got.parameters["interval"]["shift_rows"] == 1
+    r = max(1, math.ceil(p * x.size))
+    b = binomial_rows(float(x.size), p, 0.03)
+    low, high = got.interval()
+    assert low <= x[max(r - b, 1) - 1]
+    assert high >= x[min(r + b, x.size) - 1]
 
 
 @pytest.mark.parametrize("statistic", [ds.Mean(LOWER, UPPER), ds.Median(LOWER, UPPER)])
