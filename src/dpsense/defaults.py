@@ -34,7 +34,7 @@ METHODS: Final = (
 INTERVALS: Final = ("privacy", "privacy+sampling")
 """The ``interval=`` values of ``ds.release`` and ``ds.sql`` (``--interval``): what the
 interval covers, the statistic of the data as released, or the population's value when the
-data are a simple random sample of it (docs/intervals.md §6)."""
+data are a simple random sample of it (docs/intervals.md §8)."""
 
 BOUNDS_SHARE: Final = 0.3
 """The default share of epsilon spent on the bounds, measured (docs/bounds_in_release.md §4):
@@ -56,7 +56,7 @@ SAMPLING_SHARE: Final = 0.25
 """The share of a statistic's epsilon spent on the ingredients of its population interval
 (``interval="privacy+sampling"``: a private count, and a private sum of squares for a mean
 or two more order statistics for a quantile); the point keeps the rest
-(docs/intervals.md §6)."""
+(docs/intervals.md §8)."""
 
 ACCURACY_ALPHA: Final = 0.05
 """Accuracy columns and receipts give the half-width at 95%."""

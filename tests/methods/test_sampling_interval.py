@@ -1,4 +1,4 @@
-"""Population intervals, ``interval="privacy+sampling"`` (docs/intervals.md §6): coverage
+"""Population intervals, ``interval="privacy+sampling"`` (docs/intervals.md §8): coverage
 of a known population's mean and quantiles by samples drawn from it without replacement,
 the law of the private ingredients' noise, the bounds they are built from, the budget
 split and its price, and what is refused from the request alone.

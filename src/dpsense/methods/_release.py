@@ -237,7 +237,7 @@ class Release:
         smooth noise, private bounds: docs/intervals.md §5 says why). With
         ``interval="privacy+sampling"`` (a mean, a median or a quantile) it holds the
         population's value instead, for a simple random sample (:attr:`covers`;
-        docs/intervals.md §6).
+        docs/intervals.md §8).
         """
         from dpsense.methods.intervals import (
             fraction_interval,

@@ -198,7 +198,7 @@ def quantile_endpoints(
     ``extra_rows`` (b, public or released) moves the endpoints' targets b more ranks
     outward, to the records of ranks r - b and r + b: the padding is
     ``ceil((s + b) / (1 - p))`` and ``ceil((s + b) / p)`` (the population interval of a
-    quantile, docs/intervals.md §6; 0 for the privacy interval)."""
+    quantile, docs/intervals.md §8; 0 for the privacy interval)."""
     grid = endpoint_grid(lower, upper)
     below = _counts_below(records, grid)
     n = _size(records)

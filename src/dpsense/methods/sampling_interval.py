@@ -1,4 +1,4 @@
-r"""Population intervals: ``interval="privacy+sampling"`` (docs/intervals.md §6).
+r"""Population intervals: ``interval="privacy+sampling"`` (docs/intervals.md §8).
 
 When the data are a simple random sample of a population, the interval of a mean or a
 quantile covers the population's value, not only the sample's. The statistic's epsilon is
