@@ -179,6 +179,22 @@ MUTANTS = (
         ("tests/methods/test_sampling_interval.py",),
     ),
     Mutant(
+        "sampling-ingredients-data-dependent",
+        "a population interval's ingredients drawn only for an even number of records: "
+        "what the interval covers, and its receipt, depend on one person",
+        "src/dpsense/methods/sampling_interval.py",
+        (
+            (
+                "    if out.refused or out.value is None or (mean and not out.interval_parts):\n",
+                "    size = call.records.shape[0] if isinstance(call.records, np.ndarray) "
+                "else call.records.size\n"
+                "    if out.refused or out.value is None or (mean and not out.interval_parts) "
+                "or size % 2:\n",
+            ),
+        ),
+        ("tests/neighbours/test_sampling_neighbours.py",),
+    ),
+    Mutant(
         "interval-halved",
         "the interval of a noise-law release (counts, sums, global statistics) halved",
         "src/dpsense/methods/intervals.py",

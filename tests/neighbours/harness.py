@@ -26,6 +26,7 @@ import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import duckdb
@@ -789,7 +790,7 @@ def describe(result: Any) -> tuple[Any, Any, Any]:
         groups = tuple(sorted(_group_label(k) for k, _ in result))
         # the groups' methods: only under public keys (privately selected groups may be none)
         methods = (
-            tuple(sorted({(r.method, r.noise) for _, r in result}))
+            tuple(sorted({(r.method, r.noise, *_interval_says(r)) for _, r in result}))
             if result.selection == "public keys"
             else None
         )
@@ -804,8 +805,17 @@ def describe(result: Any) -> tuple[Any, Any, Any]:
         result.statistic,
         shape,
         tuple(sorted(result.parameters)),
+        _interval_says(result),
     )
     return None, None, receipt
+
+
+def _interval_says(result: ds.Release) -> tuple[Any, ...]:
+    """What a release's interval says: what it covers, its kind and its shown keys."""
+    shown = result.parameters.get("interval")
+    keys = tuple(sorted(shown)) if isinstance(shown, dict | MappingProxyType) else ()
+    kind = shown.get("kind") if keys else None
+    return (str(result.covers), str(kind), keys)
 
 
 @contextlib.contextmanager
