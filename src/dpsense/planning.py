@@ -24,14 +24,20 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 import numpy as np
 from numpy.typing import NDArray
 
-from dpsense.defaults import INTERVAL_SHARE
+from dpsense.defaults import ACCURACY_ALPHA, INTERVAL_SHARE
 from dpsense.errors import InputError, Param
+from dpsense.methods.sampling_interval import (
+    POPULATION,
+    SamplingBudget,
+    binomial_rows,
+    sampling_budget,
+)
 from dpsense.params import check_int
 from dpsense.query.plan import Entry, QueryPlan, plan_query, release_arguments, statistic_split
 from dpsense.statistics import Count, Mean, Quantile, Statistic
@@ -110,6 +116,7 @@ class Plan:
                 f"  {f.name} ({f.method}, epsilon {f.epsilon:.3g} per group): median error "
                 f"{f.median_error:.3g}{unit}, 95% within {f.error_95:.3g}{unit}"
                 + ("" if f.interval_width is None else f"; interval ~{f.interval_width:.3g}{unit}")
+                + (f"; {f.note}" if f.interval_width is None and f.note else "")
             )
         if self.target_epsilon is not None:
             lines.append(f"  the target is met from epsilon = {self.target_epsilon:.4g}")
@@ -170,6 +177,39 @@ def _quantile_ranks(stat: Quantile, eps_point: float, n: int, spread: float, rng
 
 def _forecast(plan_: QueryPlan, entry: Entry, n: int, spread: float = 1.0) -> StatisticForecast:
     eps_g, _ = statistic_split(plan_, entry).per_group
+    if entry.interval != POPULATION:
+        return _forecast_at(plan_, entry, n, spread, eps_g)
+    # interval="privacy+sampling": the point at its share; the population interval's width
+    budget = sampling_budget(entry.statistic, eps_g)
+    point = _forecast_at(plan_, entry, n, spread, budget.point)
+    stat = entry.statistic
+    if isinstance(stat, Quantile) and entry.chosen == "exponential":
+        width = _population_ranks(plan_, stat, budget, n)
+        return replace(point, epsilon=eps_g, interval_width=width)
+    return replace(
+        point,
+        epsilon=eps_g,
+        interval_width=None,
+        note="the population interval adds the sampling error, set by the population's "
+        "spread, which no schema shows",
+    )
+
+
+def _population_ranks(plan_: QueryPlan, stat: Quantile, budget: SamplingBudget, n: int) -> float:
+    """About the width in ranks of a quantile's population interval: its endpoints
+    target p n -/+ (s + b), b the binomial ranks at n (docs/intervals.md §8)."""
+    from dpsense.methods.quantile_interval import interval_shift
+
+    m = counted_rows(stat, plan_.max_rows) if plan_.unit is not None else 1
+    s = interval_shift(stat.p, budget.spread / m, plan_.neighbours, 0.3 * ACCURACY_ALPHA)
+    b = binomial_rows(float(n), stat.p, 0.6 * ACCURACY_ALPHA)
+    return float(min(2.0 * (s * m + b), n))
+
+
+def _forecast_at(
+    plan_: QueryPlan, entry: Entry, n: int, spread: float, eps_g: float
+) -> StatisticForecast:
+    """The forecast of ``entry``'s release at ``eps_g`` per group."""
     stat = entry.statistic
     m = counted_rows(stat, plan_.max_rows) if plan_.unit is not None else 1
     rng = np.random.default_rng(0)

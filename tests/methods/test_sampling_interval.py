@@ -298,3 +298,19 @@ def test_grouped_and_query_results_carry_the_population_interval() -> None:
     )
     assert single.interval(0.01) is None  # released for alpha = 0.05
     assert single.interval(0.1) == single.interval(0.05)
+
+
+def test_the_plan_forecasts_the_point_at_its_share_and_a_quantile_population_width() -> None:
+    """``ds.plan`` with the option: the point's forecast at the point's share (worse than
+    with the whole epsilon), a quantile's interval wider by the binomial ranks, a mean's
+    interval not forecast (it depends on the population's spread), and it says so."""
+    mean = {iv: ds.plan(None, ds.Mean(LOWER, UPPER), epsilon=1.0, rows_per_group=1000,
+                        interval=iv).statistics[0] for iv in ("privacy", POPULATION)}  # fmt: skip
+    assert mean[POPULATION].error_95 > mean["privacy"].error_95
+    assert mean[POPULATION].interval_width is None
+    assert "population's spread" in mean[POPULATION].note
+    median = {iv: ds.plan(None, ds.Median(LOWER, UPPER), epsilon=1.0, rows_per_group=1000,
+                          interval=iv).statistics[0] for iv in ("privacy", POPULATION)}  # fmt: skip
+    b = binomial_rows(1000.0, 0.5, 0.03)
+    assert median[POPULATION].interval_width >= median["privacy"].interval_width
+    assert median[POPULATION].interval_width >= 2 * b
