@@ -289,6 +289,6 @@ def sampling_halfwidth(spec: Mapping[str, Any], alpha: float) -> float:
     if n_low < 2:
         return math.inf
     squares = spec["noisy_squares"] + _one_sided(spec["squares_scale"], _MEAN_INGREDIENT * alpha)
-    variance = max(squares, 0) / QUANTA * spec["width"] ** 2 / (n_low - 1)
+    s_squared = max(squares, 0) / QUANTA * spec["width"] ** 2 / (n_low - 1)
     z = NormalDist().inv_cdf(1.0 - _MEAN_SAMPLING * alpha / 2.0)
-    return float(z * math.sqrt(variance / n_low))
+    return float(z * math.sqrt(s_squared / n_low))
