@@ -10,7 +10,7 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 demo: $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e ".[plot]"
+	$(BIN)/python -m pip install --quiet -e ".[report]"
 	$(BIN)/dpsense demo
 
 # the quick tier: lint, types and every test that needs no JVM, no browser and no long audit

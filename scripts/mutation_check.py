@@ -78,6 +78,30 @@ MUTANTS = (
         ("tests/tables/test_join_definition.py",),
     ),
     Mutant(
+        "per-unit-keeps-rows",
+        "per-unit aggregation: a person keeps several rows per group (grouped by the value "
+        "too), so the outer release no longer reads one row per person",
+        "src/dpsense/tables/rows/per_unit.py",
+        (
+            (
+                '    return str(tree.group_by(*(k.copy() for k in keys)).sql(dialect="duckdb"))\n',
+                "    values = [exp.column(exp.to_identifier(v.column, quoted=True)) "
+                "for v in rows.values if v.column]\n"
+                "    return str(tree.group_by(*(k.copy() for k in keys), *values)"
+                '.sql(dialect="duckdb"))\n',
+            ),
+        ),
+        ("tests/tables/test_per_unit_definition.py",),
+    ),
+    Mutant(
+        "per-unit-loses-unit",
+        "per-unit aggregation: the release of the per-person table forgets its unit (each "
+        "row its own), so a person reaches every group they have rows in, not g",
+        "src/dpsense/query/per_unit.py",
+        (("        privacy_unit=joined.unit,\n", "        privacy_unit=None,\n"),),
+        ("tests/tables/test_per_unit_definition.py",),
+    ),
+    Mutant(
         "unit-inferred-type",
         "one table: an undeclared privacy unit compared by the type the engine infers from "
         "every id (ids 1 and 1.0 one person until someone's id abc makes them two)",
@@ -89,6 +113,17 @@ MUTANTS = (
             ),
         ),
         ("tests/neighbours/test_join_identity.py",),
+    ),
+    Mutant(
+        "sample-aggregate-on-error-raise",
+        "the withdrawn on_error='raise' allowed again: a failing block raises, so one record "
+        "can decide whether a release errs",
+        "src/dpsense/methods/sample_aggregate.py",
+        (
+            ('    if on_error == "raise":\n', '    if on_error == "never":\n'),
+            ('    if on_error != "midpoint":\n', '    if on_error not in ("midpoint", "raise"):\n'),
+        ),
+        ("tests/methods/test_sample_aggregate.py", "tests/neighbours/test_aggregate_neighbours.py"),
     ),
     Mutant(
         "numpy-object-unit-by-values",

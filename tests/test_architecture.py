@@ -34,6 +34,7 @@ LAYERS = {
     "sql_release": 6,
     "planning": 6,
     "bounds": 6,
+    "caps": 6,
     "accountant": 6,
     "cli": 6,
     "plots": 6,

@@ -66,7 +66,7 @@ PYTHON_FAILURES: dict[str, Callable[[], object]] = {
     ),
     "load_column, text": lambda: load_column({"age": _mixed("x")}, "age"),
     "load_column, empty, required": lambda: load_column({"age": []}, "age", allow_empty=False),
-    "sample_and_aggregate, f fails": lambda: ds.sample_and_aggregate(
+    "sample_and_aggregate, on_error withdrawn": lambda: ds.sample_and_aggregate(
         [VALUE] * ROWS,
         lambda block: float("nan"),
         blocks=BAD,

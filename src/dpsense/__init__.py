@@ -30,6 +30,7 @@ from dpsense.statistics.names import CATALOG
 if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers
     from dpsense.accountant import Accountant
     from dpsense.accounting import LedgerError
+    from dpsense.caps import caps_report
     from dpsense.lab import lab
     from dpsense.mechanisms import (
         DiscreteGaussianMechanism,
@@ -52,6 +53,7 @@ if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers
     from dpsense.query import QueryResult
     from dpsense.query.join_form import Joined, join
     from dpsense.query.one_step import private_bounds, private_ratio, sample_and_aggregate
+    from dpsense.query.per_unit import PerUnit, per_unit
     from dpsense.release import release
     from dpsense.report import report
     from dpsense.sensitivity import empirical_sensitivity
@@ -65,6 +67,7 @@ if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers
 _LAZY: dict[str, str] = {
     "Accountant": "dpsense.accountant",
     "BudgetExceededError": "dpsense.errors",
+    "caps_report": "dpsense.caps",
     "DPSenseError": "dpsense.errors",
     "DiscreteGaussianMechanism": "dpsense.mechanisms",
     "DiscreteLaplaceMechanism": "dpsense.mechanisms",
@@ -90,6 +93,8 @@ _LAZY: dict[str, str] = {
     "gaussian": "dpsense.mechanisms",
     "join": "dpsense.query.join_form",
     "Joined": "dpsense.query.join_form",
+    "per_unit": "dpsense.query.per_unit",
+    "PerUnit": "dpsense.query.per_unit",
     "lab": "dpsense.lab",
     "laplace": "dpsense.mechanisms",
     "make_statistic": "dpsense.statistics",
@@ -157,12 +162,14 @@ __all__ = [
     "LaplaceMechanism",
     "LargeEpsilonWarning",
     "LedgerError",
+    "PerUnit",
     "Plan",
     "QueryResult",
     "Release",
     "SeededRandomnessWarning",
     "Statistic",
     "__version__",
+    "caps_report",
     "discrete_gaussian",
     "discrete_laplace",
     "empirical_sensitivity",
@@ -172,6 +179,7 @@ __all__ = [
     "lab",
     "laplace",
     "make_statistic",
+    "per_unit",
     "plan",
     "private_bounds",
     "private_ratio",

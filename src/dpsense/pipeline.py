@@ -38,6 +38,7 @@ from dpsense.methods import Release
 from dpsense.noise.rng import RandomSource, resolve_rng
 from dpsense.query import QueryResult
 from dpsense.query.join_form import resolve_joined
+from dpsense.query.per_unit import resolve_per_unit
 from dpsense.query.plan import QueryPlan, ReleaseArgs, plan_query
 from dpsense.query.price import Price, Step, price
 from dpsense.query.run import readable_input, reads_column, run_plan, typed_input
@@ -140,9 +141,10 @@ class Request:
         warn_large_epsilon(self.epsilon, self.where)
 
     def check(self) -> CheckedRelease:
-        """Resolve a ``ds.join`` handle to the joined table, then check the request and
-        build its plan (:func:`prepare_release`)."""
-        x, args = resolve_joined(self.data, self.statistic, self.args, self.where)
+        """Resolve a ``ds.join`` or ``ds.per_unit`` handle to its table, then check the
+        request and build its plan (:func:`prepare_release`)."""
+        x, args = resolve_per_unit(self.data, self.args, self.where)
+        x, args = resolve_joined(x, self.statistic, args, self.where)
         return CheckedRelease(self, x, args, prepare_release(replace(self, data=x, args=args)))
 
 

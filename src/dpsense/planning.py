@@ -40,6 +40,7 @@ from dpsense.methods.sampling_interval import (
 )
 from dpsense.params import check_int
 from dpsense.query.plan import Entry, QueryPlan, plan_query, release_arguments, statistic_split
+from dpsense.shown import significant
 from dpsense.statistics import Count, Mean, Quantile, Statistic
 from dpsense.statistics.units import counted_rows
 
@@ -113,15 +114,21 @@ class Plan:
                 continue
             unit = " ranks" if f.units == "ranks" else ""
             lines.append(
-                f"  {f.name} ({f.method}, epsilon {f.epsilon:.3g} per group): median error "
-                f"{f.median_error:.3g}{unit}, 95% within {f.error_95:.3g}{unit}"
-                + ("" if f.interval_width is None else f"; interval ~{f.interval_width:.3g}{unit}")
+                f"  {f.name} ({f.method}, epsilon {significant(f.epsilon, 3)} per group): "
+                f"median error {significant(f.median_error or 0.0, 3)}{unit}, "
+                f"95% within {significant(f.error_95, 3)}{unit}"
+                + (
+                    ""
+                    if f.interval_width is None
+                    else f"; interval ~{significant(f.interval_width, 3)}{unit}"
+                )
                 + (f"; {f.note}" if f.interval_width is None and f.note else "")
             )
         if self.target_epsilon is not None:
-            lines.append(f"  the target is met from epsilon = {self.target_epsilon:.4g}")
+            target = significant(self.target_epsilon, 4)
+            lines.append(f"  the target is met from epsilon = {target}")
         if self.weights:
-            shown = ", ".join(f"{k}: {v:.3g}" for k, v in self.weights.items())
+            shown = ", ".join(f"{k}: {significant(v, 3)}" for k, v in self.weights.items())
             lines.append(f"  weights for equal relative errors: {{{shown}}}")
         return "\n".join(lines)
 

@@ -173,7 +173,7 @@ def release(
         bounds_share,
         weights,
         where,
-        interval,
+        interval=interval,
     )
     return execute(Request(x, statistic, args, epsilon, delta, rng, options))  # no ledger
 

@@ -110,6 +110,8 @@ def sql_arguments(
         # DuckDB text: the release's engine runs it (transpiled by sqlglot for Spark)
         "where": spec.where,
     }
+    if spec.computed:  # row-wise expressions, read by name (query.sql_expressions)
+        args["computed"] = dict(spec.computed)
     bounded = any(isinstance(s, tuple) and s[1].kind != "count" for s in stats.values())
     if checked == "private" and bounded:
         args["bounds"] = "private"
@@ -123,10 +125,15 @@ query : str
     ...] [LIMIT n]`` in DuckDB's dialect, parsed with sqlglot. Aggregates: COUNT(*),
     COUNT(col), SUM, AVG, MEDIAN, QUANTILE_CONT / QUANTILE_DISC / PERCENTILE_CONT (a
     list of levels gives several quantiles), VAR_POP / VARIANCE, STDDEV_POP / STDDEV.
-    ``COUNT(DISTINCT unit)`` counts people. Tables are joined with JOIN / LEFT JOIN
-    ... ON equalities or USING (docs/joins.md). Anything else (subqueries, other
-    DISTINCT, HAVING, window functions, MIN/MAX, UNION, WITH, SELECT *) is an
-    InputError naming it (docs/sql.md).
+    ``COUNT(DISTINCT unit)`` counts people. Row-wise expressions (arithmetic, FLOOR,
+    ROUND, CAST, CASE WHEN, COALESCE, ...) may stand in SELECT, GROUP BY and inside an
+    aggregate, each named by its alias (``keys=`` and ``bounds=`` use it). Tables are
+    joined with JOIN / LEFT JOIN ... ON equalities or USING (docs/joins.md). FROM a
+    subquery (or one CTE) grouped by the privacy unit reads one row per person: SUM,
+    COUNT, AVG, MIN, MAX per person (and public group), bounded by ``bounds`` keyed by
+    their aliases (docs/queries.md §7). Anything else (other subqueries, other DISTINCT,
+    HAVING, window functions, MIN/MAX, UNION, other WITH, SELECT *) is an InputError
+    naming it (docs/sql.md).
 tables : mapping of str to data, optional
     The tables by name: a pandas/Polars DataFrame, an Arrow table, a DuckDB relation,
     a CSV/Parquet path or a Spark DataFrame. A query may also read FROM 'data.parquet'
@@ -237,6 +244,12 @@ def _query_input(
 ) -> tuple[Any, Any, Any, str, frozenset[str], Mapping[str, str] | None]:
     """The data the query reads (its tables joined, when it reads several), its privacy
     unit, keys, ledger label, unit columns and schema."""
+    if spec.per_unit is not None:  # a subquery grouped by the unit: one row per person
+        from dpsense.query.sql_per_unit import per_unit_handle
+
+        data = resolve_table(spec, tables)
+        handle = per_unit_handle(spec, data, privacy_unit, public_tables)
+        return handle, privacy_unit, keys, spec.table, frozenset({handle.privacy_unit}), schema
     if reads_several_tables(spec, privacy_unit, public_tables):
         joined = joined_input(
             spec.join_form,

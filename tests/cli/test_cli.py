@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -272,6 +273,17 @@ def test_demo(capsys: pytest.CaptureFixture[str]) -> None:
     assert "NON-PRIVATE" in out
     assert "median(age)" in out
     assert "local sensitivity" in out
+    # every private release of the demo carries its 95% interval (README: every release
+    # does)
+    table = out[out.index("Differentially private releases") :]
+    rows = [line for line in table.splitlines() if re.search(r"\(1, [0-9e.-]+\)|^ quantile", line)]
+    assert len(rows) == 10
+    for line in rows:
+        cells = re.search(r"(-?[0-9.]+)\s+\[(-?[0-9.]+), (-?[0-9.]+)\]\s*$", line)
+        assert cells is not None, line
+        low, high = float(cells.group(2)), float(cells.group(3))
+        assert low <= high, line
+    assert "not public" not in table
 
 
 # --------------------------------------------------------------------------- explore

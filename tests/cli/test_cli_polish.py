@@ -60,6 +60,7 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
         ["budget"],
         ["budget", "init"],
         ["budget", "show"],
+        ["caps"],
     ],
 )
 def test_every_help_ends_with_two_or_three_examples(
@@ -300,3 +301,29 @@ def test_analyze_clips_infinities_and_counts_them(
     reference = json.loads(out)
     for key in ("value", "local_sensitivity", "smooth_sensitivity", "sensitivity_at_distance"):
         assert payload[key] == reference[key], key
+
+
+@pytest.mark.parametrize("width", [40, 80, 200])
+def test_budget_show_never_cuts_a_field(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    width: int,
+) -> None:
+    """Every field of every charge is shown whole (issue 47: the time was cut to
+    "2026-11-28T20…"): as wide as it needs in a pipe, whatever COLUMNS says."""
+    monkeypatch.setenv("COLUMNS", str(width))
+    path = tmp_path / "a_rather_long_name_of_a_salary_survey_file.csv"
+    path.write_text("salary_of_the_person\n" + "".join(f"{i}\n" for i in range(30)))
+    ledger = str(tmp_path / "b.db")
+    assert main(["budget", "init", ledger, "--epsilon", "10"]) == 0
+    argv = ["release", str(path), "-c", "salary_of_the_person", "-s", "mean", "--lower", "0"]
+    assert main([*argv, "--upper", "40", "--epsilon", "1", "--ledger", ledger]) == 0
+    capsys.readouterr()
+    code, out, _ = run(capsys, "budget", "show", ledger)
+    assert code == 0
+    assert "…" not in out
+    code, raw, _ = run(capsys, "budget", "show", ledger, "--json")
+    (charge,) = json.loads(raw)["charges"]
+    for field in (charge["time"][:19], charge["dataset"], charge["statistic"], "answered"):
+        assert field in out, (field, out)

@@ -19,7 +19,7 @@ CENSUS = Path(__file__).resolve().parents[2] / "src" / "dpsense" / "datasets" / 
 
 HELP = [
     "release", "analyze", "explore", "bounds", "ratio", "sql", "plan", "audit", "report",
-    "budget init", "budget show", "lab", "demo",
+    "budget init", "budget show", "lab", "demo", "caps",
 ]  # fmt: skip
 RECEIPTS = {
     "release_median": [

@@ -245,6 +245,7 @@ class Stat:
     column: str | None
     bounds: tuple[float, float] | None
     ps: tuple[float, ...] = ()
+    expr: str | None = None  # SQL only: a row-wise expression aggregated instead of a column
 
     def build(self) -> ds.Statistic:
         lo_hi = () if self.bounds is None else self.bounds
@@ -274,7 +275,7 @@ class Stat:
         return f"ds.{self.kind.capitalize()}({lo_hi})"
 
     def sql(self) -> str:
-        col = self.column
+        col = self.expr if self.expr is not None else self.column
         if self.kind == "count":
             text = "COUNT(*)" if col is None else f"COUNT({col})"
         elif self.kind == "quantile":
@@ -315,13 +316,20 @@ class Request:
     ledger: bool = False  # the CLI's --ledger
     column_bounds: tuple[tuple[str, tuple[float, float]], ...] = ()
     interval: str = "privacy"  # ds.release / ds.sql's interval=, the CLI's --interval
+    # SQL only: the one by-column is a row-wise expression (alias, expression, how GROUP BY
+    # names it: "expr", "alias" or "position"); tests/neighbours/rowwise.py
+    group_expr: tuple[str, str, str] | None = None
+    # a per-person subquery (PER_UNIT_ENTRIES): the aggregates of v and x per id (and grp)
+    per_unit: tuple[str, str] = ()
 
     # columns the release reads (the value columns, the by-columns, the unit, the schema)
     def value_columns(self) -> set[str]:
         return {s.column for s in self.stats if s.column is not None}
 
     def used_columns(self) -> set[str]:
-        used = self.value_columns() | set(self.by) | {c for c, _ in self.schema}
+        # a row-wise expression's columns are not "used": a NULL it meets drops its row
+        by = {b for b in self.by if b in COLUMNS}
+        used = self.value_columns() | by | {c for c, _ in self.schema}
         if self.privacy_unit is not None:
             used.add(self.privacy_unit)
         return used
@@ -363,8 +371,15 @@ class Request:
         return query, {}
 
     def sql_text(self, source: str) -> str:
+        if self.per_unit:
+            return self.per_unit_text(source)
         by = ("label",) if self.entry == "sql-join-public" else self.by
-        select = [*by, *(s.sql() for s in self.stats)]
+        selected = list(by)
+        if self.group_expr is not None and by == (self.group_expr[0],):
+            alias, expr, form = self.group_expr
+            selected = [f"{expr} AS {alias}"]
+            by = ({"expr": expr, "alias": alias, "position": "1"}[form],)
+        select = [*selected, *(s.sql() for s in self.stats)]
         text = f"SELECT {', '.join(select)} FROM {source}"
         if self.entry in JOIN_ENTRIES:
             # the person's rows, their row in the people table, a public lookup (fan-out)
@@ -374,6 +389,29 @@ class Request:
         if by:
             text += f" GROUP BY {', '.join(by)}"
         return text
+
+    def per_unit_text(self, source: str) -> str:
+        """The query over a subquery grouped by id (and grp): v and x per person."""
+        keys = ", ".join(("id", *self.by))
+        fv, fx = self.per_unit
+        inner = f"SELECT {keys}, {fv}(v) AS v, {fx}(x) AS x FROM {source}"
+        if self.where is not None:
+            inner += f" WHERE {self.where}"
+        inner += f" GROUP BY {keys}"
+        text = f"SELECT {', '.join([*self.by, *(s.sql() for s in self.stats)])} FROM ({inner})"
+        return text + (f" GROUP BY {', '.join(self.by)}" if self.by else "")
+
+    def per_unit_handle(self, data: Any) -> Any:
+        """The ds.per_unit of the same subquery."""
+        fv, fx = self.per_unit
+        return ds.per_unit(
+            data,
+            privacy_unit="id",
+            values={"v": ("v", fv.lower()), "x": ("x", fx.lower())},
+            by=list(self.by) or None,
+            where=self.where,
+            name=TABLE,
+        )
 
     def sql_keys(self) -> dict[str, list[Any]] | None:
         if self.keys is None:
@@ -387,7 +425,11 @@ class Request:
             return "private"
         bounds = dict(self.column_bounds)
         needed = {s.column for s in self.stats if s.kind != "count" and s.column is not None}
-        return {c: bounds[c] for c in sorted(needed)} or None
+        out = {c: bounds[c] for c in sorted(needed)}
+        for s in self.stats:  # an aggregated expression is bounded by its aggregate's alias
+            if s.expr is not None and s.kind != "count" and s.bounds is not None:
+                out[s.name] = s.bounds
+        return out or None
 
     def code(self, data: str = "data") -> str:
         """The request as Python (for the failure report)."""
@@ -876,6 +918,10 @@ def run_python(request: Request, data: Any) -> Outcome:
 
 def _call(request: Request, data: Any, accountant: Any) -> Any:
     kw = request.common()
+    if request.entry == "release-per-unit":
+        kw = {k: v for k, v in kw.items() if k not in ("where", "privacy_unit")}
+        statistic, extra = request.statistic_argument()
+        return ds.release(request.per_unit_handle(data), statistic, **extra, **kw)
     if request.entry == "release-join":
         joined = ds.join(
             data, on=[(TABLE, "people", "id"), (TABLE, "lk", "grp", "g2")], public_tables=["lk"]
@@ -996,6 +1042,9 @@ _NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|\b(?:inf|nan|No
 def mask(text: str) -> str:
     """Text output without the released numbers (and without the layout they move)."""
     text = _NUMBER.sub("#", text)
+    # a released interval's "unreliable" mark is read off the released interval (wider
+    # than half the bounds): post-processing of the private output, like its numbers
+    text = re.sub(r"\bunreliable\b(?!:)", "", text)
     text = re.sub(r"[━─]+", "-", text)
     return " ".join(text.split())
 
@@ -1101,7 +1150,7 @@ def run_cli(request: Request, data: Path, folder: Path) -> Outcome:
 # D (``which="D"``) or D' of the tables as the entry point reads it
 Source = Callable[[Tables, str, Path], Any]
 
-SQL_ENTRIES = ("sql", "sql-accountant", "sql-accountant-method")
+SQL_ENTRIES = ("sql", "sql-accountant", "sql-accountant-method", "sql-per-unit")
 """ds.sql on the one table; with accountant=; and Accountant.sql."""
 JOIN_ENTRIES = ("sql-join", "sql-join-public")
 # ds.release of ds.join(the table, people, lookup): the same joins without SQL

@@ -27,8 +27,6 @@ VALID: dict[str, list[Any]] = {
     "blocks": [1, 3, 5],
     "aggregator": ["mean", "median"],
 }
-# on_error="raise" is left out: it is documented as a non-private debugging mode (a failing
-# block raises, so one record can turn a release into an error); this test shows it.
 INVALID: list[dict[str, Any]] = [
     {"epsilon": 0.0},
     {"epsilon": -1.0},
@@ -37,6 +35,7 @@ INVALID: list[dict[str, Any]] = [
     {"lower": 5.0, "upper": -5.0},
     {"aggregator": "mode"},
     {"on_error": "ignore"},
+    {"on_error": "raise"},  # withdrawn: refused before the data is read, nothing charged
     {"noise": "gaussian", "delta": 0.0},
 ]
 
@@ -96,12 +95,14 @@ def test_sample_and_aggregate_does_not_depend_on_one_record(seed: int) -> None:
         assert d[-1] == 0.0  # nothing charged
 
 
-def test_on_error_raise_is_not_private_as_documented() -> None:
-    """The debugging mode: one added record on which the function fails turns a release
-    into an error (docs/frameworks.md §4 says so; the private default is the midpoint)."""
-    request = {"epsilon": 1.0, "blocks": 3, "lower": -5.0, "upper": 5.0, "on_error": "raise"}
+def test_a_failing_block_does_not_decide_the_outcome() -> None:
+    """One added record on which the function fails (7.0) leaves the outcome a release:
+    the block gives the midpoint. (The withdrawn on_error="raise" turned it into an
+    error; it is now refused for every data set, above.)"""
+    request = {"epsilon": 1.0, "blocks": 3, "lower": -5.0, "upper": 5.0}
     values = np.array([1.0, 2.0, 3.0])
     assert _outcome(values, request, 1)[0] == "released"
-    assert _outcome(np.append(values, 7.0), request, 1)[0] == "InputError"
-    request["on_error"] = "midpoint"
     assert _outcome(np.append(values, 7.0), request, 1)[0] == "released"
+    request["on_error"] = "raise"
+    assert _outcome(values, request, 1)[0] == "InputError"
+    assert _outcome(np.append(values, 7.0), request, 1)[0] == "InputError"

@@ -67,6 +67,7 @@ from tests.neighbours.harness import (
     draw_request,
     joined_tables,
 )
+from tests.neighbours.rowwise import rowwise_request
 
 pytestmark = pytest.mark.filterwarnings("ignore::dpsense.SeededRandomnessWarning")
 
@@ -141,3 +142,18 @@ def test_python_entry_point_many(entry: str, tmp_path: Path) -> None:
 @pytest.mark.parametrize("entry", CLI)
 def test_command_line_many(entry: str, tmp_path: Path) -> None:
     check_cases(entry, FILES, SLOW // 2, _seed(entry, "slow"), tmp_path)
+
+
+@pytest.mark.parametrize("entry", ["sql", "cli-sql"])
+def test_row_wise_expressions(entry: str, tmp_path: Path) -> None:
+    """Histograms of FLOOR(v / 10) * 10, CASE WHEN groupings and aggregates of
+    expressions, adversarial ones aimed at the person (tests/neighbours/rowwise.py)."""
+    containers = CONTAINERS if entry == "sql" else FILES
+    check_cases(entry, containers, 40, _seed(entry, "rowwise"), tmp_path, rowwise_request)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("entry", ["sql", "cli-sql"])
+def test_row_wise_expressions_many(entry: str, tmp_path: Path) -> None:
+    containers = CONTAINERS if entry == "sql" else FILES
+    check_cases(entry, containers, SLOW, _seed(entry, "rowwise-slow"), tmp_path, rowwise_request)

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import dpsense as ds
+from dpsense.noise.rng import SeededRandom
 
 pd = pytest.importorskip("pandas")
 
@@ -138,3 +139,137 @@ def test_keys_match_by_value_not_by_spelling() -> None:
 def test_keys_of_the_wrong_type() -> None:
     with pytest.raises(ds.InputError, match=r"values of the group columns \(year: int\)"):
         ds.release(_frame(), ds.Count(), by="year", keys=["last year"], epsilon=1.0, rng=1)
+
+
+# ---- the dead ends of a join (issue 47): each says its cause and its way out ----------
+
+
+def _join_tables(tmp: Path, csv: bool) -> dict[str, Any]:
+    """Batting seasons and salaries of players (both hold yearID), and the players."""
+    rng = np.random.default_rng(0)
+    ids = [f"p{i}" for i in range(60)]
+    tables = {
+        "people": pd.DataFrame({"playerID": ids, "country": rng.choice(["US", "DR"], 60)}),
+        "batting": pd.DataFrame(
+            {
+                "playerID": rng.choice(ids, 200),
+                "yearID": rng.integers(1960, 1980, 200),
+                "HR": rng.integers(0, 50, 200),
+            }
+        ),
+        "salaries": pd.DataFrame(
+            {
+                "playerID": rng.choice(ids, 120),
+                "yearID": rng.integers(1960, 1980, 120),
+                "salary": rng.integers(100_000, 900_000, 120),
+            }
+        ),
+    }
+    if not csv:
+        return tables
+    paths = {}
+    for name, frame in tables.items():
+        paths[name] = tmp / f"{name}.csv"
+        frame.to_csv(paths[name], index=False)
+    return {k: str(v) for k, v in paths.items()}
+
+
+ON_SEASON = [("batting", "salaries", ["playerID", "yearID"]), ("batting", "people", "playerID")]
+ON_PLAYER = [("batting", "people", "playerID")]
+
+# (label, CSV files?, on, release arguments, a phrase the message has, one it must not have)
+JOIN_CASES: list[tuple[str, bool, Any, dict[str, Any], str, str]] = [
+    (
+        "where= names a column of two tables",
+        False,
+        ON_SEASON,
+        {"where": "yearID >= 1969"},
+        "may qualify it (batting.yearID)",
+        "could not be evaluated",
+    ),
+    (
+        "where= qualifies a CSV file's join key, undeclared",
+        True,
+        ON_SEASON,
+        {"where": "batting.yearID >= 1969"},
+        "declare the type of each column the filter reads, e.g. schema={'yearID'",
+        "could not be evaluated",
+    ),
+    (
+        "where= names a table not joined",
+        False,
+        ON_PLAYER,
+        {"where": "salaries.yearID >= 1969"},
+        "which is not a table of the ds.join",
+        "qualify",
+    ),
+    (
+        "a join column missing from the left table",
+        False,
+        [("batting", "people", "playerId")],
+        {},
+        "The column 'playerId' of a join condition is not in the table 'batting'",
+        "equate",
+    ),
+    (
+        "a join column missing from the right table (two private tables)",
+        False,
+        [("batting", "salaries", "playerID", "player")],
+        {},
+        "The column 'player' of a join condition is not in the table 'salaries'",
+        "equate",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("label", "csv", "on", "kwargs", "needle", "absent"),
+    JOIN_CASES,
+    ids=[c[0] for c in JOIN_CASES],
+)
+def test_join_dead_ends(
+    tmp_path: Path,
+    label: str,
+    csv: bool,
+    on: Any,
+    kwargs: dict[str, Any],
+    needle: str,
+    absent: str,
+) -> None:
+    joined = ds.join(_join_tables(tmp_path, csv), on=on)
+    with pytest.raises(ds.InputError) as info:
+        ds.release(
+            joined, ds.Count(), privacy_unit="playerID", max_rows_per_unit=5, epsilon=1.0, rng=1,
+            **kwargs,
+        )  # fmt: skip
+    message = str(info.value)
+    assert needle in message
+    assert absent not in message
+    assert not re.search(r"\b(19[0-9]{2}|p[0-9]+|[0-9]{6})\b", message.replace("1969", ""))
+
+
+@pytest.mark.parametrize("csv", [False, True], ids=["frames", "csv"])
+@pytest.mark.parametrize(
+    "where", ["HR >= 3", "batting.yearID >= 1969", "salaries.yearID >= 1969 AND HR >= 3"]
+)
+def test_join_where_takes_a_column_or_table_dot_column(
+    tmp_path: Path, csv: bool, where: str
+) -> None:
+    """An unambiguous column by its name, any column as table.column, as in ds.sql's
+    WHERE; the same seeded answer as ds.sql's (a CSV file's columns declared)."""
+    tables = _join_tables(tmp_path, csv)
+    schema = {"yearID": "int", "HR": "int"} if csv else None
+    args: dict[str, Any] = {
+        "privacy_unit": "playerID", "max_rows_per_unit": 5, "epsilon": 1.0, "schema": schema,
+    }  # fmt: skip
+    out = ds.release(
+        ds.join(tables, on=ON_SEASON), {"n": ds.Count()}, where=where, rng=SeededRandom(3),
+        **args,
+    )  # fmt: skip
+    sql = ds.sql(
+        "SELECT COUNT(*) AS n FROM batting JOIN salaries ON batting.playerID = "
+        "salaries.playerID AND batting.yearID = salaries.yearID JOIN people ON "
+        f"batting.playerID = people.playerID WHERE {where}",
+        tables=tables, rng=SeededRandom(3), **args,
+    )  # fmt: skip
+    assert out["n"].value == sql["n"].value

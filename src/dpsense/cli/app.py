@@ -91,6 +91,7 @@ _COMMANDS: dict[str, tuple[str, str, str, dict[str, Any]]] = {
     "bounds": ("bounds_cmd", "bounds_command", "BOUNDS_EXAMPLES", {"no_args_is_help": True}),
     "sql": ("sql_cmd", "sql_command", "SQL_EXAMPLES", {"no_args_is_help": True}),
     "plan": ("plan_cmd", "plan_command", "PLAN_EXAMPLES", {"no_args_is_help": True}),
+    "caps": ("caps_cmd", "caps_command", "CAPS_EXAMPLES", {"no_args_is_help": True}),
     "audit": ("audit_cmd", "audit_command", "AUDIT_EXAMPLES", {"no_args_is_help": True}),
     "budget": ("budget_cmd", "budget_app", "", {}),
     "report": ("report_cmd", "report_command", "REPORT_EXAMPLES", {"no_args_is_help": True}),

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 import typer
 from rich import box
+from rich.measure import Measurement
 from rich.table import Table
 
 from dpsense.accounting import Ledger, LedgerError
@@ -146,16 +147,22 @@ def show(
             f"zCDP budget: (epsilon, delta) at delta'={summary['zcdp_delta']:.3g}; approximate "
             f"deltas {summary['spent_approx_delta']:.3g} of {summary['approx_delta']:.3g} spent"
         )
-    console.print(_charges(summary, opened.composition, zcdp=zcdp))
+    charges = _charges(summary, opened.composition, zcdp=zcdp)
+    if not console.is_terminal:  # a pipe or a file: as wide as the fields need
+        wide = console.options.update_width(10_000)
+        console.width = max(console.width, Measurement.get(console, wide, charges).maximum)
+    # on a terminal too narrow for the table, its fields fold; what still overflows wraps
+    # at the terminal's edge rather than being cut
+    console.print(charges, crop=False)
 
 
 def _totals(summary: dict[str, Any], title: str, *, zcdp: bool) -> Table:
     """Total, spent and remaining epsilon and delta (and rho for a zCDP budget)."""
     head = Table(title=title, box=box.SIMPLE_HEAVY)
     for name in ("", "epsilon", "delta"):
-        head.add_column(name, justify="right" if name else "left")
+        head.add_column(name, justify="right" if name else "left", overflow="fold")
     if zcdp:
-        head.add_column("rho", justify="right")
+        head.add_column("rho", justify="right", overflow="fold")
     for row in ("total", "spent", "remaining"):
         cells = [f"{summary[row + '_epsilon']:.6g}", f"{summary[row + '_delta']:.3g}"]
         if zcdp:
@@ -182,7 +189,14 @@ def _charges(summary: dict[str, Any], composition: str, *, zcdp: bool) -> Table:
         "outcome",
     ):
         numeric = name in ("#", "epsilon", "delta", "rho")
-        charges.add_column(name, justify="right" if numeric else "left")
+        # a field is never cut: a narrow screen folds it onto more lines (the time, a
+        # dataset's name), it does not end it with an ellipsis
+        charges.add_column(
+            name,
+            justify="right" if numeric else "left",
+            overflow="fold",
+            min_width=19 if name == "time (UTC)" else None,
+        )
     for c in summary["charges"]:
         outcome = {
             "charged": "charged (no answer recorded)",

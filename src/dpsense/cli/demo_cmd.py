@@ -153,18 +153,34 @@ def _demo_grouped(console: Console) -> None:
     emit_grouped(result, False, "hours")
 
 
+def interval_cell(result: Any) -> str:
+    """The release's 95% interval, else its public half-width, else why neither is
+    public, in one short line."""
+    from dpsense.cli.tables_io import shown_accuracy, shown_interval
+
+    if result.refused:
+        return "none (refused)"
+    return (
+        shown_interval(result)
+        or shown_accuracy(result)
+        or "not public: this method's error depends on the data"
+    )
+
+
 def _demo_releases(console: Console, table_data: dict[str, Any]) -> None:
     """A few differentially private releases with their receipts (OS CSPRNG noise)."""
+    from dpsense.cli.tables_io import shown_value
     from dpsense.methods import Release
     from dpsense.release import release
+    from dpsense.shown import decimals_of, rounded
 
     table = Table(
         title="Differentially private releases (epsilon = 1 each; fresh noise every run)",
         box=box.SIMPLE_HEAD,
         pad_edge=False,
     )
-    for name in ("query", "method", "(epsilon, delta)", "private value", "accuracy (95%)"):
-        right = name in ("private value", "accuracy (95%)")
+    for name in ("query", "method", "(epsilon, delta)", "private value", "95% interval"):
+        right = name in ("private value", "95% interval")
         table.add_column(name, no_wrap=True, justify="right" if right else "left")
     for column, name, lower, upper, method, delta, options in _DEMO_RELEASES:
         stat = make_statistic(name, lower, upper) if name != "count" else make_statistic(name)
@@ -177,29 +193,38 @@ def _demo_releases(console: Console, table_data: dict[str, Any]) -> None:
             **options,
         )
         assert isinstance(result, Release)
-        value = "refused" if result.value is None else _short(result.value, 6)
         guarantee = f"({result.epsilon:g}, {result.delta:g})"
-        half = result.accuracy()
-        accuracy = "± " + _short(half) if half is not None else "not public"
-        table.add_row(f"{stat.name}({column})", result.method, guarantee, value, accuracy)
+        table.add_row(
+            f"{stat.name}({column})",
+            result.method,
+            guarantee,
+            shown_value(result),
+            interval_cell(result),
+        )
     quantiles = release(
         load_column(table_data, "age"), Quantiles((0.1, 0.5, 0.9), 0.0, 100.0), epsilon=1.0
     )
     assert isinstance(quantiles, Release)
-    table.add_row(
-        "quantiles 10/50/90% (age)",
-        quantiles.method,
-        f"({quantiles.epsilon:g}, {quantiles.delta:g})",
-        ", ".join(_short(v, 3) for v in quantiles.value),
-        "not public",
-    )
+    ends = quantiles.interval()
+    assert ends is not None  # the exponential mechanism's quantiles carry their intervals
+    for i, (p, value) in enumerate(zip((10, 50, 90), quantiles.value, strict=True)):
+        low, high = float(ends[0][i]), float(ends[1][i])
+        decimals = decimals_of(float(value), (low, high), None)
+        table.add_row(
+            f"quantile {p}% (age)",
+            quantiles.method if i == 0 else "",
+            f"({quantiles.epsilon:g}, {quantiles.delta:g})" if i == 0 else "",
+            rounded(float(value), decimals),
+            f"[{rounded(low, decimals, 'down')}, {rounded(high, decimals, 'up')}]",
+        )
     console.print(table)
     console.print(
         Text(
             "These values are differentially private: they may be published. Each used "
             "epsilon = 1 (the three quantiles one release); together they spent epsilon = 8 "
-            "(and delta = 1e-6) by basic sequential composition. The accuracy is public "
-            "only where it does not depend on the data. Keep the account in a ledger: "
+            "(and delta = 1e-6) by basic sequential composition. Each 95% interval is "
+            "itself private (a share of its release's epsilon) and holds the statistic of "
+            "the data as given 95% of the time. Keep the account in a ledger: "
             "dpsense budget init budget.db --epsilon 10, then dpsense release ... --ledger "
             "budget.db."
         )

@@ -11,6 +11,7 @@ from rich.table import Table
 from dpsense.cli import _options as opt
 from dpsense.cli._shared import _console, _fmt, _print_json
 from dpsense.errors import InputError
+from dpsense.shown import rounded, significant
 
 __all__ = ["PLAN_EXAMPLES", "plan_command"]
 
@@ -103,8 +104,8 @@ def _two_digits(value: float) -> str:
     shows as 130, 0.01234 as 0.012; ``--json`` keeps every digit."""
     if value == 0 or not math.isfinite(value):
         return _fmt(value)
-    decimals = 1 - math.floor(math.log10(abs(value)))
-    return f"{round(value, decimals):.{max(decimals, 0)}f}"
+    # two significant digits, more where rounding would change the leading one (99.7)
+    return rounded(value, 1 - math.floor(math.log10(abs(value))))
 
 
 def _table(result: Any) -> None:
@@ -122,7 +123,7 @@ def _table(result: Any) -> None:
         table.add_row(
             f.name,
             f.method,
-            f"{f.epsilon:.3g}",
+            significant(f.epsilon, 3),
             shown(f.median_error),
             shown(f.error_95),
             shown(f.interval_width),
@@ -133,4 +134,4 @@ def _table(result: Any) -> None:
         f"delta={result.delta:g}. Quantiles in ranks (rows); '—': depends on the data."
     )
     if result.target_epsilon is not None:
-        console.print(f"The target is met from epsilon = {result.target_epsilon:.4g}.")
+        console.print(f"The target is met from epsilon = {significant(result.target_epsilon, 4)}.")

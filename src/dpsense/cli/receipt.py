@@ -10,7 +10,7 @@ from rich.table import Table
 
 from dpsense.cli._shared import _console, _fmt, _print_json
 from dpsense.defaults import ACCURACY_ALPHA
-from dpsense.shown import power_of_two
+from dpsense.shown import caps_covered, power_of_two, significant
 
 if TYPE_CHECKING:
     from dpsense.methods import Release
@@ -71,7 +71,8 @@ def print_receipt(result: Release, column: str | None) -> None:
             "noise scale",
             "not public (depends on the data)"
             if result.scale is None
-            else f"{result.scale:.3g}" + (f" ({_SCALE_UNITS.get(units, units)})" if units else ""),
+            else significant(result.scale, 3)
+            + (f" ({_SCALE_UNITS.get(units, units)})" if units else ""),
         )
     table.add_row(
         "guarantee",
@@ -91,6 +92,9 @@ def print_receipt(result: Release, column: str | None) -> None:
     if result.seeded:
         table.add_row("randomness", "SEEDED: reproducible, not secure (tests/demos only)")
     console.print(table)
+    unit = result.parameters.get("privacy_unit")
+    if unit is not None and not result.refused:
+        console.print(caps_covered(str(unit), int(result.parameters.get("max_rows_per_unit") or 1)))
     if result.refused:
         console.print(
             "Refused: the private test found the data too close to a dataset whose local "

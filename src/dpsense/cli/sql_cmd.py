@@ -306,6 +306,13 @@ def _emit(spec: SqlQuery, result: Any, json_output: bool) -> None:
         f"delta={result.delta:g}; 95%: intervals (unreliable: wider than half the bounds); "
         "accuracy columns are 95% half-widths where public."
     )
+    unit = result.parameters.get("privacy_unit")
+    if unit is not None:
+        from dpsense.shown import caps_covered
+
+        rows_cap = int(result.parameters.get("max_rows_per_unit") or 1)
+        groups = int(result.parameters.get("max_groups_per_unit") or 1) if spec.by else None
+        console.print(caps_covered(str(unit), rows_cap, groups))
     covers = _covers(result)
     if covers is not None:
         console.print(f"The intervals cover {covers}.")

@@ -26,7 +26,7 @@ from dpsense.errors import InputError, keys_columns
 from dpsense.methods import Release
 from dpsense.methods._release import format_value
 from dpsense.query import QueryResult
-from dpsense.shown import decimals_of, rounded
+from dpsense.shown import caps_covered, decimals_of, rounded
 from dpsense.tables import GroupedRelease
 from dpsense.tables.grouped_result import INTERVAL_PARTS, interval_columns
 
@@ -262,6 +262,11 @@ def _grouped_notes(result: GroupedRelease) -> list[str]:
             f"Values on multiples of {result.parameters['resolution']:g} (resolution from "
             f"the {result.parameters.get('resolution_source')})."
         )
+    unit = result.parameters.get("privacy_unit")
+    if unit is not None:
+        rows = int(result.parameters.get("max_rows_per_unit") or 1)
+        groups = int(result.parameters.get("max_groups_per_unit") or 1)
+        lines.append(caps_covered(str(unit), rows, groups))
     if any(rel.seeded for _, rel in result):
         lines.append("SEEDED: reproducible, not secure (tests and demos only).")
     return lines

@@ -12,6 +12,7 @@ import numpy as np
 
 from dpsense.neighbours import Neighbours, validate_neighbours
 from dpsense.params import Bounds, check_epsilon, validate_bounds
+from dpsense.shown import significant
 
 __all__ = [
     "Release",
@@ -61,7 +62,7 @@ def format_value(value: Any) -> str:
     number = float(value)
     if math.isnan(number):
         return "n/a"
-    return f"{number:.6g}"
+    return significant(number)
 
 
 def accuracy_parameters(statistic: object, grid: float) -> dict[str, Any]:
@@ -340,7 +341,9 @@ class Release:
         guarantee = f"epsilon={self.epsilon:g}, delta={self.delta:g}"
         if self.rho is not None and not math.isnan(self.rho):
             guarantee += f" (rho={self.rho:g}-zCDP)"
-        scale = "data-dependent (not revealed)" if self.scale is None else f"{self.scale:.4g}"
+        scale = (
+            "data-dependent (not revealed)" if self.scale is None else significant(self.scale, 4)
+        )
         if self.scale is not None and self.parameters.get("scale_units"):
             scale += f" ({self.parameters['scale_units']})"
         seeded = "  [SEEDED: reproducible, not secure]" if self.seeded else ""

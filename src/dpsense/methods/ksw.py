@@ -50,7 +50,15 @@ from dpsense.neighbours import ADD_REMOVE, Neighbours
 from dpsense.noise.rng import RandomSource, resolve_rng
 from dpsense.statistics._records import HeldRecords
 
-__all__ = ["QUANTA", "fractions_of", "ksw_draws", "ksw_mean", "ksw_sensitivity", "noisy_pairs"]
+__all__ = [
+    "QUANTA",
+    "fractions_of",
+    "ksw_draws",
+    "ksw_fraction",
+    "ksw_mean",
+    "ksw_sensitivity",
+    "noisy_pairs",
+]
 
 FloatArray = NDArray[np.float64]
 
@@ -130,14 +138,13 @@ def ksw_draws(
         The Laplace scale actually used per coordinate (public).
     """
     noisy, scale, _ = noisy_pairs(
-        ones, zeros, sensitivity=sensitivity, epsilon=epsilon, source=source, size=size
+        (ones, zeros), sensitivity=sensitivity, epsilon=epsilon, source=source, size=size
     )
     return fractions_of(noisy), scale
 
 
 def noisy_pairs(
-    ones: float | Fraction,
-    zeros: float | Fraction,
+    pair: tuple[float | Fraction, float | Fraction],
     *,
     sensitivity: float,
     epsilon: float,
@@ -145,13 +152,14 @@ def noisy_pairs(
     size: int = 1,
 ) -> tuple[FloatArray, float, float | None]:
     r"""The released pairs :math:`(\hat s, \hat z)` of :func:`ksw_draws` (shape (size, 2)),
-    the Laplace scale per coordinate and the noise grid (both public)."""
-    pair = [Fraction(ones), Fraction(zeros)]
+    the Laplace scale per coordinate and the noise grid (both public), from the exact pair
+    (s, z)."""
+    exact = [Fraction(v) for v in pair]
     mechanism = LaplaceMechanism(sensitivity, epsilon)
-    if all(Fraction(float(v)) == v for v in pair):
-        counts: Any = np.tile(np.array([float(v) for v in pair], dtype=np.float64), size)
+    if all(Fraction(float(v)) == v for v in exact):
+        counts: Any = np.tile(np.array([float(v) for v in exact], dtype=np.float64), size)
     else:  # beyond 2^53 quanta: keep the sums exact (rounded to the grid in integers)
-        counts = pair * size
+        counts = exact * size
     result = mechanism.release(counts, source)
     noisy = np.asarray(result.value, dtype=np.float64).reshape(size, 2)
     return noisy, float(result.scale), result.grid
@@ -188,23 +196,31 @@ def unit_sums(x: Any, lower: float, upper: float, *, where: str) -> tuple[Fracti
     return Fraction(ones, QUANTA), Fraction(total - ones, QUANTA)
 
 
-def _mean_and_interval(
-    noisy: FloatArray, scale: float, grid: float | None, lower: float, upper: float
-) -> tuple[float, dict[str, Any]]:
-    """The mean the released pair gives (clipped to the bounds), and its interval's parts."""
-    fraction = fractions_of(noisy)
-    width = upper - lower
-    value = min(max(lower + width * float(fraction[0]), lower), upper)
-    # the interval reads the released pair (post-processing, docs/intervals.md §2); the
-    # rescaled records are rounded to 2^-24, so their mean moves by at most w 2^-25
+def ksw_fraction(
+    pair: tuple[float | Fraction, float | Fraction],
+    relation: Neighbours,
+    epsilon: float,
+    source: RandomSource,
+    *,
+    span: tuple[float, float],
+    value_error: float,
+) -> tuple[float, float, dict[str, Any]]:
+    """One KSW release of the exact pair (s, z) under ``relation``: the fraction of the
+    released pair, the Laplace scale per coordinate and the interval's parts of the
+    fraction mapped onto ``span`` (``value_error``: the error of the exact value there).
+    The release of :func:`ksw_mean` and of ``private_ratio(method="ksw")``."""
+    noisy, scale, grid = noisy_pairs(
+        pair, sensitivity=ksw_sensitivity(relation), epsilon=epsilon, source=source
+    )
+    # the interval reads the released pair (post-processing, docs/intervals.md §2)
     interval = fraction_parts(
         noisy=(float(noisy[0, 0]), float(noisy[0, 1])),
         scale=scale,
         grid=grid,
-        span=(lower, upper),
-        value_error=width * UNIT_QUANTUM,
+        span=span,
+        value_error=value_error,
     )
-    return value, interval
+    return float(fractions_of(noisy)[0]), scale, interval
 
 
 @doc_parts(neighbours_and_rng=NEIGHBOURS_AND_RNG)
@@ -277,12 +293,15 @@ def ksw_mean(
     """
     where = "ksw_mean"
     bounds, eps, relation = checked_mean_request(lower, upper, epsilon, neighbours, where)
-    ones, zeros = unit_sums(x, bounds.lower, bounds.upper, where=where)
+    span = (bounds.lower, bounds.upper)
+    pair = unit_sums(x, *span, where=where)
     source = resolve_rng(rng, where=where)
-    noisy, scale, grid = noisy_pairs(
-        ones, zeros, sensitivity=ksw_sensitivity(relation), epsilon=eps, source=source
+    # the rescaled records are rounded to 2^-24, so their mean moves by at most w 2^-25
+    width = bounds.upper - bounds.lower
+    fraction, scale, interval = ksw_fraction(
+        pair, relation, eps, source, span=span, value_error=width * UNIT_QUANTUM
     )
-    value, interval = _mean_and_interval(noisy, scale, grid, bounds.lower, bounds.upper)
+    value = min(max(bounds.lower + width * fraction, bounds.lower), bounds.upper)
     return Release(
         value=value,
         refused=False,

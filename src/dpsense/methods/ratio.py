@@ -52,8 +52,7 @@ from dpsense.methods._ratio_estimators import (
 )
 from dpsense.methods._release import Release
 from dpsense.methods.bounded_ls import check_bound_fraction
-from dpsense.methods.intervals import fraction_parts
-from dpsense.methods.ksw import fractions_of, ksw_sensitivity, noisy_pairs
+from dpsense.methods.ksw import ksw_fraction
 from dpsense.neighbours import ADD_REMOVE, Neighbours, validate_neighbours
 from dpsense.noise.rng import RandomSource
 from dpsense.params import check_delta, check_epsilon
@@ -360,24 +359,11 @@ def _estimate(
     parameters: dict[str, Any] = {}
     scale: float | None
     if chosen == "ksw":
-        noisy, scale, grid = noisy_pairs(
-            float(ones),
-            float(total - ones),
-            sensitivity=ksw_sensitivity(relation),
-            epsilon=eps,
-            source=source,
+        pair = (float(ones), float(total - ones))
+        value, scale, interval = ksw_fraction(
+            pair, relation, eps, source, span=(0.0, 1.0), value_error=0.0
         )
-        value = float(fractions_of(noisy)[0])
-        # the interval reads the released pair (post-processing, docs/intervals.md §2)
-        parameters = {
-            "interval": fraction_parts(
-                noisy=(float(noisy[0, 0]), float(noisy[0, 1])),
-                scale=scale,
-                grid=grid,
-                span=(0.0, 1.0),
-                value_error=0.0,
-            )
-        }
+        parameters = {"interval": interval}
     elif chosen == "naive" or relation != ADD_REMOVE:
         estimate, scale = naive_draws(ones, total, epsilon=eps, neighbours=relation, source=source)
         value = float(estimate[0])

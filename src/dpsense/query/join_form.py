@@ -387,15 +387,18 @@ def joined_input(
     own_units = {
         (t, p.column) for t in named if t not in units.public and (p := units.of(t)).column
     }
+    as_text: dict[str, set[str]] = {t: set() for t in named}
     for table, column in sorted({c for pair in plan.compared for c in pair} | own_units):
         if column in undeclared[table] and column not in table_casts[table]:
+            as_text[table].add(column)
             # a compared column or a unit column whose type its table does not declare (a
             # CSV file's, a pandas object column) is read as text, never as a type read
             # from the values (as a one-table release reads such a by-column or unit);
             # declare it to compare it as a number. Otherwise ids "1" and "1.0" would be
             # one person until another person's id "abc" made them two.
             table_casts[table][column] = Cast("text")
-    data = engine.join(JoinInputs(plan, named, units.public, table_casts, undeclared))
+    text = {t: frozenset(c) for t, c in as_text.items()}
+    data = engine.join(JoinInputs(plan, named, units.public, table_casts, undeclared, text))
     if keys is None and group_keys_from_public(plan, form.by) is not None:
         public = {t: d for t, d in named.items() if t in units.public}
         # read where the public tables are (a lookup given as a frame beside Spark tables

@@ -31,6 +31,7 @@ from dpsense.statistics import BoundedStatistic, Count, Statistic
 from dpsense.statistics.units import counts_units, per_unit
 from dpsense.tables.request import SELECTION_SHARE, BudgetSplit, budget_split, public_key_count
 from dpsense.tables.row_filter import RowFilter, parse_row_filter
+from dpsense.tables.row_map import with_computed
 from dpsense.tables.schema import Cast, parse_schema
 
 __all__ = [
@@ -255,6 +256,9 @@ class ReleaseArgs:
     bounds_share: float | None = None
     weights: Mapping[str, float] | None = None
     where: str | None = None
+    computed: Mapping[str, str] | None = None
+    """Computed columns, ``{name: SQL expression over one row}``, added before the
+    bounding (``tables.row_map``; SQL's row-wise expressions)."""
     interval: str = "privacy"
 
 
@@ -273,6 +277,7 @@ def asks_for_table(args: ReleaseArgs) -> bool:
         or args.column is not None
         or bool(args.schema)
         or args.where is not None
+        or bool(args.computed)
     )
 
 
@@ -307,6 +312,8 @@ def plan_query(
     by_cols, m_rows, m_groups = _units_and_groups(args, where)
     casts = parse_schema(args.schema, where)
     row_filter = None if args.where is None else parse_row_filter(args.where, where=where)
+    if args.computed:
+        row_filter = with_computed(row_filter, args.computed, _read(items, by_cols), where)
     public = public_key_count(args.keys, by_cols)
     groups = m_groups if args.privacy_unit is not None else 1
     bounds_plan, bounds_cols = _bounds_steps(
@@ -342,6 +349,12 @@ def plan_query(
     )
     _check_methods(plan)
     return plan
+
+
+def _read(items: list[tuple[str, Any, Any, str | None]], by: tuple[str, ...]) -> set[str]:
+    """The columns a query aggregates or groups by (a computed column among them drops
+    its rows where it is missing; one only counted keeps them: ``tables.row_map``)."""
+    return {*by, *(col for _, _, col, _ in items if col is not None)}
 
 
 def _statistic_items(

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from dpsense.methods import Release
+from dpsense.shown import significant
 from dpsense.tables.grouped_result import (
     INTERVAL_PARTS,
     GroupedRelease,
@@ -118,7 +119,8 @@ class QueryResult:
         lines = [head]
         split = self.parameters.get("split", {})
         for name, part in split.items():
-            lines.append(f"  {name}: epsilon={part['epsilon']:.4g}, delta={part['delta']:.4g}")
+            eps, dlt = significant(part["epsilon"], 4), significant(part["delta"], 4)
+            lines.append(f"  {name}: epsilon={eps}, delta={dlt}")
         for key in self._groups():
             shown = []
             for name, result in self.results.items():

@@ -187,8 +187,13 @@ def _as_query(
         "max_groups_per_unit": plan.max_groups if plan.unit is not None else 1,
         **extra,
     }
-    if plan.row_filter is not None:
+    if plan.row_filter is not None and plan.row_filter.text:
         params["where"] = plan.row_filter.text
+    if plan.row_filter is not None and plan.row_filter.computed:
+        params["computed"] = {c.name: c.text for c in plan.row_filter.computed}
+        params["computed_rule"] = (
+            "a row whose grouped or aggregated computed value is missing is dropped"
+        )
     if plan.casts:
         params["schema"] = {name: cast.text for name, cast in plan.casts.items()}
         params["schema_rule"] = "a row whose value does not fit its declared type is dropped"

@@ -30,7 +30,9 @@ from dpsense.query._sql_items import (
     select_items,
     where_text,
 )
+from dpsense.query.sql_expressions import lift_expressions
 from dpsense.query.sql_joins import SqlJoin, SqlSource, column_tables, sources_and_joins
+from dpsense.query.sql_per_unit import SqlPerUnit, split_per_unit, with_per_unit
 from dpsense.tables.rows.joins import JoinForm
 
 __all__ = [
@@ -77,6 +79,9 @@ class SqlQuery:
         the order of ``by``; ``keys=`` names the groups by these (:attr:`released_by`).
     group_aliases : tuple of (str, str)
         The SELECT aliases GROUP BY names instead of a column: (alias, column).
+    per_unit : SqlPerUnit or None
+        The subquery (or CTE) grouped by the privacy unit that the query reads FROM
+        (:mod:`dpsense.query.sql_per_unit`); ``table`` and ``sources`` are then its table.
     """
 
     table: str
@@ -93,6 +98,10 @@ class SqlQuery:
     column_tables: tuple[tuple[str, str | None], ...] = ()
     by_names: tuple[str, ...] = ()
     group_aliases: tuple[tuple[str, str], ...] = ()
+    computed: tuple[tuple[str, str], ...] = ()
+    """The row-wise expressions, each a computed column read by name (its SELECT alias, or
+    its aggregate's): (name, DuckDB text), :mod:`.sql_expressions`."""
+    per_unit: SqlPerUnit | None = None
 
     @property
     def join_form(self) -> JoinForm:
@@ -124,18 +133,20 @@ def parse_sql(query: str) -> SqlQuery:
         For a query that does not parse, or uses a construct outside the supported subset
         (the message names it and says what to do instead).
     """
-    tree = _one_select(query)
+    tree, inner = _one_select(query)
     sources, joins = sources_and_joins(tree)
     qualifiers = frozenset({s.alias for s in sources} | {s.table for s in sources if not s.is_path})
-    groups = group_by(tree, qualifiers)
-    tables = column_tables(tree, qualifiers, frozenset(a for a, _ in groups.aliases))
+    lifted = lift_expressions(tree, qualifiers)  # row-wise expressions: computed columns
+    groups = group_by(lifted.tree, qualifiers)
+    aliases = frozenset(a for a, _ in groups.aliases) | lifted.names
+    tables = column_tables(tree, qualifiers, aliases)
     by = groups.by
-    aggregates, columns, by_names = select_items(tree, by, qualifiers)
+    aggregates, columns, by_names = select_items(lifted.tree, by, qualifiers)
     where = where_text(tree, qualifiers)
-    order = order_by(tree, columns, qualifiers, dict(zip(by, by_names, strict=True)))
+    order = order_by(lifted.tree, columns, qualifiers, dict(zip(by, by_names, strict=True)))
     limit = count_clause(tree, "limit", "LIMIT")
     offset = count_clause(tree, "offset", "OFFSET")
-    return SqlQuery(
+    spec = SqlQuery(
         table=sources[0].table,
         table_is_path=sources[0].is_path,
         by=by,
@@ -150,12 +161,14 @@ def parse_sql(query: str) -> SqlQuery:
         column_tables=tuple(tables.items()),
         by_names=by_names,
         group_aliases=groups.aliases,
+        computed=lifted.computed,
     )
+    return with_per_unit(spec, inner)
 
 
-def _one_select(query: object) -> exp.Select:
-    """The one SELECT of ``query`` within the supported clauses, or the InputError that
-    names what is not."""
+def _one_select(query: object) -> tuple[exp.Select, SqlPerUnit | None]:
+    """The one SELECT of ``query`` within the supported clauses (its FROM subquery or CTE
+    grouped by the unit taken apart), or the InputError that names what is not."""
     if not isinstance(query, str) or not query.strip():
         raise InputError(
             Param("query", of=_WHERE),
@@ -171,8 +184,9 @@ def _one_select(query: object) -> exp.Select:
     tree = statements[0]
     if not isinstance(tree, exp.Select):
         _refuse_outer(tree)
+    tree, inner = split_per_unit(tree)
     _refuse_clauses(tree)
-    return tree
+    return tree, inner
 
 
 def _parse_message(exc: Exception) -> str:

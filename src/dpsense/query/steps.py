@@ -205,6 +205,8 @@ def typed_table(plan: QueryPlan, x: Any) -> tuple[QueryPlan, TableHandle]:
         *(e.column for e in plan.entries if e.column is not None),
         *counted_columns(plan),
         *(plan.row_filter.columns if plan.row_filter is not None else ()),
+        # a computed column is typed by binding its expression (tables.row_map)
+        *(c.name for c in (plan.row_filter.computed if plan.row_filter is not None else ())),
     ]
     handle = table_handle(x, plan.casts, keyed=keyed, keep=keep, unit=plan.unit)
     casts = dict(handle.casts)

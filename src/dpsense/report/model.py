@@ -14,7 +14,7 @@ from typing import Any
 
 from dpsense.accounting import LedgerEntry
 from dpsense.report.reproduce import csv_href, reproduce_code
-from dpsense.shown import decimals_of, power_of_two, rounded
+from dpsense.shown import caps_covered, decimals_of, power_of_two, rounded, significant
 
 __all__ = [
     "BudgetView",
@@ -40,7 +40,7 @@ def format_number(value: Any) -> str:
     number = float(value)
     if math.isnan(number):
         return "n/a"
-    return f"{number:.6g}"
+    return significant(number)
 
 
 @dataclass(frozen=True)
@@ -113,10 +113,10 @@ def _unit_words(guarantee: Mapping[str, Any], grouped: bool) -> tuple[str, str]:
     rows_text = f"{rows} row{'s' if rows != 1 else ''}"
     use = (
         f" Each {unit} contributes at most {rows_text} per group and to at most {groups} "
-        f"group{'s' if groups != 1 else ''}; extra rows are left out."
+        f"group{'s' if groups != 1 else ''}; extra rows are left out. "
         if grouped
-        else f" Each {unit} contributes at most {rows_text}; extra rows are left out."
-    )
+        else f" Each {unit} contributes at most {rows_text}; extra rows are left out. "
+    ) + caps_covered(str(unit), rows, groups if grouped else None)
     return f"each {unit} (all rows that share one value of the column '{unit}')", use
 
 
@@ -316,7 +316,7 @@ def _receipt(stat: Mapping[str, Any]) -> list[tuple[str, str]]:
         out.append(
             (
                 "noise scale",
-                f"{float(scale):.3g}" + units
+                significant(float(scale), 3) + units
                 if scale is not None
                 else "not public (it depends on the data)",
             )

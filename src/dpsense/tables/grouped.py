@@ -209,7 +209,9 @@ def opened_table(
     the unit), every named column checked (an InputError naming the argument otherwise),
     the handle's casts applied, then ``row_filter``'s rows kept."""
     filter_cols = row_filter.columns if row_filter is not None else ()
-    needed = [c for c in (*columns, *by, unit, *filter_cols) if c is not None]
+    # computed columns (tables.row_map) exist once the filter step has added them
+    made = {c.name for c in row_filter.computed} if row_filter is not None else set()
+    needed = [c for c in (*columns, *by, unit, *filter_cols) if c is not None and c not in made]
     engine, schema = handle.engine, handle.casts
     needed_or_all = needed if columns or not resolve_value else None
     with engine.open(handle.data, needed_or_all, row_filter) as source:
@@ -224,9 +226,11 @@ def opened_table(
                 )
             columns = (candidates[0],)
         for c in columns:
-            source.require(c, "column")
+            if c not in made:
+                source.require(c, "column")
         for b in by:
-            source.require(b, "by")
+            if b not in made:
+                source.require(b, "by")
         if unit is not None:
             source.require(unit, "privacy_unit")
         if row_filter is not None:

@@ -14,6 +14,7 @@ from dpsense.defaults import ACCURACY_ALPHA
 from dpsense.errors import InputError
 from dpsense.methods import Release
 from dpsense.methods._release import format_value
+from dpsense.shown import significant
 
 __all__ = ["INTERVAL_PARTS", "GroupedRelease", "interval_columns", "rows_frame"]
 
@@ -134,6 +135,6 @@ def shown_value(rel: Release) -> str:
         return "refused"
     a = rel.accuracy(ACCURACY_ALPHA)
     if a is not None:
-        return format_value(rel.value) + f" ± {a:.3g} (95%)"
+        return format_value(rel.value) + f" ± {significant(a, 3)} (95%)"
     t = rel.rank_accuracy(ACCURACY_ALPHA)
     return format_value(rel.value) + ("" if t is None else f" ± {t} ranks (95%)")

@@ -260,6 +260,9 @@ class RowFilter:
     """The predicate as the user wrote it (DuckDB dialect, printed back by sqlglot)."""
     tree: Any = field(default=None, compare=False, repr=False)
     """``sql`` as its sqlglot tree (built into the view's SQL; None: parsed from ``sql``)."""
+    computed: tuple[Any, ...] = ()
+    """The computed columns added after the predicate (``tables.row_map.Computed``; an
+    empty ``sql`` then means no predicate)."""
 
     def require(self, source: Any) -> None:
         """An InputError naming the column when ``source`` lacks one it reads."""
@@ -276,17 +279,20 @@ class RowFilter:
         import sqlglot
 
         from dpsense.data.sql_build import create_view, duckdb_sql, star, table
+        from dpsense.tables.row_map import duckdb_computed
 
         self.require(source)
         view = "dpsense_where"
-        tree = self.tree if self.tree is not None else sqlglot.parse_one(self.sql, read="duckdb")
-        predicate = tree.copy()
-        try:
-            source.con.execute(create_view(view, star(table(source.view), predicate)))
-            source.con.execute(duckdb_sql(star(table(view)).limit(0))).fetchall()
-        except duckdb.Error as exc:
-            raise _not_evaluated(type(exc).__name__) from None
-        source.view = view
+        if self.sql:
+            tree = self.tree or sqlglot.parse_one(self.sql, read="duckdb")
+            try:
+                source.con.execute(create_view(view, star(table(source.view), tree.copy())))
+                source.con.execute(duckdb_sql(star(table(view)).limit(0))).fetchall()
+            except duckdb.Error as exc:
+                raise _not_evaluated(type(exc).__name__) from None
+            source.view = view
+        if self.computed:
+            duckdb_computed(source, self.computed)
 
     def failed(self, kind: str) -> InputError:
         """The error for a predicate that failed while the engine ran it. A total
@@ -304,11 +310,29 @@ class RowFilter:
                     f" reads the column {name!r}, which is not in the "
                     "Spark DataFrame. Name one of its columns.",
                 )
+        if not self.sql:
+            return frame  # computed columns only: added after the casts (spark_computed)
         try:
             with _ansi_off(frame.sparkSession):
                 return frame.filter(self.spark_sql)
         except Exception as exc:  # Spark's analysis errors may quote the expression only
             raise _not_evaluated(type(exc).__name__) from None
+
+    def spark_computed(self, source: Any) -> None:
+        """``source`` (a SparkSource, its casts applied) with the computed columns added
+        (``tables.row_map.spark_computed``)."""
+        from dpsense.tables.row_map import spark_computed
+
+        if not self.computed:
+            return
+        from dpsense.tables.row_map import not_evaluated
+
+        try:
+            spark_computed(source, self.computed, _ansi_off)
+        except InputError:
+            raise
+        except Exception as exc:  # Spark's analysis errors may quote the expression only
+            raise not_evaluated(self.computed, type(exc).__name__) from None
 
 
 @contextmanager

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from dpsense.tables.rows.bounded import BoundedTable
     from dpsense.tables.rows.casts import Cast
     from dpsense.tables.rows.joins import JoinInputs, JoinPlan
+    from dpsense.tables.rows.per_unit import PerUnitRows
     from dpsense.tables.rows.plan import TablePlan
     from dpsense.tables.rows.unit_bounding import QueryRows
 
@@ -121,6 +122,12 @@ class Engine(Protocol):
         self, plan: JoinPlan, tables: Mapping[str, Any], public: frozenset[str], sql: str
     ) -> list[tuple[Any, ...]]:
         """The rows of ``sql`` (the plan's dialect) over the public ``tables``."""
+        ...
+
+    def per_unit(self, joined: Any, rows: PerUnitRows) -> Any:
+        """The input of a release that reads one row per unit (per group) of ``joined``
+        (what :meth:`join` gave for one table), aggregated as ``rows`` says, in the engine
+        (docs/queries.md §7)."""
         ...
 
 

@@ -6,7 +6,7 @@ columns read), and the plan engines run (engine-neutral values; built by
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
 from dpsense.errors import InputError, Name
@@ -175,6 +175,10 @@ class JoinInputs:
     public: frozenset[str]
     casts: Mapping[str, Mapping[str, Cast]]
     undeclared: Mapping[str, frozenset[str]]
+    read_as_text: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    """Per table: its undeclared columns the join compares (or holds the unit in), which it
+    reads as text, not as a type read from the values: a filter may not compare them with
+    a number unless ``schema=`` declares them."""
 
 
 _NUMBERS: Final = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT",

@@ -13,11 +13,13 @@ from dpsense.tables.engines.duckdb.bound import bound_table, load_keys
 from dpsense.tables.engines.duckdb.casts import apply_duckdb_schema
 from dpsense.tables.engines.duckdb.held_scan import ScanNeed, announce
 from dpsense.tables.engines.duckdb.joined import JoinedTables, distinct_rows, open_joined
+from dpsense.tables.engines.duckdb.per_unit import duckdb_per_unit
 from dpsense.tables.engines.duckdb.query_rows import BOUNDED, bound_rows, checked_rows
 from dpsense.tables.engines.duckdb.rows_sql import is_nan
 from dpsense.tables.rows.bounded import BoundedTable
 from dpsense.tables.rows.casts import Cast
 from dpsense.tables.rows.joins import JoinInputs, JoinPlan
+from dpsense.tables.rows.per_unit import PerUnitRows
 from dpsense.tables.rows.plan import TablePlan
 from dpsense.tables.rows.unit_bounding import QueryRows
 
@@ -116,7 +118,16 @@ class DuckDBEngine:
         )
 
     def join(self, inputs: JoinInputs) -> JoinedTables:
-        return JoinedTables(inputs.plan, inputs.tables, inputs.casts, undeclared=inputs.undeclared)
+        return JoinedTables(
+            inputs.plan,
+            inputs.tables,
+            inputs.casts,
+            undeclared=inputs.undeclared,
+            read_as_text=inputs.read_as_text,
+        )
+
+    def per_unit(self, joined: Any, rows: PerUnitRows) -> JoinedTables:
+        return duckdb_per_unit(joined, rows)
 
     def distinct_rows(
         self, plan: JoinPlan, tables: Mapping[str, Any], public: frozenset[str], sql: str

@@ -58,6 +58,8 @@ class JoinedTables:
     """Per table: its columns whose type the input does not declare (a CSV file's, a
     pandas object column's): their types are read from the values, so they are not
     public."""
+    read_as_text: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    """Per table: its undeclared columns the join reads as text (``JoinInputs``)."""
 
     @property
     def label(self) -> str:
@@ -76,6 +78,16 @@ class JoinedTables:
             for c, t in origin.items()
             if c in self.undeclared.get(t, frozenset()) and c not in self.casts.get(t, {})
         )
+
+    @property
+    def text_columns(self) -> frozenset[str]:
+        """The joined table's columns read as text because their table does not declare
+        them (a compared or unit column of a CSV file): their type is not the data's."""
+        origin = {
+            self.plan.unit: self.plan.unit_table,
+            **{c: self.plan.alias_table[a] for c, a in self.plan.column_alias.items()},
+        }
+        return frozenset(c for c, t in origin.items() if c in self.read_as_text.get(t, frozenset()))
 
     @property
     def declared(self) -> bool:
@@ -128,8 +140,11 @@ def open_joined(joined: JoinedTables) -> Iterator[TableSource]:
             check_keys(con, joined.plan)
         con.execute(f"CREATE TEMP VIEW src AS {joined.sql or join_sql(joined.plan.relation)}")
         columns = [d[0] for d in con.execute("SELECT * FROM src LIMIT 0").description]
-        source = TableSource(con, "src", columns, joined.label, declared_types=joined.declared)
-        source.inferred = joined.inferred_columns  # type: ignore[attr-defined]
+        # a row filter may read neither a column typed by its values nor one read as text
+        # for want of a type (engine.check_filter asks for its type)
+        untyped = joined.inferred_columns | joined.text_columns
+        source = TableSource(con, "src", columns, joined.label, declared_types=not untyped)
+        source.inferred = untyped  # type: ignore[attr-defined]
         try:
             yield source
         except (duckdb.ConversionException, duckdb.InvalidInputException, duckdb.IOException):

@@ -16,11 +16,13 @@ from dpsense.tables.engines.spark.frame import (
     open_spark,
 )
 from dpsense.tables.engines.spark.joined import spark_distinct_rows, spark_join
+from dpsense.tables.engines.spark.per_unit import spark_per_unit
 from dpsense.tables.engines.spark.query_rows import spark_bound_rows, spark_checked_rows
 from dpsense.tables.engines.spark.workers import worker_errors
 from dpsense.tables.rows.bounded import BoundedTable
 from dpsense.tables.rows.casts import Cast
 from dpsense.tables.rows.joins import JoinInputs, JoinPlan
+from dpsense.tables.rows.per_unit import PerUnitRows
 from dpsense.tables.rows.plan import TablePlan
 from dpsense.tables.rows.unit_bounding import QueryRows
 
@@ -50,7 +52,10 @@ class SparkEngine:
         apply_spark_schema(source, casts)
 
     def filtered(self, source: Any, row_filter: Any) -> AbstractContextManager[None]:
-        return nullcontext()  # applied when the frame was opened
+        # the predicate was applied when the frame was opened; computed columns read the
+        # cast columns, so they are added here
+        row_filter.spark_computed(source)
+        return nullcontext()
 
     def bound(
         self, source: Any, plan: TablePlan, keys: list[tuple[Any, ...]] | None
@@ -84,6 +89,9 @@ class SparkEngine:
         # each table's declared columns are cast in its own frame, before the join (and
         # again on the joined table, as on DuckDB)
         return spark_join(inputs)
+
+    def per_unit(self, joined: Any, rows: PerUnitRows) -> Any:
+        return spark_per_unit(joined, rows)
 
     def distinct_rows(
         self, plan: JoinPlan, tables: Mapping[str, Any], public: frozenset[str], sql: str
