@@ -190,6 +190,46 @@ MUTANTS = (
         ("tests/methods/test_intervals.py",),
     ),
     Mutant(
+        "sampling-widening-dropped",
+        "interval='privacy+sampling' gives the privacy interval of a mean without the "
+        "sampling term z s / sqrt(n): it says it covers the population's mean and does not",
+        "src/dpsense/methods/sampling_interval.py",
+        (("    half = sampling_halfwidth(spec, alpha)\n", "    half = 0.0\n"),),
+        ("tests/methods/test_sampling_interval.py",),
+    ),
+    Mutant(
+        "sampling-spread-noise-dropped",
+        "a population interval's sum of squares (its private standard deviation) released "
+        "without its noise",
+        "src/dpsense/methods/sampling_interval.py",
+        (('        "noisy_squares": int(squares.value),\n', '        "noisy_squares": total,\n'),),
+        ("tests/methods/test_sampling_interval.py",),
+    ),
+    Mutant(
+        "sampling-binomial-ranks-dropped",
+        "a quantile's population interval at the sample quantile's ranks, not moved out to "
+        "the binomial ranks r +- b",
+        "src/dpsense/methods/sampling_interval.py",
+        (("        extra_rows=extra,\n", "        extra_rows=0,\n"),),
+        ("tests/methods/test_sampling_interval.py",),
+    ),
+    Mutant(
+        "sampling-ingredients-data-dependent",
+        "a population interval's ingredients drawn only for an even number of records: "
+        "what the interval covers, and its receipt, depend on one person",
+        "src/dpsense/methods/sampling_interval.py",
+        (
+            (
+                "    if out.refused or out.value is None or (mean and not out.interval_parts):\n",
+                "    size = call.records.shape[0] if isinstance(call.records, np.ndarray) "
+                "else call.records.size\n"
+                "    if out.refused or out.value is None or (mean and not out.interval_parts) "
+                "or size % 2:\n",
+            ),
+        ),
+        ("tests/neighbours/test_sampling_neighbours.py",),
+    ),
+    Mutant(
         "interval-halved",
         "the interval of a noise-law release (counts, sums, global statistics) halved",
         "src/dpsense/methods/intervals.py",

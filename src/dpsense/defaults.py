@@ -13,8 +13,10 @@ __all__ = [
     "ACCURACY_ALPHA",
     "BOUNDS_SHARE",
     "FAR_BOUND",
+    "INTERVALS",
     "INTERVAL_SHARE",
     "METHODS",
+    "SAMPLING_SHARE",
     "SMOOTH_INTERVAL_SHARE",
 ]
 
@@ -29,6 +31,11 @@ METHODS: Final = (
     "bounded-ls",
 )
 """The ``method=`` values of ``ds.release``."""
+
+INTERVALS: Final = ("privacy", "privacy+sampling")
+"""The ``interval=`` values of ``ds.release`` and ``ds.sql`` (``--interval``): what the
+interval covers, the statistic of the data as released, or the population's value when the
+data are a simple random sample of it (docs/intervals.md §8)."""
 
 BOUNDS_SHARE: Final = 0.3
 """The default share of epsilon spent on the bounds, measured (docs/bounds_in_release.md §4):
@@ -45,6 +52,12 @@ no wider than two separate draws at 0.2 did, and the point 6% more of the budget
 SMOOTH_INTERVAL_SHARE: Final = 0.25
 """The share of a smooth-sensitivity release's epsilon spent on a private upper bound on
 its noise scale, for its interval (docs/intervals.md §4)."""
+
+SAMPLING_SHARE: Final = 0.25
+"""The share of a statistic's epsilon spent on the ingredients of its population interval
+(``interval="privacy+sampling"``: a private count, and a private sum of squares for a mean
+or two more order statistics for a quantile); the point keeps the rest
+(docs/intervals.md §8)."""
 
 ACCURACY_ALPHA: Final = 0.05
 """Accuracy columns and receipts give the half-width at 95%."""

@@ -24,17 +24,23 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 import numpy as np
 from numpy.typing import NDArray
 
-from dpsense.defaults import INTERVAL_SHARE
+from dpsense.defaults import ACCURACY_ALPHA, INTERVAL_SHARE
 from dpsense.errors import InputError, Param
+from dpsense.methods.sampling_interval import (
+    POPULATION,
+    SamplingBudget,
+    binomial_rows,
+    sampling_budget,
+)
 from dpsense.params import check_int
 from dpsense.query.plan import Entry, QueryPlan, plan_query, release_arguments, statistic_split
-from dpsense.shown import significant
+from dpsense.shown import parameter, significant
 from dpsense.statistics import Count, Mean, Quantile, Statistic
 from dpsense.statistics.units import counted_rows
 
@@ -108,7 +114,7 @@ class Plan:
                 continue
             unit = " ranks" if f.units == "ranks" else ""
             lines.append(
-                f"  {f.name} ({f.method}, epsilon {significant(f.epsilon, 3)} per group): "
+                f"  {f.name} ({f.method}, epsilon {parameter(f.epsilon, 3)} per group): "
                 f"median error {significant(f.median_error or 0.0, 3)}{unit}, "
                 f"95% within {significant(f.error_95, 3)}{unit}"
                 + (
@@ -116,12 +122,13 @@ class Plan:
                     if f.interval_width is None
                     else f"; interval ~{significant(f.interval_width, 3)}{unit}"
                 )
+                + (f"; {f.note}" if f.interval_width is None and f.note else "")
             )
         if self.target_epsilon is not None:
-            target = significant(self.target_epsilon, 4)
+            target = parameter(self.target_epsilon)
             lines.append(f"  the target is met from epsilon = {target}")
         if self.weights:
-            shown = ", ".join(f"{k}: {significant(v, 3)}" for k, v in self.weights.items())
+            shown = ", ".join(f"{k}: {parameter(v, 3)}" for k, v in self.weights.items())
             lines.append(f"  weights for equal relative errors: {{{shown}}}")
         return "\n".join(lines)
 
@@ -177,6 +184,39 @@ def _quantile_ranks(stat: Quantile, eps_point: float, n: int, spread: float, rng
 
 def _forecast(plan_: QueryPlan, entry: Entry, n: int, spread: float = 1.0) -> StatisticForecast:
     eps_g, _ = statistic_split(plan_, entry).per_group
+    if entry.interval != POPULATION:
+        return _forecast_at(plan_, entry, n, spread, eps_g)
+    # interval="privacy+sampling": the point at its share; the population interval's width
+    budget = sampling_budget(entry.statistic, eps_g)
+    point = _forecast_at(plan_, entry, n, spread, budget.point)
+    stat = entry.statistic
+    if isinstance(stat, Quantile) and entry.chosen == "exponential":
+        width = _population_ranks(plan_, stat, budget, n)
+        return replace(point, epsilon=eps_g, interval_width=width)
+    return replace(
+        point,
+        epsilon=eps_g,
+        interval_width=None,
+        note="the population interval adds the sampling error, set by the population's "
+        "spread, which no schema shows",
+    )
+
+
+def _population_ranks(plan_: QueryPlan, stat: Quantile, budget: SamplingBudget, n: int) -> float:
+    """About the width in ranks of a quantile's population interval: its endpoints
+    target p n -/+ (s + b), b the binomial ranks at n (docs/intervals.md §8)."""
+    from dpsense.methods.quantile_interval import interval_shift
+
+    m = counted_rows(stat, plan_.max_rows) if plan_.unit is not None else 1
+    s = interval_shift(stat.p, budget.spread / m, plan_.neighbours, 0.3 * ACCURACY_ALPHA)
+    b = binomial_rows(float(n), stat.p, 0.6 * ACCURACY_ALPHA)
+    return float(min(2.0 * (s * m + b), n))
+
+
+def _forecast_at(
+    plan_: QueryPlan, entry: Entry, n: int, spread: float, eps_g: float
+) -> StatisticForecast:
+    """The forecast of ``entry``'s release at ``eps_g`` per group."""
     stat = entry.statistic
     m = counted_rows(stat, plan_.max_rows) if plan_.unit is not None else 1
     rng = np.random.default_rng(0)

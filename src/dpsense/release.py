@@ -110,6 +110,14 @@ where : str, optional
     before anything else, contribution bounding included (Spark gets it transpiled to
     Spark SQL by sqlglot). Aggregates, window functions and subqueries are refused: a
     row-level filter is a stable transformation, so the guarantee holds as stated.
+interval : {"privacy", "privacy+sampling"}
+    What the intervals cover (``Release.interval``, the ``_low``/``_high`` columns):
+    "privacy" (the default), the statistic of the records as released;
+    "privacy+sampling", the population's value when the data are a simple random
+    sample of it (means, medians and quantiles; other statistics are an
+    ``InputError``). A quarter of each statistic's epsilon buys a private count and
+    spread that widen the interval by the sampling error (docs/intervals.md §8);
+    ``Release.covers`` says which.
 """
 
 
@@ -135,6 +143,7 @@ def release(
     bounds_share: float | None = None,
     weights: Mapping[str, float] | None = None,
     where: str | None = None,
+    interval: str = "privacy",
     **options: Any,
 ) -> Release | GroupedRelease | QueryResult:
     """Release ``statistic`` of ``x`` with differential privacy.
@@ -164,6 +173,7 @@ def release(
         bounds_share,
         weights,
         where,
+        interval=interval,
     )
     return execute(Request(x, statistic, args, epsilon, delta, rng, options))  # no ledger
 

@@ -56,6 +56,13 @@ def significant(value: float, digits: int = 6) -> str:
     return repr(float(value))
 
 
+def parameter(value: float, digits: int = 4) -> str:
+    """A public parameter (an epsilon, a delta, a weight) in ``digits`` significant digits,
+    rounded as usual: a split of 1 in five is "0.2", not its float 0.19999999999999998.
+    Released values use :func:`significant`, which never carries into a new leading digit."""
+    return f"{value:.{digits}g}"
+
+
 def plain(value: float) -> str:
     """A number in six significant digits ("inf", "-inf", "n/a" for the others)."""
     if math.isinf(value):

@@ -160,8 +160,9 @@ bounds : mapping of column to (lower, upper), or "private"
 keys : mapping of column to list of values, or None
     The public groups: the values of each GROUP BY column (every combination is
     released, absent ones included); None for private partition selection.
-weights, nulls, schema, rng, bounds_share
-    As in :func:`dpsense.release`.
+weights, nulls, schema, rng, bounds_share, interval
+    As in :func:`dpsense.release` (``interval="privacy+sampling"``: population intervals
+    for AVG, MEDIAN and one-level quantiles).
 accountant : Accountant, optional
     Charge the query to this accountant (its ledger) first: one charge of the total.
 dataset : str, optional
@@ -187,6 +188,7 @@ def sql(
     schema: Mapping[str, str] | None = None,
     rng: object = None,
     bounds_share: float | None = None,
+    interval: str = "privacy",
     accountant: Accountant | None = None,
     dataset: str | None = None,
 ) -> QueryResult:
@@ -219,6 +221,7 @@ def sql(
             "nulls": nulls,
             "schema": schema,
             "bounds_share": bounds_share,
+            "interval": interval,
             **args,
         }
     )

@@ -26,6 +26,7 @@ import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import duckdb
@@ -314,6 +315,7 @@ class Request:
     json: bool = True  # the CLI's --json, else its text output (numbers masked)
     ledger: bool = False  # the CLI's --ledger
     column_bounds: tuple[tuple[str, tuple[float, float]], ...] = ()
+    interval: str = "privacy"  # ds.release / ds.sql's interval=, the CLI's --interval
     # SQL only: the one by-column is a row-wise expression (alias, expression, how GROUP BY
     # names it: "expr", "alias" or "position"); tests/neighbours/rowwise.py
     group_expr: tuple[str, str, str] | None = None
@@ -353,6 +355,8 @@ class Request:
             kw["nulls"] = self.nulls
         if self.private_bounds:
             kw["bounds"] = "private"
+        if self.interval != "privacy":
+            kw["interval"] = self.interval
         return kw
 
     def statistic_argument(self) -> tuple[Any, dict[str, Any]]:
@@ -448,7 +452,7 @@ class Request:
             if self.delta:
                 args.append(f"delta={self.delta!r}")
             for name in ("privacy_unit", "max_rows_per_unit", "max_groups_per_unit",
-                         "nulls", "schema"):  # fmt: skip
+                         "nulls", "schema", "interval"):  # fmt: skip
                 if name in kw:
                     args.append(f"{name}={kw[name]!r}")
             if self.sql_bounds() is not None:
@@ -828,7 +832,7 @@ def describe(result: Any) -> tuple[Any, Any, Any]:
         groups = tuple(sorted(_group_label(k) for k, _ in result))
         # the groups' methods: only under public keys (privately selected groups may be none)
         methods = (
-            tuple(sorted({(r.method, r.noise) for _, r in result}))
+            tuple(sorted({(r.method, r.noise, *_interval_says(r)) for _, r in result}))
             if result.selection == "public keys"
             else None
         )
@@ -843,8 +847,17 @@ def describe(result: Any) -> tuple[Any, Any, Any]:
         result.statistic,
         shape,
         tuple(sorted(result.parameters)),
+        _interval_says(result),
     )
     return None, None, receipt
+
+
+def _interval_says(result: ds.Release) -> tuple[Any, ...]:
+    """What a release's interval says: what it covers, its kind and its shown keys."""
+    shown = result.parameters.get("interval")
+    keys = tuple(sorted(shown)) if isinstance(shown, dict | MappingProxyType) else ()
+    kind = shown.get("kind") if keys else None
+    return (str(result.covers), str(kind), keys)
 
 
 @contextlib.contextmanager
@@ -917,7 +930,7 @@ def _call(request: Request, data: Any, accountant: Any) -> Any:
         return ds.release(joined, statistic, **extra, **kw)
     if request.entry in JOIN_ENTRIES:
         kw = {k: v for k, v in kw.items() if k in ("epsilon", "delta", "max_rows_per_unit",
-              "max_groups_per_unit", "nulls", "schema", "rng")}  # fmt: skip
+              "max_groups_per_unit", "nulls", "schema", "rng", "interval")}  # fmt: skip
         if request.sql_bounds() is not None:
             kw["bounds"] = request.sql_bounds()
         if request.sql_keys() is not None and request.entry == "sql-join":
@@ -943,6 +956,7 @@ def _call(request: Request, data: Any, accountant: Any) -> Any:
                 "nulls",
                 "schema",
                 "rng",
+                "interval",
             )
         }
         if request.sql_bounds() is not None:
@@ -1012,6 +1026,8 @@ def cli_argv(request: Request, data: Path, ledger: Path, keys_file: Path) -> lis
         argv += ["--nulls", request.nulls]
     for col, kind in request.schema:
         argv += ["--schema", f"{col}={kind}"]
+    if request.interval != "privacy" and request.entry != "cli-bounds":
+        argv += ["--interval", request.interval]
     argv += ["--seed", str(request.seed)]
     if request.json:
         argv.append("--json")

@@ -43,6 +43,10 @@ PRIVACY_UNIT = typer.Option(help="Column identifying a person: protect all their
 MAX_ROWS = typer.Option(help="Rows kept per person and group (needs --privacy-unit).")
 MAX_GROUPS = typer.Option(help="Groups kept per person (needs --privacy-unit).")
 NULLS = typer.Option(help="Missing values in the used columns: error or drop.")
+INTERVAL = typer.Option(
+    help="What the intervals cover: privacy (the data's statistic) or privacy+sampling "
+    "(the population's value, for a simple random sample: means, medians, quantiles)."
+)
 BOUNDS_SHARE = typer.Option(
     help=f"With --bounds private: the share of --epsilon spent on the bounds.  "
     f"[default: {DEFAULT_BOUNDS_SHARE:g}]"

@@ -59,6 +59,7 @@ class ReleaseRequest:
     max_rows_per_unit: int | None
     max_groups_per_unit: int | None
     nulls: str
+    interval: str
     schema: list[str] | None
     output: Path | None
     seed: int | None
@@ -215,7 +216,12 @@ def _release_column_or_table(
     else:
         # every argument checked before the column is read (the release checks them again
         # on it): a bad request's error never depends on the data (docs/entry_points.md)
-        args = ReleaseArgs(method=request.method, neighbours=request.neighbours, **checked.bounds)
+        args = ReleaseArgs(
+            method=request.method,
+            neighbours=request.neighbours,
+            interval=request.interval,
+            **checked.bounds,
+        )
         eps, dlt = request.epsilon, request.delta
         prepare_release(Request(np.zeros(0), stat, args, eps, dlt, None, _method_options(request)))
         # a Parquet file's declared type, read here: the column arrives as floats
@@ -230,6 +236,7 @@ def _release_column_or_table(
         method=request.method,
         neighbours=request.neighbours,
         rng=request.seed,
+        interval=request.interval,
         **table_options,
         **checked.bounds,
         **_method_options(request),
@@ -290,6 +297,11 @@ def _sample_aggregate(
         )
     if request.blocks is None:
         raise InputError("--method sample-aggregate needs --blocks K (the number of blocks).")
+    if request.interval != "privacy":
+        raise InputError(
+            "--interval privacy+sampling applies to the other methods: a sample-and-aggregate "
+            "release has no interval."
+        )
     if isinstance(stat, Count | Sum) or not isinstance(stat, BoundedStatistic):
         raise InputError(
             "sample-aggregate needs a statistic with a bounded output (mean, median, "

@@ -11,7 +11,7 @@ from rich.table import Table
 from dpsense.cli import _options as opt
 from dpsense.cli._shared import _console, _fmt, _print_json
 from dpsense.errors import InputError
-from dpsense.shown import rounded, significant
+from dpsense.shown import parameter, rounded
 
 __all__ = ["PLAN_EXAMPLES", "plan_command"]
 
@@ -123,7 +123,7 @@ def _table(result: Any) -> None:
         table.add_row(
             f.name,
             f.method,
-            significant(f.epsilon, 3),
+            parameter(f.epsilon, 3),
             shown(f.median_error),
             shown(f.error_95),
             shown(f.interval_width),
@@ -134,4 +134,4 @@ def _table(result: Any) -> None:
         f"delta={result.delta:g}. Quantiles in ranks (rows); '—': depends on the data."
     )
     if result.target_epsilon is not None:
-        console.print(f"The target is met from epsilon = {significant(result.target_epsilon, 4)}.")
+        console.print(f"The target is met from epsilon = {parameter(result.target_epsilon)}.")

@@ -49,6 +49,7 @@ def release_command(
     max_rows_per_unit: Annotated[int | None, opt.MAX_ROWS] = None,
     max_groups_per_unit: Annotated[int | None, opt.MAX_GROUPS] = None,
     nulls: Annotated[str, opt.NULLS] = "error",
+    interval: Annotated[str, opt.INTERVAL] = "privacy",
     schema: Annotated[list[str] | None, opt.RELEASE_SCHEMA] = None,
     output: Annotated[Path | None, opt.RELEASE_OUTPUT] = None,
     seed: Annotated[int | None, opt.SEED] = None,

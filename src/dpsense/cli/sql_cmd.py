@@ -252,15 +252,27 @@ def _selection(result: Any) -> dict[str, Any] | None:
     return None
 
 
-def _seeded(result: Any) -> bool:
+def _releases(result: Any) -> list[Any]:
+    """Every Release of a query's result (one per statistic and group)."""
     from dpsense.tables import GroupedRelease
 
+    out = []
     for name in result:
         released = result[name]
-        parts = [rel for _, rel in released] if isinstance(released, GroupedRelease) else [released]
-        if any(rel.seeded for rel in parts):
-            return True
-    return False
+        out += [rel for _, rel in released] if isinstance(released, GroupedRelease) else [released]
+    return out
+
+
+def _seeded(result: Any) -> bool:
+    return any(rel.seeded for rel in _releases(result))
+
+
+def _covers(result: Any) -> str | None:
+    """What the intervals cover when some cover more than the data's statistic
+    (``--interval privacy+sampling``: the population's value)."""
+    from dpsense.methods.sampling_interval import COVERS_POPULATION
+
+    return next((c for rel in _releases(result) if (c := rel.covers) == COVERS_POPULATION), None)
 
 
 def _emit(spec: SqlQuery, result: Any, json_output: bool) -> None:
@@ -303,6 +315,9 @@ def _emit(spec: SqlQuery, result: Any, json_output: bool) -> None:
         rows_cap = int(result.parameters.get("max_rows_per_unit") or 1)
         groups = int(result.parameters.get("max_groups_per_unit") or 1) if spec.by else None
         console.print(caps_covered(str(unit), rows_cap, groups))
+    covers = _covers(result)
+    if covers is not None:
+        console.print(f"The intervals cover {covers}.")
     selection = _selection(result)
     if selection is not None:
         from dpsense.cli.tables_io import selection_note
@@ -325,6 +340,7 @@ def sql_command(
     bounds_share: Annotated[float | None, opt.BOUNDS_SHARE] = None,
     keys: Annotated[str | None, opt.SQL_KEYS] = None,
     nulls: Annotated[str, opt.NULLS] = "error",
+    interval: Annotated[str, opt.INTERVAL] = "privacy",
     schema: Annotated[list[str] | None, opt.SQL_SCHEMA] = None,
     output: Annotated[Path | None, opt.SQL_OUTPUT] = None,
     seed: Annotated[int | None, opt.SEED] = None,
@@ -365,6 +381,7 @@ def sql_command(
             schema=parse_schema_items(schema) if schema else None,
             rng=seed,
             bounds_share=bounds_share,
+            interval=interval,
             accountant=accountant,
             dataset=label,
         )

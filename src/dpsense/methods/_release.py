@@ -118,7 +118,19 @@ _PUBLIC_SCALE = frozenset({"global", "ptr", "bounded-ls"})
 """Methods whose noise scale is public or released, so that :meth:`Release.accuracy` is
 a function of released values."""
 
-_SHOWN = frozenset({"kind", "share", "alpha", "steps", "shift_rows", "epsilon_pair"})
+_SHOWN = frozenset(
+    {
+        "kind",
+        "share",
+        "alpha",
+        "steps",
+        "shift_rows",
+        "epsilon_pair",
+        "covers",
+        "epsilon_count",
+        "epsilon_spread",
+    }
+)
 """The keys of an interval's record shown in ``parameters``: how it was built. The rest
 (released values, scales, ranges) stay in ``interval_parts``."""
 
@@ -167,8 +179,9 @@ class Release:
     covers : str
         What :meth:`interval` (and :meth:`accuracy`) covers, in words, e.g. "the mean of
         the values clipped to [0, 100]": the clipped, bounded statistic (the default), the
-        raw one, or the population's. The same for every release of one request; empty
-        where nothing says (private bounds, which have no interval).
+        raw one, or the population's (``interval="privacy+sampling"``). The same for every
+        release of one request; empty where nothing says (private bounds, which have no
+        interval).
     """
 
     value: Any
@@ -257,7 +270,10 @@ class Release:
         two arrays, one interval per level. A KSW mean or ratio: from its released pair of
         noisy sums. Smooth sensitivity: from a private upper bound on its noise scale. None
         for refusals and where none is built (sample-and-aggregate, Laplace-log-normal
-        smooth noise, private bounds: docs/intervals.md §5 says why).
+        smooth noise, private bounds: docs/intervals.md §5 says why). With
+        ``interval="privacy+sampling"`` (a mean, a median or a quantile) it holds the
+        population's value instead, for a simple random sample (:attr:`covers`;
+        docs/intervals.md §8).
         """
         from dpsense.methods.intervals import (
             fraction_interval,
@@ -288,6 +304,10 @@ class Release:
             from dpsense.methods.smooth_interval import smooth_interval
 
             return smooth_interval(value, spec, a)
+        if spec["kind"] == "population":
+            from dpsense.methods.sampling_interval import population_interval
+
+            return population_interval(self, value, spec, a)
         return None
 
     def unreliable(self, alpha: float = 0.05) -> bool:

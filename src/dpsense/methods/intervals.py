@@ -182,6 +182,11 @@ def built_from(kind: object, share: object) -> str:
         return f"two more quantiles at ranks moved outward{spent}"
     if kind == "smooth":
         return f"a private upper bound on the noise scale{spent}"
+    if kind == "population":
+        return (
+            "the population's value (a simple random sample): the sampling error from a "
+            f"private count and spread{spent}"
+        )
     if kind in ("ratio", "fraction"):
         return "the released sums and count (no extra budget)"
     return "the noise's public scale (no extra budget)"

@@ -190,17 +190,24 @@ def quantile_endpoints(
     neighbours: Neighbours,
     alpha: float,
     rng: RandomSource,
+    extra_rows: int = 0,
 ) -> tuple[float, float, dict[str, Any]]:
     """(L, H, receipt): the interval's two endpoints, drawn jointly as one epsilon-DP
-    release (the caller charges epsilon), and their public parameters."""
+    release (the caller charges epsilon), and their public parameters.
+
+    ``extra_rows`` (b, public or released) moves the endpoints' targets b more ranks
+    outward, to the records of ranks r - b and r + b: the padding is
+    ``ceil((s + b) / (1 - p))`` and ``ceil((s + b) / p)`` (the population interval of a
+    quantile, docs/intervals.md §8; 0 for the privacy interval)."""
     grid = endpoint_grid(lower, upper)
     below = _counts_below(records, grid)
     n = _size(records)
     shift = interval_shift(p, epsilon, neighbours, alpha)
     score = quantile_score(p, epsilon, neighbours, "interval")  # p = num / den, exactly
     num, den = score.num, score.den
-    pad_low = -(-shift * den // (den - num))  # ceil(s / (1 - p))
-    pad_high = -(-shift * den // num)  # ceil(s / p)
+    moved = shift + extra_rows
+    pad_low = -(-moved * den // (den - num))  # ceil((s + b) / (1 - p))
+    pad_high = -(-moved * den // num)  # ceil((s + b) / p)
     low_scores = endpoint_scores(below, n, pad_low, 0, score)
     high_scores = endpoint_scores(below, n, 0, pad_high, score)
     j_low, j_high = _draw_pair(low_scores, high_scores, score, rng)

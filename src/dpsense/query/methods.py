@@ -26,6 +26,7 @@ from dpsense.methods.exponential import check_exponential, check_joint, release_
 from dpsense.methods.global_sensitivity import checked_global_noise, release_global
 from dpsense.methods.ksw import ksw_mean
 from dpsense.methods.ptr import checked_ptr_options, release_ptr
+from dpsense.methods.sampling_interval import POPULATION, release_with_sampling
 from dpsense.methods.smooth import check_smooth, release_smooth
 from dpsense.neighbours import Neighbours
 from dpsense.noise.rng import RandomSource
@@ -34,7 +35,14 @@ from dpsense.statistics import BoundedStatistic, Count, Mean, Quantiles, Statist
 from dpsense.statistics.units import group_privacy_budget, rows_per_unit
 from dpsense.tables.schema import array_type, schema_resolution
 
-__all__ = ["DISPATCH", "METHODS", "check_parameters", "checked_method", "release_column"]
+__all__ = [
+    "DISPATCH",
+    "METHODS",
+    "check_parameters",
+    "checked_method",
+    "release_column",
+    "run_method",
+]
 
 _OPTIONS: Final[dict[str, tuple[str, ...]]] = {
     "global": ("noise",),
@@ -98,6 +106,16 @@ DISPATCH: Final[dict[str, Callable[..., Release]]] = {
 }
 
 
+def run_method(
+    chosen: str, call: MethodCall, options: dict[str, Any], interval: str = "privacy"
+) -> Release:
+    """``chosen``'s release of ``call``; with ``interval="privacy+sampling"``, at the
+    point's share, with the population interval's ingredients (``methods.sampling_interval``)."""
+    if interval == POPULATION:
+        return release_with_sampling(DISPATCH[chosen], call, options)
+    return DISPATCH[chosen](call, **options)
+
+
 def release_column(
     x: Any,
     statistic: Statistic,
@@ -108,8 +126,10 @@ def release_column(
     nb: Neighbours,
     nulls: str,
     source: RandomSource,
+    interval: str = "privacy",
 ) -> Release:
-    """One column of numbers (not a table): clipped, then released by ``chosen``."""
+    """One column of numbers (not a table): clipped, then released by ``chosen``
+    (:func:`run_method`)."""
     where = "release"
     # a count uses no value: like a table's, it counts every record, NaN included
     data = as_data(
@@ -135,7 +155,7 @@ def release_column(
     call = MethodCall(
         records=xc, statistic=statistic, epsilon=eps, delta=dlt, neighbours=nb, rng=source
     )
-    out = with_covers(DISPATCH[chosen](call, **options), statistic)
+    out = with_covers(run_method(chosen, call, options, interval), statistic)
     if "resolution_source" not in resolution:
         return out
     return replace(

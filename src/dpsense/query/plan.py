@@ -23,13 +23,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
 
 from dpsense._exact_budget import difference_down, product_down, quotient_down
 from dpsense.errors import Assign, InputError, Name, Param
 from dpsense.mechanisms.quantiles import joint_is_better
+from dpsense.methods.sampling_interval import POPULATION, check_interval, sampling_budget
 from dpsense.neighbours import Neighbours, validate_neighbours
 from dpsense.params import check_delta, check_epsilon, check_int
 from dpsense.query.bounds_step import BoundsPlan, plan_bounds
@@ -72,6 +73,10 @@ class Entry:
     present: str | None = None
     """For a count: the column whose rows with a value it counts (SQL ``COUNT(col)``, a
     dict's ``(column, ds.Count())`` pair; ``tables.presence``); None counts every row."""
+    interval: str = "privacy"
+    """What its interval covers: "privacy" (the data's statistic) or "privacy+sampling"
+    (the population's: :mod:`dpsense.methods.sampling_interval`, which gives the method
+    the point's share of each group's epsilon and the ingredients the rest)."""
 
 
 @dataclass(frozen=True)
@@ -263,6 +268,7 @@ class ReleaseArgs:
     computed: Mapping[str, str] | None = None
     """Computed columns, ``{name: SQL expression over one row}``, added before the
     bounding (``tables.row_map``; SQL's row-wise expressions)."""
+    interval: str = "privacy"
 
 
 def asks_for_table(args: ReleaseArgs) -> bool:
@@ -311,6 +317,7 @@ def plan_query(
     neighbours = validate_neighbours(args.neighbours, where=where)
     single = isinstance(statistics, Statistic)
     items, w = _statistic_items(statistics, args, where)
+    interval = check_interval(args.interval, [(n, stat) for n, stat, _, _ in items], where)
     by_cols, m_rows, m_groups = _units_and_groups(args, where)
     casts = parse_schema(args.schema, where)
     row_filter = None if args.where is None else parse_row_filter(args.where, where=where)
@@ -326,6 +333,7 @@ def plan_query(
         len(items) > 1, rest, delta, by_cols, public, groups
     )
     entries = _entries_at_shares(items, w, (eps_stats, dlt_stats), args, options, neighbours)
+    entries = [replace(e, interval=interval) for e in entries]
     plan = QueryPlan(
         entries=tuple(entries),
         single=single,
@@ -511,4 +519,6 @@ def _check_methods(plan: QueryPlan) -> None:
     for entry in plan.entries:
         eps_g, dlt_g = statistic_split(plan, entry).per_group
         stat = per_unit(entry.statistic, m)
+        if entry.interval == POPULATION:  # the method runs at the point's share
+            eps_g = sampling_budget(stat, eps_g).point
         check_parameters(stat, entry.chosen, dict(entry.options), eps_g, dlt_g, plan.neighbours)

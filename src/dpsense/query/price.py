@@ -41,7 +41,8 @@ from dpsense.accounting.budget import not_zcdp
 from dpsense.accounting.composition import ZcdpCharge
 from dpsense.bounds import bounds_price
 from dpsense.errors import Assign, Part
-from dpsense.methods.zcdp import ZcdpPrice, aggregate_rho, method_rho, ratio_rho
+from dpsense.methods.sampling_interval import POPULATION, sampling_budget
+from dpsense.methods.zcdp import ZcdpPrice, aggregate_rho, method_rho, pure_rho, ratio_rho
 from dpsense.query.plan import Entry, QueryPlan, statistic_split
 from dpsense.tables.request import selection_price
 
@@ -111,6 +112,11 @@ def _statistic_step(plan: QueryPlan, entry: Entry) -> Step:
         split = statistic_split(plan, entry)
         eps_g, dlt_g = split.per_group
         options = dict(entry.options)
+        ingredients = Fraction(0)
+        if entry.interval == POPULATION:  # the point's share, and its pure-epsilon parts
+            budget = sampling_budget(entry.statistic, eps_g)
+            eps_g = budget.point
+            ingredients = pure_rho(budget.count) + pure_rho(budget.spread)
         one = method_rho(
             entry.chosen,
             entry.statistic,
@@ -126,7 +132,7 @@ def _statistic_step(plan: QueryPlan, entry: Entry) -> Step:
             elif entry.chosen == "smooth":
                 noise = (" with Laplace noise, its default when delta > 0",)
             raise not_zcdp("This release (", Assign.of("method", entry.chosen), *noise, ")")
-        exact = split.zcdp_price(one, plan.groups_per_unit)
+        exact = split.zcdp_price(one + ingredients, plan.groups_per_unit)
         part = ZcdpCharge.exact(exact.rho, exact.delta)
         return ZcdpPrice(Fraction(part.rho), Fraction(part.delta))
 

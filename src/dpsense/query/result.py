@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from dpsense.methods import Release
-from dpsense.shown import significant
+from dpsense.shown import parameter
 from dpsense.tables.grouped_result import (
     INTERVAL_PARTS,
     GroupedRelease,
@@ -119,7 +119,7 @@ class QueryResult:
         lines = [head]
         split = self.parameters.get("split", {})
         for name, part in split.items():
-            eps, dlt = significant(part["epsilon"], 4), significant(part["delta"], 4)
+            eps, dlt = parameter(part["epsilon"]), parameter(part["delta"])
             how = ""
             if "values" in part:  # several quantiles: how many values, and how released
                 together = "jointly" if part["joint"] else "one at a time"

@@ -90,6 +90,7 @@ def run_plan(
                 plan.neighbours,
                 plan.nulls,
                 source,
+                entry.interval,
             )
             results, extra = _with_receipts(plan, {entry.name: got}, receipts)
         else:

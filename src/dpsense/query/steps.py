@@ -19,7 +19,7 @@ from dpsense.methods._release import with_covers
 from dpsense.methods.call import MethodCall
 from dpsense.noise.rng import RandomSource
 from dpsense.query.bounds_step import BoundsPlan, bounded_statistic, find_bounds, served
-from dpsense.query.methods import DISPATCH
+from dpsense.query.methods import run_method
 from dpsense.query.plan import Entry, QueryPlan, statistic_split
 from dpsense.statistics import BoundedStatistic, Count, Statistic
 from dpsense.tables.grouped import opened_table
@@ -60,7 +60,7 @@ def _release_one(entry: Entry, plan: QueryPlan, rng: RandomSource) -> Any:
             neighbours=plan.neighbours,
             rng=rng,
         )
-        got = DISPATCH[entry.chosen](call, **entry.options)
+        got = run_method(entry.chosen, call, dict(entry.options), entry.interval)
         return with_covers(got, stat, plan.max_rows if plan.unit is not None else None)
 
     return one
