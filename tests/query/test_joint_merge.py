@@ -88,6 +88,11 @@ def test_median_and_percentiles_are_released_as_one_three_level_statistic() -> N
     assert eps <= split["med"]["epsilon"] + split["q"]["epsilon"]
     assert math.isclose(eps, 0.6, rel_tol=1e-12)
     assert merged.epsilon == 1.0
+    text = str(merged)
+    assert "med: epsilon=0.2, delta=0 (one joint release with q)" in text
+    assert (
+        "q: epsilon=0.4, delta=0 (2 values, released jointly) (one joint release with med)" in text
+    )
     assert merged["n"]["a"].value == one["n"]["a"].value  # the count draws as before
 
 
