@@ -7,10 +7,12 @@ query at epsilon 1::
     SELECT female, COUNT(*), MEDIAN(wage), AVG(wage), QUANTILE_CONT(wage, [0.1, 0.9])
     FROM t GROUP BY female
 
-(five released values: a fifth of epsilon each by default, docs/queries.md §2). Tumult
-Analytics 0.21 runs the same five aggregates as five queries of epsilon / 5 with the same
-bounds, as its user would (``_tumult_survey.py``, in its own virtualenv given by
-``--tumult-python``; it cannot share a process with dpsense). Reported per statistic (both
+(five released values: a fifth of epsilon each by default, docs/queries.md §2; the
+median and the two percentiles released jointly at three fifths,
+docs/quantile_mechanisms.md §7c). Tumult Analytics 0.21 runs the same five aggregates as
+five queries of epsilon / 5 with the same bounds, as its user would
+(``_tumult_survey.py``, in its own virtualenv given by ``--tumult-python``; it cannot
+share a process with dpsense). Reported per statistic (both
 groups, ``--runs`` runs each): the median relative error of both, their ratio, and the
 coverage of dpsense's 95% intervals. Without ``--tumult-python`` only dpsense's figures
 are printed, with a message saying why.
@@ -45,8 +47,8 @@ QUERY_LEVELS = (
     "QUANTILE_CONT(wage, [0.1, 0.5, 0.9]) AS q FROM t GROUP BY female"
 )
 """The same five values with the three quantiles as one statistic: three shares, released
-jointly (docs/quantile_mechanisms.md §7b). What a plan that merged a column's quantiles
-would release; the plan does not merge them yet."""
+jointly (docs/quantile_mechanisms.md §7b). The plan merges the query as written into the
+same joint release (§7c), drawn from another statistic's seed."""
 NAMES = ("n", "med", "mean", "p10", "p90")
 EPSILON = 1.0
 KEYS = {"female": [0, 1]}

@@ -690,7 +690,7 @@ MUTANTS = (
     Mutant(
         "quantile-levels-one-share",
         "a multi-level quantile statistic gets one share of the split for all its levels",
-        "src/dpsense/query/plan.py",
+        "src/dpsense/query/joint_merge.py",
         (
             (
                 "    return len(statistic.ps) if isinstance(statistic, Quantiles) else 1\n",
@@ -705,6 +705,19 @@ MUTANTS = (
         "src/dpsense/methods/exponential.py",
         (("    each = quotient_down(point, len(statistic.ps))\n", "    each = point\n"),),
         ("tests/tables/test_unit_shortcuts.py",),
+    ),
+    Mutant(
+        "joint-merge-double-epsilon",
+        "quantiles of one column merged into one joint release spend twice the sum of their "
+        "shares (more epsilon than the query charges)",
+        "src/dpsense/query/joint_merge.py",
+        (
+            (
+                "                epsilon=float_down(sum(exact(e.epsilon) for e in members)),\n",
+                "                epsilon=float_down(2 * sum(exact(e.epsilon) for e in members)),\n",
+            ),
+        ),
+        ("tests/query/test_joint_merge.py",),
     ),
 )
 

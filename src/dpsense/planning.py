@@ -32,6 +32,7 @@ from numpy.typing import NDArray
 
 from dpsense.defaults import ACCURACY_ALPHA, INTERVAL_SHARE
 from dpsense.errors import InputError, Param
+from dpsense.mechanisms.quantiles import halving_depth
 from dpsense.methods.sampling_interval import (
     POPULATION,
     SamplingBudget,
@@ -39,6 +40,7 @@ from dpsense.methods.sampling_interval import (
     sampling_budget,
 )
 from dpsense.params import check_int
+from dpsense.query.joint_merge import JointMerge, merge_of, merged_entry
 from dpsense.query.plan import Entry, QueryPlan, plan_query, release_arguments, statistic_split
 from dpsense.shown import parameter, significant
 from dpsense.statistics import Count, Mean, Quantile, Statistic
@@ -239,15 +241,25 @@ def _forecast_at(
     if isinstance(stat, Quantile) and entry.chosen == "exponential":
         row_eps = eps_g / m
         point = row_eps * (1.0 - INTERVAL_SHARE)
-        errors = _quantile_ranks(stat, point, n, spread, rng) * m
+        merge = merge_of(plan_.merges, entry.name)
+        if merge is None:
+            errors = _quantile_ranks(stat, point, n, spread, rng) * m
+        else:
+            errors = _joint_ranks(plan_, merge, stat.p, m, n, spread, rng) * m
         width = _quantile_interval_ranks(stat, row_eps * INTERVAL_SHARE, n, plan_) * m
+        joint = (
+            ""
+            if merge is None
+            else "; released jointly with "
+            + ", ".join(name for name in merge.names if name != entry.name)
+        )
         return StatisticForecast(
             **common,
             units="ranks",
             median_error=float(np.median(errors)),
             error_95=float(np.quantile(errors, 0.95)),
             interval_width=float(min(width, n)),
-            note=f"in ranks (rows), records spread over {spread:.0%} of the bounds",
+            note=f"in ranks (rows), records spread over {spread:.0%} of the bounds{joint}",
         )
     return StatisticForecast(
         **common,
@@ -257,6 +269,28 @@ def _forecast_at(
         interval_width=None,
         note=f"no forecast: the noise of method {entry.chosen!r} depends on the data",
     )
+
+
+def _joint_ranks(
+    plan_: QueryPlan, merge: JointMerge, p: float, m: int, n: int, spread: float, rng: Any
+) -> F64:
+    """Rank errors of level ``p`` released jointly (``query.joint_merge``): recursive
+    halving releases it in one call at ``per_call`` on the records between the two levels
+    released before it on either side (about n (hi - lo) of them), at its level rescaled
+    to them; the part above the highest of them holds the empty stretch of the bounds.
+    The errors of the levels released before it are not carried over."""
+    eps_g, _ = statistic_split(plan_, merged_entry(merge, plan_.entries)).per_group
+    depth = halving_depth(len(merge.ps))
+    calls = depth if plan_.neighbours == "add-remove" else 2 * depth
+    per_call = eps_g / m * (1.0 - INTERVAL_SHARE) / calls
+    levels, lo, hi = list(merge.ps), 0.0, 1.0
+    while (mid := levels[(len(levels) - 1) // 2]) != p:
+        i = (len(levels) - 1) // 2
+        lo, hi, levels = (lo, mid, levels[:i]) if p < mid else (mid, hi, levels[i + 1 :])
+    start = lo * spread  # the records spread evenly over [0, spread] of the bounds
+    part = 1.0 if hi < 1.0 else (spread - start) / (1.0 - start)
+    level = Quantile((p - lo) / (hi - lo), 0.0, 1.0)
+    return _quantile_ranks(level, per_call, max(1, round(n * (hi - lo))), part, rng)
 
 
 def _quantile_interval_ranks(stat: Quantile, eps_pair: float, n: int, plan_: QueryPlan) -> float:

@@ -857,7 +857,8 @@ def _interval_says(result: ds.Release) -> tuple[Any, ...]:
     shown = result.parameters.get("interval")
     keys = tuple(sorted(shown)) if isinstance(shown, dict | MappingProxyType) else ()
     kind = shown.get("kind") if keys else None
-    return (str(result.covers), str(kind), keys)
+    # what it covers names the bounds, released ones under bounds="private": masked
+    return (mask(str(result.covers)), str(kind), keys)
 
 
 @contextlib.contextmanager

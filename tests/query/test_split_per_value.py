@@ -17,11 +17,15 @@ SURVEY = (
     "QUANTILE_CONT(v, [0.1, 0.9]) AS q FROM t GROUP BY g"
 )
 ARGS = {"bounds": {"v": (0.0, 50.0)}, "keys": {"g": ["a", "b"]}}
+# the median of another column: q's two levels are not merged with it (query/joint_merge.py)
+APART = SURVEY.replace("MEDIAN(v)", "MEDIAN(w)")
+APART_BOUNDS = {"v": (0.0, 50.0), "w": (0.0, 50.0)}
 
 
 def _frame(n: int = 200) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(7)
-    return {"g": np.repeat(["a", "b"], n), "v": rng.lognormal(np.log(5), 0.6, 2 * n)}
+    v = rng.lognormal(np.log(5), 0.6, 2 * n)
+    return {"g": np.repeat(["a", "b"], n), "v": v, "w": v + 1.0}
 
 
 def _sql(query: str, **kwargs: object) -> ds.QueryResult:
@@ -41,7 +45,9 @@ def test_each_level_is_one_share_of_the_default_split() -> None:
     assert split["q"]["values"] == 2
     assert "values" not in split["n"]
     assert sum(part["epsilon"] for part in split.values()) <= 1.0
-    assert "q: epsilon=0.4, delta=0 (2 values, released one at a time)" in str(res)
+    assert "q: epsilon=0.4, delta=0 (2 values, released jointly)" in str(res)  # with med
+    apart = _sql(APART, bounds=APART_BOUNDS)
+    assert "q: epsilon=0.4, delta=0 (2 values, released one at a time)" in str(apart)
     plan = ds.plan(None, SURVEY.replace(" t ", " 'missing.csv' "), epsilon=1.0,
                    rows_per_group=200, **ARGS)  # fmt: skip
     assert plan.parameters["split"] == split
@@ -87,7 +93,7 @@ def test_the_pick_is_the_measured_rule(m: int, neighbours: str, joint: bool) -> 
 def test_the_release_does_what_the_plan_says() -> None:
     """Two levels are released one at a time, each at half the values' share (after the
     interval's), and sorted; joint=True asks for recursive halving instead."""
-    res = _sql(SURVEY)
+    res = _sql(APART, bounds=APART_BOUNDS)
     for _, one in res["q"]:
         params = one.parameters
         assert params["joint"] is False

@@ -16,7 +16,8 @@ The split of a query of several statistics (docs/queries.md §2), all rounded do
 
 Several quantiles (``ds.Quantiles``) are released jointly or one level at a time, as
 :func:`dpsense.mechanisms.quantiles.joint_is_better` picks from public quantities; the
-``joint`` option carries the pick, and the receipt says it.
+``joint`` option carries the pick, and the receipt says it. Quantile statistics of one
+column may be merged into one joint release (``query.joint_merge``, ``QueryPlan.merges``).
 """
 
 from __future__ import annotations
@@ -34,10 +35,17 @@ from dpsense.methods.sampling_interval import POPULATION, check_interval, sampli
 from dpsense.neighbours import Neighbours, validate_neighbours
 from dpsense.params import check_delta, check_epsilon, check_int
 from dpsense.query.bounds_step import BoundsPlan, plan_bounds
+from dpsense.query.joint_merge import (
+    JointMerge,
+    joined,
+    plan_merges,
+    released_values,
+    split_receipt,
+)
 from dpsense.query.methods import check_parameters, checked_method
-from dpsense.statistics import BoundedStatistic, Count, Quantiles, Statistic
+from dpsense.statistics import BoundedStatistic, Count, Quantile, Quantiles, Statistic
 from dpsense.statistics.units import counts_units, per_unit
-from dpsense.tables.request import SELECTION_SHARE, BudgetSplit, budget_split, public_key_count
+from dpsense.tables.request import BudgetSplit, budget_split, public_key_count
 from dpsense.tables.row_filter import RowFilter, parse_row_filter
 from dpsense.tables.row_map import with_computed
 from dpsense.tables.schema import Cast, parse_schema
@@ -108,6 +116,8 @@ class QueryPlan:
     parameters: Mapping[str, Any] = field(default_factory=dict)
     table_arguments: bool = False
     """The arguments ask something only a table has (:func:`asks_for_table`)."""
+    merges: tuple[JointMerge, ...] = ()
+    """Quantile statistics of one column released jointly (``query.joint_merge``)."""
 
     @property
     def bounds_epsilon(self) -> float:
@@ -334,6 +344,9 @@ def plan_query(
     )
     entries = _entries_at_shares(items, w, (eps_stats, dlt_stats), args, options, neighbours)
     entries = [replace(e, interval=interval) for e in entries]
+    # a population interval is one statistic's own (several quantiles have none): no merge
+    merges = () if interval == POPULATION else plan_merges(entries, options, neighbours)
+    entries = [joined(e, merges) for e in entries]
     plan = QueryPlan(
         entries=tuple(entries),
         single=single,
@@ -353,8 +366,9 @@ def plan_query(
         bounds=bounds_plan,
         bounds_columns=tuple(bounds_cols),
         selection=selection,
-        parameters=_split_receipt(entries, selection),
+        parameters=split_receipt(entries, selection, merges),
         table_arguments=asks_for_table(args),
+        merges=merges,
     )
     _check_methods(plan)
     return plan
@@ -406,12 +420,6 @@ def _shared_selection(
     return selection, difference_down(rest, selection[0]), difference_down(delta, selection[1])
 
 
-def released_values(statistic: Statistic) -> int:
-    """How many values ``statistic`` releases: its levels for ``ds.Quantiles``, else 1.
-    Each is one share of the default split (module docstring)."""
-    return len(statistic.ps) if isinstance(statistic, Quantiles) else 1
-
-
 def _entries_at_shares(
     items: list[tuple[str, Any, Any, str | None]],
     weights: dict[str, Fraction],
@@ -431,7 +439,10 @@ def _entries_at_shares(
         share = shares[name] / total
         eps_i = budget[0] if len(items) == 1 else product_down(share, budget[0])
         dlt_i = budget[1] if len(items) == 1 else product_down(share, budget[1])
-        chosen, opts = checked_method(stat, args.method, dict(options), eps_i, dlt_i, neighbours)
+        asked = dict(options)
+        if len(items) > 1 and isinstance(stat, Quantile) and isinstance(asked.get("joint"), bool):
+            del asked["joint"]  # one level: joint= only says if it may merge (joint_merge)
+        chosen, opts = checked_method(stat, args.method, asked, eps_i, dlt_i, neighbours)
         if isinstance(stat, Quantiles) and chosen == "exponential" and "joint" not in opts:
             opts["joint"] = joint_is_better(len(stat.ps), neighbours)
         entries.append(
@@ -489,28 +500,6 @@ def _bounds_steps(
     if bounds_plan is None:  # the error plan_bounds gives a statistic with bounds
         plan_bounds(items[0][1], bounds, share, epsilon, neighbours, where=where)
     return bounds_plan, bounds_cols
-
-
-def _split_receipt(entries: list[Entry], selection: tuple[float, float] | None) -> dict[str, Any]:
-    """The query's receipt of its split: each statistic's share and the selection's."""
-    return {
-        "split": {e.name: _entry_receipt(e) for e in entries},
-        "selection_share": SELECTION_SHARE if selection is not None else None,
-    }
-
-
-def _entry_receipt(entry: Entry) -> dict[str, Any]:
-    """One statistic's share in the receipt: its (epsilon, delta), its weight (per
-    released value), and for several quantiles how many values and whether jointly."""
-    out: dict[str, Any] = {
-        "epsilon": entry.epsilon,
-        "delta": entry.delta,
-        "weight": float(entry.weight),
-    }
-    if isinstance(entry.statistic, Quantiles):
-        out["values"] = released_values(entry.statistic)
-        out["joint"] = entry.options.get("joint")
-    return out
 
 
 def _check_methods(plan: QueryPlan) -> None:

@@ -37,12 +37,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 
+from dpsense._exact_budget import exact
 from dpsense.accounting.budget import not_zcdp
 from dpsense.accounting.composition import ZcdpCharge
 from dpsense.bounds import bounds_price
 from dpsense.errors import Assign, Part
 from dpsense.methods.sampling_interval import POPULATION, sampling_budget
 from dpsense.methods.zcdp import ZcdpPrice, aggregate_rho, method_rho, pure_rho, ratio_rho
+from dpsense.query.joint_merge import merge_of, merged_entry
 from dpsense.query.plan import Entry, QueryPlan, statistic_split
 from dpsense.tables.request import selection_price
 
@@ -93,7 +95,7 @@ def price(request: QueryPlan | Step) -> Price:
     if isinstance(request, Step):
         return Price(request.epsilon, request.delta, (request,))
     plan = request
-    steps = [_statistic_step(plan, entry) for entry in plan.entries]
+    steps = [_part_step(plan, entry) for entry in plan.entries]
     if plan.selection is not None:
         selection, g = plan.selection, plan.groups_per_unit
         steps.append(Step("selection", *selection, lambda: selection_price(selection, g)))
@@ -135,6 +137,25 @@ def _statistic_step(plan: QueryPlan, entry: Entry) -> Step:
         exact = split.zcdp_price(one + ingredients, plan.groups_per_unit)
         part = ZcdpCharge.exact(exact.rho, exact.delta)
         return ZcdpPrice(Fraction(part.rho), Fraction(part.delta))
+
+    return Step(entry.name, entry.epsilon, entry.delta, zcdp)
+
+
+def _part_step(plan: QueryPlan, entry: Entry) -> Step:
+    """One statistic of ``plan`` at its share; a statistic released jointly with others
+    (``query.joint_merge``) is its part of the joint release: the joint release's price
+    (one release at the sum of their shares) times its share of that sum, so that the
+    parts add up to the release that runs."""
+    merge = merge_of(plan.merges, entry.name)
+    if merge is None:
+        return _statistic_step(plan, entry)
+    whole = _statistic_step(plan, merged_entry(merge, plan.entries))
+    members = [e for e in plan.entries if e.name in merge.names]
+    part = exact(entry.epsilon) / sum(exact(e.epsilon) for e in members)
+
+    def zcdp() -> ZcdpPrice:
+        price = whole.price()
+        return ZcdpPrice(price.rho * part, price.delta * part)
 
     return Step(entry.name, entry.epsilon, entry.delta, zcdp)
 

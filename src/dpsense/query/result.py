@@ -124,6 +124,8 @@ class QueryResult:
             if "values" in part:  # several quantiles: how many values, and how released
                 together = "jointly" if part["joint"] else "one at a time"
                 how = f" ({part['values']} values, released {together})"
+            if part.get("released_with"):  # one joint release with other statistics
+                how += f" (one joint release with {', '.join(part['released_with'])})"
             lines.append(f"  {name}: epsilon={eps}, delta={dlt}{how}")
         for key in self._groups():
             shown = []

@@ -29,8 +29,9 @@ from dpsense.data.source import is_table, readable_twice
 from dpsense.methods import Release
 from dpsense.noise.rng import RandomSource, SeededRandom
 from dpsense.query.bounds_step import mark_private_bounds, with_bounds_receipt
+from dpsense.query.joint_merge import split_result
 from dpsense.query.methods import release_column
-from dpsense.query.plan import QueryPlan
+from dpsense.query.plan import QueryPlan, statistic_split
 from dpsense.query.result import QueryResult
 from dpsense.query.steps import (
     reads_twice,
@@ -137,7 +138,17 @@ def _on_engine(
     (``tables.query_release``, whichever engine reads ``data``), and the query's
     receipts."""
     got = release_query(data, table_query(plan, stats, rngs), source)
-    return _with_receipts(plan, got.results, receipts, got.selection, got.column)
+    results = dict(got.results)
+    for merge in plan.merges:  # each statistic of a joint release gets its levels back
+        shares = {
+            e.name: ((e.epsilon, e.delta), statistic_split(plan, e).per_group)
+            for e in plan.entries
+            if e.name in merge.names
+        }
+        joint = split_result(merge, results[merge.names[0]], stats, shares)
+        names = [e.name for e in plan.entries if e.name in joint or e.name in results]
+        results = {n: joint[n] if n in joint else results[n] for n in names}
+    return _with_receipts(plan, results, receipts, got.selection, got.column)
 
 
 def _with_receipts(

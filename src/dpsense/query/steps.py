@@ -19,6 +19,7 @@ from dpsense.methods._release import with_covers
 from dpsense.methods.call import MethodCall
 from dpsense.noise.rng import RandomSource
 from dpsense.query.bounds_step import BoundsPlan, bounded_statistic, find_bounds, served
+from dpsense.query.joint_merge import merge_of, merged_entry, merged_statistic
 from dpsense.query.methods import run_method
 from dpsense.query.plan import Entry, QueryPlan, statistic_split
 from dpsense.statistics import BoundedStatistic, Count, Statistic
@@ -94,11 +95,11 @@ def table_query(
         statistics=tuple(
             QueryStatistic(
                 name=e.name,
-                statistic=stats[e.name],
+                statistic=stat,
                 request=statistic_release(plan, e, rng),
                 rng=rng,
             )
-            for e, rng in zip(plan.entries, rngs, strict=True)
+            for e, stat, rng in _released(plan, stats, rngs)
         ),
         grouping=Grouping(by=plan.by, keys=plan.keys),
         unit=_unit(plan),
@@ -106,6 +107,22 @@ def table_query(
         row_filter=plan.row_filter,
         selection=plan.selection,
     )
+
+
+def _released(
+    plan: QueryPlan, stats: dict[str, Statistic], rngs: list[RandomSource]
+) -> list[tuple[Entry, Statistic, RandomSource]]:
+    """What the tables release, in the query's order: each statistic with its bounds and
+    random source, a joint release of several (``plan.merges``) in its first member's
+    place, with that member's source (``query.joint_merge``)."""
+    out = []
+    for e, rng in zip(plan.entries, rngs, strict=True):
+        merge = merge_of(plan.merges, e.name)
+        if merge is None:
+            out.append((e, stats[e.name], rng))
+        elif merge.names[0] == e.name:
+            out.append((merged_entry(merge, plan.entries), merged_statistic(merge, stats), rng))
+    return out
 
 
 def _unit(plan: QueryPlan) -> PrivacyUnit:

@@ -70,9 +70,16 @@ def release_query(handle: TableHandle, query: TableQuery, source: RandomSource) 
         _kept(handle, query, opened, values, public, source) as (keys, selection, rows),
     ):
         results = _release_each(
-            handle, query, keys, selection, rows, prebounded=len(query.statistics) > 1
+            handle, query, keys, selection, rows, prebounded=_shares_rows(query)
         )
     return QueryReleases(results, selection, column)
+
+
+def _shares_rows(query: TableQuery) -> bool:
+    """Whether the query's statistics share one bounding and one selection: several
+    statistics, or one release of several statistics' levels with their shared
+    selection (``query.joint_merge``); a query of one shares nothing."""
+    return len(query.statistics) > 1 or query.selection is not None
 
 
 def _counted(query: TableQuery) -> tuple[str, ...]:
@@ -150,7 +157,7 @@ def _kept(
     statistic opens them. A query of one shares nothing (module docstring)."""
     # each COUNT(col)'s 0/1 column, hashed and carried by the bounding
     flags = tuple(add_presence(opened, _counted(query)).values())
-    if len(query.statistics) == 1:
+    if not _shares_rows(query):
         yield query.grouping.keys, None, lambda: nullcontext(opened)
         return
     rows = QueryRows(
