@@ -87,17 +87,18 @@ RUNS = (
 
 SURVEY_BASELINE = (
     "Tumult Analytics 0.21, five queries of epsilon/5 (the same aggregates, bounds and "
-    "keys), run live"
+    "keys): its median relative errors over 300 runs x 2 groups, recorded in "
+    "results/tumult_survey_peer.json (the data, bounds and epsilon are fixed, so they are "
+    "a property of Tumult alone; --tumult-python runs it live instead)"
 )
-SURVEY_RUNS = "quick tier (10 runs x 2 groups, Tumult unseeded), 2026-11-29 at load 15, two runs: "
-SURVEY_MERGED = (
-    "With the median and the percentiles merged into one joint release "
-    "(docs/quantile_mechanisms.md §7c), two quick-tier runs, 2026-11-29 at load 16: "
+SURVEY_COMMAND = (
+    "benchmarks/survey_tumult.py --runs 30 --tumult-python <tmlt virtualenv>/bin/python"
 )
-SURVEY_NOTE = (
-    "Ten runs of a bimodal error (the 90th "
-    "percentile) or of a median of 20 small errors move the ratio by a factor of 2-4 "
-    "between runs: the margins are provisional (two runs), to be re-measured over more"
+SURVEY_SOURCE = (
+    "dpsense: 200 seeded runs x 2 groups (seeds 1000-1199, the same figure on every "
+    "machine), 2026-11-29, after the plan merges the median and the percentiles into one "
+    "joint release (docs/quantile_mechanisms.md); the margin is the spread over three sets "
+    "of 200 seeds (from 1000, 20000, 40000): "
 )
 
 GOALS: tuple[Goal, ...] = (
@@ -323,22 +324,17 @@ GOALS: tuple[Goal, ...] = (
     ),
     Goal(
         name="survey_p10",
-        what="survey query (wage1 by female, eps 1, bounds (0, 50)): dpsense's median "
-        "relative error of the 10th percentile over Tumult's",
+        what="survey query (wage1 by female, eps 1, bounds (0, 50), public keys): dpsense's "
+        "median relative error of the 10th percentile over Tumult's",
         baseline=SURVEY_BASELINE,
         goal=1.0,
-        margin=3.0,
-        limit=4.0,
-        today=0.71,
+        margin=0.06,
+        limit=1.06,
+        today=0.61,
         better="lower",
         measured_by="survey_tumult.ratios",
-        command="benchmarks/survey_tumult.py --runs 30 --tumult-python "
-        "<a virtualenv with tmlt.analytics>/bin/python",
-        source=SURVEY_RUNS
-        + "0.64, 0.76; at 30 runs (benchmarks/results/survey_tumult.md): 1.78. "
-        + SURVEY_MERGED
-        + "0.76, 0.66; at 30 runs: 0.77. "
-        + SURVEY_NOTE,
+        command=SURVEY_COMMAND,
+        source=SURVEY_SOURCE + "0.612, 0.607, 0.554",
         unit="x",
     ),
     Goal(
@@ -346,18 +342,13 @@ GOALS: tuple[Goal, ...] = (
         what="the same, 90th percentile",
         baseline=SURVEY_BASELINE,
         goal=1.0,
-        margin=3.0,
-        limit=4.0,
-        today=0.17,
+        margin=0.06,
+        limit=1.06,
+        today=0.32,
         better="lower",
         measured_by="survey_tumult.ratios",
-        command="benchmarks/survey_tumult.py --runs 30 --tumult-python "
-        "<a virtualenv with tmlt.analytics>/bin/python",
-        source=SURVEY_RUNS
-        + "0.76, 3.41; at 30 runs (benchmarks/results/survey_tumult.md): 2.78. "
-        + SURVEY_MERGED
-        + "0.14, 0.20; at 30 runs: 0.34; goal met, limit = goal + margin. "
-        + SURVEY_NOTE,
+        command=SURVEY_COMMAND,
+        source=SURVEY_SOURCE + "0.318, 0.293, 0.261",
         unit="x",
     ),
     Goal(
@@ -365,18 +356,13 @@ GOALS: tuple[Goal, ...] = (
         what="the same, median",
         baseline=SURVEY_BASELINE,
         goal=1.0,
-        margin=0.6,
-        limit=1.6,
-        today=0.52,
+        margin=0.06,
+        limit=1.06,
+        today=0.89,
         better="lower",
         measured_by="survey_tumult.ratios",
-        command="benchmarks/survey_tumult.py --runs 30 --tumult-python "
-        "<a virtualenv with tmlt.analytics>/bin/python",
-        source=SURVEY_RUNS
-        + "0.87, 0.57; at 30 runs (benchmarks/results/survey_tumult.md): 1.15. "
-        + SURVEY_MERGED
-        + "0.53, 0.51; at 30 runs: 0.74. "
-        + SURVEY_NOTE,
+        command=SURVEY_COMMAND,
+        source=SURVEY_SOURCE + "0.888, 0.850, 0.833",
         unit="x",
     ),
     Goal(
@@ -384,52 +370,42 @@ GOALS: tuple[Goal, ...] = (
         what="the same, mean",
         baseline=SURVEY_BASELINE,
         goal=1.0,
-        margin=0.6,
-        limit=1.6,
-        today=0.76,
+        margin=0.12,
+        limit=1.12,
+        today=0.64,
         better="lower",
         measured_by="survey_tumult.ratios",
-        command="benchmarks/survey_tumult.py --runs 30 --tumult-python "
-        "<a virtualenv with tmlt.analytics>/bin/python",
-        source=SURVEY_RUNS
-        + "0.64, 0.89; at 30 runs (benchmarks/results/survey_tumult.md): 0.67. "
-        + SURVEY_NOTE,
+        command=SURVEY_COMMAND,
+        source=SURVEY_SOURCE + "0.640, 0.568, 0.688",
         unit="x",
     ),
     Goal(
         name="survey_n",
-        what="the same, count",
+        what="the same, count (the same mechanism at the same share: 1.0 is a tie)",
         baseline=SURVEY_BASELINE,
         goal=1.0,
-        margin=1.1,
-        limit=3.2,
-        today=2.1,
+        margin=0.12,
+        limit=1.12,
+        today=1.0,
         better="lower",
         measured_by="survey_tumult.ratios",
-        command="benchmarks/survey_tumult.py --runs 30 --tumult-python "
-        "<a virtualenv with tmlt.analytics>/bin/python",
-        source=SURVEY_RUNS
-        + "2.63, 1.58; at 30 runs (benchmarks/results/survey_tumult.md): 1.00. "
-        + SURVEY_NOTE,
+        command=SURVEY_COMMAND,
+        source=SURVEY_SOURCE + "1.0, 1.0, 1.0; at 100 runs 1.0-1.11",
         unit="x",
     ),
     Goal(
         name="survey_coverage",
-        what="the same: the lowest coverage of dpsense's 95% intervals over the five statistics",
+        what="the same: the lowest coverage of dpsense's 95% intervals over the five "
+        "statistics (400 releases each)",
         baseline="the nominal 95%",
         goal=0.93,
-        margin=0.1,
-        limit=0.75,
-        today=0.85,
+        margin=0.03,
+        limit=0.9,
+        today=0.935,
         better="higher",
         measured_by="survey_tumult.ratios",
-        command="benchmarks/survey_tumult.py --runs 30 --tumult-python "
-        "<a virtualenv with tmlt.analytics>/bin/python",
-        source=SURVEY_RUNS
-        + "0.85, 0.85 (the count's; the quantiles' 1.00, 0.97); at 30 runs "
-        + "(benchmarks/results/survey_tumult.md): 0.85 (the count's, with the runs' seeds "
-        + "1000-1029). "
-        + SURVEY_NOTE,
+        command=SURVEY_COMMAND,
+        source=SURVEY_SOURCE + "0.935, 0.950, 0.955 (the count's)",
         unit="coverage",
     ),
 )
