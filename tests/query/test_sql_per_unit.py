@@ -229,6 +229,22 @@ def test_dpsense_sql_releases_a_per_person_query(
     assert payload["parameters"]["max_rows_per_unit"] == 1
 
 
+def test_dpsense_sql_on_a_csv_asks_for_the_summed_column_s_type(
+    wagepan: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A CSV file's types are inferred from its values: the per-person sum must be
+    declared, and the command line says how in its own words, then releases."""
+    path = tmp_path / "wagepan.csv"
+    wagepan.to_csv(path, index=False)
+    args = ["sql", TOTALS, "--table", f"wagepan={path}", "--privacy-unit", "nr",
+            "--bounds", "total=0:40000", "--epsilon", "2", "--json"]  # fmt: skip
+    assert main(args) != 0
+    err = capsys.readouterr().err
+    assert "--schema hours=TYPE" in err
+    assert "schema=" not in err.replace("--schema", "")
+    assert main([*args, "--schema", "hours=double"]) == 0
+
+
 def test_min_max_avg_count_per_person() -> None:
     frame = pd.DataFrame({"p": [1, 1, 2, 2, 2, 3], "v": [1.0, 3.0, 2.0, 2.0, 8.0, 5.0]})
     with warnings.catch_warnings():

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from dpsense.errors import InputError
+from dpsense.errors import InputError, Schema
 from dpsense.tables.engines.duckdb.joined import JoinedTables, open_joined
 from dpsense.tables.rows.joins import join_sql
 from dpsense.tables.rows.per_unit import PerUnitRows, check_numeric, per_unit_sql
@@ -25,10 +25,11 @@ def duckdb_per_unit(joined: JoinedTables, rows: PerUnitRows) -> JoinedTables:
     read += list(rows.filter_columns)
     inferred = sorted({c for c in read if c in joined.inferred_columns})
     if inferred:
-        shown = ", ".join(f"{c}=TYPE" for c in inferred[:2])
         raise InputError(
             f"The per-person aggregation reads {', '.join(map(repr, inferred))} from a CSV "
-            f"file that does not declare its type; declare it with schema= ({shown})."
+            "file that does not declare its type; declare it, e.g. ",
+            Schema(tuple((c, "TYPE") for c in inferred[:2])),
+            " with TYPE 'int', 'float' or 'decimal(p,s)'.",
         )
     with open_joined(joined) as source:
         found = source.con.execute("DESCRIBE SELECT * FROM src").fetchall()
