@@ -156,6 +156,24 @@ def function_name(node: exp.Expression) -> str:
     return str(node.key).upper()
 
 
+def row_expression(text: object, *, condition: bool = False) -> Any | None:
+    """``text`` parsed as one SQL expression over a row (DuckDB dialect; a boolean one
+    with ``condition``), or None where it is not one (empty, does not parse, a query, a
+    command, an alias). What it may use is :func:`refused_reason`'s to say."""
+    import sqlglot
+    from sqlglot import expressions as exp
+
+    if not isinstance(text, str) or not text.strip():
+        return None
+    try:
+        tree = sqlglot.parse_one(text, read="duckdb", into=exp.Condition if condition else None)
+    except (sqlglot.errors.ParseError, sqlglot.errors.TokenError):
+        return None
+    if isinstance(tree, exp.Query | exp.Command | exp.Alias):
+        return None
+    return tree
+
+
 def refused_reason(node: Any) -> str | None:
     """Why ``node`` may not appear in a row predicate (a phrase after "uses"), or None.
 
@@ -370,7 +388,6 @@ def parse_row_filter(text: object, *, where: str = "release") -> RowFilter:
         outside the allow-list (an aggregate, a window function, a subquery, a column of
         another table, a function that is not total).
     """
-    import sqlglot
     from sqlglot import expressions as exp
 
     if not isinstance(text, str) or not text.strip():
@@ -380,11 +397,8 @@ def parse_row_filter(text: object, *, where: str = "release") -> RowFilter:
             'row, such as "educ >= 12 AND year > 1980" (DuckDB dialect). '
             f"Got {type(text).__name__ if not isinstance(text, str) else 'an empty string'}.",
         )
-    try:
-        tree = sqlglot.parse_one(text, read="duckdb", into=exp.Condition)
-    except (sqlglot.errors.ParseError, sqlglot.errors.TokenError):
-        tree = None
-    if tree is None or isinstance(tree, exp.Query | exp.Command | exp.Alias):
+    tree = row_expression(text, condition=True)
+    if tree is None:
         raise InputError(
             Param("where", of=where),
             " must be one SQL boolean expression over "

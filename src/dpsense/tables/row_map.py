@@ -32,7 +32,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dpsense.errors import InputError, Param
-from dpsense.tables.row_filter import ALLOWED_SUMMARY, refused_reason, total_sql, total_tree
+from dpsense.tables.row_filter import (
+    ALLOWED_SUMMARY,
+    refused_reason,
+    row_expression,
+    total_sql,
+    total_tree,
+)
 
 __all__ = [
     "Computed",
@@ -95,16 +101,10 @@ def parse_computed(
 
 
 def _parse_one(name: str, text: object, *, drop_missing: bool, where: str) -> Computed:
-    import sqlglot
     from sqlglot import expressions as exp
 
-    tree = None
-    if isinstance(text, str) and text.strip():
-        try:
-            tree = sqlglot.parse_one(text, read="duckdb")
-        except (sqlglot.errors.ParseError, sqlglot.errors.TokenError):
-            tree = None
-    if tree is None or isinstance(tree, exp.Query | exp.Command | exp.Alias):
+    tree = row_expression(text)
+    if tree is None:
         raise InputError(
             f"The computed column {name!r} of ",
             Param("columns", of=where, capital=False),
