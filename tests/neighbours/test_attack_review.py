@@ -68,7 +68,8 @@ def test_an_aggregated_expression_of_text_or_dates_says_the_same_on_both_neighbo
     args = {"bounds": {"k": (0.0, 10.0)}, "nulls": nulls}
     first, second = _outcome(_sql(query, d, **args)), _outcome(_sql(query, d2, **args))
     assert first == second
-    assert first[0] == "InputError" and "'k'" in first[1]
+    assert first[0] == "InputError"
+    assert "'k'" in first[1]
 
 
 def test_a_boolean_or_decimal_expression_is_still_aggregated() -> None:
@@ -102,7 +103,8 @@ def test_an_object_column_read_by_an_expression_says_the_same_on_both_neighbours
     )
     first, second = _outcome(_sql(query, d, **args)), _outcome(_sql(query, d2, **args))
     assert first == second
-    assert first[0] == "InputError" and "schema" in first[1]
+    assert first[0] == "InputError"
+    assert "schema" in first[1]
     declared = _outcome(_sql(query, d, schema={"o": "int"}, **args))
     assert declared[0] == "release"
 
@@ -173,7 +175,6 @@ def test_sample_and_aggregate_says_nothing_of_what_f_warns_on_a_block() -> None:
                 blocks=20,
                 rng=1,
             )
-        seen.append(
-            [str(w.message) for w in caught if not issubclass(w.category, ds.SeededRandomnessWarning)]
-        )
+        seeded = ds.SeededRandomnessWarning
+        seen.append([str(w.message) for w in caught if not issubclass(w.category, seeded)])
     assert seen == [[], []]
