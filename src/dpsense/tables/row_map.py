@@ -51,6 +51,8 @@ __all__ = [
 _VIEW = "dpsense_computed"
 _KEPT = "dpsense_computed_rows"
 _FLOATS = frozenset({"FLOAT", "DOUBLE", "REAL"})
+_RESERVED = "dpsense_"
+"""The prefix of the columns dpsense adds to a table (computed views, presence flags)."""
 
 
 @dataclass(frozen=True)
@@ -153,10 +155,18 @@ def _check_numeric(computed: tuple[Computed, ...], types: Mapping[str, str]) -> 
 
 def check_names(computed: tuple[Computed, ...], columns: Iterable[str], label: str) -> None:
     """Refuse a computed column named like a column of the table (which would one name
-    mean?), decided from the names alone."""
-    names = set(columns)
+    mean?), whatever the case of its letters (DuckDB and Spark match names without regard
+    to case: ``AS "ID"`` would read, or replace, the unit ``id``), or with a name of
+    dpsense's own columns (``dpsense_...``); decided from the names alone."""
+    names = {str(n).casefold() for n in columns}
     for c in computed:
-        if c.name in names:
+        if c.name.casefold().startswith(_RESERVED):
+            raise InputError(
+                f"The computed column {c.name!r} has a name that dpsense keeps for its own "
+                f"columns ({_RESERVED}...); give it another name (in SQL, another alias "
+                "with AS)."
+            )
+        if c.name.casefold() in names:
             raise InputError(
                 f"The computed column {c.name!r} has the name of a column of {label}; "
                 "give it another name (in SQL, another alias with AS)."
