@@ -19,7 +19,8 @@ f is arbitrary user code. Its answers are clipped to [l, u], ``inf`` and ``-inf`
 included. A block on which f raises or returns NaN contributes the midpoint (l + u)/2 —
 silently, because reporting which blocks failed would reveal something about them (the
 former ``on_error="raise"`` debugging mode is withdrawn for that reason: test f on your own
-data outside a release); the warnings f raises on a block are dropped for the same reason. The records may hold infinities: f receives them as they are.
+data outside a release); the warnings f raises on a block are dropped for the same
+reason. The records may hold infinities: f receives them as they are.
 """
 
 from __future__ import annotations
