@@ -57,3 +57,37 @@ def test_a_selected_zero_key_is_shown_without_a_sign(spark: Any) -> None:
         got = _sql(query, frame, epsilon=5.0, delta=1e-3).to_pandas()["b"].tolist()
         signs |= {math.copysign(1.0, k) for k in got}
     assert signs == {1.0}
+
+
+_EXTREMES = pd.DataFrame(
+    {
+        "id": np.arange(400),
+        "x": np.r_[np.full(200, 1e300), np.full(200, 3e9)],
+        "v": np.r_[np.full(200, -(2**31)), np.full(200, -(2**63))].astype(np.int64),
+    }
+)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the engines differ on a value out of its type's range: DuckDB gives NULL (the "
+    "row is dropped) where Spark with ANSI mode off saturates (CAST(1e300 AS INTEGER) is "
+    "2147483647; FLOOR of a double is a BIGINT, saturated) or wraps (ABS and // of the "
+    "least BIGINT); a float cast to text is '1e+300' in DuckDB, '1.0E300' in Spark. Each "
+    "engine's map is still of one row (the release is private on either); docs/sql.md "
+    "lists the differences",
+)
+@pytest.mark.parametrize(
+    "expression",
+    ["FLOOR(x) * 10", "CAST(x AS INTEGER)", "ABS(v)", "v // -1", "CAST(x AS VARCHAR)"],
+)
+def test_an_expression_out_of_range_groups_the_same_on_both_engines(
+    spark: Any, expression: str
+) -> None:
+    query = f"SELECT {expression} AS b, COUNT(*) AS n FROM t GROUP BY b"
+    args = {"epsilon": 10.0, "delta": 1e-3}
+    got = [
+        _sql(query, frame, **args).to_pandas()["b"].tolist()
+        for frame in (_EXTREMES, to_spark(spark, _EXTREMES))
+    ]
+    assert got[0] == got[1]
