@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import TYPE_CHECKING, Any, Final
 
-from dpsense.errors import InputError, Param, Schema
+from dpsense.errors import InputError, Param
 
 if TYPE_CHECKING:
     from sqlglot import expressions as exp
@@ -49,7 +49,6 @@ __all__ = [
     "refused_reason",
     "total_sql",
     "total_tree",
-    "undeclared_filter_columns",
 ]
 
 ALLOWED_SUMMARY: Final = (
@@ -358,20 +357,6 @@ def _not_evaluated(kind: str) -> InputError:
         f" could not be evaluated on the table ({kind}): check that "
         "it compares columns with values of their declared types and uses only "
         f"{ALLOWED_SUMMARY}.",
-    )
-
-
-def undeclared_filter_columns(columns: list[str], source: str) -> InputError:
-    """The error of a filter (or computed column) that reads ``columns`` of ``source``
-    (a phrase: the table and why their types are not public) without a declared type:
-    whether it binds would depend on the values."""
-    example = Schema(tuple((c, "TYPE") for c in columns[:2]))
-    return InputError(
-        Param("where", word="filter"),
-        f" reads {', '.join(repr(c) for c in columns)} from {source} and so are not "
-        "public: declare the type of each column the filter reads, e.g. ",
-        example,
-        " with TYPE 'int', 'float', 'decimal(p,s)' or 'text'.",
     )
 
 

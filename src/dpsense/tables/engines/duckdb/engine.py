@@ -8,13 +8,13 @@ from contextlib import AbstractContextManager, contextmanager
 from typing import Any, Final
 
 from dpsense.data.source import TableSource, open_table, quote
+from dpsense.errors import undeclared_filter_columns
 from dpsense.tables.engines.duckdb.bound import bound_table, load_keys
 from dpsense.tables.engines.duckdb.casts import apply_duckdb_schema
 from dpsense.tables.engines.duckdb.held_scan import ScanNeed, announce
 from dpsense.tables.engines.duckdb.joined import JoinedTables, distinct_rows, open_joined
 from dpsense.tables.engines.duckdb.query_rows import BOUNDED, bound_rows, checked_rows
 from dpsense.tables.engines.duckdb.rows_sql import is_nan
-from dpsense.tables.row_filter import undeclared_filter_columns
 from dpsense.tables.rows.bounded import BoundedTable
 from dpsense.tables.rows.casts import Cast
 from dpsense.tables.rows.joins import JoinInputs, JoinPlan
