@@ -39,6 +39,7 @@ __all__ = [
     "missing_column",
     "missing_values",
     "not_numbers",
+    "undeclared_filter_columns",
     "warn_large_epsilon",
 ]
 
@@ -291,6 +292,20 @@ def missing_column(name: str, where: str, columns: list[str], argument: str) -> 
     return InputError(
         f"The column {name!r} is not in {where}; its columns are {shown}. {way}",
         Assign(argument),
+    )
+
+
+def undeclared_filter_columns(columns: list[str], source: str) -> InputError:
+    """The error of a filter (or computed column) that reads ``columns`` of ``source``
+    (a phrase: the table and why their types are not public) without a declared type:
+    whether it binds would depend on the values."""
+    example = Schema(tuple((c, "TYPE") for c in columns[:2]))
+    return InputError(
+        Param("where", word="filter"),
+        f" reads {', '.join(repr(c) for c in columns)} from {source} and so are not "
+        "public: declare the type of each column the filter reads, e.g. ",
+        example,
+        " with TYPE 'int', 'float', 'decimal(p,s)' or 'text'.",
     )
 
 

@@ -358,13 +358,19 @@ def test_where_errors_name_the_argument_not_the_data() -> None:
         ("s LIKE s", "LIKE with a pattern that is not a quoted text"),
     ):
         with pytest.raises(ds.InputError, match=match) as err:
-            ds.release(secret, ds.Count(), epsilon=1.0, where=where)
+            ds.release(secret, ds.Count(), epsilon=1.0, where=where, schema={"s": "text"})
         assert "secret-value" not in str(err.value)
     with pytest.raises(ds.InputError, match="SQL boolean expression"):
         ds.release(secret, ds.Count(), epsilon=1.0, where=3)  # type: ignore[arg-type]
     # a cast that does not convert a value is a NULL (the row is not kept), never an error
     # that would depend on the values
-    assert not ds.release(secret, ds.Count(), epsilon=1.0, where="CAST(s AS INTEGER) > 3").refused
+    cast = "CAST(s AS INTEGER) > 3"
+    assert not ds.release(secret, ds.Count(), epsilon=1.0, where=cast, schema={"s": "text"}).refused
+    # a list's type is inferred from its values (["1", "2"] are numbers, with "abc" text),
+    # so a filter reads only declared columns of one
+    with pytest.raises(ds.InputError, match="declare the type") as err:
+        ds.release(secret, ds.Count(), epsilon=1.0, where="s > 3")
+    assert "secret-value" not in str(err.value)
 
 
 def test_weights_are_checked(wagepan: Any) -> None:

@@ -19,7 +19,8 @@ f is arbitrary user code. Its answers are clipped to [l, u], ``inf`` and ``-inf`
 included. A block on which f raises or returns NaN contributes the midpoint (l + u)/2 —
 silently, because reporting which blocks failed would reveal something about them (the
 former ``on_error="raise"`` debugging mode is withdrawn for that reason: test f on your own
-data outside a release). The records may hold infinities: f receives them as they are.
+data outside a release); the warnings f raises on a block are dropped for the same
+reason. The records may hold infinities: f receives them as they are.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import math
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -294,21 +296,25 @@ def _block_answers(
     b: Bounds,
     on_error: str,
 ) -> NDArray[np.float64]:
-    """``func`` of every block, clipped to the bounds; the midpoint where it fails."""
+    """``func`` of every block, clipped to the bounds; the midpoint where it fails. The
+    warnings ``func`` raises on a block (numpy's "divide by zero", say) are dropped: which
+    blocks warn can turn on one record, as which blocks fail can."""
     order = np.argsort(assignment, kind="stable")
     starts = np.searchsorted(assignment[order], np.arange(k + 1))
     mid = 0.5 * (b.lower + b.upper)
     answers = np.full(k, mid)
-    for i in range(k):
-        block = records[order[starts[i] : starts[i + 1]]]
-        if block.shape[0] == 0:
-            continue
-        try:
-            value = float(func(block))
-        except Exception:
-            continue
-        if not math.isnan(value):  # an infinite answer is clipped like any other
-            answers[i] = min(max(value, b.lower), b.upper)
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        for i in range(k):
+            block = records[order[starts[i] : starts[i + 1]]]
+            if block.shape[0] == 0:
+                continue
+            try:
+                value = float(func(block))
+            except Exception:
+                continue
+            if not math.isnan(value):  # an infinite answer is clipped like any other
+                answers[i] = min(max(value, b.lower), b.upper)
     return answers
 
 

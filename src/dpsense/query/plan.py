@@ -332,7 +332,8 @@ def plan_query(
     casts = parse_schema(args.schema, where)
     row_filter = None if args.where is None else parse_row_filter(args.where, where=where)
     if args.computed:
-        row_filter = with_computed(row_filter, args.computed, _read(items, by_cols), where)
+        numeric = {c for _, stat, c, _ in items if c is not None and not isinstance(stat, Count)}
+        row_filter = with_computed(row_filter, args.computed, _read(items, by_cols), where, numeric)
     public = public_key_count(args.keys, by_cols)
     groups = m_groups if args.privacy_unit is not None else 1
     bounds_plan, bounds_cols = _bounds_steps(

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from dpsense._exact_budget import float_up
-from dpsense.errors import Assign, InputError
+from dpsense.errors import Assign, InputError, undeclared_filter_columns
 from dpsense.mechanisms.partition_selection import SelectionRule, select_groups
 from dpsense.methods import Release
 from dpsense.noise.rng import RandomSource
@@ -32,6 +32,7 @@ from dpsense.tables.request import (
     PrivacyUnit,
     StatisticRelease,
     normalise_keys,
+    signless_zero,
 )
 from dpsense.tables.row_filter import RowFilter
 from dpsense.tables.rows.plan import TablePlan
@@ -92,7 +93,7 @@ def release_opened(
     params["per_group"] = {"epsilon": eps_g, "delta": dlt_g}
     out: dict[Any, Release] = {}
     for gid, values in table.values([int(i) for i in chosen], histograms=True):
-        key = table.keys[gid]
+        key = signless_zero(table.keys[gid]) if public is None else table.keys[gid]
         records = held_or_values(values, unit_stat, request.method)
         rel = request.release_one(records, unit_stat, eps_g, dlt_g)
         out[key if len(by) > 1 else (key[0] if by else None)] = _noted(rel, unit, resolution)
@@ -237,12 +238,31 @@ def opened_table(
             for c in row_filter.columns:
                 source.require(c, "where")  # a typo: the missing column, not its type
             engine.check_filter(source, row_filter, schema)
+            _check_inferred(handle, source, row_filter, columns)
         engine.apply_schema(source, schema)
         if row_filter is None:
             yield source, tuple(columns)
             return
         with engine.filtered(source, row_filter):
             yield source, tuple(columns)
+
+
+def _check_inferred(
+    handle: TableHandle, source: Any, row_filter: RowFilter, values: Sequence[str]
+) -> None:
+    """Every column a row filter or a computed column reads must have a public type: a
+    pandas ``object`` column or Python lists are typed by DuckDB from their values (numbers
+    until one person's "n/a" makes them text, and ``o + 1`` no longer binds), as a CSV
+    file's columns are (``engine.check_filter``). A value column of the release (``values``)
+    is left to the data owner's precondition: text in it is an error whatever reads it
+    (docs/tables.md). Decided from the container's declared types and ``schema=``."""
+    undeclared = [c for c in row_filter.columns if c not in values and handle.undeclared(c)]
+    if undeclared:
+        raise undeclared_filter_columns(
+            undeclared,
+            f"{source.label}, whose types are inferred from the values (Python objects: a "
+            "pandas object column, lists)",
+        )
 
 
 def bounded_values(

@@ -43,7 +43,7 @@ from dpsense.tables.grouped import (
 )
 from dpsense.tables.handle import TableHandle
 from dpsense.tables.presence import add_presence, presence_names
-from dpsense.tables.request import TableQuery, normalise_keys
+from dpsense.tables.request import TableQuery, normalise_keys, signless_zero
 from dpsense.tables.rows.plan import TablePlan
 from dpsense.tables.rows.unit_bounding import QueryRows, UnitBounding
 
@@ -202,7 +202,7 @@ def _shared_groups(
     if not by or query.selection is None:
         return (query.grouping.keys if by else None), None
     got = kept.unit_counts(by, query.unit.column)
-    groups = [tuple(r[:-1]) for r in got]
+    groups = [signless_zero(tuple(r[:-1])) for r in got]
     return _select_shared(query, groups, [int(r[-1]) for r in got], source)
 
 

@@ -39,6 +39,7 @@ __all__ = [
     "normalise_keys",
     "public_key_count",
     "selection_price",
+    "signless_zero",
 ]
 
 SELECTION_SHARE = 0.5
@@ -202,6 +203,13 @@ class TableQuery:
     nulls: str
     row_filter: RowFilter | None
     selection: tuple[float, float] | None
+
+
+def signless_zero(key: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A group found in the data, its float zeros without a sign: -0.0 and 0.0 are one
+    group, and the one a group shows must not be its first row's (``CEIL(-0.3)`` is -0.0;
+    whether the zero group reads "-0.0" would tell that such a row came first)."""
+    return tuple(0.0 if isinstance(v, float | np.floating) and v == 0 else v for v in key)
 
 
 def normalise_keys(keys: Any, by: tuple[str, ...]) -> list[tuple[Any, ...]]:

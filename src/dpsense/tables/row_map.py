@@ -23,6 +23,10 @@ analyst learn whether some row makes the expression fail
 A computed column's type is decided by binding the expression, in DuckDB, against the
 table's declared types (no row is read); on Spark the expression's result is cast to that
 type, so that both engines group (and hash, for the contribution bounding) the same keys.
+A computed column that a statistic aggregates must bind to a number (an integer, a
+decimal, a float or a boolean): the value check of a column of another type reads its
+values (text that is not a number is an error), so ``AVG(CASE WHEN id = 17 THEN 'x' ELSE
+'1' END)`` would raise exactly when person 17 is present. It is refused from its type.
 """
 
 from __future__ import annotations
@@ -53,6 +57,8 @@ __all__ = [
 _VIEW = "dpsense_computed"
 _KEPT = "dpsense_computed_rows"
 _FLOATS = frozenset({"FLOAT", "DOUBLE", "REAL"})
+_RESERVED = "dpsense_"
+"""The prefix of the columns dpsense adds to a table (computed views, presence flags)."""
 
 
 @dataclass(frozen=True)
@@ -70,6 +76,9 @@ class Computed:
     """Drop the rows where it is NULL or NaN (module docstring)."""
     tree: Any = field(default=None, compare=False, repr=False)
     """The expression in DuckDB's dialect, made total, as a sqlglot tree."""
+    numeric: bool = False
+    """Aggregated as a number by a statistic: its bound type must be one (module
+    docstring)."""
 
 
 def parse_computed(
@@ -129,12 +138,35 @@ def _parse_one(name: str, text: object, *, drop_missing: bool, where: str) -> Co
     )
 
 
+def _check_numeric(computed: tuple[Computed, ...], types: Mapping[str, str]) -> None:
+    """Refuse an aggregated computed column whose bound type is not a number (module
+    docstring), decided from the text and the declared types alone."""
+    from dpsense.tables.rows.checks import FLOAT_TYPES, SQL_INTEGERS, exact_numeric
+
+    for c in computed:
+        kind = types.get(c.name, "")
+        if c.numeric and not (kind in FLOAT_TYPES or kind in SQL_INTEGERS or exact_numeric(kind)):
+            raise InputError(
+                f"The computed column {c.name!r} is aggregated as a number, but its "
+                f"expression gives {kind or 'other'} values: CAST it to a number (e.g. "
+                "CAST(... AS DOUBLE)); a value that does not fit then drops its row."
+            )
+
+
 def check_names(computed: tuple[Computed, ...], columns: Iterable[str], label: str) -> None:
     """Refuse a computed column named like a column of the table (which would one name
-    mean?), decided from the names alone."""
-    names = set(columns)
+    mean?), whatever the case of its letters (DuckDB and Spark match names without regard
+    to case: ``AS "ID"`` would read, or replace, the unit ``id``), or with a name of
+    dpsense's own columns (``dpsense_...``); decided from the names alone."""
+    names = {str(n).casefold() for n in columns}
     for c in computed:
-        if c.name in names:
+        if c.name.casefold().startswith(_RESERVED):
+            raise InputError(
+                f"The computed column {c.name!r} has a name that dpsense keeps for its own "
+                f"columns ({_RESERVED}...); give it another name (in SQL, another alias "
+                "with AS)."
+            )
+        if c.name.casefold() in names:
             raise InputError(
                 f"The computed column {c.name!r} has the name of a column of {label}; "
                 "give it another name (in SQL, another alias with AS)."
@@ -182,6 +214,7 @@ def _duckdb_view(source: Any, computed: tuple[Computed, ...]) -> None:
     source.con.execute(create_view(_VIEW, select(items, table(source.view)), replace=True))
     described = source.con.execute(describe(star(table(_VIEW)))).fetchall()
     types = {str(r[0]): str(r[1]) for r in described}
+    _check_numeric(computed, types)
     tests: list[exp.Expression] = []
     for c in computed:
         if not c.drop_missing:
@@ -244,6 +277,7 @@ def spark_computed(source: Any, computed: tuple[Computed, ...], ansi_off: Any) -
         types = _duckdb_types(fields, computed)
     except Exception as exc:  # a type error, or a Spark type DuckDB cannot declare
         raise not_evaluated(computed, type(exc).__name__) from None
+    _check_numeric(computed, types)
     frame = source.frame
     with ansi_off(frame.sparkSession):
         for c in computed:
@@ -262,18 +296,26 @@ def spark_computed(source: Any, computed: tuple[Computed, ...], ansi_off: Any) -
 
 
 def with_computed(
-    row_filter: Any, computed: Mapping[str, str], read: Iterable[str], where: str
+    row_filter: Any,
+    computed: Mapping[str, str],
+    read: Iterable[str],
+    where: str,
+    numeric: Iterable[str] = (),
 ) -> Any:
     """``row_filter`` (a ``RowFilter``, or None without a predicate) with the computed
     columns added; those not in ``read`` (the columns aggregated or grouped by) are only
-    counted and keep their NULL rows."""
+    counted and keep their NULL rows; those in ``numeric`` (aggregated as numbers) must
+    bind to a number."""
     from dataclasses import replace
 
     from dpsense.tables.row_filter import RowFilter
 
-    read = set(read)
+    read, numbers = set(read), set(numeric)
     counted = [name for name in computed if name not in read]
-    parsed = parse_computed(computed, counted, where=where)
+    parsed = tuple(
+        replace(c, numeric=c.name in numbers)
+        for c in parse_computed(computed, counted, where=where)
+    )
     if row_filter is None:
         row_filter = RowFilter("", "", ())
     columns = tuple(dict.fromkeys((*row_filter.columns, *(n for c in parsed for n in c.columns))))
