@@ -190,6 +190,8 @@ def _joined_types(joined: Any) -> dict[str, ColumnType | None]:
             if table not in tables:
                 tables[table] = container_types(joined.tables[table])
             out[name] = tables[table].get(column)
+    for name in joined.derived:  # made by the view's SQL (a per-unit value): DOUBLE
+        out[name] = sql_type("DOUBLE")
     return out
 
 

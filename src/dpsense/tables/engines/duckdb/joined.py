@@ -60,6 +60,9 @@ class JoinedTables:
     public."""
     read_as_text: Mapping[str, frozenset[str]] = field(default_factory=dict)
     """Per table: its undeclared columns the join reads as text (``JoinInputs``)."""
+    derived: frozenset[str] = frozenset()
+    """Columns the view's own SQL makes (a per-unit aggregation's values, DOUBLE by that
+    SQL's casts): their type is the SQL's, public whatever the values."""
 
     @property
     def label(self) -> str:

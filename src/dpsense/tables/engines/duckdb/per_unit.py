@@ -35,7 +35,8 @@ def duckdb_per_unit(joined: JoinedTables, rows: PerUnitRows) -> JoinedTables:
         found = source.con.execute("DESCRIBE SELECT * FROM src").fetchall()
     check_numeric({str(r[0]): str(r[1]) for r in found}, rows.values, rows.label)
     sql = per_unit_sql(join_sql(joined.plan.relation), rows)
-    derived = replace(joined, sql=sql, plan=replace(joined.plan, label=rows.label))
+    made = frozenset(v.name for v in rows.values)
+    derived = replace(joined, sql=sql, plan=replace(joined.plan, label=rows.label), derived=made)
     try:
         with open_joined(derived) as source:
             source.con.execute("SELECT * FROM src LIMIT 0").fetchall()
