@@ -22,7 +22,6 @@ column may be merged into one joint release (``query.joint_merge``, ``QueryPlan.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
@@ -34,6 +33,7 @@ from dpsense.mechanisms.quantiles import joint_is_better
 from dpsense.methods.sampling_interval import POPULATION, check_interval, sampling_budget
 from dpsense.neighbours import Neighbours, validate_neighbours
 from dpsense.params import check_delta, check_epsilon, check_int
+from dpsense.query._plan_items import statistic_items
 from dpsense.query.bounds_step import BoundsPlan, plan_bounds
 from dpsense.query.joint_merge import (
     JointMerge,
@@ -44,7 +44,7 @@ from dpsense.query.joint_merge import (
 )
 from dpsense.query.methods import check_parameters, checked_method
 from dpsense.statistics import BoundedStatistic, Count, Quantile, Quantiles, Statistic
-from dpsense.statistics.units import counts_units, per_unit
+from dpsense.statistics.units import per_unit
 from dpsense.tables.request import BudgetSplit, budget_split, public_key_count
 from dpsense.tables.row_filter import RowFilter, parse_row_filter
 from dpsense.tables.row_map import with_computed
@@ -165,13 +165,6 @@ def statistic_split(plan: QueryPlan, entry: Entry) -> BudgetSplit:
     return budget_split(entry.epsilon, entry.delta, by=plan.by, public_keys=public, groups=g)
 
 
-MIXED_COLUMNS = (
-    "Each statistic of a query reads a column: write it as a (column, statistic) "
-    'pair, e.g. ("wage", ds.Median(-1, 4)), or pass column=... for all of them '
-    "(ds.Count() needs none)."
-)
-
-
 def by_columns(by: str | Sequence[str] | None) -> tuple[str, ...]:
     """``by`` as a tuple of column names (an InputError for anything else)."""
     if by is None:
@@ -182,77 +175,6 @@ def by_columns(by: str | Sequence[str] | None) -> tuple[str, ...]:
     if len(set(cols)) != len(cols):
         raise InputError(Param("by"), " names a column more than once.")
     return cols
-
-
-def _entries(
-    statistics: Any, column: str | None, where: str
-) -> list[tuple[str, Any, Any, str | None]]:
-    """(name, statistic, column, present) for each statistic of ``statistics`` (one, or a
-    dict): ``present`` is the column of a dict's ``(column, ds.Count())`` pair, whose rows
-    with a value the count counts (None: every row)."""
-    if isinstance(statistics, Statistic):
-        return [("value", statistics, column, None)]
-    if not isinstance(statistics, Mapping):
-        raise InputError(
-            Param("statistic", of=where),
-            f" must be a dpsense statistic such as "
-            "ds.Median(lower, upper), or a dict of them by name. Got an object of type "
-            f"{type(statistics).__name__} instead.",
-        )
-    if not statistics:
-        raise InputError(f"The dict of statistics passed to {where} is empty: name at least one.")
-    out = []
-    for name, entry in statistics.items():
-        if not isinstance(name, str) or not name:
-            raise InputError(f"The names of a dict of statistics must be strings; got {name!r}.")
-        paired = isinstance(entry, tuple) and len(entry) == 2
-        col, stat = entry if paired else (column, entry)
-        if not isinstance(stat, Statistic):
-            raise InputError(
-                f"The dict entry {name!r} must be a statistic, e.g. ds.Count(), or a "
-                '(column, statistic) pair, e.g. ("wage", ds.Median(-1, 4)). Got an object '
-                f"of type {type(stat).__name__} instead."
-            )
-        if col is not None and not isinstance(col, str):
-            raise InputError(f"The column of the dict entry {name!r} must be a column name.")
-        count = isinstance(stat, Count)
-        if paired and counts_units(stat):
-            raise InputError(
-                f"The dict entry {name!r} pairs a column with ds.Count(distinct_units=True), "
-                "which counts the privacy units and reads no column: write it alone, "
-                f"{name!r}: ds.Count(distinct_units=True)."
-            )
-        out.append((name, stat, None if count else col, col if count and paired else None))
-    return out
-
-
-def _weights(weights: object, names: list[str], where: str) -> dict[str, Fraction]:
-    """Each statistic's weight (1 unless ``weights`` says otherwise), checked."""
-    if weights is None:
-        return dict.fromkeys(names, Fraction(1))
-    if not isinstance(weights, Mapping):
-        raise InputError(
-            Param("weights", of=where),
-            f" must be a dict of statistic names to "
-            f"positive numbers, e.g. {{{names[0]!r}: 2}}. Got {type(weights).__name__} instead.",
-        )
-    unknown = [k for k in weights if k not in names]
-    if unknown:
-        raise InputError(
-            Param("weights", of=where),
-            f" names {unknown[0]!r}, which is not a "
-            f"statistic of the query ({', '.join(repr(n) for n in names)}).",
-        )
-    out = {}
-    for name in names:
-        w = weights.get(name, 1)
-        if isinstance(w, bool) or not isinstance(w, int | float) or not (0 < w < math.inf):
-            raise InputError(
-                f"The weight of {name!r} in the 'weights' parameter of {where} must be a "
-                f"number in (0, inf). Got {w!r} instead."
-            )
-        out[name] = Fraction(w)
-    return out
 
 
 @dataclass(frozen=True)
@@ -326,14 +248,11 @@ def plan_query(
     delta = check_delta(delta, where=where)
     neighbours = validate_neighbours(args.neighbours, where=where)
     single = isinstance(statistics, Statistic)
-    items, w = _statistic_items(statistics, args, where)
+    items, w = statistic_items(statistics, args.column, args.weights, where)
     interval = check_interval(args.interval, [(n, stat) for n, stat, _, _ in items], where)
     by_cols, m_rows, m_groups = _units_and_groups(args, where)
     casts = parse_schema(args.schema, where)
-    row_filter = None if args.where is None else parse_row_filter(args.where, where=where)
-    if args.computed:
-        numeric = {c for _, stat, c, _ in items if c is not None and not isinstance(stat, Count)}
-        row_filter = with_computed(row_filter, args.computed, _read(items, by_cols), where, numeric)
+    row_filter = _row_filter(args, items, by_cols, where)
     public = public_key_count(args.keys, by_cols)
     groups = m_groups if args.privacy_unit is not None else 1
     bounds_plan, bounds_cols = _bounds_steps(
@@ -344,10 +263,7 @@ def plan_query(
         len(items) > 1, rest, delta, by_cols, public, groups
     )
     entries = _entries_at_shares(items, w, (eps_stats, dlt_stats), args, options, neighbours)
-    entries = [replace(e, interval=interval) for e in entries]
-    # a population interval is one statistic's own (several quantiles have none): no merge
-    merges = () if interval == POPULATION else plan_merges(entries, options, neighbours)
-    entries = [joined(e, merges) for e in entries]
+    entries, merges = _merged_entries(entries, interval, options, neighbours)
     plan = QueryPlan(
         entries=tuple(entries),
         single=single,
@@ -375,30 +291,37 @@ def plan_query(
     return plan
 
 
+def _row_filter(
+    args: ReleaseArgs,
+    items: list[tuple[str, Any, Any, str | None]],
+    by: tuple[str, ...],
+    where: str,
+) -> RowFilter | None:
+    """The rows a query keeps: its ``where`` filter, with its computed columns (SQL's
+    row-wise expressions; ``tables.row_map``), numeric when a statistic other than a count
+    reads them."""
+    row_filter = None if args.where is None else parse_row_filter(args.where, where=where)
+    if args.computed:
+        numeric = {c for _, stat, c, _ in items if c is not None and not isinstance(stat, Count)}
+        row_filter = with_computed(row_filter, args.computed, _read(items, by), where, numeric)
+    return row_filter
+
+
+def _merged_entries(
+    entries: list[Entry], interval: str, options: dict[str, Any], neighbours: Neighbours
+) -> tuple[list[Entry], tuple[JointMerge, ...]]:
+    """``entries`` with what their intervals cover, and the joint releases of quantile
+    statistics of one column (``query.joint_merge``), each entry joined to its own."""
+    entries = [replace(e, interval=interval) for e in entries]
+    # a population interval is one statistic's own (several quantiles have none): no merge
+    merges = () if interval == POPULATION else plan_merges(entries, options, neighbours)
+    return [joined(e, merges) for e in entries], merges
+
+
 def _read(items: list[tuple[str, Any, Any, str | None]], by: tuple[str, ...]) -> set[str]:
     """The columns a query aggregates or groups by (a computed column among them drops
     its rows where it is missing; one only counted keeps them: ``tables.row_map``)."""
     return {*by, *(col for _, _, col, _ in items if col is not None)}
-
-
-def _statistic_items(
-    statistics: Any, args: ReleaseArgs, where: str
-) -> tuple[list[tuple[str, Any, Any, str | None]], dict[str, Fraction]]:
-    """The statistics of a release or query with their columns (all named, or none) and
-    their checked weights."""
-    if isinstance(statistics, Statistic) and args.weights is not None:
-        raise InputError(
-            Param("weights", of=where),
-            " splits epsilon between the statistics of a "
-            "dict: pass a dict of statistics, or drop weights.",
-        )
-    if args.column is not None and not isinstance(args.column, str):
-        raise InputError(Param("column"), " must be a column name (str).")
-    items = _entries(statistics, args.column, where)
-    named = [col for _, stat, col, _ in items if not isinstance(stat, Count)]
-    if None in named and any(col is not None for col in named):
-        raise InputError(MIXED_COLUMNS)
-    return items, _weights(args.weights, [name for name, _, _, _ in items], where)
 
 
 def _shared_selection(

@@ -166,7 +166,7 @@ def with_value_column(plan: QueryPlan, handle: TableHandle) -> QueryPlan:
     values (``COUNT(col)``); an InputError when the table has several. (Otherwise the
     tables find it as they open it, ``tables.query_release``; a query whose statistics
     name columns for some and not others is refused by its plan,
-    ``query.plan.MIXED_COLUMNS``.)
+    ``query._plan_items.MIXED_COLUMNS``.)
     ``handle``'s data must be readable twice (``data.source.readable_twice``)."""
     if not (_missing_column(plan) and counted_columns(plan)):
         return plan
