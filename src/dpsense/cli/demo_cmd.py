@@ -167,12 +167,35 @@ def interval_cell(result: Any) -> str:
     )
 
 
+def _add_quantile_rows(table: Table, table_data: dict[str, Any]) -> None:
+    """The demo's three quantiles of age, one release, a row each with its interval."""
+    from dpsense.methods import Release
+    from dpsense.release import release
+    from dpsense.shown import decimals_of, rounded
+
+    quantiles = release(
+        load_column(table_data, "age"), Quantiles((0.1, 0.5, 0.9), 0.0, 100.0), epsilon=1.0
+    )
+    assert isinstance(quantiles, Release)
+    ends = quantiles.interval()
+    assert ends is not None  # the exponential mechanism's quantiles carry their intervals
+    for i, (p, value) in enumerate(zip((10, 50, 90), quantiles.value, strict=True)):
+        low, high = float(ends[0][i]), float(ends[1][i])
+        decimals = decimals_of(float(value), (low, high), None)
+        table.add_row(
+            f"quantile {p}% (age)",
+            quantiles.method if i == 0 else "",
+            f"({quantiles.epsilon:g}, {quantiles.delta:g})" if i == 0 else "",
+            rounded(float(value), decimals),
+            f"[{rounded(low, decimals, 'down')}, {rounded(high, decimals, 'up')}]",
+        )
+
+
 def _demo_releases(console: Console, table_data: dict[str, Any]) -> None:
     """A few differentially private releases with their receipts (OS CSPRNG noise)."""
     from dpsense.cli.tables_io import shown_value
     from dpsense.methods import Release
     from dpsense.release import release
-    from dpsense.shown import decimals_of, rounded
 
     table = Table(
         title="Differentially private releases (epsilon = 1 each; fresh noise every run)",
@@ -201,22 +224,7 @@ def _demo_releases(console: Console, table_data: dict[str, Any]) -> None:
             shown_value(result),
             interval_cell(result),
         )
-    quantiles = release(
-        load_column(table_data, "age"), Quantiles((0.1, 0.5, 0.9), 0.0, 100.0), epsilon=1.0
-    )
-    assert isinstance(quantiles, Release)
-    ends = quantiles.interval()
-    assert ends is not None  # the exponential mechanism's quantiles carry their intervals
-    for i, (p, value) in enumerate(zip((10, 50, 90), quantiles.value, strict=True)):
-        low, high = float(ends[0][i]), float(ends[1][i])
-        decimals = decimals_of(float(value), (low, high), None)
-        table.add_row(
-            f"quantile {p}% (age)",
-            quantiles.method if i == 0 else "",
-            f"({quantiles.epsilon:g}, {quantiles.delta:g})" if i == 0 else "",
-            rounded(float(value), decimals),
-            f"[{rounded(low, decimals, 'down')}, {rounded(high, decimals, 'up')}]",
-        )
+    _add_quantile_rows(table, table_data)
     console.print(table)
     console.print(
         Text(
