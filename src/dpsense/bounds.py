@@ -112,6 +112,35 @@ def _same_side_reach(x: F64, grid: F64, steps: int) -> NDArray[np.int64]:
     return np.where(grid > 0, above, np.where(grid < 0, below, 0)).astype(np.int64)
 
 
+def _level_shortfalls(x: F64, grid: F64, tail: Fraction | None) -> list[list[Fraction]]:
+    """For each width level j = 1..W, each grid point's ``max(0, s n - r_j)`` (with a
+    ``tail``, its share capped: :func:`bound_scores`)."""
+    n = int(x.size)
+    # the target of each level: a share s of the rows of the larger of v's side of 0 and
+    # the rest (half the rows for symmetric data; all of them for a bound on a side with
+    # no rows, which then pays for it); it moves by at most s when a row is added or removed
+    positive, negative = int(np.count_nonzero(x > 0)), int(np.count_nonzero(x < 0))
+    sides = [(positive, negative) if v > 0 else (negative, positive) for v in grid.tolist()]
+    targets = [WIDTH_SHARE * max(side, n - side) for side, _ in sides]
+    # with a tail cap, s times the rows on the other side of 0 is added to the cap: a bound
+    # on the wrong side of one-signed data pays the full s T. (Not the rows missing on v's
+    # side, s (n - 2 n_v): removing a row of v's side would raise it by s while r_j drops
+    # by 1, a move of 1 + s.)
+    missing = [WIDTH_SHARE * other for _, other in sides]
+    # the mean over the levels of max(0, target - r_j): each term moves by at most 1 when
+    # a row is added or removed, so their mean does too; it grows by target / W per
+    # doubling beyond the data, where one level alone is flat
+    return [
+        [
+            max(Fraction(0), _capped(target, tail, j, extra) - r)
+            for target, extra, r in zip(targets, missing, reach, strict=True)
+        ]
+        for j, reach in (
+            (j, _same_side_reach(x, grid, j).tolist()) for j in range(1, WIDTH_STEPS + 1)
+        )
+    ]
+
+
 def bound_scores(
     x: F64, grid: F64, t_lo: Fraction, t_hi: Fraction, tail: Fraction | None = None
 ) -> tuple[list[Fraction], list[Fraction]]:
@@ -138,29 +167,7 @@ def bound_scores(
     below = np.searchsorted(ordered, grid, side="left")
     above = n - np.searchsorted(ordered, grid, side="right")
     bulk = n - np.searchsorted(magnitudes, np.ldexp(np.abs(grid), -BULK_STEPS), side="left")
-    # the target of each level: a share s of the rows of the larger of v's side of 0 and
-    # the rest (half the rows for symmetric data; all of them for a bound on a side with
-    # no rows, which then pays for it); it moves by at most s when a row is added or removed
-    positive, negative = int(np.count_nonzero(x > 0)), int(np.count_nonzero(x < 0))
-    sides = [(positive, negative) if v > 0 else (negative, positive) for v in grid.tolist()]
-    targets = [WIDTH_SHARE * max(side, n - side) for side, _ in sides]
-    # with a tail cap, s times the rows on the other side of 0 is added to the cap: a bound
-    # on the wrong side of one-signed data pays the full s T. (Not the rows missing on v's
-    # side, s (n - 2 n_v): removing a row of v's side would raise it by s while r_j drops
-    # by 1, a move of 1 + s.)
-    missing = [WIDTH_SHARE * other for _, other in sides]
-    # the mean over the levels of max(0, target - r_j): each term moves by at most 1 when
-    # a row is added or removed, so their mean does too; it grows by target / W per
-    # doubling beyond the data, where one level alone is flat
-    short = [
-        [
-            max(Fraction(0), _capped(target, tail, j, extra) - r)
-            for target, extra, r in zip(targets, missing, reach, strict=True)
-        ]
-        for j, reach in (
-            (j, _same_side_reach(x, grid, j).tolist()) for j in range(1, WIDTH_STEPS + 1)
-        )
-    ]
+    short = _level_shortfalls(x, grid, tail)
     clip_lo, clip_hi = _capped(t_lo * n, tail, 1), _capped(t_hi * n, tail, 1)
     half = _capped(BULK_SHARE * nonzero, tail, BULK_STEPS)
     lows: list[Fraction] = []
