@@ -225,8 +225,7 @@ def sql(
             **args,
         }
     )
-    _check_accountant(accountant)
-    where = _WHERE if accountant is None else "Accountant.release"
+    where = _door(accountant)
     label = label if dataset is None else dataset
     request = Request(data, stats, release_args, epsilon, delta, rng, method_options, where, label)
     result = execute(request, accountant)
@@ -274,15 +273,19 @@ def _query_input(
     return data, privacy_unit, keys, spec.table, units, schema
 
 
-def _check_accountant(accountant: object) -> None:
-    if accountant is not None:
-        from dpsense.accountant import Accountant
+def _door(accountant: object) -> str:
+    """Where the query is released, as its messages name it: ``ds.sql``, or
+    ``Accountant.release`` when it is charged to ``accountant`` (checked first)."""
+    if accountant is None:
+        return _WHERE
+    from dpsense.accountant import Accountant
 
-        if not isinstance(accountant, Accountant):
-            raise InputError(
-                Param("accountant", of=_WHERE),
-                f" must be a ds.Accountant. Got {type(accountant).__name__} instead.",
-            )
+    if not isinstance(accountant, Accountant):
+        raise InputError(
+            Param("accountant", of=_WHERE),
+            f" must be a ds.Accountant. Got {type(accountant).__name__} instead.",
+        )
+    return "Accountant.release"
 
 
 def _check_columns(spec: SqlQuery, data: Any) -> None:
