@@ -358,7 +358,6 @@ def sql_command(
     LIMIT on the released rows. Subqueries, other DISTINCT, HAVING, window functions and
     MIN/MAX are refused with what to do instead.
     """
-    from dpsense.cli.tables_io import write_output
     from dpsense.sql_release import sql
     from dpsense.tables.schema import parse_schema_items
 
@@ -385,6 +384,13 @@ def sql_command(
             accountant=accountant,
             dataset=label,
         )
+    _write_and_emit(spec, result, output, json_output)
+
+
+def _write_and_emit(spec: SqlQuery, result: Any, output: Path | None, json_output: bool) -> None:
+    """The released rows written to ``--output`` (when given), then shown."""
+    from dpsense.cli.tables_io import write_output
+
     if output is not None:
         write_output(output, result)
     _emit(spec, result, json_output)
