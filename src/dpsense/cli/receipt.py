@@ -82,15 +82,7 @@ def print_receipt(result: Release, column: str | None) -> None:
         + (f", rho={result.rho:g}-zCDP" if result.rho is not None else ""),
     )
     table.add_row("neighbours", result.neighbours)
-    found = result.parameters.get("bounds")
-    private = isinstance(found, dict) and found.get("source") == "private"
-    for key, value in result.parameters.items():
-        if value is None or key in _SHOWN_ABOVE or (private and key in ("lower", "upper")):
-            continue  # nothing to say, or said above (the scale's units, private bounds)
-        if key == "interval":
-            table.add_row("interval from", interval_source(value))
-            continue
-        table.add_row(_WORDS.get(key, key), _parameter(key, value))
+    _add_parameter_rows(table, result)
     if result.seeded:
         table.add_row("randomness", "SEEDED: reproducible, not secure (tests/demos only)")
     console.print(table)
@@ -118,6 +110,19 @@ _WORDS = {
 SELECTED = "exponential-mechanism"
 """The noise of a value the exponential mechanism selects: it has no scale."""
 _SCALE_UNITS = {"rescaled [0, 1]": "on the bounds rescaled to [0, 1]"}
+
+
+def _add_parameter_rows(table: Table, result: Release) -> None:
+    """A row for each parameter of the release's receipt not said above it, in words."""
+    found = result.parameters.get("bounds")
+    private = isinstance(found, dict) and found.get("source") == "private"
+    for key, value in result.parameters.items():
+        if value is None or key in _SHOWN_ABOVE or (private and key in ("lower", "upper")):
+            continue  # nothing to say, or said above (the scale's units, private bounds)
+        if key == "interval":
+            table.add_row("interval from", interval_source(value))
+            continue
+        table.add_row(_WORDS.get(key, key), _parameter(key, value))
 
 
 def _parameter(key: str, value: Any) -> str:
