@@ -504,7 +504,7 @@ MUTANTS = (
     Mutant(
         "count-col-ignores-col",
         "SQL COUNT(col) (a dict's (col, ds.Count()) pair) counts every row, col ignored",
-        "src/dpsense/query/plan.py",
+        "src/dpsense/query/_plan_items.py",
         (
             (
                 "None if count else col, col if count and paired else None))",
