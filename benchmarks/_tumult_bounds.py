@@ -14,12 +14,12 @@ import sys
 from typing import Any
 
 
-def main() -> None:
+def tumult_spark() -> Any:
+    """A local Spark session for Tumult, its Python workers on this virtualenv's Python
+    (which has tmlt); shared with ``_tumult_survey.py``."""
     from pyspark.sql import SparkSession
 
-    # Spark's Python workers must run this virtualenv's Python, which has tmlt
     os.environ["PYSPARK_PYTHON"] = sys.executable
-    cells = json.load(sys.stdin)
     spark = (
         SparkSession.builder.master("local[1]")
         .config("spark.ui.enabled", "false")
@@ -27,6 +27,12 @@ def main() -> None:
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def main() -> None:
+    cells = json.load(sys.stdin)
+    spark = tumult_spark()
     for payload in cells:
         print(json.dumps(_cell(spark, payload)), flush=True)
 

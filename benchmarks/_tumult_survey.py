@@ -17,25 +17,15 @@ per run keeps Spark's fixed cost (seconds a query) out of the benchmark.
 from __future__ import annotations
 
 import json
-import os
 import sys
 from typing import Any
 
 
 def main() -> None:
-    from pyspark.sql import SparkSession
+    from _tumult_bounds import tumult_spark  # this script's folder is on sys.path
 
-    # Spark's Python workers must run this virtualenv's Python, which has tmlt
-    os.environ["PYSPARK_PYTHON"] = sys.executable
     payload = json.load(sys.stdin)
-    spark = (
-        SparkSession.builder.master("local[1]")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "1")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    print(json.dumps(_run(spark, payload)), flush=True)
+    print(json.dumps(_run(tumult_spark(), payload)), flush=True)
 
 
 def _run(spark: Any, payload: dict[str, Any]) -> dict[str, list[list[float]]]:
