@@ -267,3 +267,41 @@ def test_unbounded_query_on_one_column_charges_only_what_runs(
             )
             assert outcome.error is not None
             assert outcome.error[0] in ("InputError", "BudgetExceededError"), outcome.error
+
+
+# -- joint release of a column's quantiles (the plan's merge) ------------------------------
+
+
+def _survey(with_target: bool) -> pd.DataFrame:
+    rng = np.random.default_rng(11)
+    g = np.repeat(["a", "b"], 40)
+    w = np.round(rng.lognormal(2.0, 0.6, 80), 2)
+    if with_target:  # one more person, far in the tail of group b
+        g, w = np.append(g, "b"), np.append(w, 49.0)
+    return pd.DataFrame({"pid": np.arange(len(w)), "g": g, "w": w})
+
+
+@pytest.mark.parametrize("keys", [{"g": ["a", "b"]}, None], ids=["public-keys", "selected"])
+@pytest.mark.parametrize("bounds", [{"w": (0.0, 50.0)}, "private"], ids=["public", "private"])
+def test_merged_quantiles_say_and_charge_the_same_with_one_more_person(
+    keys: dict[str, list[str]] | None, bounds: Any
+) -> None:
+    """MEDIAN and a two-level QUANTILE_CONT of one column are released jointly (the plan
+    decides from the request): what the release says (the merge, the split, the columns)
+    and what it charges do not change when one person is added."""
+    query = (
+        "SELECT g, MEDIAN(w) AS med, QUANTILE_CONT(w, [0.1, 0.9]) AS q, COUNT(*) AS n "
+        "FROM t GROUP BY g"
+    )
+
+    def call(data: Any, acc: Any) -> Any:
+        return acc.sql(query, tables={"t": data}, privacy_unit="pid", bounds=bounds,
+                       keys=keys, epsilon=1.0, delta=delta, rng=5)  # fmt: skip
+
+    delta = 0.0 if keys is not None else 1e-6  # private selection needs delta
+    a, b = both(_survey, call, accountant=True)
+    assert a.kind == "release", a.error
+    assert_same(a, b, "a merged joint release of quantiles", public_keys=keys is not None)
+    merged = ds.sql(query, tables={"t": _survey(False)}, privacy_unit="pid", bounds=bounds,
+                    keys=keys, epsilon=1.0, delta=delta, rng=5).parameters["split"]  # fmt: skip
+    assert merged["med"].get("released_with"), merged["med"]  # the merge happened
